@@ -1,0 +1,1 @@
+"""Round-trip latency load tests for SockJS broadcast servers."""

@@ -1,0 +1,94 @@
+"""Launch a server under test as a child process and learn where it listens.
+
+Every server the project starts (the broker, the baseline sockjs-tornado app,
+the sockjs-node app) follows one contract: it accepts ``--port 0``, binds an
+ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
+on stdout as soon as it accepts connections. :func:`launch` waits for that line.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+class ServerError(RuntimeError):
+    """The server exited or stayed silent before it was listening."""
+
+
+class Server:
+    """A running server process: its ``url`` (SockJS prefix), ``pid`` and output."""
+
+    def __init__(self, process, url, output):
+        self.process = process
+        self.url = url
+        self._output = output
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    @property
+    def output(self):
+        """Everything the process printed so far (stdout and stderr merged)."""
+        return "".join(self._output)
+
+    def stop(self, timeout=5.0):
+        """Send SIGTERM, wait up to ``timeout`` seconds, then SIGKILL. Returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
+    """Start ``argv`` and return a :class:`Server` once it prints its listening line.
+
+    ``cpu`` pins the process (and its threads) to one CPU number.
+    """
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.setdefault("PYTHONUNBUFFERED", "1")
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=full_env,
+        cwd=cwd,
+        text=True,
+        bufsize=1,
+        preexec_fn=None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu})),
+    )
+    output = []
+    found = threading.Event()
+    url = []
+
+    def pump():
+        for line in process.stdout:
+            output.append(line)
+            if not found.is_set():
+                match = _LISTENING.search(line)
+                if match:
+                    url.append(match.group(1).rstrip("/"))
+                    found.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not found.wait(0.05):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            reason = "exited with code %s" % process.returncode if process.returncode else "timed out"
+            raise ServerError(
+                "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
+            )
+    return Server(process, url[0], output)
