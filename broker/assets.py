@@ -1,0 +1,81 @@
+"""The demo page, its static files, and sockjs-client served by the broker itself.
+
+sockjs-client comes from npm (``npm ci`` at set-up, pinned in
+``package-lock.json``) and is served from ``node_modules/sockjs-client/dist``,
+looked up next to the ``broker`` package and then in the current directory.
+The SockJS router's ``sockjs_url`` points at it, so the iframe transports load
+the same client version as the page, from the broker, with no CDN. When it is
+missing the broker still runs: it warns once at startup, and the demo page
+says how to install it.
+"""
+
+import logging
+import os
+
+from tornado.web import RequestHandler, StaticFileHandler
+
+LOG = logging.getLogger("broker.assets")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATIC_DIR = os.path.join(HERE, "static")
+TEMPLATE_DIR = os.path.join(HERE, "templates")
+SOCKJS_CLIENT_PATH = "/vendor/sockjs-client/"
+SOCKJS_URL = SOCKJS_CLIENT_PATH + "sockjs.min.js"
+
+DEMO_PAGE_POLICY = "; ".join([
+    "default-src 'self'",
+    "connect-src 'self' ws: wss:",
+    "img-src 'self' data:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'self'",
+])
+
+
+def sockjs_client_candidates():
+    """Where ``npm ci`` may have put sockjs-client, in lookup order."""
+    package_root = os.path.dirname(HERE)
+    return [os.path.join(root, "node_modules", "sockjs-client", "dist")
+            for root in (package_root, os.getcwd())]
+
+
+def find_sockjs_client():
+    """The directory holding ``sockjs.min.js``, or None."""
+    for directory in sockjs_client_candidates():
+        if os.path.isfile(os.path.join(directory, "sockjs.min.js")):
+            return directory
+    return None
+
+
+class DemoPageHandler(RequestHandler):
+    """The demo page, under a content security policy that allows only the broker itself."""
+
+    def initialize(self, prefix, sockjs_client_installed):
+        self.prefix = prefix
+        self.sockjs_client_installed = sockjs_client_installed
+
+    def get_template_path(self):
+        return TEMPLATE_DIR
+
+    def get(self):
+        self.set_header("Content-Security-Policy", DEMO_PAGE_POLICY)
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "no-cache")
+        self.render("index.html", prefix=self.prefix, sockjs_url=SOCKJS_URL,
+                    sockjs_client_installed=self.sockjs_client_installed)
+
+
+def routes(prefix):
+    """Routes for ``/`` (the demo of the SockJS service at ``prefix``), ``/static/``
+    and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
+    sockjs_client = find_sockjs_client()
+    if sockjs_client is None:
+        LOG.warning("sockjs-client is not installed (looked in %s): the demo page and the iframe "
+                    "transports will not work; run `npm ci` in the broker's checkout",
+                    " and ".join(sockjs_client_candidates()))
+    return [
+        (r"/", DemoPageHandler, {"prefix": prefix, "sockjs_client_installed": bool(sockjs_client)}),
+        (r"/static/(.*)", StaticFileHandler, {"path": STATIC_DIR}),
+        (SOCKJS_CLIENT_PATH + r"(.*)", StaticFileHandler,
+         {"path": sockjs_client or sockjs_client_candidates()[0]}),
+    ]
