@@ -16,6 +16,8 @@ TRANSPORT_OVERRIDES = {
     stock.RawWebSocketTransport: transports.RawWebSocketTransport,
     stock.XhrSendHandler: transports.XhrSendHandler,
     stock.JSONPSendHandler: transports.JSONPSendHandler,
+    stock.HtmlFileTransport: transports.HtmlFileTransport,
+    stock.JSONPTransport: transports.JSONPTransport,
 }
 
 DEFAULT_SETTINGS = {

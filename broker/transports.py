@@ -14,13 +14,17 @@ connection takes the same unmasked, uncompressed bytes.
 """
 
 import logging
+import re
 
 from sockjs.tornado import proto
 from sockjs.tornado import transports as base
+from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
+from sockjs.tornado.util import asynchronous
 
 LOG = logging.getLogger("broker.transports")
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
+CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 
 
 class _PrebuiltWriter:
@@ -111,3 +115,52 @@ class XhrSendHandler(_SizeLimitedSend, base.XhrSendHandler):
 
 class JSONPSendHandler(_SizeLimitedSend, base.JSONPSendHandler):
     pass
+
+
+class _CallbackTransport:
+    """jsonp and htmlfile: the ``c`` parameter names the page's JavaScript
+    function that receives the frames. A name outside ``[A-Za-z0-9_.]`` is
+    refused with a 500, never used as given nor rewritten."""
+
+    def callback_name(self):
+        """The validated callback name, or None once a 500 has been sent."""
+        callback = self.get_argument("c", None, strip=False)
+        if not callback:
+            error = '"callback" parameter required'
+        elif not CALLBACK_NAME.match(callback):
+            error = 'invalid "callback" parameter'
+        else:
+            return callback
+        self.set_status(500)
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        self.finish(error)
+        return None
+
+
+class HtmlFileTransport(_CallbackTransport, base.HtmlFileTransport):
+    """Streaming into a hidden iframe; the page calls ``parent.<callback>``."""
+
+    @asynchronous
+    def get(self, session_id):
+        self.preflight()
+        self.handle_session_cookie()
+        self.disable_cache()
+        callback = self.callback_name()
+        if callback is None:
+            return
+        self.set_header("Content-Type", "text/html; charset=UTF-8")
+        self.write(HTMLFILE_HEAD % callback)
+        self.flush()
+        if not self._attach_session(session_id):
+            self.finish()
+            return
+        if self.session:
+            self.session.flush()
+
+
+class JSONPTransport(_CallbackTransport, base.JSONPTransport):
+    """JSONP polling: one ``callback("frame");`` script per request."""
+
+    def get(self, session_id):
+        if self.callback_name() is not None:
+            super().get(session_id)
