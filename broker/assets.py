@@ -17,8 +17,7 @@ from tornado.web import RequestHandler, StaticFileHandler
 LOG = logging.getLogger("broker.assets")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STATIC_DIR = os.path.join(HERE, "static")
-TEMPLATE_DIR = os.path.join(HERE, "templates")
+DEMO_DIR = os.path.join(HERE, "demo")
 SOCKJS_CLIENT_PATH = "/vendor/sockjs-client/"
 SOCKJS_URL = SOCKJS_CLIENT_PATH + "sockjs.min.js"
 
@@ -55,7 +54,7 @@ class DemoPageHandler(RequestHandler):
         self.sockjs_client_installed = sockjs_client_installed
 
     def get_template_path(self):
-        return TEMPLATE_DIR
+        return DEMO_DIR
 
     def get(self):
         self.set_header("Content-Security-Policy", DEMO_PAGE_POLICY)
@@ -66,8 +65,8 @@ class DemoPageHandler(RequestHandler):
 
 
 def routes(prefix):
-    """Routes for ``/`` (the demo of the SockJS service at ``prefix``), ``/static/``
-    and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
+    """Routes for ``/`` (the demo of the SockJS service at ``prefix``), its script and
+    style sheet under ``/static/``, and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
     sockjs_client = find_sockjs_client()
     if sockjs_client is None:
         LOG.warning("sockjs-client is not installed (looked in %s): the demo page and the iframe "
@@ -75,7 +74,7 @@ def routes(prefix):
                     " and ".join(sockjs_client_candidates()))
     return [
         (r"/", DemoPageHandler, {"prefix": prefix, "sockjs_client_installed": bool(sockjs_client)}),
-        (r"/static/(.*)", StaticFileHandler, {"path": STATIC_DIR}),
+        (r"/static/(demo\.(?:js|css))", StaticFileHandler, {"path": DEMO_DIR}),
         (SOCKJS_CLIENT_PATH + r"(.*)", StaticFileHandler,
          {"path": sockjs_client or sockjs_client_candidates()[0]}),
     ]
