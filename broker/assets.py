@@ -23,7 +23,7 @@ SOCKJS_URL = SOCKJS_CLIENT_PATH + "sockjs.min.js"
 
 DEMO_PAGE_POLICY = "; ".join([
     "default-src 'self'",
-    "connect-src 'self' ws: wss:",
+    "connect-src 'self'",
     "img-src 'self' data:",
     "object-src 'none'",
     "base-uri 'none'",
