@@ -13,6 +13,8 @@ import subprocess
 
 import pytest
 
+from broker import assets
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CHROMIUM = "/usr/bin/chromium"
@@ -31,14 +33,28 @@ def missing_requirement():
     return None
 
 
+def cannot_run(reason):
+    """Skip the current test for ``reason``; in CI, which installs everything, fail it."""
+    if os.environ.get("CI"):
+        pytest.fail("cannot run: " + reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def sockjs_client():
+    """The directory of the sockjs-client files the broker serves."""
+    directory = assets.find_sockjs_client()
+    if directory is None:
+        cannot_run("sockjs-client is missing: run `npm ci` in %s" % ROOT)
+    return directory
+
+
 @pytest.fixture
 def browser_script():
     """``run(script, *args)``: run ``node tests/browser/<script>`` and return its JSON result."""
     reason = missing_requirement()
     if reason:
-        if os.environ.get("CI"):
-            pytest.fail("browser tests cannot run: " + reason, pytrace=False)
-        pytest.skip(reason)
+        cannot_run(reason)
 
     def run(script, *args):
         try:

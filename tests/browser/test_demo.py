@@ -6,8 +6,6 @@ import shutil
 import sys
 import urllib.request
 
-import pytest
-
 from broker import assets
 from loadtest.servers import launch
 
@@ -29,9 +27,7 @@ def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker,
     assert seen["errors"] == []
 
 
-def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker):
-    if assets.find_sockjs_client() is None:
-        pytest.skip("sockjs-client is not installed: run `npm ci`")
+def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker, sockjs_client):
     running = start_broker()
     status, iframe = running.request("GET", "/broadcast/iframe.html")
     assert status == 200
