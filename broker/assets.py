@@ -33,9 +33,10 @@ DEMO_PAGE_POLICY = "; ".join([
 
 def sockjs_client_candidates():
     """Where ``npm ci`` may have put sockjs-client, in lookup order."""
-    package_root = os.path.dirname(HERE)
-    return [os.path.join(root, "node_modules", "sockjs-client", "dist")
-            for root in (package_root, os.getcwd())]
+    roots = [os.path.dirname(HERE)]
+    if os.path.realpath(os.getcwd()) != os.path.realpath(roots[0]):
+        roots.append(os.getcwd())
+    return [os.path.join(root, "node_modules", "sockjs-client", "dist") for root in roots]
 
 
 def find_sockjs_client():
