@@ -10,7 +10,7 @@ from sockjs_clients import RawWebSocketClient, WebSocketClient, session_url, wai
 
 MESSAGE = "x" * 8000
 PER_FRAME = 7
-PUSHED_BYTES = 48 << 20
+PUSHED_BYTES = 96 << 20
 
 
 def rss_kb(pid):
@@ -60,7 +60,8 @@ def test_stalled_clients_are_cut_off_and_others_get_everything(start_broker):
     assert stats["slow_consumer_disconnects"] == 2
     assert stats["connections_total"] == 3
     assert stats["messages_in"] == rounds * PER_FRAME
-    # Unbounded queues would hold the whole push once per stalled client.
+    # Unbounded queues would hold the whole push once per stalled client; a bounded
+    # broker grows by a constant (PyPy lets ~25 MiB of garbage wait for a major GC).
     assert grown_kb < (PUSHED_BYTES >> 10) // 2, "RSS grew by %d KiB" % grown_kb
     for sock in stalled:
         sock.close()
