@@ -11,6 +11,13 @@ per-connection encoding, framing or Future; only a partial write falls back on
 ``IOStream.write``, which keeps the byte order. permessage-deflate is never
 offered (``get_compression_options`` returns None, Tornado's default), so every
 connection takes the same unmasked, uncompressed bytes.
+
+Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
+SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
+here follow the protocol: ``no-transform`` caching headers, validated
+callback names, ``/**/``-prefixed JSONP, an exact eventsource type, bare 405s
+on websocket URLs, close codes on the raw websocket, one frame per poll, and
+HTTP/1.0 streams that end by closing. ``docs/conformance.rst`` has the list.
 """
 
 import logging
