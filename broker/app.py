@@ -79,6 +79,7 @@ async def serve_until_signalled(server, host, port, announce):
 async def run(config):
     hub = Hub(IOLoop.current().add_callback, replay=config.replay)
     server = HTTPServer(make_app(config, hub), max_body_size=max_body_size(config.max_message_size))
+    hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()
 

@@ -11,6 +11,13 @@ per-connection encoding, framing or Future; only a partial write falls back on
 ``IOStream.write``, which keeps the byte order. permessage-deflate is never
 offered (``get_compression_options`` returns None, Tornado's default), so every
 connection takes the same unmasked, uncompressed bytes.
+
+Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
+SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
+here follow the protocol: ``no-transform`` caching headers, validated
+callback names, ``/**/``-prefixed JSONP, an exact eventsource type, bare 405s
+on websocket URLs, close codes on the raw websocket, one frame per poll, and
+HTTP/1.0 streams that end by closing. ``docs/conformance.rst`` has the list.
 """
 
 import logging
@@ -178,6 +185,20 @@ class _Streaming(NoTransformCache):
         if self.request.version != "HTTP/1.1":
             self.request.connection._disconnect_on_finish = True
 
+    def start_stream(self, session_id, content_type, prelude):
+        """Send the headers and ``prelude`` at once, then join the session (a
+        session that refuses the join has already sent its close frame)."""
+        self.preflight()
+        self.handle_session_cookie()
+        self.disable_cache()
+        self.set_header("Content-Type", content_type)
+        self.write(prelude)
+        self.flush()
+        if not self._attach_session(session_id):
+            self.finish()
+        elif self.session:
+            self.session.flush()
+
 
 class XhrPollingTransport(_OneFramePerPoll, NoTransformCache, base.XhrPollingTransport):
     pass
@@ -192,17 +213,7 @@ class EventSourceTransport(_Streaming, base.EventSourceTransport):
 
     @asynchronous
     def get(self, session_id):
-        self.preflight()
-        self.handle_session_cookie()
-        self.disable_cache()
-        self.set_header("Content-Type", "text/event-stream")
-        self.write("\r\n")
-        self.flush()
-        if not self._attach_session(session_id):
-            self.finish()
-            return
-        if self.session:
-            self.session.flush()
+        self.start_stream(session_id, "text/event-stream", "\r\n")
 
 
 class _CallbackTransport:
@@ -230,20 +241,9 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
 
     @asynchronous
     def get(self, session_id):
-        self.preflight()
-        self.handle_session_cookie()
-        self.disable_cache()
         callback = self.callback_name()
-        if callback is None:
-            return
-        self.set_header("Content-Type", "text/html; charset=UTF-8")
-        self.write(HTMLFILE_HEAD % callback)
-        self.flush()
-        if not self._attach_session(session_id):
-            self.finish()
-            return
-        if self.session:
-            self.session.flush()
+        if callback is not None:
+            self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)
 
 
 class JSONPTransport(NoTransformCache, _CallbackTransport, base.JSONPTransport):

@@ -62,12 +62,14 @@ class RawStream:
         self.sock.close()
 
 
-class ConformanceServer:
-    """The running services; paths are relative to the server root (``/echo/...``)."""
+class Service:
+    """A running SockJS service; paths are relative to the server root
+    (``/echo/...``), ``prefix`` is the service's own (``/echo``)."""
 
     def __init__(self, server):
         self.server = server
-        self.origin = server.url.rsplit("/", 1)[0]
+        self.origin, _, prefix = server.url.rpartition("/")
+        self.prefix = "/" + prefix
         self.host, port = self.origin.split("//")[1].rsplit(":", 1)
         self.port = int(port)
 
@@ -86,16 +88,32 @@ class ConformanceServer:
     def ws_url(self, path):
         return "ws://%s:%d%s" % (self.host, self.port, path)
 
-    @staticmethod
-    def session(service="/echo"):
-        return "%s/000/%s" % (service, uuid.uuid4())
+    def session(self, prefix=None):
+        """The URL path of a new session under ``prefix`` (default: this service)."""
+        return "%s/000/%s" % (prefix or self.prefix, uuid.uuid4())
+
+
+def _serve(module, *flags):
+    server = launch([sys.executable, "-m", module, "--host", "127.0.0.1", "--port", "0", *flags])
+    try:
+        yield Service(server)
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
 def conformance():
-    server = launch([sys.executable, "-m", "broker.conformance", "--host", "127.0.0.1",
-                     "--port", "0"])
-    try:
-        yield ConformanceServer(server)
-    finally:
-        server.stop()
+    """``python -m broker.conformance``: ``/echo``, ``/close`` and the rest."""
+    yield from _serve("broker.conformance")
+
+
+@pytest.fixture(scope="session")
+def production():
+    """``python -m broker``: its ``/broadcast`` service runs the same transports."""
+    yield from _serve("broker", "--log-level", "warning")
+
+
+@pytest.fixture(params=["conformance", "production"])
+def service(request):
+    """Each check that needs no ``/close`` runs on both servers."""
+    return request.getfixturevalue(request.param)
