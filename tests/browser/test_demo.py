@@ -10,6 +10,7 @@ from broker import assets
 from loadtest.servers import launch
 
 TOKEN = "demo-token"
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker, browser_script,
@@ -38,8 +39,8 @@ def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker, sockjs_cl
 
 
 def test_without_sockjs_client_the_broker_warns_and_the_page_says_how_to_fix_it(tmp_path):
-    package = os.path.dirname(assets.__file__)
-    shutil.copytree(package, str(tmp_path / "broker"), ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(CHECKOUT, "broker"), str(tmp_path / "broker"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
     server = launch([sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", "0"],
                     cwd=str(tmp_path))
     try:
