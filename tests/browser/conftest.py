@@ -26,7 +26,7 @@ def missing_requirement():
     if not os.path.exists(CHROMIUM):
         return "%s is missing: apt-get install chromium" % CHROMIUM
     if shutil.which("node") is None:
-        return "node is missing: apt-get install nodejs npm"
+        return "node is missing: install Node.js 20 or later with npm"
     for package in ("playwright-core", "sockjs-client"):
         if not os.path.isdir(os.path.join(ROOT, "node_modules", package)):
             return "node_modules/%s is missing: run `npm ci` in %s" % (package, ROOT)
