@@ -17,7 +17,7 @@ setup(
     license="MIT",
     python_requires=">=3.9",
     packages=find_packages(include=["broker", "broker.*", "loadtest", "loadtest.*", "plots", "plots.*"]),
-    include_package_data=True,
+    package_data={"broker": ["demo/*"], "loadtest": ["node/*.js", "node/*.json"]},
     install_requires=[
         "tornado>=6.4,<7",
         # The broker subclasses sockjs-tornado's transports and relies on their internals.
