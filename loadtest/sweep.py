@@ -89,26 +89,35 @@ def merge_partials(partials):
 
 
 class ServerProbe:
-    """CPU and RSS of the server process between two moments (all None without a pid)."""
+    """CPU and RSS of the server process between two moments (all None without a pid).
+
+    Raises :class:`ServerGone` as soon as the process has exited.
+    """
 
     def __init__(self, pid):
         self.pid = pid
         self._cpu = None
 
+    def _read(self, what):
+        try:
+            return what(self.pid)
+        except procstat.ProcessGone as exc:
+            raise ServerGone("the server died: %s" % exc) from None
+
     def check(self):
         if self.pid is not None:
-            procstat.cpu_seconds(self.pid)
+            self._read(procstat.cpu_seconds)
 
     def start(self):
-        self._cpu = procstat.cpu_seconds(self.pid) if self.pid is not None else None
+        self._cpu = self._read(procstat.cpu_seconds) if self.pid is not None else None
 
     def stop(self, duration, received):
         if self.pid is None:
             return {"server_cpu": None, "server_rss_kb": None, "server_cpu_us_per_msg": None}
-        used = procstat.cpu_seconds(self.pid) - self._cpu
+        used = self._read(procstat.cpu_seconds) - self._cpu
         return {
             "server_cpu": round(used / duration, 4),
-            "server_rss_kb": procstat.rss_kb(self.pid),
+            "server_rss_kb": self._read(procstat.rss_kb),
             "server_cpu_us_per_msg": round(used * 1e6 / received, 3) if received else None,
         }
 
@@ -187,10 +196,7 @@ async def sweep(
                 probe.start()
                 partials = await _run_step(groups, rate, duration, total, on_progress, level)
                 merged = merge_partials(partials)
-                try:
-                    figures = probe.stop(merged["duration_s"], merged["received"])
-                except procstat.ProcessGone as exc:
-                    raise ServerGone("the server died during the step: %s" % exc) from None
+                figures = probe.stop(merged["duration_s"], merged["received"])
                 record = step_record(server, level, rate, merged, figures)
                 steps.append(record)
                 if on_step is not None:
@@ -209,7 +215,7 @@ async def sweep(
 def _probe_state(probe):
     try:
         probe.check()
-    except procstat.ProcessGone as exc:
+    except ServerGone as exc:
         return " (%s)" % exc
     return ""
 
