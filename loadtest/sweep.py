@@ -201,6 +201,8 @@ async def sweep(
                 steps.append(record)
                 if on_step is not None:
                     on_step(record)
+                if merged["end_reason"] == "every connection lost":
+                    await _check_still_accepting(url, transport, probe)
                 if record["overloaded"]:
                     end = "overloaded: %s" % record["overload_reason"]
                     break
@@ -210,6 +212,18 @@ async def sweep(
             for group in groups:
                 group.close()
     return steps
+
+
+async def _check_still_accepting(url, transport, probe):
+    """After every connection dropped: raise :class:`ServerGone` unless a new one opens."""
+    probe.check()
+    group = client.ClientGroup(url, transport)
+    try:
+        failures = await group.connect(1)
+    finally:
+        group.close()
+    if failures:
+        raise ServerGone("every connection was lost and a new one fails: %s" % ", ".join(failures))
 
 
 def _probe_state(probe):

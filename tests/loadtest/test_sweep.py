@@ -76,10 +76,13 @@ def wait_for_steps(out, count, process, timeout=20):
     raise AssertionError("no %d steps within %s s" % (count, timeout))
 
 
-def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_server, tmp_path):
+@pytest.mark.parametrize("pid_known", [True, False])
+def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_server, tmp_path,
+                                                                         pid_known):
     server = slow_server(0)
     out = tmp_path / "run.jsonl"
-    process = run_cli(server.url, out, "--server-pid", str(server.pid), "--label", "doomed")
+    extra = ["--server-pid", str(server.pid)] if pid_known else []
+    process = run_cli(server.url, out, "--label", "doomed", *extra)
     try:
         wait_for_steps(out, 2, process)
         server.process.kill()
@@ -88,10 +91,11 @@ def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_s
         process.kill()
     assert process.returncode == 1
     assert "Traceback" not in stderr
-    assert "run ended:" in stderr and "results" not in stderr.split("run ended:")[0][-5:]
+    assert "run ended:" in stderr
     records = results.read(out)
     assert [r["type"] for r in records[:2]] == ["run", "server"]
-    assert records[1]["server"] == "doomed" and records[1]["pid"] == server.pid
+    assert records[1]["server"] == "doomed"
+    assert records[1]["pid"] == (server.pid if pid_known else None)
     assert sum(r["type"] == "step" for r in records) >= 2
     assert "clients" in stdout
 
