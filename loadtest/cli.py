@@ -2,13 +2,12 @@
 
 import argparse
 import asyncio
-import os
 import resource
 import signal
 import sys
 import urllib.parse
 
-from loadtest import client, procstat, report, results, sweep
+from loadtest import affinity, client, procstat, report, results, sweep
 
 
 def parse_levels(text):
@@ -64,9 +63,9 @@ def main(argv=None):
         parser.error("--server-cpu needs --server-pid")
     levels = [args.clients] if args.clients else (args.levels or list(sweep.DEFAULT_LEVELS))
     if args.client_cpu is not None:
-        os.sched_setaffinity(0, {args.client_cpu})
+        affinity.pin(0, args.client_cpu)
     if args.server_cpu is not None:
-        os.sched_setaffinity(args.server_pid, {args.server_cpu})
+        affinity.pin(args.server_pid, args.server_cpu)
     raise_open_files_limit()
     label = args.label or urllib.parse.urlsplit(args.url).netloc
     out_path = args.out or results.default_path()
