@@ -7,10 +7,10 @@ import signal
 import sys
 import urllib.parse
 
-from loadtest import affinity, client, procstat, report, results, sweep
+from loadtest import affinity, client, procstat, report, results, sweep, workers
 
 
-def parse_levels(text):
+def parse_int_list(text):
     return [int(level) for level in text.split(",") if level.strip()]
 
 
@@ -23,7 +23,7 @@ def build_parser():
     parser.add_argument("--url", required=True, help="SockJS prefix, e.g. http://127.0.0.1:8080/broadcast")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--clients", type=int, help="one concurrency level")
-    which.add_argument("--levels", type=parse_levels,
+    which.add_argument("--levels", type=parse_int_list,
                        help="comma-separated levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
     parser.add_argument("--rate", type=float,
                         help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
@@ -34,7 +34,9 @@ def build_parser():
     parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
     parser.add_argument("--server-pid", type=int, help="measure this process's CPU and RSS")
     parser.add_argument("--procs", type=int, default=1, help="spread the clients over N processes")
-    parser.add_argument("--client-cpu", type=int, help="pin the load client to this CPU")
+    parser.add_argument("--client-cpu", type=parse_int_list,
+                        help="pin the load client to this CPU; with --procs, a list: worker i "
+                        "runs on the i-th CPU (round-robin)")
     parser.add_argument("--server-cpu", type=int, help="pin --server-pid to this CPU")
     parser.add_argument("--source-addresses", type=client.parse_source_addresses,
                         help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
@@ -61,9 +63,14 @@ def main(argv=None):
     check_target(parser, args.url)
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
+    if args.server_pid is not None:
+        try:
+            procstat.cpu_seconds(args.server_pid)
+        except procstat.ProcessGone:
+            parser.error("--server-pid %d: no such process" % args.server_pid)
     levels = [args.clients] if args.clients else (args.levels or list(sweep.DEFAULT_LEVELS))
     if args.client_cpu is not None:
-        affinity.pin(0, args.client_cpu)
+        affinity.pin(0, args.client_cpu[0])
     if args.server_cpu is not None:
         affinity.pin(args.server_pid, args.server_cpu)
     raise_open_files_limit()
@@ -89,13 +96,10 @@ def main(argv=None):
         options = dict(
             rates=[args.rate] if args.rate else None, duration=args.duration, pause=args.pause,
             transport=args.transport, server=label, server_pid=args.server_pid,
-            source_addresses=args.source_addresses, on_step=on_step, on_level=on_level,
+            source_addresses=args.source_addresses, procs=args.procs, client_cpus=args.client_cpu,
+            on_step=on_step, on_level=on_level,
             on_progress=status.progress,
         )
-        if args.procs > 1:
-            from loadtest import workers
-            options["make_groups"] = workers.group_factory(
-                args.url, args.transport, args.source_addresses, args.procs, args.client_cpu)
         outcome = run_interruptible(sweep.sweep(args.url, levels, **options))
 
     if steps:
@@ -103,7 +107,7 @@ def main(argv=None):
     if outcome == "interrupted":
         status.message("interrupted: the %d steps measured are in %s" % (len(steps), out_path))
         return 130
-    if isinstance(outcome, sweep.ServerGone):
+    if isinstance(outcome, Exception):
         status.message("run ended: %s; the %d steps measured are in %s" % (outcome, len(steps), out_path))
         return 1
     status.message("results: %s" % out_path)
@@ -121,7 +125,7 @@ def run_interruptible(coroutine):
         return "done"
     except asyncio.CancelledError:
         return "interrupted"
-    except sweep.ServerGone as exc:
+    except (sweep.ServerGone, workers.WorkerLost) as exc:
         return exc
     finally:
         loop.remove_signal_handler(signal.SIGINT)

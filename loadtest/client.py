@@ -310,14 +310,17 @@ class ClientGroup:
     def alive(self):
         return [conn for conn in self.connections if conn.alive]
 
-    async def run_step(self, rate, duration, total_messages=None, should_stop=None):
-        """Send ``rate * duration`` messages round-robin over ``duration`` s, then wait until they are back.
+    def alive_count(self):
+        return len(self.alive())
+
+    async def run_step(self, to_send, duration, total_messages=None):
+        """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they are back.
 
         ``total_messages`` is what every group together sends in this step (to know
-        how many deliveries to expect). ``should_stop()`` is polled to end early.
+        how many deliveries to expect).
         """
         loop = asyncio.get_event_loop()
-        to_send = max(1, int(round(rate * duration)))
+        rate = to_send / duration
         if total_messages is None:
             total_messages = to_send
         connections = self.alive()
@@ -354,7 +357,7 @@ class ClientGroup:
                     break
             if now - last_loss_check > 0.25:
                 last_loss_check = now
-                end_reason = _early_end(connections, sent_log, should_stop)
+                end_reason = _early_end(connections, sent_log)
                 if end_reason:
                     break
         send_ended = loop.time()
@@ -363,9 +366,6 @@ class ClientGroup:
         deadline = send_ended + LOSS_AFTER_S
         while loop.time() < deadline and not end_reason:
             if all(not conn.pending for conn in live) and sum(c.received for c in live) >= expected:
-                break
-            if should_stop is not None and should_stop():
-                end_reason = "stopped"
                 break
             await asyncio.sleep(TICK_S)
         ended = loop.time()
@@ -395,9 +395,7 @@ class ClientGroup:
         self.lag.stop()
 
 
-def _early_end(connections, sent_log, should_stop):
-    if should_stop is not None and should_stop():
-        return "stopped"
+def _early_end(connections, sent_log):
     if not any(conn.alive for conn in connections):
         return "every connection lost"
     cutoff = now_us() - int(LOSS_AFTER_S * 1e6)

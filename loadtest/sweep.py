@@ -7,7 +7,7 @@
 import asyncio
 import math
 
-from loadtest import client, procstat
+from loadtest import client, procstat, workers
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 500, 1000, 2000)
 FIRST_RATE = 1
@@ -56,7 +56,7 @@ def overload_reason(step):
     mean = step["rtt_ms"]["mean"]
     if mean is not None and mean > MAX_MEAN_RTT_MS:
         return "mean round trip %.0f ms > %.0f ms" % (mean, MAX_MEAN_RTT_MS)
-    if step.get("end_reason") and step["end_reason"] != "stopped":
+    if step.get("end_reason"):
         return step["end_reason"]
     return None
 
@@ -164,17 +164,15 @@ async def sweep(
     on_step=None,
     on_level=None,
     on_progress=None,
-    make_groups=None,
+    procs=1,
+    client_cpus=None,
 ):
     """Run the sweep on the current loop; returns the step records (see :func:`run_sweep`)."""
     probe = ServerProbe(server_pid)
     steps = []
     schedule = list(rates) if rates else rate_schedule()
-    if make_groups is None:
-        def make_groups(level):
-            return [client.ClientGroup(url, transport, source_addresses)], [level]
     for level in levels:
-        groups, shares = make_groups(level)
+        groups, shares = workers.make_groups(url, transport, source_addresses, level, procs, client_cpus)
         end = "sweep done"
         try:
             _progress(on_progress, level=level, phase="connecting", opened=0)
@@ -258,9 +256,21 @@ async def _connect(groups, shares, level, on_progress):
     return failures
 
 
+def split(total, weights):
+    """``total`` as whole numbers proportional to ``weights`` (largest remainders get the rest)."""
+    weight_sum = sum(weights)
+    if not weight_sum:
+        return [0] * len(weights)
+    exact = [total * w / weight_sum for w in weights]
+    counts = [int(x) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda i: exact[i] - counts[i], reverse=True)
+    for i in by_remainder[: total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
 async def _run_step(groups, rate, duration, total, on_progress, level):
-    shares = [rate * len(group.alive()) for group in groups]
-    alive = sum(len(group.alive()) for group in groups) or 1
+    counts = split(total, [group.alive_count() for group in groups])
     loop = asyncio.get_event_loop()
     started = loop.time()
 
@@ -273,7 +283,7 @@ async def _run_step(groups, rate, duration, total, on_progress, level):
     ticker = asyncio.ensure_future(tick())
     try:
         return await asyncio.gather(
-            *(group.run_step(share / alive, duration, total) for group, share in zip(groups, shares))
+            *(group.run_step(count, duration, total) for group, count in zip(groups, counts))
         )
     finally:
         ticker.cancel()
@@ -285,6 +295,7 @@ def run_sweep(url, levels=DEFAULT_LEVELS, **options):
     ``options``: ``rates`` (default: :func:`rate_schedule`), ``duration`` and ``pause``
     (seconds per step), ``transport`` (``sockjs`` or ``raw``), ``server`` (label in the
     records), ``server_pid`` (to measure its CPU and RSS), ``source_addresses``,
+    ``procs`` (client processes) and ``client_cpus`` (CPUs to pin worker processes to),
     ``on_step(record)``, ``on_level(record)``, ``on_progress(state)``.
     Raises :class:`ServerGone` when the server dies; the steps measured until then
     have already been passed to ``on_step``.

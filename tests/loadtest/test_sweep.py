@@ -45,6 +45,15 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
     assert delivered == sum(step["received"] for step in steps)
 
 
+def test_clients_spread_over_worker_processes_merge_their_figures(broker_server):
+    steps = sweep.run_sweep(broker_server.url, [9], rates=[30], duration=1.0, pause=0.1, procs=2)
+    step = steps[0]
+    assert step["sent"] == 30
+    assert step["received"] == 30 * 9
+    assert step["lost"] == step["dropped"] == 0
+    assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["p99"] <= step["rtt_ms"]["max"]
+
+
 def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
@@ -121,3 +130,10 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
 def test_an_unreachable_server_is_a_clear_error(tmp_path):
     with pytest.raises(sweep.ServerGone, match="refused"):
         sweep.run_sweep("http://127.0.0.1:9/broadcast", [3], rates=[1], duration=0.2, pause=0)
+
+
+def test_split_shares_a_step_exactly():
+    assert sweep.split(3, [50, 50]) == [2, 1] or sweep.split(3, [50, 50]) == [1, 2]
+    assert sum(sweep.split(7, [3, 3, 4])) == 7
+    assert sweep.split(5, [0, 10]) == [0, 5]
+    assert sweep.split(5, [0, 0]) == [0, 0]
