@@ -90,6 +90,7 @@ class Connection(asyncio.Protocol):
         self._path = path
         self._key = websocket.new_key()
         self._transport = None
+        self.local_address = None
         self._handshaken = False
         self._buffer = b""
         self._fragments = None
@@ -97,6 +98,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport):
         self._transport = transport
+        self.local_address = transport.get_extra_info("sockname")
         transport.write(websocket.handshake_request(self._host, self._path, self._key))
 
     def connection_lost(self, exc):
@@ -263,11 +265,12 @@ class ClientGroup:
         self.histogram = new_histogram()
         self.lag = LagMonitor()
 
-    async def connect(self, count, on_progress=None):
+    async def connect(self, count, on_progress=None, timeout=CONNECT_TIMEOUT_S):
         """Open ``count`` more connections, at most ``CONNECTING_AT_ONCE`` at a time.
 
         Returns ``{reason: number}`` for the attempts that failed (empty when all opened).
-        Stops early once a failure reason repeats, so a dead server is not hammered.
+        After ``CONNECTING_AT_ONCE`` failures the rest are not attempted ("not attempted"),
+        so a dead server is not hammered.
         """
         loop = asyncio.get_event_loop()
         gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
@@ -290,9 +293,9 @@ class ClientGroup:
                 try:
                     await asyncio.wait_for(
                         loop.create_connection(lambda: conn, self.host, self.port, local_addr=local),
-                        CONNECT_TIMEOUT_S,
+                        timeout,
                     )
-                    await asyncio.wait_for(asyncio.shield(conn.opened), CONNECT_TIMEOUT_S)
+                    await asyncio.wait_for(asyncio.shield(conn.opened), timeout)
                 except (OSError, asyncio.TimeoutError, ConnectError, websocket.ProtocolError) as exc:
                     conn.close()
                     failures[failure_reason(exc)] += 1
