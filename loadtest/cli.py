@@ -2,10 +2,12 @@
 
 import argparse
 import asyncio
+import json
 import resource
 import signal
 import sys
 import urllib.parse
+import urllib.request
 
 from loadtest import affinity, client, procstat, report, results, sweep, workers
 
@@ -51,6 +53,16 @@ def check_target(parser, url):
         parser.error("only loopback servers may be load tested (got %s)" % parts.hostname)
 
 
+def server_runtime(url, pid):
+    """``interpreter`` from the server's ``/stats`` (the broker has it), else its executable's name."""
+    stats_url = url.rstrip("/").rsplit("/", 1)[0] + "/stats"
+    try:
+        with urllib.request.urlopen(stats_url, timeout=2) as response:
+            return json.loads(response.read())["interpreter"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return procstat.runtime_of(pid) if pid else None
+
+
 def raise_open_files_limit():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
@@ -81,7 +93,7 @@ def main(argv=None):
 
     with results.ResultsFile(out_path) as out:
         out.write(results.run_record(args.url, args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
-        runtime = procstat.runtime_of(args.server_pid) if args.server_pid else None
+        runtime = server_runtime(args.url, args.server_pid)
         out.write(results.server_record(label, runtime, args.server_pid, args.server_cpu))
 
         def on_step(record):
