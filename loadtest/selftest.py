@@ -29,13 +29,14 @@ async def absorb(url, connections, seconds, warmup):
         loop = asyncio.get_event_loop()
         received = sum(conn.received for conn in group.connections)
         cpu = os.times()
+        group.lag.reset()
         started = loop.time()
         await asyncio.sleep(seconds)
         elapsed = loop.time() - started
         cpu_after = os.times()
         received = sum(conn.received for conn in group.connections) - received
         used = (cpu_after.user - cpu.user) + (cpu_after.system - cpu.system)
-        return received / elapsed, used / elapsed
+        return received / elapsed, used / elapsed, group.lag.summary_ms()["mean"]
     finally:
         group.close()
 
@@ -56,7 +57,8 @@ def main(argv=None):
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
           % (procstat.interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
              args.seconds))
-    print("%10s  %14s  %10s  %14s" % ("per frame", "delivered/s", "client cpu", "per full core"))
+    print("%10s  %14s  %10s  %14s  %12s" % (
+        "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
     for per_frame in args.per_frame:
         source = servers.launch(
             [sys.executable, "-m", "loadtest.fanout", "--port", "0", "--per-frame", str(per_frame),
@@ -65,9 +67,9 @@ def main(argv=None):
         )
         try:
             affinity.pin(source.pid, args.source_cpu)
-            rate, cpu = asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
+            rate, cpu, lag_ms = asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
         finally:
             source.stop()
-        print("%10d  %14s  %9.0f%%  %14s" % (
-            per_frame, "{:,.0f}".format(rate), cpu * 100, "{:,.0f}".format(rate / cpu)))
+        print("%10d  %14s  %9.0f%%  %14s  %12.2f" % (
+            per_frame, "{:,.0f}".format(rate), cpu * 100, "{:,.0f}".format(rate / cpu), lag_ms))
     return 0
