@@ -11,7 +11,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from broker import api
+from broker import api, assets
 from broker.config import parse_args
 from broker.hub import Hub
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
@@ -44,9 +44,9 @@ def max_body_size(max_message_size):
 def make_app(config, hub):
     """The Tornado application: the SockJS service at ``config.prefix`` and the API."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
-    router = BrokerRouter(connection, config.prefix, hub=hub,
+    router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer)
-    routes = router.urls + [
+    routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(hub=hub)),
@@ -79,6 +79,7 @@ async def serve_until_signalled(server, host, port, announce):
 async def run(config):
     hub = Hub(IOLoop.current().add_callback, replay=config.replay)
     server = HTTPServer(make_app(config, hub), max_body_size=max_body_size(config.max_message_size))
+    hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()
 

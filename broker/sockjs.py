@@ -7,15 +7,23 @@ run the same fixed transports.
 """
 
 from sockjs.tornado import SockJSConnection, SockJSRouter
+from sockjs.tornado import static as stock_static
 from sockjs.tornado import transports as stock
 
-from broker import transports
+from broker import static, transports
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: transports.WebSocketTransport,
     stock.RawWebSocketTransport: transports.RawWebSocketTransport,
     stock.XhrSendHandler: transports.XhrSendHandler,
     stock.JSONPSendHandler: transports.JSONPSendHandler,
+    stock.XhrPollingTransport: transports.XhrPollingTransport,
+    stock.XhrStreamingTransport: transports.XhrStreamingTransport,
+    stock.EventSourceTransport: transports.EventSourceTransport,
+    stock.HtmlFileTransport: transports.HtmlFileTransport,
+    stock.JSONPTransport: transports.JSONPTransport,
+    stock_static.InfoHandler: static.InfoHandler,
+    stock_static.IFrameHandler: static.IFrameHandler,
 }
 
 DEFAULT_SETTINGS = {

@@ -11,16 +11,50 @@ per-connection encoding, framing or Future; only a partial write falls back on
 ``IOStream.write``, which keeps the byte order. permessage-deflate is never
 offered (``get_compression_options`` returns None, Tornado's default), so every
 connection takes the same unmasked, uncompressed bytes.
+
+Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
+SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
+here follow the protocol: ``no-transform`` caching headers, validated
+callback names, ``/**/``-prefixed JSONP, an exact eventsource type, bare 405s
+on websocket URLs, close codes on the raw websocket, one frame per poll, and
+HTTP/1.0 streams that end by closing. ``docs/conformance.rst`` has the list.
 """
 
 import logging
+import re
 
 from sockjs.tornado import proto
 from sockjs.tornado import transports as base
+from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
+from sockjs.tornado.util import asynchronous
 
 LOG = logging.getLogger("broker.transports")
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
+CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
+NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
+
+
+class NoTransformCache:
+    """Mixin for HTTP handlers: uncacheable responses also forbid proxies to
+    transform them (``no-transform``), which would break streaming and JSONP."""
+
+    def disable_cache(self):
+        self.set_header("Cache-Control", NO_CACHE)
+
+
+class _GetOnly:
+    """Mixin for websocket handlers: any other method answers a bare 405."""
+
+    async def _execute(self, transforms, *args, **kwargs):
+        if self.request.method == "GET":
+            await super()._execute(transforms, *args, **kwargs)
+            return
+        self._transforms = transforms
+        self.set_status(405)
+        self.set_header("Allow", "GET")
+        self.clear_header("Content-Type")
+        self.finish()
 
 
 class _PrebuiltWriter:
@@ -54,7 +88,7 @@ class _PrebuiltWriter:
         return True
 
 
-class WebSocketTransport(_PrebuiltWriter, base.WebSocketTransport):
+class WebSocketTransport(_GetOnly, _PrebuiltWriter, base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
@@ -76,12 +110,21 @@ class WebSocketTransport(_PrebuiltWriter, base.WebSocketTransport):
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_PrebuiltWriter, base.RawWebSocketTransport):
-    """Plain websocket (``/websocket``): one text frame per message, no SockJS framing."""
+class RawWebSocketTransport(_GetOnly, _PrebuiltWriter, base.RawWebSocketTransport):
+    """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
+
+    With no SockJS close frame to carry them, the session's close code and
+    reason travel in the websocket close frame.
+    """
 
     def open(self):
         self._attach_stream()
         super().open()
+
+    def session_closed(self):
+        code, reason = self.session.get_close_reason() if self.session else (1000, "")
+        self._detach()
+        self.close(code, reason)
 
     def deliver(self, batch):
         return self.write_prebuilt(batch.raw_websocket)
@@ -105,9 +148,123 @@ class _SizeLimitedSend:
         self.write("Message too big.")
 
 
-class XhrSendHandler(_SizeLimitedSend, base.XhrSendHandler):
+class XhrSendHandler(NoTransformCache, _SizeLimitedSend, base.XhrSendHandler):
+    """Its 204 keeps ``Content-Type: text/plain``: without one, Firefox parses
+    the empty answer as XML and logs an error (Tornado drops the header)."""
+
+    def flush(self, include_footers=False):
+        if self.get_status() == 204:
+            self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        return super().flush(include_footers)
+
+
+class JSONPSendHandler(NoTransformCache, _SizeLimitedSend, base.JSONPSendHandler):
     pass
 
 
-class JSONPSendHandler(_SizeLimitedSend, base.JSONPSendHandler):
+class _OneFramePerPoll:
+    """Mixin for polling transports: a response carries exactly one frame.
+
+    A session closed while its poll is already answering (``/close`` opens
+    and closes in one go) must not write its close frame into the same
+    response: the next poll gets it, at once, from the closed session.
+    """
+
+    def send_pack(self, message, binary=False):
+        if self.active:
+            super().send_pack(message, binary)
+
+
+class _Streaming(NoTransformCache):
+    """Mixin for streaming transports: an HTTP/1.0 response has neither a
+    length nor chunks, so only closing the connection ends it, even when the
+    client asked for keep-alive (Tornado would keep it open)."""
+
+    def initialize(self, server):
+        super().initialize(server)
+        if self.request.version != "HTTP/1.1":
+            self.request.connection._disconnect_on_finish = True
+
+    def start_stream(self, session_id, content_type, prelude):
+        """Send the headers and ``prelude`` at once, then join the session (a
+        session that refuses the join has already sent its close frame)."""
+        self.preflight()
+        self.handle_session_cookie()
+        self.disable_cache()
+        self.set_header("Content-Type", content_type)
+        self.write(prelude)
+        self.flush()
+        if not self._attach_session(session_id):
+            self.finish()
+        elif self.session:
+            self.session.flush()
+
+
+class XhrPollingTransport(_OneFramePerPoll, NoTransformCache, base.XhrPollingTransport):
     pass
+
+
+class XhrStreamingTransport(_Streaming, base.XhrStreamingTransport):
+    pass
+
+
+class EventSourceTransport(_Streaming, base.EventSourceTransport):
+    """EventSource, served as exactly ``text/event-stream`` (UTF-8 by definition)."""
+
+    @asynchronous
+    def get(self, session_id):
+        self.start_stream(session_id, "text/event-stream", "\r\n")
+
+
+class _CallbackTransport:
+    """jsonp and htmlfile: the ``c`` parameter names the page's JavaScript
+    function that receives the frames. A name outside ``[A-Za-z0-9_.]`` is
+    refused with a 500, never used as given nor rewritten."""
+
+    def callback_name(self):
+        """The validated callback name, or None once a 500 has been sent."""
+        callback = self.get_argument("c", None, strip=False)
+        if not callback:
+            error = '"callback" parameter required'
+        elif not CALLBACK_NAME.match(callback):
+            error = 'invalid "callback" parameter'
+        else:
+            return callback
+        self.set_status(500)
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        self.finish(error)
+        return None
+
+
+class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
+    """Streaming into a hidden iframe; the page calls ``parent.<callback>``."""
+
+    @asynchronous
+    def get(self, session_id):
+        callback = self.callback_name()
+        if callback is not None:
+            self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)
+
+
+class JSONPTransport(NoTransformCache, _CallbackTransport, base.JSONPTransport):
+    """JSONP polling: one ``/**/callback("frame");`` script per request. The
+    leading comment keeps a browser from sniffing the response as anything
+    but a script (the Rosetta Flash defence). As with xhr polling, one frame
+    per response (see ``_OneFramePerPoll``)."""
+
+    def get(self, session_id):
+        if self.callback_name() is not None:
+            super().get(session_id)
+
+    def send_pack(self, message, binary=False):
+        if not self.active:
+            return
+        self.active = False
+        body = "/**/%s(%s);\r\n" % (self.callback, proto.json_encode(message))
+        self.set_header("Content-Type", "application/javascript; charset=UTF-8")
+        self.set_header("Content-Length", len(body))
+        try:
+            self.write(body)
+            self.flush().add_done_callback(self.send_complete)
+        except IOError:
+            self.session.delayed_close()

@@ -11,6 +11,7 @@ import http.client
 import json
 import random
 import string
+import struct
 import time
 import urllib.parse
 
@@ -122,13 +123,17 @@ class WebSocketClient(Client):
         return "ws" + self.url[4:] + "/websocket"
 
     def read_frame(self):
-        try:
-            frame = self.ws.recv()
-        except websocket.WebSocketConnectionClosedException:
-            raise Closed() from None
-        if frame == "":
-            raise Closed()
-        return frame
+        """The next text frame; Closed with the websocket close code at the end."""
+        while True:
+            try:
+                frame = self.ws.recv_frame()
+            except (websocket.WebSocketConnectionClosedException, ConnectionError):
+                raise Closed() from None
+            if frame.opcode == websocket.ABNF.OPCODE_CLOSE:
+                code = struct.unpack("!H", frame.data[:2])[0] if len(frame.data) >= 2 else None
+                raise Closed(code, frame.data[2:].decode("utf-8", "replace"))
+            if frame.opcode == websocket.ABNF.OPCODE_TEXT:
+                return frame.data.decode()
 
     def send(self, *messages):
         self.ws.send(json.dumps(list(messages)))

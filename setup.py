@@ -1,0 +1,38 @@
+import re
+
+from setuptools import find_packages, setup
+
+with open("broker/__init__.py") as f:
+    version = re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
+
+with open("README.rst") as f:
+    long_description = f.read()
+
+setup(
+    name="sockjs-broker",
+    version=version,
+    description="A SockJS broadcast broker on Tornado, and the load tests that measure it",
+    long_description=long_description,
+    long_description_content_type="text/x-rst",
+    license="MIT",
+    python_requires=">=3.9",
+    packages=find_packages(include=["broker", "broker.*", "loadtest", "loadtest.*", "plots", "plots.*"]),
+    include_package_data=True,
+    install_requires=[
+        "tornado>=6.4,<7",
+        # The broker subclasses sockjs-tornado's transports and relies on their internals.
+        "sockjs-tornado==1.0.7",
+        "websocket-client>=1.6,<2",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "pytest-timeout>=2.1"],
+        "plots": ["matplotlib>=3.5"],
+    },
+    entry_points={"console_scripts": ["sockjs-broker=broker.app:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: Implementation :: CPython",
+        "Programming Language :: Python :: Implementation :: PyPy",
+        "Framework :: Tornado",
+    ],
+)

@@ -1,0 +1,134 @@
+"""One misbehaving client costs nothing else: it gets a clear answer or loses
+only its own connection, and every other client keeps every message."""
+
+import json
+import os
+import socket
+import struct
+
+import pytest
+import websocket
+
+from sockjs_clients import (Closed, EventSourceClient, JsonpClient, WebSocketClient,
+                            XhrStreamingClient, wait_until)
+
+
+@pytest.fixture
+def witnesses(broker):
+    """Well-behaved clients that must keep receiving through the abuse."""
+    clients = [WebSocketClient(broker.url).open(), XhrStreamingClient(broker.url).open(),
+               EventSourceClient(broker.url).open()]
+    yield clients
+    for client in clients:
+        client.close()
+
+
+def still_served(broker, witnesses, label):
+    """Every witness receives a fresh message, and the broker still answers."""
+    witnesses[0].send(label)
+    for client in witnesses:
+        assert client.receive() == [label], client.transport
+    assert broker.request("GET", "/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("body, answer", [
+    (b"[\"unterminated", "Broken JSON encoding."),
+    (b"", "Payload expected."),
+])
+def test_xhr_send_answers_bad_payloads(broker, witnesses, body, answer):
+    with XhrStreamingClient(broker.url) as client:
+        reply = client.post(client.url + "/xhr_send", body, expect=500)
+        assert reply.decode() == answer
+    still_served(broker, witnesses, "after bad xhr_send")
+
+
+@pytest.mark.parametrize("body, answer", [
+    ("d=%5B%22unterminated", "Broken JSON encoding."),
+    ("d=", "Payload expected."),
+])
+def test_jsonp_send_answers_bad_payloads(broker, witnesses, body, answer):
+    with JsonpClient(broker.url) as client:
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        reply = client.post(client.url + "/jsonp_send", body, headers, expect=500)
+        assert reply.decode() == answer
+    still_served(broker, witnesses, "after bad jsonp_send")
+
+
+@pytest.mark.parametrize("suffix", ["/xhr_send", "/jsonp_send"])
+def test_send_to_unknown_session_is_404(broker, witnesses, suffix):
+    client = XhrStreamingClient(broker.url)  # never opened: its session does not exist
+    client.post(client.url + suffix, '["x"]', expect=404)
+    still_served(broker, witnesses, "after unknown session")
+
+
+def test_oversized_xhr_send_closes_only_that_session(broker, witnesses):
+    with XhrStreamingClient(broker.url) as offender:
+        reply = offender.post(offender.url + "/xhr_send", json.dumps(["x" * 70000]), expect=413)
+        assert reply == b"Message too big."
+        with pytest.raises(Closed) as closed:
+            offender.receive()
+        assert closed.value.code == 1009
+    still_served(broker, witnesses, "after oversized xhr_send")
+
+
+def test_oversized_websocket_message_closes_only_that_connection(broker, witnesses):
+    offender = WebSocketClient(broker.url).open()
+    offender.send("x" * 70000)
+    with pytest.raises(Closed) as closed:
+        while True:
+            offender.receive()
+    assert closed.value.code == 1009
+    still_served(broker, witnesses, "after oversized websocket message")
+    assert broker.stats()["messages_in"] == 1
+
+
+def test_broken_json_on_websocket_closes_only_that_connection(broker, witnesses):
+    offender = WebSocketClient(broker.url).open()
+    offender.ws.send('["unterminated')
+    with pytest.raises(Closed):
+        offender.read_frame()
+    still_served(broker, witnesses, "after broken websocket JSON")
+
+
+def test_invalid_utf8_closes_only_that_connection(broker, witnesses):
+    offender = WebSocketClient(broker.url).open()
+    offender.ws.send_frame(websocket.ABNF.create_frame(b'["\xff\xfe"]', websocket.ABNF.OPCODE_TEXT))
+    with pytest.raises(Closed):
+        offender.read_frame()
+    still_served(broker, witnesses, "after invalid UTF-8")
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x81\x05hello",                            # unmasked client frame
+    b"\x8f\x80" + os.urandom(4),                 # reserved opcode
+    b"\xf1\x80" + os.urandom(4),                 # reserved bits set
+    b"\x81\xff" + struct.pack("!Q", 1 << 62),    # absurd length
+    os.urandom(64),
+])
+def test_garbage_frames_close_only_that_connection(broker, witnesses, garbage):
+    offender = WebSocketClient(broker.url).open()
+    offender.ws.sock.sendall(garbage)
+    with pytest.raises(Closed):
+        offender.read_frame()
+    still_served(broker, witnesses, "after garbage frame")
+
+
+def test_garbage_http_gets_an_error_not_a_crash(broker, witnesses):
+    host, port = broker.origin[len("http://"):].split(":")
+    for junk in (b"\x16\x03\x01\x02\x00" + os.urandom(200), b"GET / HTTP/9.9\r\n\r\n",
+                 b"POST /publish HTTP/1.1\r\nContent-Length: -5\r\n\r\n"):
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            raw.sendall(junk)
+            raw.shutdown(socket.SHUT_WR)
+            while raw.recv(4096):
+                pass
+    still_served(broker, witnesses, "after garbage HTTP")
+
+
+def test_clients_vanishing_mid_stream_cost_nothing(broker, witnesses):
+    for _ in range(20):
+        client = XhrStreamingClient(broker.url).open()
+        client.conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+    still_served(broker, witnesses, "after resets")
+    wait_until(lambda: broker.stats()["connections_total"] == len(witnesses))

@@ -1,0 +1,26 @@
+import struct
+
+from broker import frames
+
+
+def test_messages_are_json_with_ascii_escapes():
+    assert frames.encode_message("a\u2028b\u00e9") == '"a\\u2028b\\u00e9"'
+    assert frames.encode_message({"n": [1, 2]}) == '{"n":[1,2]}'
+
+
+def test_message_frame_joins_encoded_messages_in_order():
+    assert frames.message_frame(['"a"', "1", '{"b":2}']) == 'a["a",1,{"b":2}]'
+
+
+def test_close_frame_escapes_its_reason():
+    assert frames.close_frame(3000, "Go away!") == 'c[3000,"Go away!"]'
+    assert frames.close_frame(3008, 'say "no"') == 'c[3008,"say \\"no\\""]'
+
+
+def test_websocket_frame_lengths_follow_rfc6455():
+    assert frames.websocket_frame(b"hi") == b"\x81\x02hi"
+    medium = frames.websocket_frame(b"x" * 126)
+    assert medium[:4] == b"\x81\x7e" + struct.pack("!H", 126) and len(medium) == 130
+    large = frames.websocket_frame(b"x" * 65536)
+    assert large[:10] == b"\x81\x7f" + struct.pack("!Q", 65536) and len(large) == 65546
+    assert frames.websocket_frame(b"", frames.CLOSE) == b"\x88\x00"

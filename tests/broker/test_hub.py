@@ -1,0 +1,129 @@
+"""The hub's fan-out logic, without sockets: subscribers are plain recorders."""
+
+import pytest
+
+from broker.hub import SLOW_CONSUMER, Hub, RateMeter
+
+
+class Recorder:
+    def __init__(self, transport="websocket", accept=True):
+        self.transport = transport
+        self.accept = accept
+        self.batches = []
+        self.closed = None
+
+    def deliver(self, batch):
+        if self.accept:
+            self.batches.append(list(batch.messages))
+        return self.accept
+
+    def disconnect(self, code, reason):
+        self.closed = (code, reason)
+
+
+@pytest.fixture
+def scheduled():
+    return []
+
+
+@pytest.fixture
+def hub(scheduled):
+    return Hub(scheduled.append)
+
+
+def run(scheduled):
+    while scheduled:
+        scheduled.pop(0)()
+
+
+def test_publishes_in_one_iteration_share_one_flush(hub, scheduled):
+    a, b = Recorder(), Recorder("xhr")
+    hub.subscribe(a)
+    hub.subscribe(b)
+    assert hub.publish("1") == 2
+    hub.publish({"two": 2})
+    assert len(scheduled) == 1
+    run(scheduled)
+    assert a.batches == b.batches == [["1", {"two": 2}]]
+    assert (hub.messages_in, hub.messages_out, hub.flushes) == (2, 4, 1)
+
+
+def test_next_publish_schedules_a_new_flush(hub, scheduled):
+    a = Recorder()
+    hub.subscribe(a)
+    hub.publish("1")
+    run(scheduled)
+    hub.publish("2")
+    run(scheduled)
+    assert a.batches == [["1"], ["2"]]
+
+
+def test_batch_builds_each_wire_form_once_for_all():
+    hub_batches = []
+
+    class Keeper(Recorder):
+        def deliver(self, batch):
+            hub_batches.append(batch)
+            return True
+
+    scheduled = []
+    hub = Hub(scheduled.append)
+    for _ in range(3):
+        hub.subscribe(Keeper())
+    hub.publish("hi")
+    hub.publish(7)
+    run(scheduled)
+    first = hub_batches[0]
+    assert all(b is first for b in hub_batches)
+    assert first.sockjs_body == '"hi",7'
+    assert first.sockjs_websocket == b"\x81\x09a[\"hi\",7]"
+    assert first.sockjs_websocket is first.sockjs_websocket
+    assert first.raw_websocket == b"\x81\x02hi" + b"\x81\x017"
+
+
+def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):
+    fast, slow = Recorder(), Recorder(accept=False)
+    hub.subscribe(fast)
+    hub.subscribe(slow)
+    hub.publish("x")
+    run(scheduled)
+    assert slow.closed == SLOW_CONSUMER
+    assert hub.slow_consumer_disconnects == 1
+    assert len(hub) == 1
+    hub.publish("y")
+    run(scheduled)
+    assert fast.batches == [["x"], ["y"]]
+    assert hub.messages_out == 2
+
+
+def test_replay_sends_the_last_flushed_messages_first_and_never_twice(scheduled):
+    hub = Hub(scheduled.append, replay=2)
+    for value in "abc":
+        hub.publish(value)
+    run(scheduled)
+    hub.publish("pending")
+    late = Recorder()
+    hub.subscribe(late)
+    run(scheduled)
+    assert late.batches == [["b", "c"], ["pending"]]
+
+
+def test_unsubscribe_is_idempotent_and_counts_by_transport(hub):
+    a, b = Recorder("xhr"), Recorder("websocket")
+    hub.subscribe(a)
+    hub.subscribe(b)
+    hub.unsubscribe(a)
+    hub.unsubscribe(a)
+    assert hub.stats()["connections"] == {"websocket": 1}
+    assert hub.stats()["connections_total"] == 1
+
+
+def test_rate_meter_averages_over_its_window():
+    meter = RateMeter(window=2)
+    assert meter.rates() is None
+    meter.sample(0.0, 0, 0)
+    meter.sample(1.0, 10, 100)
+    meter.sample(2.0, 30, 100)
+    assert meter.rates() == (15.0, 50.0)
+    meter.sample(3.0, 30, 400)
+    assert meter.rates() == (10.0, 150.0)

@@ -1,0 +1,36 @@
+// Debian's chromium, headless, driven by playwright-core, with a fresh profile for every launch.
+'use strict';
+
+const { chromium } = require('playwright-core');
+
+const EXECUTABLE = '/usr/bin/chromium';
+const FLAGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+const DEADLINE_MS = 15000;
+
+/** Launch chromium; playwright gives every launch its own temporary --user-data-dir. */
+function launch() {
+  return chromium.launch({ executablePath: EXECUTABLE, headless: true, args: FLAGS, timeout: DEADLINE_MS });
+}
+
+/** A page that fails the run on any uncaught error and keeps its console for the report. */
+async function newPage(browser, console_) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(DEADLINE_MS);
+  page.on('console', (message) => console_.push(`${message.type()}: ${message.text()}`));
+  page.on('pageerror', (error) => console_.push(`pageerror: ${error.message}`));
+  return page;
+}
+
+/** Run main(); print its result as one JSON line, or the error and exit 1. */
+function run(main) {
+  main().then(
+    (result) => { process.stdout.write(JSON.stringify(result) + '\n'); },
+    (error) => { process.stderr.write((error && error.stack) || String(error)); process.exitCode = 1; },
+  );
+}
+
+module.exports = { launch, newPage, run, DEADLINE_MS };

@@ -1,0 +1,71 @@
+"""Browser tests: Debian's chromium, driven headless by playwright-core under node.
+
+Each test starts a real broker and runs one of the node scripts beside this file
+against it; a script prints its findings as one JSON line, or fails with the
+page's console. Locally the tests skip when chromium, node or the node modules
+are missing; in CI (``CI`` set) they fail instead, since CI installs them.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from broker import assets
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CHROMIUM = "/usr/bin/chromium"
+SCRIPT_TIMEOUT = 60
+
+
+def missing_requirement():
+    """What this machine lacks to run the browser tests, with the fix, or None."""
+    if not os.path.exists(CHROMIUM):
+        return "%s is missing: apt-get install chromium" % CHROMIUM
+    if shutil.which("node") is None:
+        return "node is missing: install Node.js 20 or later with npm"
+    for package in ("playwright-core", "sockjs-client"):
+        if not os.path.isdir(os.path.join(ROOT, "node_modules", package)):
+            return "node_modules/%s is missing: run `npm ci` in %s" % (package, ROOT)
+    return None
+
+
+def cannot_run(reason):
+    """Skip the current test for ``reason``; in CI, which installs everything, fail it."""
+    if os.environ.get("CI"):
+        pytest.fail("cannot run: " + reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def sockjs_client():
+    """The directory of the sockjs-client files the broker serves."""
+    directory = assets.find_sockjs_client()
+    if directory is None:
+        cannot_run("sockjs-client is missing: run `npm ci` in %s" % ROOT)
+    return directory
+
+
+@pytest.fixture
+def browser_script():
+    """``run(script, *args)``: run ``node tests/browser/<script>`` and return its JSON result."""
+    reason = missing_requirement()
+    if reason:
+        cannot_run(reason)
+
+    def run(script, *args):
+        try:
+            completed = subprocess.run(["node", os.path.join(HERE, script), *args], cwd=ROOT,
+                                       capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail("%s %s: no result within %d s" % (script, " ".join(args), SCRIPT_TIMEOUT),
+                        pytrace=False)
+        if completed.returncode != 0:
+            pytest.fail("%s %s failed:\n%s" % (script, " ".join(args), completed.stderr[-6000:]),
+                        pytrace=False)
+        return json.loads(completed.stdout.splitlines()[-1])
+
+    return run

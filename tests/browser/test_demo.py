@@ -1,0 +1,54 @@
+"""The demo page as a newcomer uses it, and the assets the broker serves for it."""
+
+import json
+import os
+import shutil
+import sys
+import urllib.request
+
+from broker import assets
+from loadtest.servers import launch
+
+TOKEN = "demo-token"
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker, browser_script,
+                                                                    tmp_path):
+    demo = start_broker("--publish-token", TOKEN, "--replay", "1")
+    status, _ = demo.request("POST", "/publish", json.dumps({"counter": 41}).encode(),
+                             {"Authorization": "Bearer " + TOKEN,
+                              "Content-Type": "application/json"})
+    assert status == 200
+    seen = browser_script("demo.js", demo.origin, TOKEN, str(tmp_path / "demo.png"))
+    assert seen["replayed counter"] == "41"
+    assert seen["forced transport"] == "xhr-streaming"
+    assert seen["chat"].endswith(": hello from the demo test")
+    assert seen["published counter"] == "42"
+    assert seen["errors"] == []
+
+
+def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker, sockjs_client):
+    running = start_broker()
+    status, iframe = running.request("GET", "/broadcast/iframe.html")
+    assert status == 200
+    assert '<script src="%s"></script>' % assets.SOCKJS_URL in iframe
+    status, library = running.request("GET", assets.SOCKJS_URL)
+    assert status == 200
+    assert '="1.6.1"' in library
+
+
+def test_without_sockjs_client_the_broker_warns_and_the_page_says_how_to_fix_it(tmp_path):
+    shutil.copytree(os.path.join(CHECKOUT, "broker"), str(tmp_path / "broker"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    server = launch([sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", "0"],
+                    cwd=str(tmp_path))
+    try:
+        origin = server.url.rsplit("/", 1)[0]
+        with urllib.request.urlopen(origin + "/", timeout=5) as response:
+            page = response.read().decode()
+    finally:
+        server.stop()
+    assert "sockjs-client is not installed" in server.output
+    assert "npm ci" in server.output
+    assert "Run <code>npm ci</code>" in page

@@ -1,0 +1,21 @@
+"""sockjs-client 1.6 in Chromium reaches the broker over every transport it can choose."""
+
+import pytest
+
+TRANSPORTS = [
+    "websocket",
+    "xhr-streaming",
+    "eventsource",
+    "iframe-eventsource",
+    "iframe-htmlfile",
+    "xhr-polling",
+    "iframe-xhr-polling",
+    "jsonp-polling",
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_two_browsers_chat_over_one_forced_transport(start_broker, browser_script, transport):
+    broker = start_broker()
+    result = browser_script("transport.js", broker.origin, transport)
+    assert result["used"] == [transport, transport]
