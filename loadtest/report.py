@@ -1,6 +1,9 @@
 """What a person sees: the status line while a sweep runs, the table at the end."""
 
 import sys
+import time
+
+REFRESH_S = 0.1
 
 
 def format_table(steps):
@@ -58,18 +61,23 @@ class StatusLine:
         self.interactive = stream.isatty()
         self.last = ""
         self._width = 0
+        self._shown_at = 0.0
+        self._phase = None
 
     def progress(self, state):
         phase = state["phase"]
+        now = time.monotonic()
+        if not self.interactive or (phase == self._phase and now - self._shown_at < REFRESH_S):
+            return
+        self._phase, self._shown_at = phase, now
         if phase == "connecting":
             text = "level %d: connecting %d/%d" % (state["level"], state["opened"], state["level"])
         elif phase == "pause":
-            text = "level %d: next rate %s/s  %s" % (state["level"], state["rate"], self.last)
+            text = "level %d: next rate %g/s  %s" % (state["level"], state["rate"], self.last)
         else:
-            text = "level %d  rate %s/s  %4.1f/%gs  %s" % (
+            text = "level %d  rate %g/s  %4.1f/%gs  %s" % (
                 state["level"], state["rate"], state["elapsed"], state["duration"], self.last)
-        if self.interactive:
-            self._show(text)
+        self._show(text)
 
     def step(self, step):
         rtt = step["rtt_ms"]
@@ -77,7 +85,7 @@ class StatusLine:
             _num(step["server_msgs_per_s"]), _ms(rtt["mean"]), _ms(rtt["p99"]),
             _pct(step["client_cpu"]), " CLIENT-BOUND" if step["client_bound"] else "")
         if not self.interactive:
-            self.stream.write("level %d rate %d/s: %s\n" % (step["level"], step["rate"], self.last[6:]))
+            self.stream.write("level %d rate %g/s: %s\n" % (step["level"], step["rate"], self.last[6:]))
             self.stream.flush()
 
     def message(self, text):

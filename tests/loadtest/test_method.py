@@ -1,5 +1,7 @@
 """The method's rules and the table, without sockets."""
 
+import io
+
 import pytest
 
 from loadtest import client, report, sweep
@@ -46,15 +48,29 @@ def test_source_address_ranges():
     assert client.parse_source_addresses("127.0.0.2,127.0.1.9") == ["127.0.0.2", "127.0.1.9"]
 
 
+RECORD = {
+    "server": "broker", "level": 100, "rate": 64, "server_msgs_per_s": 6400.0,
+    "rtt_ms": {"mean": 2.5, "p50": 2.0, "p95": 4.0, "p99": 6.0, "max": 250.0},
+    "lost": 0, "dropped": 0, "client_cpu": 0.95, "server_cpu": None,
+    "server_cpu_us_per_msg": None, "client_bound": True, "overloaded": True,
+    "overload_reason": "mean round trip 1600 ms > 1500 ms",
+}
+
+
 def test_table_marks_client_bound_and_overloaded_steps():
-    record = {
-        "server": "broker", "level": 100, "rate": 64, "server_msgs_per_s": 6400.0,
-        "rtt_ms": {"mean": 2.5, "p50": 2.0, "p95": 4.0, "p99": 6.0, "max": 250.0},
-        "lost": 0, "dropped": 0, "client_cpu": 0.95, "server_cpu": None,
-        "server_cpu_us_per_msg": None, "client_bound": True, "overloaded": True,
-        "overload_reason": "mean round trip 1600 ms > 1500 ms",
-    }
-    lines = report.format_table([record]).splitlines()
+    lines = report.format_table([RECORD]).splitlines()
     assert lines[0].split()[:3] == ["server", "clients", "rate/s"]
     assert "6,400" in lines[2] and "95%" in lines[2] and "250" in lines[2]
     assert "CLIENT-BOUND; overloaded: mean round trip" in lines[2]
+
+
+def test_status_off_a_terminal_is_one_line_per_step():
+    stream = io.StringIO()
+    status = report.StatusLine(stream)
+    status.progress({"phase": "step", "level": 100, "rate": 64, "elapsed": 1.0, "duration": 10})
+    status.step(RECORD)
+    status.message("level 100 ended: sweep done")
+    assert stream.getvalue().splitlines() == [
+        "level 100 rate 64/s: 6,400 msg/s, rtt mean 2.5 p99 6.0 ms, client cpu 95% CLIENT-BOUND",
+        "level 100 ended: sweep done",
+    ]
