@@ -390,7 +390,6 @@ class ClientGroup:
         dropped = [conn.closed_reason for conn in connections if not conn.alive]
         return {
             "duration_s": ended - started,
-            "send_s": send_ended - started,
             "sent": sent,
             "received": sum(conn.received for conn in connections),
             "lost": lost,
@@ -399,7 +398,6 @@ class ClientGroup:
             "histogram": self.histogram,
             "cpu_s": _cpu_seconds() - cpu_before,
             "loop_lag_ms": self.lag.summary_ms(),
-            "connections": len(live),
             "end_reason": end_reason,
         }
 

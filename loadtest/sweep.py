@@ -171,44 +171,43 @@ async def sweep(
     probe = ServerProbe(server_pid)
     steps = []
     schedule = list(rates) if rates else rate_schedule()
+
+    async def run_level(groups, shares, level):
+        """Connect, then step through the schedule; returns why the level ended."""
+        _progress(on_progress, level=level, phase="connecting", opened=0)
+        failures = await _connect(groups, shares, level, on_progress)
+        if failures:
+            summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
+            if sum(failures.values()) >= level:
+                raise ServerGone("no connection to %s opened: %s%s" % (url, summary, _probe_state(probe)))
+            return "connections failed: %s" % summary
+        for rate in schedule:
+            _progress(on_progress, level=level, phase="pause", rate=rate)
+            await asyncio.sleep(pause)
+            probe.check()
+            total = max(1, int(round(rate * duration)))
+            probe.start()
+            merged = merge_partials(await _run_step(groups, rate, duration, total, on_progress, level))
+            figures = probe.stop(merged["duration_s"], merged["received"])
+            record = step_record(server, level, rate, merged, figures)
+            steps.append(record)
+            if on_step is not None:
+                on_step(record)
+            if merged["end_reason"] == "every connection lost":
+                await _check_still_accepting(url, transport, probe)
+            if record["overloaded"]:
+                return "overloaded: %s" % record["overload_reason"]
+        return "sweep done"
+
     for level in levels:
         groups, shares = workers.make_groups(url, transport, source_addresses, level, procs, client_cpus)
-        end = "sweep done"
         try:
-            _progress(on_progress, level=level, phase="connecting", opened=0)
-            failures = await _connect(groups, shares, level, on_progress)
-            if failures:
-                summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
-                if sum(failures.values()) >= level:
-                    probe_state = _probe_state(probe)
-                    raise ServerGone("no connection to %s opened: %s%s" % (url, summary, probe_state))
-                end = "connections failed: %s" % summary
-                if on_level is not None:
-                    on_level({"type": "level", "server": server, "level": level, "end": end})
-                continue
-            for rate in schedule:
-                _progress(on_progress, level=level, phase="pause", rate=rate)
-                await asyncio.sleep(pause)
-                probe.check()
-                total = max(1, int(round(rate * duration)))
-                probe.start()
-                partials = await _run_step(groups, rate, duration, total, on_progress, level)
-                merged = merge_partials(partials)
-                figures = probe.stop(merged["duration_s"], merged["received"])
-                record = step_record(server, level, rate, merged, figures)
-                steps.append(record)
-                if on_step is not None:
-                    on_step(record)
-                if merged["end_reason"] == "every connection lost":
-                    await _check_still_accepting(url, transport, probe)
-                if record["overloaded"]:
-                    end = "overloaded: %s" % record["overload_reason"]
-                    break
-            if on_level is not None:
-                on_level({"type": "level", "server": server, "level": level, "end": end})
+            end = await run_level(groups, shares, level)
         finally:
             for group in groups:
                 group.close()
+        if on_level is not None:
+            on_level({"type": "level", "server": server, "level": level, "end": end})
     return steps
 
 
