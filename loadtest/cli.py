@@ -21,6 +21,10 @@ def build_parser():
         prog="python -m loadtest",
         description="Round-trip latency sweep of a SockJS broadcast server "
         "(subcommands: ping, selftest; see `python -m loadtest ping --help`).",
+        epilog="Without --rate each level steps from %d to %d msgs/s, x%.2f a step, until the "
+        "server is overloaded (a connection lost, a message not back within %g s, or a mean "
+        "round trip above %g ms)." % (sweep.FIRST_RATE, sweep.LAST_RATE, sweep.RATE_RATIO,
+                                     client.LOSS_AFTER_S, sweep.MAX_MEAN_RTT_MS),
     )
     parser.add_argument("--url", required=True, help="SockJS prefix, e.g. http://127.0.0.1:8080/broadcast")
     which = parser.add_mutually_exclusive_group()
@@ -73,6 +77,9 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     check_target(parser, args.url)
+    for address in args.source_addresses or []:
+        if not address.startswith("127."):
+            parser.error("--source-addresses must be loopback addresses (got %s)" % address)
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
     if args.server_pid is not None:

@@ -9,7 +9,7 @@ import urllib.parse
 
 import websocket as websocket_client
 
-from loadtest import client
+from loadtest import cli, client
 
 
 def websocket_url(url, transport):
@@ -44,6 +44,7 @@ def main(argv=None):
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
     parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args(argv)
+    cli.check_target(parser, args.url)
     try:
         rtt = ping(args.url, args.transport, args.timeout)
     except (OSError, websocket_client.WebSocketException) as exc:
