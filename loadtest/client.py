@@ -372,7 +372,7 @@ class ClientGroup:
                     break
             if now - last_loss_check > 0.25:
                 last_loss_check = now
-                end_reason = _early_end(connections, sent_log)
+                end_reason = step_end_reason(connections, sent_log)
                 if end_reason:
                     break
         send_ended = loop.time()
@@ -384,7 +384,7 @@ class ClientGroup:
                 break
             await asyncio.sleep(TICK_S)
         ended = loop.time()
-        lost = _lost(sent_log, now_us() - int(LOSS_AFTER_S * 1e6) + 1000)
+        lost = lost_messages(sent_log, now_us() - int(LOSS_AFTER_S * 1e6) + 1000)
         for conn in connections:
             conn.pending.clear()
         dropped = [conn.closed_reason for conn in connections if not conn.alive]
@@ -408,7 +408,8 @@ class ClientGroup:
         self.lag.stop()
 
 
-def _early_end(connections, sent_log):
+def step_end_reason(connections, sent_log):
+    """Why a step must stop now, or None. Drops answered messages from the head of ``sent_log``."""
     if not any(conn.alive for conn in connections):
         return "every connection lost"
     cutoff = now_us() - int(LOSS_AFTER_S * 1e6)
@@ -419,7 +420,7 @@ def _early_end(connections, sent_log):
     return None
 
 
-def _lost(sent_log, cutoff_us):
+def lost_messages(sent_log, cutoff_us):
     """Messages sent before ``cutoff_us`` and still unanswered."""
     return sum(1 for sent_us, conn, seq in sent_log if sent_us < cutoff_us and seq in conn.pending)
 

@@ -1,5 +1,6 @@
 """The method's rules and the table, without sockets."""
 
+import collections
 import io
 
 import pytest
@@ -74,3 +75,25 @@ def test_status_off_a_terminal_is_one_line_per_step():
         "level 100 rate 64/s: 6,400 msg/s, rtt mean 2.5 p99 6.0 ms, client cpu 95% CLIENT-BOUND",
         "level 100 ended: sweep done",
     ]
+
+
+class Pending:
+    """Just what the loss rules read from a connection."""
+
+    def __init__(self, pending, alive=True):
+        self.pending = pending
+        self.alive = alive
+
+
+def test_a_message_older_than_the_loss_limit_ends_the_step():
+    now = client.now_us()
+    old, fresh = now - 6_000_000, now - 1_000_000
+    conn = Pending({1: old, 2: fresh})
+    answered = Pending({})
+    log = collections.deque([(old - 1, answered, 7), (old, conn, 1), (fresh, conn, 2)])
+    assert client.step_end_reason([conn, answered], log) == "a message not back within 5 s"
+    assert log[0] == (old, conn, 1)
+    assert client.lost_messages(log, now - 5_000_000) == 1
+    del conn.pending[1]
+    assert client.step_end_reason([conn], log) is None
+    assert client.step_end_reason([Pending({}, alive=False)], collections.deque()) == "every connection lost"
