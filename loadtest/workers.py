@@ -1,0 +1,116 @@
+"""``--procs N``: client groups in worker processes, driven from the sweep's loop.
+
+A :class:`RemoteGroup` offers the interface of :class:`loadtest.client.ClientGroup`
+(``connect``, ``alive_count``, ``run_step``, ``close``); behind it a spawned process
+runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded.
+"""
+
+import asyncio
+import multiprocessing
+import signal
+
+from hdrh.histogram import HdrHistogram
+
+from loadtest import affinity, client
+
+
+class WorkerLost(Exception):
+    """A load worker process exited unexpectedly."""
+
+
+def _worker(pipe, url, transport, source_addresses, first_id, cpu):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if cpu is not None:
+        affinity.pin(0, cpu)
+    asyncio.run(_serve(pipe, url, transport, source_addresses, first_id))
+
+
+async def _serve(pipe, url, transport, source_addresses, first_id):
+    group = client.ClientGroup(url, transport, source_addresses, first_id)
+    loop = asyncio.get_event_loop()
+    commands = asyncio.Queue()
+    loop.add_reader(pipe.fileno(), lambda: commands.put_nowait(pipe.recv()))
+    try:
+        while True:
+            command = await commands.get()
+            if command[0] == "connect":
+                failures = await group.connect(command[1], lambda n: pipe.send(("opened", n)))
+                pipe.send(("connected", failures, group.alive_count()))
+            elif command[0] == "step":
+                partial = await group.run_step(*command[1:])
+                partial["histogram"] = partial["histogram"].encode()
+                pipe.send(("step", partial, group.alive_count()))
+            else:
+                return
+    finally:
+        loop.remove_reader(pipe.fileno())
+        group.close()
+
+
+class RemoteGroup:
+    def __init__(self, url, transport, source_addresses, first_id, cpu):
+        context = multiprocessing.get_context("spawn")
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(
+            target=_worker, args=(child, url, transport, source_addresses, first_id, cpu), daemon=True)
+        self._process.start()
+        child.close()
+        self._alive = 0
+
+    async def _reply(self, on_progress=None):
+        loop = asyncio.get_event_loop()
+        while True:
+            ready = loop.create_future()
+            loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self._pipe.fileno())
+            try:
+                answer = self._pipe.recv()
+            except (EOFError, OSError):
+                raise WorkerLost("load worker %d exited (code %s)"
+                                 % (self._process.pid, self._process.exitcode)) from None
+            if answer[0] != "opened":
+                return answer
+            if on_progress is not None:
+                on_progress(answer[1])
+
+    async def connect(self, count, on_progress=None):
+        self._pipe.send(("connect", count))
+        _, failures, self._alive = await self._reply(on_progress)
+        return failures
+
+    def alive_count(self):
+        return self._alive
+
+    async def run_step(self, to_send, duration, total_messages=None):
+        self._pipe.send(("step", to_send, duration, total_messages))
+        _, partial, self._alive = await self._reply()
+        partial["histogram"] = HdrHistogram.decode(partial["histogram"])
+        return partial
+
+    def close(self):
+        try:
+            self._pipe.send(("close",))
+        except OSError:
+            pass
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._pipe.close()
+
+
+def make_groups(url, transport, source_addresses, level, procs, cpus=None):
+    """``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1."""
+    shares = [level // procs + (1 if i < level % procs else 0) for i in range(procs)]
+    if procs == 1:
+        return [client.ClientGroup(url, transport, source_addresses)], shares
+    groups = []
+    first_id = 0
+    for i, share in enumerate(shares):
+        cpu = cpus[i % len(cpus)] if cpus else None
+        groups.append(RemoteGroup(url, transport, source_addresses, first_id, cpu))
+        first_id += share
+    return groups, shares

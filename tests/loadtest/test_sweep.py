@@ -1,0 +1,139 @@
+"""Sweeps against real servers over loopback: the broker, a slow server, a crashing server."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from loadtest import results, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def stats(server):
+    with urllib.request.urlopen(server.url.rsplit("/", 1)[0] + "/stats", timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize("transport", ["sockjs", "raw"])
+def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, transport):
+    steps, levels = [], []
+    before = stats(broker_server)["messages_out"]
+    returned = sweep.run_sweep(
+        broker_server.url, [10, 20], rates=[20, 50], duration=1.0, pause=0.1, transport=transport,
+        server="broker", server_pid=broker_server.pid, on_step=steps.append, on_level=levels.append,
+    )
+    assert returned == steps
+    assert [(s["level"], s["rate"]) for s in steps] == [(10, 20), (10, 50), (20, 20), (20, 50)]
+    for step in steps:
+        assert step["sent"] == step["rate"] * 1
+        assert step["received"] == step["sent"] * step["level"]
+        assert step["lost"] == step["dropped"] == 0
+        rtt = step["rtt_ms"]
+        assert 0 < rtt["p50"] <= rtt["p95"] <= rtt["p99"] <= rtt["max"]
+        assert rtt["mean"] > 0
+        assert step["server_msgs_per_s"] == pytest.approx(step["received"] / step["duration_s"], rel=0.01)
+        assert step["server_rss_kb"] > 0 and step["server_cpu"] is not None
+        assert not step["overloaded"]
+    assert [lv["end"] for lv in levels] == ["sweep done", "sweep done"]
+    delivered = stats(broker_server)["messages_out"] - before
+    assert delivered == sum(step["received"] for step in steps)
+
+
+def test_clients_spread_over_worker_processes_merge_their_figures(broker_server):
+    steps = sweep.run_sweep(broker_server.url, [9], rates=[30], duration=1.0, pause=0.1, procs=2)
+    step = steps[0]
+    assert step["sent"] == 30
+    assert step["received"] == 30 * 9
+    assert step["lost"] == step["dropped"] == 0
+    assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["p99"] <= step["rtt_ms"]["max"]
+
+
+def test_a_slow_server_overloads_and_ends_the_level(slow_server):
+    server = slow_server(0.2)
+    steps, levels = [], []
+    sweep.run_sweep(server.url, [3], rates=[2, 20, 40], duration=1.0, pause=0.1,
+                    on_step=steps.append, on_level=levels.append)
+    assert [s["rate"] for s in steps] == [2, 20]
+    assert not steps[0]["overloaded"]
+    assert steps[1]["overloaded"]
+    assert "mean round trip" in steps[1]["overload_reason"]
+    assert steps[1]["rtt_ms"]["mean"] > sweep.MAX_MEAN_RTT_MS
+    assert levels[0]["end"].startswith("overloaded: mean round trip")
+
+
+def run_cli(url, out, *extra):
+    return subprocess.Popen(
+        [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--duration", "0.5",
+         "--pause", "0.1", "--out", str(out), *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for_steps(out, count, process, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(out) and sum(r["type"] == "step" for r in results.read(out)) >= count:
+            return
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    raise AssertionError("no %d steps within %s s" % (count, timeout))
+
+
+@pytest.mark.parametrize("pid_known", [True, False])
+def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_server, tmp_path,
+                                                                         pid_known):
+    server = slow_server(0)
+    out = tmp_path / "run.jsonl"
+    extra = ["--server-pid", str(server.pid)] if pid_known else []
+    process = run_cli(server.url, out, "--label", "doomed", *extra)
+    try:
+        wait_for_steps(out, 2, process)
+        server.process.kill()
+        stdout, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 1
+    assert "Traceback" not in stderr
+    assert "run ended:" in stderr
+    records = results.read(out)
+    assert [r["type"] for r in records[:2]] == ["run", "server"]
+    assert records[1]["server"] == "doomed"
+    assert records[1]["pid"] == (server.pid if pid_known else None)
+    assert sum(r["type"] == "step" for r in records) >= 2
+    assert "clients" in stdout
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
+    server = slow_server(0)
+    out = tmp_path / "run.jsonl"
+    process = run_cli(server.url, out)
+    try:
+        wait_for_steps(out, 1, process)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    records = results.read(out)
+    assert records[0]["type"] == "run" and records[0]["transport"] == "sockjs"
+    assert records[0]["client"]["interpreter"] and records[0]["machine"]["cores"]
+    assert any(r["type"] == "step" for r in records)
+
+
+def test_an_unreachable_server_is_a_clear_error(tmp_path):
+    with pytest.raises(sweep.ServerGone, match="refused"):
+        sweep.run_sweep("http://127.0.0.1:9/broadcast", [3], rates=[1], duration=0.2, pause=0)
+
+
+def test_split_shares_a_step_exactly():
+    assert sweep.split(3, [50, 50]) == [2, 1] or sweep.split(3, [50, 50]) == [1, 2]
+    assert sum(sweep.split(7, [3, 3, 4])) == 7
+    assert sweep.split(5, [0, 10]) == [0, 5]
+    assert sweep.split(5, [0, 0]) == [0, 0]
