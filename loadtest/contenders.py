@@ -25,18 +25,21 @@ PYPY_HOWTO = (
 NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 
-# Runs under the contender's interpreter: prints its runtime name, e.g.
-# "CPython 3.11.7" or "PyPy 7.3.11 (Python 3.9.16)", after importing what it needs.
-_PROBE = """\
-import importlib, platform, sys
-importlib.import_module(sys.argv[1])
-name = platform.python_implementation()
-if name == "PyPy":
-    info = sys.pypy_version_info
-    print("PyPy %d.%d.%d (Python %s)" % (info.major, info.minor, info.micro, platform.python_version()))
-else:
-    print("%s %s" % (name, platform.python_version()))
-"""
+# Runs under the contender's interpreter, from the repository root: fails unless
+# the module it will serve imports, then prints the interpreter's runtime_name().
+_PROBE = (
+    "import importlib, sys; importlib.import_module(sys.argv[1]); "
+    "from loadtest.contenders import runtime_name; print(runtime_name())"
+)
+
+
+def runtime_name():
+    """This interpreter, as results files name it: ``CPython 3.11.7``, ``PyPy 7.3.11 (Python 3.9.16)``."""
+    name = platform.python_implementation()
+    if name == "PyPy":
+        info = sys.pypy_version_info
+        return "PyPy %d.%d.%d (Python %s)" % (info.major, info.minor, info.micro, platform.python_version())
+    return "%s %s" % (name, platform.python_version())
 
 
 class Unavailable(Exception):
