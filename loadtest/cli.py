@@ -1,0 +1,130 @@
+"""``python -m loadtest --url URL --clients N``: sweep one server, write results, print a table."""
+
+import argparse
+import asyncio
+import os
+import resource
+import signal
+import sys
+import urllib.parse
+
+from loadtest import client, procstat, report, results, sweep
+
+
+def parse_levels(text):
+    return [int(level) for level in text.split(",") if level.strip()]
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest",
+        description="Round-trip latency sweep of a SockJS broadcast server "
+        "(subcommands: ping, selftest; see `python -m loadtest ping --help`).",
+    )
+    parser.add_argument("--url", required=True, help="SockJS prefix, e.g. http://127.0.0.1:8080/broadcast")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--clients", type=int, help="one concurrency level")
+    which.add_argument("--levels", type=parse_levels,
+                       help="comma-separated levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
+    parser.add_argument("--rate", type=float,
+                        help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per step (default 10)")
+    parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
+    parser.add_argument("--server-pid", type=int, help="measure this process's CPU and RSS")
+    parser.add_argument("--procs", type=int, default=1, help="spread the clients over N processes")
+    parser.add_argument("--client-cpu", type=int, help="pin the load client to this CPU")
+    parser.add_argument("--server-cpu", type=int, help="pin --server-pid to this CPU")
+    parser.add_argument("--source-addresses", type=client.parse_source_addresses,
+                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    return parser
+
+
+def check_target(parser, url):
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        parser.error("--url must look like http://127.0.0.1:8080/broadcast")
+    if not (parts.hostname.startswith("127.") or parts.hostname in ("localhost", "::1")):
+        parser.error("only loopback servers may be load tested (got %s)" % parts.hostname)
+
+
+def raise_open_files_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_target(parser, args.url)
+    if args.server_cpu is not None and args.server_pid is None:
+        parser.error("--server-cpu needs --server-pid")
+    levels = [args.clients] if args.clients else (args.levels or list(sweep.DEFAULT_LEVELS))
+    if args.client_cpu is not None:
+        os.sched_setaffinity(0, {args.client_cpu})
+    if args.server_cpu is not None:
+        os.sched_setaffinity(args.server_pid, {args.server_cpu})
+    raise_open_files_limit()
+    label = args.label or urllib.parse.urlsplit(args.url).netloc
+    out_path = args.out or results.default_path()
+    status = report.StatusLine()
+    steps = []
+
+    with results.ResultsFile(out_path) as out:
+        out.write(results.run_record(args.url, args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
+        runtime = procstat.runtime_of(args.server_pid) if args.server_pid else None
+        out.write(results.server_record(label, runtime, args.server_pid, args.server_cpu))
+
+        def on_step(record):
+            steps.append(record)
+            out.write(record)
+            status.step(record)
+
+        def on_level(record):
+            out.write(record)
+            status.message("level %d ended: %s" % (record["level"], record["end"]))
+
+        options = dict(
+            rates=[args.rate] if args.rate else None, duration=args.duration, pause=args.pause,
+            transport=args.transport, server=label, server_pid=args.server_pid,
+            source_addresses=args.source_addresses, on_step=on_step, on_level=on_level,
+            on_progress=status.progress,
+        )
+        if args.procs > 1:
+            from loadtest import workers
+            options["make_groups"] = workers.group_factory(
+                args.url, args.transport, args.source_addresses, args.procs, args.client_cpu)
+        outcome = run_interruptible(sweep.sweep(args.url, levels, **options))
+
+    if steps:
+        print(report.format_table(steps))
+    if outcome == "interrupted":
+        status.message("interrupted: the %d steps measured are in %s" % (len(steps), out_path))
+        return 130
+    if isinstance(outcome, sweep.ServerGone):
+        status.message("run ended: %s; the %d steps measured are in %s" % (outcome, len(steps), out_path))
+        return 1
+    status.message("results: %s" % out_path)
+    return 0
+
+
+def run_interruptible(coroutine):
+    """Run ``coroutine``; Ctrl-C cancels it cleanly. Returns "done", "interrupted" or a ServerGone."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    task = loop.create_task(coroutine)
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        loop.run_until_complete(task)
+        return "done"
+    except asyncio.CancelledError:
+        return "interrupted"
+    except sweep.ServerGone as exc:
+        return exc
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

@@ -1,0 +1,66 @@
+"""What the kernel says about a process and the machine: CPU time, RSS, CPU model."""
+
+import os
+import platform
+import sys
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class ProcessGone(Exception):
+    """The process no longer exists (or is a zombie)."""
+
+
+def cpu_seconds(pid):
+    """User plus system CPU seconds of ``pid`` so far, from ``/proc/<pid>/stat``."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        raise ProcessGone("process %d exited" % pid) from None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        raise ProcessGone("process %d exited" % pid)
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def rss_kb(pid):
+    """Resident set size of ``pid`` in KiB, from ``/proc/<pid>/status``."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    raise ProcessGone("process %d exited" % pid)
+
+
+def runtime_of(pid):
+    """The program a process runs, e.g. ``python3.11`` or ``node`` (best effort)."""
+    try:
+        return os.path.basename(os.readlink("/proc/%d/exe" % pid))
+    except OSError:
+        return None
+
+
+def interpreter():
+    """``CPython 3.11.7`` or ``PyPy 7.3.11 (Python 3.9.16)``."""
+    python = platform.python_version()
+    if platform.python_implementation() == "PyPy":
+        pypy = "%d.%d.%d" % sys.pypy_version_info[:3]
+        return "PyPy %s (Python %s)" % (pypy, python)
+    return "%s %s" % (platform.python_implementation(), python)
+
+
+def machine():
+    cpu_model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu_model": cpu_model, "cores": os.cpu_count(), "kernel": platform.release()}

@@ -1,0 +1,95 @@
+"""What a person sees: the status line while a sweep runs, the table at the end."""
+
+import sys
+
+
+def format_table(steps):
+    """A plain-text table of step records, one row per step."""
+    header = (
+        "server", "clients", "rate/s", "server msg/s", "mean ms", "p50", "p95", "p99", "max",
+        "lost", "drop", "client cpu", "srv cpu", "us/msg", "note",
+    )
+    rows = [header]
+    for step in steps:
+        rtt = step["rtt_ms"]
+        note = []
+        if step["client_bound"]:
+            note.append("CLIENT-BOUND")
+        if step["overloaded"]:
+            note.append("overloaded: " + step["overload_reason"])
+        rows.append((
+            step["server"], str(step["level"]), _num(step["rate"]), _num(step["server_msgs_per_s"]),
+            _ms(rtt["mean"]), _ms(rtt["p50"]), _ms(rtt["p95"]), _ms(rtt["p99"]), _ms(rtt["max"]),
+            str(step["lost"]), str(step["dropped"]), _pct(step["client_cpu"]),
+            _pct(step["server_cpu"]), _ms(step["server_cpu_us_per_msg"]), "; ".join(note),
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [cell.ljust(w) if i in (0, len(row) - 1) else cell.rjust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _num(value):
+    return "{:,.0f}".format(value)
+
+
+def _ms(value):
+    return "-" if value is None else "%.1f" % value if value < 100 else "%.0f" % value
+
+
+def _pct(value):
+    return "-" if value is None else "%.0f%%" % (value * 100)
+
+
+class StatusLine:
+    """One line on stderr, rewritten in place on a terminal, otherwise printed once per step.
+
+    A progress bar library needs a known total; a sweep ends at overload, so the
+    honest display is the current state: level, rate, time into the step, last figures.
+    """
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.interactive = stream.isatty()
+        self.last = ""
+        self._width = 0
+
+    def progress(self, state):
+        phase = state["phase"]
+        if phase == "connecting":
+            text = "level %d: connecting %d/%d" % (state["level"], state["opened"], state["level"])
+        elif phase == "pause":
+            text = "level %d: next rate %s/s  %s" % (state["level"], state["rate"], self.last)
+        else:
+            text = "level %d  rate %s/s  %4.1f/%gs  %s" % (
+                state["level"], state["rate"], state["elapsed"], state["duration"], self.last)
+        if self.interactive:
+            self._show(text)
+
+    def step(self, step):
+        rtt = step["rtt_ms"]
+        self.last = "last: %s msg/s, rtt mean %s p99 %s ms, client cpu %s%s" % (
+            _num(step["server_msgs_per_s"]), _ms(rtt["mean"]), _ms(rtt["p99"]),
+            _pct(step["client_cpu"]), " CLIENT-BOUND" if step["client_bound"] else "")
+        if not self.interactive:
+            self.stream.write("level %d rate %d/s: %s\n" % (step["level"], step["rate"], self.last[6:]))
+            self.stream.flush()
+
+    def message(self, text):
+        """A line that stays (level ends, errors)."""
+        if self.interactive:
+            self._show("")
+            self.stream.write("\r")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _show(self, text):
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self._width = len(text)

@@ -1,0 +1,272 @@
+"""The benchmark method: concurrency levels, rate steps, overload rules, step records.
+
+:func:`run_sweep` is the entry point for code (``compare`` calls it per server);
+``python -m loadtest`` is a thin command line around it.
+"""
+
+import asyncio
+import math
+
+from loadtest import client, procstat
+
+DEFAULT_LEVELS = (25, 50, 100, 200, 500, 1000, 2000)
+FIRST_RATE = 1
+LAST_RATE = 800
+RATE_RATIO = math.sqrt(2)
+MAX_MEAN_RTT_MS = 1500.0
+CLIENT_BOUND_CPU = 0.9
+CLIENT_BOUND_LAG_MS = 10.0
+
+
+class ServerGone(Exception):
+    """The server under test died or stopped accepting connections: the run cannot go on."""
+
+
+def rate_schedule(first=FIRST_RATE, last=LAST_RATE, ratio=RATE_RATIO):
+    """Total rates (msgs/s) for one level: geometric from ``first`` to ``last``, whole numbers."""
+    rates = []
+    rate = float(first)
+    while rate < last:
+        if not rates or int(round(rate)) > rates[-1]:
+            rates.append(int(round(rate)))
+        rate *= ratio
+    rates.append(last)
+    return rates
+
+
+def rtt_summary(histogram):
+    """Round-trip statistics in milliseconds from an HDR histogram in microseconds."""
+    if not histogram.get_total_count():
+        return {"mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+    return {
+        "mean": round(histogram.get_mean_value() / 1000, 3),
+        "p50": histogram.get_value_at_percentile(50) / 1000,
+        "p95": histogram.get_value_at_percentile(95) / 1000,
+        "p99": histogram.get_value_at_percentile(99) / 1000,
+        "max": histogram.get_max_value() / 1000,
+    }
+
+
+def overload_reason(step):
+    """Why a step shows the server overloaded (DESIGN.md section 5), or None."""
+    if step["dropped"]:
+        return "connection lost (%s)" % ", ".join(sorted(step.get("drop_reasons", {})) or ["?"])
+    if step["lost"]:
+        return "%d messages not back within %g s" % (step["lost"], client.LOSS_AFTER_S)
+    mean = step["rtt_ms"]["mean"]
+    if mean is not None and mean > MAX_MEAN_RTT_MS:
+        return "mean round trip %.0f ms > %.0f ms" % (mean, MAX_MEAN_RTT_MS)
+    if step.get("end_reason") and step["end_reason"] != "stopped":
+        return step["end_reason"]
+    return None
+
+
+def merge_partials(partials):
+    """One step's figures from the partial steps of every client group."""
+    histogram = client.new_histogram()
+    for part in partials:
+        histogram.add(part["histogram"])
+    drop_reasons = {}
+    for part in partials:
+        for reason, count in part["drop_reasons"].items():
+            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    ends = [part["end_reason"] for part in partials if part["end_reason"]]
+    return {
+        "duration_s": max(part["duration_s"] for part in partials),
+        "sent": sum(part["sent"] for part in partials),
+        "received": sum(part["received"] for part in partials),
+        "lost": sum(part["lost"] for part in partials),
+        "dropped": sum(part["dropped"] for part in partials),
+        "drop_reasons": drop_reasons,
+        "histogram": histogram,
+        "client_cpu": max(part["cpu_s"] / part["duration_s"] for part in partials),
+        "loop_lag_ms": {
+            "mean": max(part["loop_lag_ms"]["mean"] for part in partials),
+            "max": max(part["loop_lag_ms"]["max"] for part in partials),
+        },
+        "end_reason": ends[0] if ends else None,
+    }
+
+
+class ServerProbe:
+    """CPU and RSS of the server process between two moments (all None without a pid)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self._cpu = None
+
+    def check(self):
+        if self.pid is not None:
+            procstat.cpu_seconds(self.pid)
+
+    def start(self):
+        self._cpu = procstat.cpu_seconds(self.pid) if self.pid is not None else None
+
+    def stop(self, duration, received):
+        if self.pid is None:
+            return {"server_cpu": None, "server_rss_kb": None, "server_cpu_us_per_msg": None}
+        used = procstat.cpu_seconds(self.pid) - self._cpu
+        return {
+            "server_cpu": round(used / duration, 4),
+            "server_rss_kb": procstat.rss_kb(self.pid),
+            "server_cpu_us_per_msg": round(used * 1e6 / received, 3) if received else None,
+        }
+
+
+def step_record(server, level, rate, merged, server_figures):
+    rtt = rtt_summary(merged["histogram"])
+    duration = merged["duration_s"]
+    record = {
+        "type": "step",
+        "server": server,
+        "level": level,
+        "rate": rate,
+        "duration_s": round(duration, 3),
+        "sent": merged["sent"],
+        "received": merged["received"],
+        "server_msgs_per_s": round(merged["received"] / duration, 1),
+        "rtt_ms": rtt,
+        "lost": merged["lost"],
+        "dropped": merged["dropped"],
+        "client_cpu": round(merged["client_cpu"], 4),
+        "loop_lag_ms": merged["loop_lag_ms"],
+    }
+    record.update(server_figures)
+    record["client_bound"] = (
+        merged["client_cpu"] >= CLIENT_BOUND_CPU
+        or merged["loop_lag_ms"]["mean"] >= CLIENT_BOUND_LAG_MS
+    )
+    reason = overload_reason(dict(merged, rtt_ms=rtt))
+    record["overloaded"] = reason is not None
+    record["overload_reason"] = reason
+    return record
+
+
+async def sweep(
+    url,
+    levels=DEFAULT_LEVELS,
+    rates=None,
+    duration=10.0,
+    pause=2.0,
+    transport="sockjs",
+    server="server",
+    server_pid=None,
+    source_addresses=None,
+    on_step=None,
+    on_level=None,
+    on_progress=None,
+    make_groups=None,
+):
+    """Run the sweep on the current loop; returns the step records (see :func:`run_sweep`)."""
+    probe = ServerProbe(server_pid)
+    steps = []
+    schedule = list(rates) if rates else rate_schedule()
+    if make_groups is None:
+        def make_groups(level):
+            return [client.ClientGroup(url, transport, source_addresses)], [level]
+    for level in levels:
+        groups, shares = make_groups(level)
+        end = "sweep done"
+        try:
+            _progress(on_progress, level=level, phase="connecting", opened=0)
+            failures = await _connect(groups, shares, level, on_progress)
+            if failures:
+                summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
+                if sum(failures.values()) >= level:
+                    probe_state = _probe_state(probe)
+                    raise ServerGone("no connection to %s opened: %s%s" % (url, summary, probe_state))
+                end = "connections failed: %s" % summary
+                if on_level is not None:
+                    on_level({"type": "level", "server": server, "level": level, "end": end})
+                continue
+            for rate in schedule:
+                _progress(on_progress, level=level, phase="pause", rate=rate)
+                await asyncio.sleep(pause)
+                probe.check()
+                total = max(1, int(round(rate * duration)))
+                probe.start()
+                partials = await _run_step(groups, rate, duration, total, on_progress, level)
+                merged = merge_partials(partials)
+                try:
+                    figures = probe.stop(merged["duration_s"], merged["received"])
+                except procstat.ProcessGone as exc:
+                    raise ServerGone("the server died during the step: %s" % exc) from None
+                record = step_record(server, level, rate, merged, figures)
+                steps.append(record)
+                if on_step is not None:
+                    on_step(record)
+                if record["overloaded"]:
+                    end = "overloaded: %s" % record["overload_reason"]
+                    break
+            if on_level is not None:
+                on_level({"type": "level", "server": server, "level": level, "end": end})
+        finally:
+            for group in groups:
+                group.close()
+    return steps
+
+
+def _probe_state(probe):
+    try:
+        probe.check()
+    except procstat.ProcessGone as exc:
+        return " (%s)" % exc
+    return ""
+
+
+def _progress(on_progress, **state):
+    if on_progress is not None:
+        on_progress(state)
+
+
+async def _connect(groups, shares, level, on_progress):
+    opened = [0] * len(groups)
+
+    def track(index):
+        def seen(count):
+            opened[index] = count
+            _progress(on_progress, level=level, phase="connecting", opened=sum(opened))
+        return seen
+
+    results = await asyncio.gather(
+        *(group.connect(share, track(i)) for i, (group, share) in enumerate(zip(groups, shares)))
+    )
+    failures = {}
+    for result in results:
+        for reason, count in result.items():
+            failures[reason] = failures.get(reason, 0) + count
+    return failures
+
+
+async def _run_step(groups, rate, duration, total, on_progress, level):
+    shares = [rate * len(group.alive()) for group in groups]
+    alive = sum(len(group.alive()) for group in groups) or 1
+    loop = asyncio.get_event_loop()
+    started = loop.time()
+
+    async def tick():
+        while True:
+            _progress(on_progress, level=level, phase="step", rate=rate,
+                      elapsed=loop.time() - started, duration=duration)
+            await asyncio.sleep(0.5)
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        return await asyncio.gather(
+            *(group.run_step(share / alive, duration, total) for group, share in zip(groups, shares))
+        )
+    finally:
+        ticker.cancel()
+
+
+def run_sweep(url, levels=DEFAULT_LEVELS, **options):
+    """Sweep ``url`` level by level until overload; returns the list of step records.
+
+    ``options``: ``rates`` (default: :func:`rate_schedule`), ``duration`` and ``pause``
+    (seconds per step), ``transport`` (``sockjs`` or ``raw``), ``server`` (label in the
+    records), ``server_pid`` (to measure its CPU and RSS), ``source_addresses``,
+    ``on_step(record)``, ``on_level(record)``, ``on_progress(state)``.
+    Raises :class:`ServerGone` when the server dies; the steps measured until then
+    have already been passed to ``on_step``.
+    """
+    return asyncio.run(sweep(url, levels, **options))
