@@ -26,20 +26,11 @@ NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 
 # Runs under the contender's interpreter, from the repository root: fails unless
-# the module it will serve imports, then prints the interpreter's runtime_name().
+# the module it will serve imports, then prints the interpreter's name and version.
 _PROBE = (
     "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from loadtest.contenders import runtime_name; print(runtime_name())"
+    "from loadtest.procstat import interpreter; print(interpreter())"
 )
-
-
-def runtime_name():
-    """This interpreter, as results files name it: ``CPython 3.11.7``, ``PyPy 7.3.11 (Python 3.9.16)``."""
-    name = platform.python_implementation()
-    if name == "PyPy":
-        info = sys.pypy_version_info
-        return "PyPy %d.%d.%d (Python %s)" % (info.major, info.minor, info.micro, platform.python_version())
-    return "%s %s" % (name, platform.python_version())
 
 
 class Unavailable(Exception):

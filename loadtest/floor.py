@@ -4,7 +4,7 @@ A sender process, pinned to the server's CPU, holds N accepted loopback
 connections and writes one prebuilt websocket text frame (a SockJS ``a[...]``
 message) to each with a plain non-blocking ``socket.send``, in rounds paced to
 a total rate. A drain process pinned to another CPU reads and discards. The
-sender's CPU time (``/proc/self/stat``) divided by the sends is the cost of one
+sender's CPU time (``/proc/PID/stat``) divided by the sends is the cost of one
 delivery with no encoding, framing or bookkeeping: a server can only go below it
 by putting several messages in one frame.
 
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from loadtest.contenders import runtime_name
+from loadtest.procstat import cpu_seconds, interpreter
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
 
@@ -32,13 +32,6 @@ def text_frame(payload):
     if len(payload) >= 126:
         raise ValueError("payload too long for a one-byte length: %d" % len(payload))
     return bytes([0x81, len(payload)]) + payload
-
-
-def cpu_seconds(pid="self"):
-    """User plus system CPU time of a process, from ``/proc/PID/stat``."""
-    with open("/proc/%s/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pin(cpu):
@@ -77,7 +70,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         rate=rate,
         frame_bytes=len(text_frame(PAYLOAD)),
         cpu=cpu,
-        runtime=runtime_name(),
+        runtime=interpreter(),
         drain_ok=os.waitstatus_to_exitcode(status) == 0,
     )
     return result
@@ -87,7 +80,7 @@ def _send_rounds(peers, frame, rate, seconds):
     rounds_per_s = max(rate / len(peers), 1e-3)
     interval = 1.0 / rounds_per_s
     sends = blocked = 0
-    start_cpu = cpu_seconds()
+    start_cpu = cpu_seconds(os.getpid())
     start = next_round = time.monotonic()
     deadline = start + seconds
     while next_round < deadline:
@@ -102,7 +95,7 @@ def _send_rounds(peers, frame, rate, seconds):
         if pause > 0:
             time.sleep(pause)
     duration = time.monotonic() - start
-    used = cpu_seconds() - start_cpu
+    used = cpu_seconds(os.getpid()) - start_cpu
     return {
         "duration_s": round(duration, 3),
         "sends": sends,
