@@ -59,20 +59,21 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         listener.close()
         for peer in peers:
             peer.setblocking(False)
-        result = _send_rounds(peers, text_frame(PAYLOAD), rate, seconds)
+        sent = _send_rounds(peers, text_frame(PAYLOAD), rate, seconds)
         for peer in peers:
             peer.close()
     finally:
         _, status = os.waitpid(drain_pid, 0)
-    result.update(
-        type="floor",
-        connections=connections,
-        rate=rate,
-        frame_bytes=len(text_frame(PAYLOAD)),
-        cpu=cpu,
-        runtime=interpreter(),
-        drain_ok=os.waitstatus_to_exitcode(status) == 0,
-    )
+    result = {
+        "type": "floor",
+        "connections": connections,
+        "rate": rate,
+        "frame_bytes": len(text_frame(PAYLOAD)),
+        "cpu": cpu,
+        "runtime": interpreter(),
+        "drain_ok": os.waitstatus_to_exitcode(status) == 0,
+    }
+    result.update(sent)
     return result
 
 
