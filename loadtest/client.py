@@ -107,6 +107,7 @@ class Connection(asyncio.Protocol):
     def _fail_open(self, exc):
         if not self.opened.done():
             self.opened.set_exception(exc)
+            self.opened.exception()  # nobody may be waiting any more
 
     def close(self, reason="closed by the client"):
         if self.closed_reason is None:

@@ -1,0 +1,3 @@
+from broker.app import main
+
+main()

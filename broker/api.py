@@ -1,0 +1,87 @@
+"""HTTP endpoints for backends and operators: publish, stats, health.
+
+``POST /publish`` takes one message per request. The body is the message: with
+``Content-Type: application/json`` it is parsed and published as that JSON
+value, otherwise it is published as a UTF-8 string. The token is compared in
+constant time; with no token configured the endpoint answers 404, never open.
+"""
+
+import hmac
+import json
+import platform
+import sys
+
+from tornado.web import RequestHandler
+
+import broker
+
+
+def interpreter():
+    """``CPython 3.11.7`` or ``PyPy 7.3.11 (Python 3.9.16)``."""
+    name = platform.python_implementation()
+    if name == "PyPy":
+        v = sys.pypy_version_info
+        return "PyPy %d.%d.%d (Python %s)" % (v.major, v.minor, v.micro, platform.python_version())
+    return "%s %s" % (name, platform.python_version())
+
+
+class _JSONHandler(RequestHandler):
+    def set_default_headers(self):
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.set_header("Cache-Control", "no-store")
+
+    def reply(self, status, body):
+        self.set_status(status)
+        self.finish(json.dumps(body, separators=(",", ":")) + "\n")
+
+    def write_error(self, status_code, **kwargs):
+        self.finish(json.dumps({"error": self._reason}) + "\n")
+
+
+class PublishHandler(_JSONHandler):
+    def initialize(self, hub, token, max_message_size):
+        self.hub = hub
+        self.token = token.encode() if token else None
+        self.max_message_size = max_message_size
+
+    def post(self):
+        if self.token is None:
+            return self.reply(404, {"error": "publishing over HTTP is disabled: "
+                                             "start the broker with a publish token"})
+        scheme, _, offered = self.request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not offered:
+            self.set_header("WWW-Authenticate", 'Bearer realm="publish"')
+            return self.reply(401, {"error": "missing bearer token"})
+        if not hmac.compare_digest(offered.strip().encode(), self.token):
+            return self.reply(403, {"error": "wrong token"})
+        body = self.request.body
+        if not body:
+            return self.reply(400, {"error": "empty body: the body is the message"})
+        if len(body) > self.max_message_size:
+            return self.reply(413, {"error": "message over %d bytes" % self.max_message_size})
+        try:
+            text = body.decode("utf-8")
+            content_type = self.request.headers.get("Content-Type", "")
+            is_json = content_type.split(";")[0].strip().lower() == "application/json"
+            message = json.loads(text) if is_json else text
+        except UnicodeDecodeError:
+            return self.reply(400, {"error": "body is not UTF-8"})
+        except ValueError as error:
+            return self.reply(400, {"error": "body is not JSON: %s" % error})
+        self.reply(200, {"recipients": self.hub.publish(message)})
+
+
+class StatsHandler(_JSONHandler):
+    def initialize(self, hub):
+        self.hub = hub
+
+    def get(self):
+        stats = self.hub.stats()
+        stats["interpreter"] = interpreter()
+        stats["version"] = broker.__version__
+        self.reply(200, stats)
+
+
+class HealthHandler(_JSONHandler):
+    def get(self):
+        self.reply(200, {"status": "ok"})

@@ -1,0 +1,103 @@
+"""Settings from command-line flags, each with an environment variable as its default."""
+
+import argparse
+import dataclasses
+import os
+import re
+from typing import Optional
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    prefix: str = "/broadcast"
+    publish_token: Optional[str] = None
+    replay: int = 0
+    client_publish: bool = True
+    max_message_size: int = 64 * 1024
+    max_buffer: int = 1024 * 1024
+    log_level: str = "info"
+
+    @property
+    def url(self):
+        host = "[%s]" % self.host if ":" in self.host else self.host
+        return "http://%s:%d%s" % (host, self.port, self.prefix)
+
+
+def parse_size(text):
+    """``65536``, ``64KiB``, ``1M``: a byte count (K and M are powers of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError("not a size: %r (try 65536, 64KiB or 1MiB)" % text)
+    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def _prefix(text):
+    if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
+        raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
+    return text
+
+
+def _non_negative(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a whole number: %r" % text) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, got %d" % value)
+    return value
+
+
+def _flag(text):
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def build_parser(environ=os.environ):
+    env = environ.get
+    defaults = Config()
+    # argparse applies each flag's type to a string default, so a bad environment
+    # value is reported like a bad flag.
+    parser = argparse.ArgumentParser(
+        prog="python -m broker",
+        description="SockJS broadcast broker: every message reaches every connected client. "
+        "Each flag's default comes from the environment variable named in its help.",
+    )
+    parser.add_argument("--host", default=env("BROKER_HOST", defaults.host),
+                        help="address to listen on [BROKER_HOST, default %(default)s]")
+    parser.add_argument("--port", type=int, default=env("BROKER_PORT", str(defaults.port)),
+                        help="port to listen on, 0 for any free port [BROKER_PORT, default %(default)s]")
+    parser.add_argument("--prefix", type=_prefix, default=env("BROKER_PREFIX", defaults.prefix),
+                        help="URL prefix of the SockJS service [BROKER_PREFIX, default %(default)s]")
+    parser.add_argument("--publish-token", default=env("BROKER_PUBLISH_TOKEN") or None,
+                        help="bearer token for POST /publish; without one the endpoint is "
+                        "disabled; prefer the environment, flags show in ps [BROKER_PUBLISH_TOKEN]")
+    parser.add_argument("--replay", type=_non_negative, metavar="N",
+                        default=env("BROKER_REPLAY", str(defaults.replay)),
+                        help="send each new subscriber the last N messages first; 1 suits a "
+                        "live counter [BROKER_REPLAY, default %(default)s]")
+    parser.add_argument("--no-client-publish", dest="client_publish", action="store_false",
+                        default=not _flag(env("BROKER_NO_CLIENT_PUBLISH", "")),
+                        help="feed mode: clients only listen, backends publish over HTTP "
+                        "[BROKER_NO_CLIENT_PUBLISH=1]")
+    parser.add_argument("--max-message-size", type=parse_size, metavar="SIZE",
+                        default=env("BROKER_MAX_MESSAGE_SIZE", str(defaults.max_message_size)),
+                        help="largest websocket frame or send request a client may send; a "
+                        "larger one closes that session [BROKER_MAX_MESSAGE_SIZE, default %(default)s]")
+    parser.add_argument("--max-buffer", type=parse_size, metavar="SIZE",
+                        default=env("BROKER_MAX_BUFFER", str(defaults.max_buffer)),
+                        help="unsent bytes allowed per connection before it is closed as a slow "
+                        "consumer [BROKER_MAX_BUFFER, default %(default)s]")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                        default=env("BROKER_LOG_LEVEL", defaults.log_level),
+                        help="[BROKER_LOG_LEVEL, default %(default)s]")
+    return parser
+
+
+def parse_args(argv=None, environ=os.environ):
+    """The :class:`Config` for ``argv`` (default ``sys.argv[1:]``) and ``environ``."""
+    args = build_parser(environ).parse_args(argv)
+    return Config(**vars(args))

@@ -1,0 +1,46 @@
+"""Wire encodings, as pure functions: SockJS frames and RFC 6455 server frames.
+
+SockJS (protocol 0.3.3) sends text frames: ``o`` open, ``h`` heartbeat,
+``a[...]`` a JSON array of messages, ``c[code,"reason"]`` close. Messages are
+JSON-encoded with ``ensure_ascii`` so that no transport (htmlfile, jsonp,
+eventsource) ever carries a raw U+2028 or a lone surrogate.
+
+A server's websocket frame is never masked (RFC 6455 section 5.1), so one
+built frame can be written to every connection as the same bytes.
+"""
+
+import json
+import struct
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+
+TEXT = 0x1
+CLOSE = 0x8
+_FIN = 0x80
+
+
+def encode_message(message):
+    """Encode one message (any JSON value; browsers send strings) as JSON text."""
+    return _encoder.encode(message)
+
+
+def message_frame(encoded_messages):
+    """The SockJS ``a[...]`` frame carrying already encoded messages, in order."""
+    return "a[" + ",".join(encoded_messages) + "]"
+
+
+def close_frame(code, reason):
+    """The SockJS close frame ``c[code,"reason"]``."""
+    return "c[%d,%s]" % (code, _encoder.encode(reason))
+
+
+def websocket_frame(payload, opcode=TEXT):
+    """One unfragmented, unmasked RFC 6455 frame around ``payload`` (bytes)."""
+    length = len(payload)
+    if length < 126:
+        header = struct.pack("!BB", _FIN | opcode, length)
+    elif length <= 0xFFFF:
+        header = struct.pack("!BBH", _FIN | opcode, 126, length)
+    else:
+        header = struct.pack("!BBQ", _FIN | opcode, 127, length)
+    return header + payload

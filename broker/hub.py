@@ -1,0 +1,186 @@
+"""The room: subscribers, publish, per-iteration coalescing, replay, counters.
+
+Rules this module keeps:
+
+* A message is JSON-encoded once, when it is published.
+* Everything published before a flush goes out in that flush, as one batch,
+  in publish order; each wire form of a batch is built once, on first use,
+  and shared by every subscriber of that form.
+* The flush is scheduled, not timed: the first publish after a flush asks the
+  event loop to run ``flush`` once the current iteration's callbacks are done,
+  so an idle broker still sends at once and a busy one coalesces.
+* A subscriber that cannot take a batch (its unsent bytes are over its bound)
+  is unsubscribed, told why with a close frame and counted; the flush goes on
+  to the others.
+* A new subscriber gets the replay buffer (the last N flushed messages) before
+  any live batch; since replay is recorded at flush time, nothing published
+  before it joined arrives twice.
+
+No socket, no HTTP: subscribers are objects with ``transport``,
+``deliver(batch) -> bool`` and ``disconnect(code, reason)``.
+"""
+
+import collections
+import time
+
+from broker import frames
+
+SLOW_CONSUMER = (3008, "Slow consumer")
+
+
+class Batch:
+    """Messages flushed together; each wire form is built once, when first asked for."""
+
+    __slots__ = ("messages", "encoded", "_sockjs_body", "_sockjs_websocket", "_raw_websocket")
+
+    def __init__(self, messages, encoded):
+        self.messages = messages
+        self.encoded = encoded
+        self._sockjs_body = None
+        self._sockjs_websocket = None
+        self._raw_websocket = None
+
+    def __len__(self):
+        return len(self.encoded)
+
+    @property
+    def sockjs_body(self):
+        """The encoded messages joined by commas: the inside of ``a[...]``."""
+        if self._sockjs_body is None:
+            self._sockjs_body = ",".join(self.encoded)
+        return self._sockjs_body
+
+    @property
+    def sockjs_websocket(self):
+        """One websocket frame carrying the SockJS ``a[...]`` frame."""
+        if self._sockjs_websocket is None:
+            text = "a[" + self.sockjs_body + "]"
+            self._sockjs_websocket = frames.websocket_frame(text.encode())
+        return self._sockjs_websocket
+
+    @property
+    def raw_websocket(self):
+        """One websocket frame per message, unwrapped (the raw ``/websocket`` endpoint)."""
+        if self._raw_websocket is None:
+            self._raw_websocket = b"".join(
+                frames.websocket_frame((m if isinstance(m, str) else e).encode())
+                for m, e in zip(self.messages, self.encoded)
+            )
+        return self._raw_websocket
+
+
+class RateMeter:
+    """Per-second rates of growing counters, over a sliding window of samples."""
+
+    def __init__(self, window=10):
+        self._samples = collections.deque(maxlen=window + 1)
+
+    def sample(self, now, *counters):
+        self._samples.append((now, counters))
+
+    def rates(self):
+        if len(self._samples) < 2:
+            return None
+        (t0, first), (t1, last) = self._samples[0], self._samples[-1]
+        return tuple((b - a) / (t1 - t0) for a, b in zip(first, last))
+
+
+class Hub:
+    """One broadcast room.
+
+    ``schedule(callback)`` must run ``callback`` soon on the event loop
+    (``IOLoop.add_callback``); the hub calls it at most once per flush.
+    """
+
+    def __init__(self, schedule, replay=0, clock=time.monotonic):
+        self._schedule = schedule
+        self._clock = clock
+        self._subscribers = {}
+        self._pending_messages = []
+        self._pending_encoded = []
+        self._flush_scheduled = False
+        self._replay = collections.deque(maxlen=replay) if replay > 0 else None
+        self._meter = RateMeter()
+        self.started = clock()
+        self.by_transport = collections.Counter()
+        self.messages_in = 0
+        self.messages_out = 0
+        self.flushes = 0
+        self.slow_consumer_disconnects = 0
+
+    def __len__(self):
+        return len(self._subscribers)
+
+    def __iter__(self):
+        return iter(tuple(self._subscribers))
+
+    def subscribe(self, subscriber):
+        """Add ``subscriber``; it first receives the replay buffer, if any."""
+        self._subscribers[subscriber] = None
+        self.by_transport[subscriber.transport] += 1
+        if self._replay:
+            messages, encoded = zip(*self._replay)
+            self._deliver(subscriber, Batch(list(messages), list(encoded)))
+
+    def unsubscribe(self, subscriber):
+        """Remove ``subscriber``; unknown subscribers are ignored."""
+        if subscriber in self._subscribers:
+            del self._subscribers[subscriber]
+            self.by_transport[subscriber.transport] -= 1
+
+    def publish(self, message):
+        """Queue ``message`` for every subscriber; returns how many it will reach."""
+        self._pending_messages.append(message)
+        self._pending_encoded.append(frames.encode_message(message))
+        self.messages_in += 1
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._schedule(self.flush)
+        return len(self._subscribers)
+
+    def flush(self):
+        """Send everything published since the last flush as one batch."""
+        self._flush_scheduled = False
+        if not self._pending_encoded:
+            return
+        batch = Batch(self._pending_messages, self._pending_encoded)
+        self._pending_messages = []
+        self._pending_encoded = []
+        if self._replay is not None:
+            self._replay.extend(zip(batch.messages, batch.encoded))
+        self.flushes += 1
+        subscribers = tuple(self._subscribers)
+        slow = [s for s in subscribers if not s.deliver(batch)]
+        self.messages_out += len(batch) * (len(subscribers) - len(slow))
+        for subscriber in slow:
+            self._drop_slow(subscriber)
+
+    def _deliver(self, subscriber, batch):
+        if subscriber.deliver(batch):
+            self.messages_out += len(batch)
+        else:
+            self._drop_slow(subscriber)
+
+    def _drop_slow(self, subscriber):
+        self.unsubscribe(subscriber)
+        self.slow_consumer_disconnects += 1
+        subscriber.disconnect(*SLOW_CONSUMER)
+
+    def sample(self):
+        """Record the counters for the per-second rates; call about once a second."""
+        self._meter.sample(self._clock(), self.messages_in, self.messages_out)
+
+    def stats(self):
+        """Counters and rates, as plain data."""
+        rates = self._meter.rates() or (0.0, 0.0)
+        return {
+            "connections_total": len(self._subscribers),
+            "connections": {name: n for name, n in sorted(self.by_transport.items()) if n},
+            "messages_in": self.messages_in,
+            "messages_out": self.messages_out,
+            "messages_in_per_s": round(rates[0], 1),
+            "messages_out_per_s": round(rates[1], 1),
+            "flushes": self.flushes,
+            "slow_consumer_disconnects": self.slow_consumer_disconnects,
+            "uptime_s": round(self._clock() - self.started, 3),
+        }

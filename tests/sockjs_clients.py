@@ -1,0 +1,251 @@
+"""Minimal real SockJS clients, one per transport, for tests.
+
+Each client speaks the wire protocol itself (websocket-client for websockets,
+``http.client`` for the HTTP transports) and offers the same interface:
+``open()`` waits for the ``o`` frame, ``send(*messages)``, ``receive()``
+returns the messages of the next ``a[...]`` frame (heartbeats skipped) and
+raises :class:`Closed` on a ``c[...]`` frame, ``collect(n)`` gathers n messages.
+"""
+
+import http.client
+import json
+import random
+import string
+import time
+import urllib.parse
+
+import websocket
+
+TIMEOUT = 5.0
+
+
+class Closed(Exception):
+    """The server sent a SockJS close frame, or the connection ended."""
+
+    def __init__(self, code=None, reason=None):
+        super().__init__(code, reason)
+        self.code = code
+        self.reason = reason
+
+
+def wait_until(predicate, timeout=TIMEOUT, interval=0.01):
+    """Poll ``predicate`` until it is true; fail with its last value after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition still false after %.1fs" % timeout
+        time.sleep(interval)
+
+
+def session_url(base):
+    session = "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(12))
+    return "%s/%03d/%s" % (base, random.randint(0, 999), session)
+
+
+def parse_frame(frame):
+    """Messages of an ``a`` frame; [] for ``o`` and ``h``; raises Closed for ``c``."""
+    kind, body = frame[:1], frame[1:]
+    if kind == "a":
+        return json.loads(body)
+    if kind == "c":
+        raise Closed(*json.loads(body))
+    if kind in ("o", "h"):
+        return []
+    raise AssertionError("not a SockJS frame: %r" % frame[:80])
+
+
+class Client:
+    transport = None
+
+    def __init__(self, base, timeout=TIMEOUT):
+        self.base = base
+        self.timeout = timeout
+        self.url = session_url(base)
+        self._split = urllib.parse.urlsplit(base)
+
+    def open(self):
+        frame = self.read_frame()
+        assert frame == "o", "expected open frame, got %r" % frame
+        return self
+
+    def receive(self):
+        while True:
+            messages = parse_frame(self.read_frame())
+            if messages:
+                return messages
+
+    def collect(self, count):
+        messages = []
+        deadline = time.monotonic() + self.timeout
+        while len(messages) < count:
+            assert time.monotonic() < deadline, "got %d of %d messages" % (len(messages), count)
+            messages.extend(self.receive())
+        return messages
+
+    def send(self, *messages):
+        self.post(self.url + "/xhr_send", json.dumps(list(messages)))
+
+    def http(self):
+        return http.client.HTTPConnection(self._split.hostname, self._split.port, timeout=self.timeout)
+
+    def post(self, url, body, headers=None, expect=204):
+        conn = self.http()
+        try:
+            conn.request("POST", urllib.parse.urlsplit(url).path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            data = response.read()
+            assert response.status == expect, (response.status, data)
+            return data
+        finally:
+            conn.close()
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class WebSocketClient(Client):
+    transport = "websocket"
+
+    def __init__(self, base, timeout=TIMEOUT):
+        super().__init__(base, timeout)
+        self.ws = websocket.create_connection(self.ws_url(), timeout=timeout)
+
+    def ws_url(self):
+        return "ws" + self.url[4:] + "/websocket"
+
+    def read_frame(self):
+        try:
+            frame = self.ws.recv()
+        except websocket.WebSocketConnectionClosedException:
+            raise Closed() from None
+        if frame == "":
+            raise Closed()
+        return frame
+
+    def send(self, *messages):
+        self.ws.send(json.dumps(list(messages)))
+
+    def close(self):
+        self.ws.close()
+
+
+class RawWebSocketClient(WebSocketClient):
+    """The raw ``/websocket`` endpoint: no SockJS framing, one message per frame."""
+
+    transport = "rawwebsocket"
+
+    def ws_url(self):
+        return "ws" + self.base[4:] + "/websocket"
+
+    def open(self):
+        return self
+
+    def receive(self):
+        return [self.read_frame()]
+
+    def send(self, *messages):
+        for message in messages:
+            self.ws.send(message)
+
+
+class _StreamingClient(Client):
+    method = "GET"
+    suffix = None
+
+    def open(self):
+        self.conn = self.http()
+        self.conn.request(self.method, urllib.parse.urlsplit(self.url).path + self.suffix)
+        self.response = self.conn.getresponse()
+        assert self.response.status == 200, self.response.status
+        self.read_prelude()
+        return super().open()
+
+    def readline(self):
+        line = self.response.readline()
+        if not line:
+            raise Closed()
+        return line.decode()
+
+    def close(self):
+        self.conn.close()
+
+
+class XhrStreamingClient(_StreamingClient):
+    transport = "xhr_streaming"
+    method = "POST"
+    suffix = "/xhr_streaming"
+
+    def read_prelude(self):
+        assert self.readline() == "h" * 2048 + "\n"
+
+    def read_frame(self):
+        return self.readline().rstrip("\n")
+
+
+class EventSourceClient(_StreamingClient):
+    transport = "eventsource"
+    suffix = "/eventsource"
+
+    def read_prelude(self):
+        assert self.readline() == "\r\n"
+
+    def read_frame(self):
+        line = self.readline()
+        assert line.startswith("data: "), line
+        assert self.readline() == "\r\n"
+        return line[len("data: "):].rstrip("\r\n")
+
+
+class HtmlFileClient(_StreamingClient):
+    transport = "htmlfile"
+    suffix = "/htmlfile?c=callback"
+
+    def read_prelude(self):
+        while self.readline() != "\r\n":
+            pass
+
+    def read_frame(self):
+        while True:
+            line = self.readline()
+            if line.startswith("p("):
+                return json.loads(line[2:line.rindex(")")])
+
+
+class XhrPollingClient(Client):
+    transport = "xhr"
+
+    def read_frame(self):
+        return self.post(self.url + "/xhr", "", expect=200).decode().rstrip("\n")
+
+
+class JsonpClient(Client):
+    transport = "jsonp"
+
+    def read_frame(self):
+        conn = self.http()
+        try:
+            conn.request("GET", urllib.parse.urlsplit(self.url).path + "/jsonp?c=callback")
+            response = conn.getresponse()
+            body = response.read().decode()
+            assert response.status == 200, (response.status, body)
+        finally:
+            conn.close()
+        start = body.index("(") + 1
+        return json.loads(body[start:body.rindex(")")])
+
+    def send(self, *messages):
+        body = urllib.parse.urlencode({"d": json.dumps(list(messages))})
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        assert self.post(self.url + "/jsonp_send", body, headers, expect=200) == b"ok"
+
+
+ALL = [WebSocketClient, RawWebSocketClient, XhrStreamingClient, EventSourceClient,
+       HtmlFileClient, XhrPollingClient, JsonpClient]
