@@ -6,6 +6,9 @@ message at one fixed load, stop it; then, on a fresh instance, its RSS per idle
 connection. Last, the bare send loop (:mod:`loadtest.floor`) gives the floor
 under the same load. A contender that cannot run here is skipped with the
 reason; the others are still measured.
+
+``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
+round trips and losses of every server at one load, beside the floor.
 """
 
 import argparse
@@ -22,6 +25,7 @@ from plots import summary
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5
 LAUNCH_TIMEOUT_S = 30.0
+MEASURES = ("sweep", "cpu", "idle")
 
 
 def parse_load(text):
@@ -49,6 +53,15 @@ def parse_servers(text):
     return names
 
 
+def parse_measures(text):
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in MEASURES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            "unknown measurement %s (known: %s)" % (", ".join(unknown) or "''", ", ".join(MEASURES)))
+    return chosen
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m loadtest compare",
@@ -70,6 +83,9 @@ def build_parser():
                         help="how long the fixed load and the floor run (default 10)")
     parser.add_argument("--idle-connections", type=int, default=5000,
                         help="connections held open for RSS per idle connection (default 5000)")
+    parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
+                        help="comma-separated, from %s (default: all; the floor comes with cpu)"
+                        % ",".join(MEASURES))
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU the servers run on (default 0)")
     parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
@@ -92,7 +108,16 @@ class Compare:
         self.status = status
 
     def measure(self, contender):
-        """Sweep, fixed-load CPU and idle RSS of one contender; False if it failed along the way."""
+        """The chosen measurements of one contender; False if it failed along the way."""
+        measures = self.args.measure
+        if ("sweep" in measures or "cpu" in measures) and not self._under_load(contender):
+            return False
+        if "idle" in measures:
+            return self._idle(contender, record_server="sweep" not in measures and "cpu" not in measures)
+        return True
+
+    def _under_load(self, contender):
+        """Sweep, then the fixed load, on one server process."""
         args = self.args
         server = self._launch(contender)
         if server is None:
@@ -102,35 +127,43 @@ class Compare:
             options = dict(duration=args.step_seconds, pause=args.pause, transport=args.transport,
                            server=contender.label, server_pid=server.pid,
                            source_addresses=args.source_addresses, on_progress=self.status.progress)
-            steps = self._run(sweep.sweep(server.url, args.levels, rates=args.rates, on_step=self._step,
-                                          on_level=self._level, **options))
-            if steps is None:
-                return False
-            clients, rate = args.cpu_load
-            fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate],
-                                          **dict(options, duration=args.cpu_seconds)))
-            if fixed is None:
-                return False
-            if fixed:
+            if "sweep" in args.measure:
+                steps = self._run(sweep.sweep(server.url, args.levels, rates=args.rates, on_step=self._step,
+                                              on_level=self._level, **options))
+                if steps is None:
+                    return False
+            if "cpu" in args.measure:
+                clients, rate = args.cpu_load
+                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate],
+                                              **dict(options, duration=args.cpu_seconds)))
+                if not fixed:
+                    return False
                 self.out.write(cpu_per_msg_record(fixed[0]))
                 self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
                     contender.label, fixed[0]["server_cpu_us_per_msg"], clients, rate))
+            return True
         finally:
             server.stop()
+
+    def _idle(self, contender, record_server):
+        """RSS per idle connection, on a fresh server process."""
         server = self._launch(contender)
         if server is None:
             return False
         try:
-            record = self._run(idle_rss(server, contender.label, args.idle_connections, args.transport,
-                                        args.source_addresses))
+            if record_server:
+                self.out.write(results.server_record(
+                    contender.label, contender.runtime, server.pid, self.args.server_cpu))
+            record = self._run(idle_rss(server, contender.label, self.args.idle_connections,
+                                        self.args.transport, self.args.source_addresses))
             if record is None:
                 return False
             self.out.write(record)
             self.status.message("%s: %s KiB per idle connection (%d connections)" % (
                 contender.label, record["rss_per_conn_kb"], record["connections"]))
+            return True
         finally:
             server.stop()
-        return True
 
     def floor(self):
         """Run the bare send loop under the fixed load, pinned like the servers."""
@@ -274,7 +307,8 @@ def main(argv=None):
                 status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
                 if run.measure(contender):
                     measured.append(contender.label)
-            run.floor()
+            if "cpu" in args.measure:
+                run.floor()
         except Interrupted:
             status.message("interrupted: what was measured is in %s" % out_path)
             return 130

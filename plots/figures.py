@@ -94,7 +94,9 @@ def _bar_figure(title, xlabel, ylabel, results, bars, value_format, reference=No
         axes.legend(loc="upper left", fontsize=9, frameon=False)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    axes.set_ylim(0, max(values + [reference[1] if reference else 0]) * 1.18)
+    top = max(values + [reference[1] if reference else 0])
+    if top > 0:
+        axes.set_ylim(0, top * 1.18)
     axes.grid(False, axis="x")
     return figure
 

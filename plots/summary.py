@@ -108,6 +108,7 @@ def cost_rows(results):
             "cpu_us_per_msg": us,
             "vs_reference": _ratio(us, cpu.get(REFERENCE, {}).get("cpu_us_per_msg")),
             "vs_floor": _ratio(us, floor),
+            "p50_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p50"),
             "p99_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p99"),
             "lost": cpu.get(server, {}).get("lost"),
             "rss_per_conn_kb": kb,
@@ -181,10 +182,10 @@ def summary_rst(results):
             title += " at %d clients x %s msgs/s" % (load["level"], _rate(load["rate"]))
         if results.floor:
             title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
-        headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p99 ms", "lost",
-                   "idle KiB/conn", "vs %s" % REFERENCE)
+        headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
+                   "lost", "idle KiB/conn", "vs %s" % REFERENCE)
         rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
-                 _times(c["vs_floor"]), _number(c["p99_ms"]), c["lost"], _number(c["rss_per_conn_kb"]),
-                 _times(c["rss_vs_reference"])) for c in costs]
+                 _times(c["vs_floor"]), _number(c["p50_ms"]), _number(c["p99_ms"]), c["lost"],
+                 _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
         sections.append(title + "\n\n" + rst_table(headers, rows))
     return "\n\n".join(sections) + "\n"

@@ -47,6 +47,18 @@ def test_compare_measures_each_server_and_the_floor(tmp_path):
     assert "vs sockjs-node" in done.stdout
 
 
+def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):
+    out = tmp_path / "fanout.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu",
+         "--cpu-load", "8x10", "--cpu-seconds", "0.5", "--pause", "0.1", "--out", str(out)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    types = [json.loads(line)["type"] for line in out.read_text().splitlines()]
+    assert types == ["run", "server", "cpu_per_msg", "floor"]
+
+
 def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
     monkeypatch.setattr("loadtest.contenders.PYPY_CANDIDATES", (str(tmp_path / "none"),))
     assert compare.main(["--servers", "broker-pypy", "--out", str(tmp_path / "r.jsonl")]) == 1
@@ -57,6 +69,7 @@ def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
     (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
     (["--cpu-load", "1000"], "expected CLIENTSxRATE"),
     (["--server-cpu", "1", "--client-cpu", "1"], "must differ"),
+    (["--measure", "sweep,speed"], "unknown measurement speed"),
 ])
 def test_bad_arguments_are_refused_clearly(argv, message, capsys):
     with pytest.raises(SystemExit) as exit:
