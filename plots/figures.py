@@ -20,6 +20,7 @@ SERVER_COLORS = {
 }
 OTHER_COLORS = ("#9467bd", "#d62728", "#17becf", "#bcbd22")
 LEVEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+LEVEL_LINES = ("-", "--", ":", "-.")
 STATISTIC_NAMES = {"mean": "mean", "p99": "99th percentile"}
 
 
@@ -51,17 +52,19 @@ def latency_figure(results, statistic="mean"):
     colors = server_colors(results.servers)
     levels = sorted({curve.level for curve in lines})
     markers = dict(zip(levels, itertools.cycle(LEVEL_MARKERS)))
+    styles = dict(zip(levels, itertools.cycle(LEVEL_LINES)))
     for curve in lines:
         xs = [point[0] for point in curve.points]
         ys = [point[1] for point in curve.points]
         axes.plot(xs, ys, color=colors[curve.server], marker=markers[curve.level], markersize=5,
+                  linestyle=styles[curve.level],
                   linewidth=1.6, alpha=0.9, label="%s, %d clients" % (curve.server, curve.level))
         overloaded = [(x, y) for x, y, over in curve.points if over]
         if overloaded:
             axes.plot(*zip(*overloaded), linestyle="none", marker="x", markersize=9,
                       markeredgewidth=2, color="#c0392b", label="_overloaded")
     axes.axhline(REALTIME_MS, color="#c0392b", linestyle="--", linewidth=1.2, label="_realtime")
-    axes.annotate("realtime: %.0f ms" % REALTIME_MS, xy=(0.005, REALTIME_MS), xycoords=("axes fraction", "data"),
+    axes.annotate(("realtime: %.0f ms" if statistic == "mean" else "%.0f ms") % REALTIME_MS, xy=(0.005, REALTIME_MS), xycoords=("axes fraction", "data"),
                   xytext=(0, 3), textcoords="offset points", color="#c0392b", fontsize=9, va="bottom")
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -69,7 +72,7 @@ def latency_figure(results, statistic="mean"):
     axes.set_ylabel("%s round trip (ms, log scale)" % STATISTIC_NAMES.get(statistic, statistic))
     server_handles = [Line2D([], [], color=colors[s], linewidth=3, label=s)
                       for s in results.servers if any(c.server == s for c in lines)]
-    level_handles = [Line2D([], [], color="#444444", marker=markers[level], linestyle="none",
+    level_handles = [Line2D([], [], color="#444444", marker=markers[level], linestyle=styles[level],
                             label="%d clients" % level) for level in levels]
     level_handles.append(Line2D([], [], color="#c0392b", marker="x", linestyle="none",
                                 markeredgewidth=2, label="overloaded step"))
