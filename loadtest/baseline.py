@@ -2,19 +2,20 @@
 
 Every message a client sends goes to every connected client with
 ``SockJSConnection.broadcast``, nothing more. ``compare`` measures it beside
-the broker to show what the broker adds.
+the broker to show what the broker adds; only the process plumbing (listen,
+announce, stop on a signal) is shared with the broker.
 
     python -m loadtest.baseline --host 127.0.0.1 --port 0
 """
 
 import argparse
 import asyncio
-import signal
 
 import tornado.httpserver
-import tornado.netutil
 import tornado.web
 from sockjs.tornado import SockJSConnection, SockJSRouter
+
+from broker.app import serve_until_signalled
 
 PREFIX = "/broadcast"
 
@@ -33,20 +34,14 @@ class ChatConnection(SockJSConnection):
 
 
 async def serve(host, port):
+    """Serve the chat until SIGTERM or SIGINT."""
     app = tornado.web.Application(SockJSRouter(ChatConnection, PREFIX).urls)
-    sockets = tornado.netutil.bind_sockets(port, host)
-    server = tornado.httpserver.HTTPServer(app)
-    server.add_sockets(sockets)
-    bound_host, bound_port = sockets[0].getsockname()[:2]
-    if ":" in bound_host:
-        bound_host = "[%s]" % bound_host
-    print("sockjs-tornado listening on http://%s:%d%s" % (bound_host, bound_port, PREFIX), flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    server.stop()
+    shown = "[%s]" % host if ":" in host else host
+
+    def announce(bound_port):
+        print("sockjs-tornado listening on http://%s:%d%s" % (shown, bound_port, PREFIX), flush=True)
+
+    await serve_until_signalled(tornado.httpserver.HTTPServer(app), host, port, announce)
 
 
 def main(argv=None):
