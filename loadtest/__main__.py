@@ -2,7 +2,7 @@ import sys
 
 from loadtest import cli
 
-SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest"}
+SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest", "compare": "loadtest.compare"}
 
 
 def main(argv):

@@ -1,0 +1,317 @@
+"""``python -m loadtest compare``: measure every contender in one run, into one results file.
+
+For each server in turn: launch it pinned to the server CPU, run the sweep
+with this process pinned to the client CPU, measure its CPU per delivered
+message at one fixed load, stop it; then, on a fresh instance, its RSS per idle
+connection. Last, the bare send loop (:mod:`loadtest.floor`) gives the floor
+under the same load. A contender that cannot run here is skipped with the
+reason; the others are still measured.
+
+``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
+round trips and losses of every server at one load, beside the floor.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+from loadtest import cli, client, contenders, procstat, report, results, servers, sweep
+from loadtest.floor import pin
+from plots import summary
+
+IDLE_SETTLE_S = 10.0
+IDLE_SAMPLE_S = 0.5
+LAUNCH_TIMEOUT_S = 30.0
+MEASURES = ("sweep", "cpu", "idle")
+
+
+def parse_load(text):
+    """``1000x100``: clients x total messages/s."""
+    try:
+        clients, rate = text.lower().split("x")
+        load = int(clients), float(rate)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected CLIENTSxRATE, e.g. 1000x100, got %r" % text)
+    if load[0] < 1 or load[1] <= 0:
+        raise argparse.ArgumentTypeError("clients and rate must be positive, got %r" % text)
+    return load
+
+
+def parse_rates(text):
+    return [float(rate) for rate in text.split(",") if rate.strip()]
+
+
+def parse_servers(text):
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in contenders.NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            "unknown server %s (known: %s)" % (", ".join(unknown) or "''", ", ".join(contenders.NAMES)))
+    return names
+
+
+def parse_measures(text):
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in MEASURES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            "unknown measurement %s (known: %s)" % (", ".join(unknown) or "''", ", ".join(MEASURES)))
+    return chosen
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest compare",
+        description="Launch each contender pinned to one CPU, sweep it from the other, measure its CPU "
+        "per delivered message and RSS per idle connection, and the bare send loop floor.",
+    )
+    parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
+                        help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
+    parser.add_argument("--levels", type=cli.parse_levels, default=list(sweep.DEFAULT_LEVELS),
+                        help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
+    parser.add_argument("--rates", type=parse_rates,
+                        help="total msgs/s of each step (default: geometric from %d to %d)"
+                        % (sweep.FIRST_RATE, sweep.LAST_RATE))
+    parser.add_argument("--step-seconds", type=float, default=10.0, help="seconds per step (default 10)")
+    parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
+    parser.add_argument("--cpu-load", type=parse_load, default=(1000, 100.0), metavar="CLIENTSxRATE",
+                        help="fixed load for CPU per delivered message (default 1000x100)")
+    parser.add_argument("--cpu-seconds", type=float, default=10.0,
+                        help="how long the fixed load and the floor run (default 10)")
+    parser.add_argument("--idle-connections", type=int, default=5000,
+                        help="connections held open for RSS per idle connection (default 5000)")
+    parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
+                        help="comma-separated, from %s (default: all; the floor comes with cpu)"
+                        % ",".join(MEASURES))
+    parser.add_argument("--server-cpu", type=int, default=0, help="CPU the servers run on (default 0)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
+    parser.add_argument("--source-addresses", type=client.parse_source_addresses,
+                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    return parser
+
+
+class Interrupted(Exception):
+    """Ctrl-C: stop measuring, keep what is written."""
+
+
+class Compare:
+    """One comparison run: the options, the results file, the status line."""
+
+    def __init__(self, args, out, status):
+        self.args = args
+        self.out = out
+        self.status = status
+
+    def measure(self, contender):
+        """The chosen measurements of one contender; False if it failed along the way."""
+        measures = self.args.measure
+        if ("sweep" in measures or "cpu" in measures) and not self._under_load(contender):
+            return False
+        if "idle" in measures:
+            return self._idle(contender, record_server="sweep" not in measures and "cpu" not in measures)
+        return True
+
+    def _under_load(self, contender):
+        """Sweep, then the fixed load, on one server process."""
+        args = self.args
+        server = self._launch(contender)
+        if server is None:
+            return False
+        try:
+            self.out.write(results.server_record(contender.label, contender.runtime, server.pid, args.server_cpu))
+            options = dict(duration=args.step_seconds, pause=args.pause, transport=args.transport,
+                           server=contender.label, server_pid=server.pid,
+                           source_addresses=args.source_addresses, on_progress=self.status.progress)
+            if "sweep" in args.measure:
+                steps = self._run(sweep.sweep(server.url, args.levels, rates=args.rates, on_step=self._step,
+                                              on_level=self._level, **options))
+                if steps is None:
+                    return False
+            if "cpu" in args.measure:
+                clients, rate = args.cpu_load
+                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate],
+                                              **dict(options, duration=args.cpu_seconds)))
+                if not fixed:
+                    return False
+                self.out.write(cpu_per_msg_record(fixed[0]))
+                self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
+                    contender.label, fixed[0]["server_cpu_us_per_msg"], clients, rate))
+            return True
+        finally:
+            server.stop()
+
+    def _idle(self, contender, record_server):
+        """RSS per idle connection, on a fresh server process."""
+        server = self._launch(contender)
+        if server is None:
+            return False
+        try:
+            if record_server:
+                self.out.write(results.server_record(
+                    contender.label, contender.runtime, server.pid, self.args.server_cpu))
+            record = self._run(idle_rss(server, contender.label, self.args.idle_connections,
+                                        self.args.transport, self.args.source_addresses))
+            if record is None:
+                return False
+            self.out.write(record)
+            self.status.message("%s: %s KiB per idle connection (%d connections)" % (
+                contender.label, record["rss_per_conn_kb"], record["connections"]))
+            return True
+        finally:
+            server.stop()
+
+    def floor(self):
+        """Run the bare send loop under the fixed load, pinned like the servers."""
+        clients, rate = self.args.cpu_load
+        argv = [contenders.cpython(), "-m", "loadtest.floor", "--connections", str(clients),
+                "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
+                "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
+        self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
+        try:
+            done = subprocess.run(argv, cwd=contenders.REPO_ROOT, capture_output=True, text=True,
+                                  timeout=self.args.cpu_seconds + 60)
+        except subprocess.TimeoutExpired:
+            self.status.message("floor: no result within %.0f s, left out" % (self.args.cpu_seconds + 60))
+            return
+        if done.returncode != 0:
+            self.status.message("floor: failed, left out: %s" % (done.stderr or done.stdout).strip())
+            return
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+        self.out.write(record)
+        self.status.message("floor: %s us of CPU per send" % record["cpu_us_per_send"])
+
+    def _launch(self, contender):
+        try:
+            return servers.launch(contender.argv, cpu=self.args.server_cpu, cwd=contender.cwd,
+                                  timeout=LAUNCH_TIMEOUT_S)
+        except (servers.ServerError, OSError) as error:
+            self.status.message("%s: did not start, skipped: %s" % (contender.label, error))
+            return None
+
+    def _run(self, coroutine):
+        """The value of one measurement, or None (said why) when the server went away."""
+        value = []
+
+        async def keep():
+            value.append(await coroutine)
+
+        outcome = cli.run_interruptible(keep())
+        if outcome == "interrupted":
+            raise Interrupted()
+        if isinstance(outcome, sweep.ServerGone):
+            self.status.message("server gone, its remaining measurements skipped: %s" % outcome)
+            return None
+        return value[0]
+
+    def _step(self, record):
+        self.out.write(record)
+        self.status.step(record)
+
+    def _level(self, record):
+        self.out.write(record)
+        self.status.message("%s, %d clients: %s" % (record["server"], record["level"], record["end"]))
+
+
+def cpu_per_msg_record(step):
+    """The ``cpu_per_msg`` line from the fixed-load step, with the figures that qualify it."""
+    return {
+        "type": "cpu_per_msg",
+        "server": step["server"],
+        "level": step["level"],
+        "rate": step["rate"],
+        "cpu_us_per_msg": step["server_cpu_us_per_msg"],
+        "rtt_ms": step["rtt_ms"],
+        "lost": step["lost"],
+        "dropped": step["dropped"],
+        "server_msgs_per_s": step["server_msgs_per_s"],
+        "server_cpu": step["server_cpu"],
+        "client_cpu": step["client_cpu"],
+        "client_bound": step["client_bound"],
+        "overloaded": step["overloaded"],
+    }
+
+
+async def idle_rss(server, label, count, transport="sockjs", source_addresses=None):
+    """Open ``count`` connections, hold them idle until the server's RSS settles, return ``idle_rss``."""
+    before = procstat.rss_kb(server.pid)
+    group = client.ClientGroup(server.url, transport, source_addresses)
+    try:
+        failures = await group.connect(count)
+        opened = len(group.alive())
+        if not opened:
+            raise sweep.ServerGone("no idle connection opened to %s: %s" % (server.url, failures))
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + IDLE_SETTLE_S
+        rss = procstat.rss_kb(server.pid)
+        while loop.time() < deadline:
+            await asyncio.sleep(IDLE_SAMPLE_S)
+            latest = procstat.rss_kb(server.pid)
+            if abs(latest - rss) <= rss * 0.002:
+                break
+            rss = latest
+        rss = procstat.rss_kb(server.pid)
+    except procstat.ProcessGone as error:
+        raise sweep.ServerGone(str(error)) from None
+    finally:
+        group.close()
+    return {
+        "type": "idle_rss",
+        "server": label,
+        "connections": opened,
+        "rss_kb": rss,
+        "rss_before_kb": before,
+        "rss_per_conn_kb": round((rss - before) / opened, 2),
+        "failed": sum(failures.values()),
+    }
+
+
+def check_cpus(parser, args):
+    available = os.sched_getaffinity(0)
+    for option, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
+        if cpu not in available:
+            parser.error("%s %d: this process may run on CPUs %s only" % (
+                option, cpu, ",".join(map(str, sorted(available)))))
+    if args.server_cpu == args.client_cpu:
+        parser.error("--server-cpu and --client-cpu must differ")
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_cpus(parser, args)
+    status = report.StatusLine()
+    chosen = []
+    for name in args.servers:
+        try:
+            chosen.append(contenders.resolve(name))
+        except contenders.Unavailable as reason:
+            status.message("skipped %s" % reason)
+    if not chosen:
+        status.message("no server to measure")
+        return 1
+    pin(args.client_cpu)
+    cli.raise_open_files_limit()
+    out_path = args.out or results.default_path()
+    measured = []
+    with results.ResultsFile(out_path) as out:
+        out.write(results.run_record(None, args.transport, ["python", "-m", "loadtest", "compare"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        run = Compare(args, out, status)
+        try:
+            for contender in chosen:
+                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+                if run.measure(contender):
+                    measured.append(contender.label)
+            if "cpu" in args.measure:
+                run.floor()
+        except Interrupted:
+            status.message("interrupted: what was measured is in %s" % out_path)
+            return 130
+    print(summary.summary_rst(summary.Results(results.read(out_path))))
+    status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
+    return 0 if len(measured) == len(chosen) else 1

@@ -1,0 +1,151 @@
+"""The floor: what one small write to each of N loopback connections costs, and nothing else.
+
+A sender process, pinned to the server's CPU, holds N accepted loopback
+connections and writes one prebuilt websocket text frame (a SockJS ``a[...]``
+message) to each with a plain non-blocking ``socket.send``, in rounds paced to
+a total rate. A drain process pinned to another CPU reads and discards. The
+sender's CPU time (``/proc/PID/stat``) divided by the sends is the cost of one
+delivery with no encoding, framing or bookkeeping: a server can only go below it
+by putting several messages in one frame.
+
+    python -m loadtest.floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
+
+prints one JSON object (a results line of type ``floor``).
+"""
+
+import argparse
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import time
+
+from loadtest.procstat import cpu_seconds, interpreter
+
+PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
+
+
+def text_frame(payload):
+    """An unmasked RFC 6455 text frame, as a server sends it (payloads under 126 bytes)."""
+    if len(payload) >= 126:
+        raise ValueError("payload too long for a one-byte length: %d" % len(payload))
+    return bytes([0x81, len(payload)]) + payload
+
+
+def pin(cpu):
+    """Pin this process to one CPU (``taskset`` where ``os.sched_setaffinity`` is missing, as on PyPy)."""
+    if cpu is None:
+        return
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {cpu})
+    else:
+        subprocess.run(["taskset", "-pc", str(cpu), str(os.getpid())], check=True, capture_output=True)
+
+
+def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
+    """Run the send loop and return the ``floor`` results line as a dict."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
+    address = listener.getsockname()
+    drain_pid = os.fork()
+    if drain_pid == 0:
+        listener.close()
+        os._exit(_drain(address, connections, drain_cpu))
+    try:
+        pin(cpu)
+        listener.settimeout(30)
+        peers = [listener.accept()[0] for _ in range(connections)]
+        listener.close()
+        for peer in peers:
+            peer.setblocking(False)
+        sent = _send_rounds(peers, text_frame(PAYLOAD), rate, seconds)
+        for peer in peers:
+            peer.close()
+    finally:
+        _, status = os.waitpid(drain_pid, 0)
+    result = {
+        "type": "floor",
+        "connections": connections,
+        "rate": rate,
+        "frame_bytes": len(text_frame(PAYLOAD)),
+        "cpu": cpu,
+        "runtime": interpreter(),
+        "drain_ok": os.waitstatus_to_exitcode(status) == 0,
+    }
+    result.update(sent)
+    return result
+
+
+def _send_rounds(peers, frame, rate, seconds):
+    rounds_per_s = max(rate / len(peers), 1e-3)
+    interval = 1.0 / rounds_per_s
+    sends = blocked = 0
+    start_cpu = cpu_seconds(os.getpid())
+    start = next_round = time.monotonic()
+    deadline = start + seconds
+    while next_round < deadline:
+        for peer in peers:
+            try:
+                peer.send(frame)
+                sends += 1
+            except BlockingIOError:
+                blocked += 1
+        next_round += interval
+        pause = next_round - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+    duration = time.monotonic() - start
+    used = cpu_seconds(os.getpid()) - start_cpu
+    return {
+        "duration_s": round(duration, 3),
+        "sends": sends,
+        "blocked": blocked,
+        "sends_per_s": round(sends / duration, 1),
+        "cpu_load": round(used / duration, 3),
+        "cpu_us_per_send": round(used * 1e6 / sends, 3) if sends else None,
+    }
+
+
+def _drain(address, connections, cpu):
+    """Connect ``connections`` sockets to ``address`` and read until every one is closed."""
+    try:
+        pin(cpu)
+        selector = selectors.DefaultSelector()
+        for _ in range(connections):
+            sock = socket.create_connection(address, timeout=30)
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+        open_count = connections
+        while open_count:
+            ready = selector.select(timeout=30)
+            if not ready:
+                raise TimeoutError("no data for 30 s with %d connections open" % open_count)
+            for key, _ in ready:
+                if not key.fileobj.recv(262144):
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()
+                    open_count -= 1
+        return 0
+    except OSError as error:
+        print("floor drain: %s" % error, file=sys.stderr)
+        return 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m loadtest.floor", description=__doc__.split("\n")[0])
+    parser.add_argument("--connections", type=int, default=1000, help="loopback connections (default 1000)")
+    parser.add_argument("--rate", type=float, default=100000, help="sends per second in total (default 100000)")
+    parser.add_argument("--seconds", type=float, default=10, help="how long to send (default 10)")
+    parser.add_argument("--cpu", type=int, help="pin the sender to this CPU")
+    parser.add_argument("--drain-cpu", type=int, help="pin the reader to this CPU")
+    args = parser.parse_args(argv)
+    try:
+        result = measure(args.connections, args.rate, args.seconds, args.cpu, args.drain_cpu)
+    except OSError as error:
+        parser.exit(1, "floor: %s\n" % error)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

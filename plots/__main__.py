@@ -1,0 +1,37 @@
+"""``python -m plots RESULTS.jsonl [-o DIR]``: the comparison figures and the summary table."""
+
+import argparse
+import json
+import os
+import sys
+
+from plots import figures, summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m plots", description=__doc__.split(":", 1)[1].strip())
+    parser.add_argument("results", help="a results file written by python -m loadtest or loadtest compare")
+    parser.add_argument("-o", "--out", help="directory for the figures (default: next to the results file, "
+                        "in a folder named after it)")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.results) as lines:
+            records = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as error:
+        parser.exit(1, "plots: cannot read %s: %s\n" % (args.results, error))
+    results = summary.Results(records)
+    directory = args.out or os.path.splitext(args.results)[0]
+    written, skipped = figures.write_all(results, directory)
+    table = summary.summary_rst(results)
+    table_path = os.path.join(directory, "summary.rst")
+    with open(table_path, "w") as out:
+        out.write(table)
+    print(table)
+    for name in skipped:
+        print("no %s figure: the results hold no such measurements" % name, file=sys.stderr)
+    print("wrote %s" % ", ".join(written + [table_path]), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""The four figures of a comparison, drawn with matplotlib (Agg, no pyplot state).
+
+Each ``*_figure`` function returns a :class:`matplotlib.figure.Figure`, or None
+when the results hold nothing to draw; :func:`write_all` saves them as PNG and SVG.
+"""
+
+import itertools
+import os
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from plots.summary import REALTIME_MS, curves, subtitle
+
+SERVER_COLORS = {
+    "broker-cpython": "#1f6fb4",
+    "broker-pypy": "#2a9d4b",
+    "sockjs-node": "#e07b00",
+    "sockjs-tornado": "#8c8c8c",
+}
+OTHER_COLORS = ("#9467bd", "#d62728", "#17becf", "#bcbd22")
+LEVEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+LEVEL_LINES = ("-", "--", ":", "-.")
+STATISTIC_NAMES = {"mean": "mean", "p99": "99th percentile"}
+
+
+def server_colors(servers):
+    """A stable colour per server: the four contenders keep theirs, others get the next free one."""
+    others = iter(itertools.cycle(OTHER_COLORS))
+    return {server: SERVER_COLORS.get(server) or next(others) for server in servers}
+
+
+def _new_figure(title, results, size=(11, 6.4)):
+    figure = Figure(figsize=size, dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    figure.suptitle(title, fontsize=14, fontweight="bold")
+    axes.set_title(subtitle(results), fontsize=9, color="#555555")
+    axes.grid(True, which="major", color="#dddddd", linewidth=0.8)
+    axes.set_axisbelow(True)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    return figure, axes
+
+
+def latency_figure(results, statistic="mean"):
+    """Round trip (``mean`` or ``p99``) against server messages/s, one line per server and level."""
+    lines = curves(results, statistic)
+    if not lines:
+        return None
+    figure, axes = _new_figure(
+        "Round trip (%s) against server messages/s" % STATISTIC_NAMES.get(statistic, statistic), results)
+    colors = server_colors(results.servers)
+    levels = sorted({curve.level for curve in lines})
+    markers = dict(zip(levels, itertools.cycle(LEVEL_MARKERS)))
+    styles = dict(zip(levels, itertools.cycle(LEVEL_LINES)))
+    for curve in lines:
+        xs = [point[0] for point in curve.points]
+        ys = [point[1] for point in curve.points]
+        axes.plot(xs, ys, color=colors[curve.server], marker=markers[curve.level], markersize=5,
+                  linestyle=styles[curve.level],
+                  linewidth=1.6, alpha=0.9, label="%s, %d clients" % (curve.server, curve.level))
+        overloaded = [(x, y) for x, y, over in curve.points if over]
+        if overloaded:
+            axes.plot(*zip(*overloaded), linestyle="none", marker="x", markersize=9,
+                      markeredgewidth=2, color="#c0392b", label="_overloaded")
+    axes.axhline(REALTIME_MS, color="#c0392b", linestyle="--", linewidth=1.2, label="_realtime")
+    axes.annotate(("realtime: %.0f ms" if statistic == "mean" else "%.0f ms") % REALTIME_MS, xy=(0.005, REALTIME_MS), xycoords=("axes fraction", "data"),
+                  xytext=(0, 3), textcoords="offset points", color="#c0392b", fontsize=9, va="bottom")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("server messages/s (deliveries to clients per second, log scale)")
+    axes.set_ylabel("%s round trip (ms, log scale)" % STATISTIC_NAMES.get(statistic, statistic))
+    server_handles = [Line2D([], [], color=colors[s], linewidth=3, label=s)
+                      for s in results.servers if any(c.server == s for c in lines)]
+    level_handles = [Line2D([], [], color="#444444", marker=markers[level], linestyle=styles[level],
+                            label="%d clients" % level) for level in levels]
+    level_handles.append(Line2D([], [], color="#c0392b", marker="x", linestyle="none",
+                                markeredgewidth=2, label="overloaded step"))
+    first = axes.legend(handles=server_handles, title="server", loc="upper left",
+                        bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    axes.add_artist(first)
+    axes.legend(handles=level_handles, title="concurrency", loc="upper left",
+                bbox_to_anchor=(1.01, 0.62), fontsize=9, frameon=False)
+    return figure
+
+
+def _bar_figure(title, xlabel, ylabel, results, bars, value_format, reference=None):
+    figure, axes = _new_figure(title, results, size=(9, 5.8))
+    colors = server_colors(results.servers)
+    names = [name for name, _ in bars]
+    values = [value for _, value in bars]
+    drawn = axes.bar(names, values, color=[colors[name] for name in names], width=0.6)
+    axes.bar_label(drawn, labels=[value_format % value for value in values], padding=3, fontsize=10)
+    if reference is not None:
+        label, value = reference
+        axes.axhline(value, color="#c0392b", linestyle="--", linewidth=1.2, label=label)
+        axes.legend(loc="upper left", fontsize=9, frameon=False)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    top = max(values + [reference[1] if reference else 0])
+    if top > 0:
+        axes.set_ylim(0, top * 1.18)
+    axes.grid(False, axis="x")
+    return figure
+
+
+def cpu_figure(results):
+    """Server CPU per delivered message at the fixed load, with the bare send loop as the floor."""
+    records = [r for r in results.cpu_per_msg if r.get("cpu_us_per_msg") is not None]
+    if not records:
+        return None
+    load = records[0]
+    xlabel = "server, at %s clients x %s msgs/s sent = %s deliveries/s" % (
+        "{:,}".format(load["level"]), "{:,.0f}".format(load["rate"]), "{:,.0f}".format(load["level"] * load["rate"]))
+    reference = None
+    if results.floor and results.floor.get("cpu_us_per_send") is not None:
+        reference = ("floor: bare send loop, %.2f µs per send" % results.floor["cpu_us_per_send"],
+                     results.floor["cpu_us_per_send"])
+    bars = [(r["server"], r["cpu_us_per_msg"]) for r in records]
+    return _bar_figure("Server CPU per delivered message (lower is better)", xlabel,
+                       "server CPU per delivered message (µs)", results, bars, "%.2f µs", reference)
+
+
+def rss_figure(results):
+    """Resident memory per idle connection, by server."""
+    records = [r for r in results.idle_rss if r.get("rss_per_conn_kb") is not None]
+    if not records:
+        return None
+    xlabel = "server, holding %s idle connections" % "{:,}".format(records[0]["connections"])
+    bars = [(r["server"], r["rss_per_conn_kb"]) for r in records]
+    return _bar_figure("Memory per idle connection (lower is better)", xlabel,
+                       "server RSS per idle connection (KiB)", results, bars, "%.1f KiB")
+
+
+FIGURES = (
+    ("rtt_mean", lambda results: latency_figure(results, "mean")),
+    ("rtt_p99", lambda results: latency_figure(results, "p99")),
+    ("cpu_per_msg", cpu_figure),
+    ("idle_rss", rss_figure),
+)
+
+
+def write_all(results, directory):
+    """Save every figure the results allow as ``NAME.png`` and ``NAME.svg``; returns (written, skipped)."""
+    os.makedirs(directory, exist_ok=True)
+    written, skipped = [], []
+    for name, draw in FIGURES:
+        figure = draw(results)
+        if figure is None:
+            skipped.append(name)
+            continue
+        for extension in ("png", "svg"):
+            path = os.path.join(directory, "%s.%s" % (name, extension))
+            figure.savefig(path)
+            written.append(path)
+    return written, skipped

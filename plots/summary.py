@@ -1,0 +1,191 @@
+"""What a results file says, without drawing: latency curves, realtime capacity, the summary tables.
+
+Everything here is pure: it takes the records of one results file (see
+``loadtest.results``) and returns plain values and text.
+"""
+
+import collections
+
+REALTIME_MS = 200.0
+REFERENCE = "sockjs-node"
+
+Curve = collections.namedtuple("Curve", "server level points")
+Capacity = collections.namedtuple("Capacity", "server level msgs_per_s ratio limited")
+
+
+class Results:
+    """The records of one results file, sorted by type; servers in the order they were measured."""
+
+    def __init__(self, records):
+        self.run = next((r for r in records if r["type"] == "run"), {})
+        self.runtimes = collections.OrderedDict()
+        for record in records:
+            if record["type"] == "server":
+                self.runtimes[record["server"]] = record.get("runtime")
+            elif "server" in record:
+                self.runtimes.setdefault(record["server"], None)
+        self.steps = [r for r in records if r["type"] == "step"]
+        self.cpu_per_msg = [r for r in records if r["type"] == "cpu_per_msg"]
+        self.idle_rss = [r for r in records if r["type"] == "idle_rss"]
+        self.floor = next((r for r in records if r["type"] == "floor"), None)
+
+    @property
+    def servers(self):
+        return list(self.runtimes)
+
+
+def curves(results, statistic="mean"):
+    """One :class:`Curve` per server and level: ``(server msgs/s, RTT ms, overloaded)`` points."""
+    grouped = collections.OrderedDict()
+    for server in results.servers:
+        for step in results.steps:
+            if step["server"] != server or step["rtt_ms"].get(statistic) is None:
+                continue
+            point = (step["server_msgs_per_s"], step["rtt_ms"][statistic], step["overloaded"])
+            grouped.setdefault((server, step["level"]), []).append(point)
+    return [Curve(server, level, points) for (server, level), points in grouped.items()]
+
+
+def realtime_capacity(results):
+    """For each server and level, the highest server msgs/s of a healthy step with mean RTT <= 200 ms.
+
+    ``ratio`` compares it with sockjs-node at the same level (None without a reference);
+    ``limited`` is False when no step of the level went past realtime, so the figure
+    is the sweep's top rate rather than the server's limit.
+    """
+    best = collections.OrderedDict()
+    limited = set()
+    for server in results.servers:
+        for step in results.steps:
+            if step["server"] != server:
+                continue
+            key = (server, step["level"])
+            best.setdefault(key, None)
+            mean = step["rtt_ms"]["mean"]
+            if step["overloaded"] or mean is None or mean > REALTIME_MS:
+                limited.add(key)
+                continue
+            if best[key] is None or step["server_msgs_per_s"] > best[key]:
+                best[key] = step["server_msgs_per_s"]
+    rows = []
+    for (server, level), value in best.items():
+        reference = best.get((REFERENCE, level))
+        ratio = value / reference if value is not None and reference else None
+        rows.append(Capacity(server, level, value, ratio, (server, level) in limited))
+    return rows
+
+
+def subtitle(results):
+    """Machine, runtimes and date of the run, for figure subtitles."""
+    machine = results.run.get("machine") or {}
+    parts = []
+    if machine.get("cpu_model"):
+        parts.append("%s, %s cores" % (machine["cpu_model"], machine.get("cores", "?")))
+    if machine.get("kernel"):
+        parts.append("Linux %s" % machine["kernel"])
+    runtimes = sorted({runtime for runtime in results.runtimes.values() if runtime})
+    if runtimes:
+        parts.append(", ".join(runtimes))
+    if results.run.get("started"):
+        parts.append(results.run["started"][:10])
+    return " · ".join(parts)
+
+
+def cost_rows(results):
+    """Per server: CPU per delivered message at the fixed load and RSS per idle connection, with ratios."""
+    cpu = {r["server"]: r for r in results.cpu_per_msg}
+    rss = {r["server"]: r for r in results.idle_rss}
+    floor = results.floor["cpu_us_per_send"] if results.floor else None
+    rows = []
+    for server in results.servers:
+        if server not in cpu and server not in rss:
+            continue
+        us = cpu.get(server, {}).get("cpu_us_per_msg")
+        kb = rss.get(server, {}).get("rss_per_conn_kb")
+        rows.append({
+            "server": server,
+            "runtime": results.runtimes.get(server),
+            "cpu_us_per_msg": us,
+            "vs_reference": _ratio(us, cpu.get(REFERENCE, {}).get("cpu_us_per_msg")),
+            "vs_floor": _ratio(us, floor),
+            "p50_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p50"),
+            "p99_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p99"),
+            "lost": cpu.get(server, {}).get("lost"),
+            "rss_per_conn_kb": kb,
+            "rss_vs_reference": _ratio(kb, rss.get(REFERENCE, {}).get("rss_per_conn_kb")),
+        })
+    return rows
+
+
+def _ratio(value, reference):
+    return value / reference if value is not None and reference else None
+
+
+def rst_table(headers, rows):
+    """An RST simple table."""
+    cells = [list(headers)] + [[_text(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    rule = "  ".join("=" * width for width in widths)
+    lines = [rule, _row(cells[0], widths), rule]
+    lines.extend(_row(row, widths) for row in cells[1:])
+    lines.append(rule)
+    return "\n".join(lines)
+
+
+def _row(cells, widths):
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+
+
+def _text(cell):
+    if cell is None:
+        return "-"
+    return cell if isinstance(cell, str) else str(cell)
+
+
+def _rate(value):
+    return None if value is None else "{:,.0f}".format(value)
+
+
+def _capacity(row):
+    if row.msgs_per_s is None:
+        return None
+    return _rate(row.msgs_per_s) + ("" if row.limited else "+")
+
+
+def _times(value):
+    return None if value is None else "%.2fx" % value
+
+
+def _number(value, digits=1):
+    return None if value is None else "%.*f" % (digits, value)
+
+
+def summary_rst(results):
+    """The summary as RST: realtime capacity per server and level, then the costs per server."""
+    sections = []
+    capacity = realtime_capacity(results)
+    if capacity:
+        sections.append(
+            "Highest server messages/s with mean round trip <= %.0f ms\n\n" % REALTIME_MS
+            + rst_table(
+                ("server", "clients", "msgs/s", "vs %s" % REFERENCE),
+                [(c.server, c.level, _capacity(c), _times(c.ratio)) for c in capacity],
+            )
+        )
+        if not all(c.limited for c in capacity):
+            sections[-1] += "\n\n``+``: still realtime at the sweep's highest rate, so the limit lies above."
+    costs = cost_rows(results)
+    if costs:
+        load = results.cpu_per_msg[0] if results.cpu_per_msg else None
+        title = "Cost per delivered message"
+        if load:
+            title += " at %d clients x %s msgs/s" % (load["level"], _rate(load["rate"]))
+        if results.floor:
+            title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
+        headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
+                   "lost", "idle KiB/conn", "vs %s" % REFERENCE)
+        rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
+                 _times(c["vs_floor"]), _number(c["p50_ms"]), _number(c["p99_ms"]), c["lost"],
+                 _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
+        sections.append(title + "\n\n" + rst_table(headers, rows))
+    return "\n\n".join(sections) + "\n"

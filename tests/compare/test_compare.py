@@ -1,0 +1,78 @@
+"""``python -m loadtest compare`` at tiny scale, end to end, with real servers and clients."""
+
+import collections
+import json
+import subprocess
+import sys
+
+import pytest
+
+from loadtest import compare
+
+TINY = [
+    "--servers", "sockjs-tornado,sockjs-node", "--levels", "4", "--rates", "5",
+    "--step-seconds", "0.4", "--pause", "0.1", "--cpu-load", "8x10", "--cpu-seconds", "0.5",
+    "--idle-connections", "30",
+]
+
+
+def test_compare_measures_each_server_and_the_floor(tmp_path):
+    out = tmp_path / "compare.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare"] + TINY + ["--out", str(out)],
+        capture_output=True, text=True, timeout=50,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records[0]["type"] == "run"
+    by_type = collections.defaultdict(list)
+    for record in records:
+        by_type[record["type"]].append(record)
+    servers = ["sockjs-tornado", "sockjs-node"]
+    assert [r["server"] for r in by_type["server"]] == servers
+    assert [r["runtime"].split()[0] for r in by_type["server"]] == ["CPython", "Node"]
+    assert all(r["cpu"] == 0 for r in by_type["server"])
+    for kind in ("level", "cpu_per_msg", "idle_rss"):
+        assert [r["server"] for r in by_type[kind]] == servers, kind
+    for step in by_type["step"]:
+        assert (step["level"], step["rate"], step["lost"]) == (4, 5.0, 0)
+        assert step["received"] == step["sent"] * 4
+    for fixed in by_type["cpu_per_msg"]:
+        assert (fixed["level"], fixed["rate"], fixed["lost"]) == (8, 10.0, 0)
+        assert fixed["cpu_us_per_msg"] is not None
+    for idle in by_type["idle_rss"]:
+        assert idle["connections"] == 30 and idle["rss_kb"] >= idle["rss_before_kb"]
+    (floor,) = by_type["floor"]
+    assert floor["connections"] == 8 and floor["drain_ok"]
+    assert "vs sockjs-node" in done.stdout
+
+
+def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):
+    out = tmp_path / "fanout.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu",
+         "--cpu-load", "8x10", "--cpu-seconds", "0.5", "--pause", "0.1", "--out", str(out)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    types = [json.loads(line)["type"] for line in out.read_text().splitlines()]
+    assert types == ["run", "server", "cpu_per_msg", "floor"]
+
+
+def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr("loadtest.contenders.PYPY_CANDIDATES", (str(tmp_path / "none"),))
+    assert compare.main(["--servers", "broker-pypy", "--out", str(tmp_path / "r.jsonl")]) == 1
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
+    (["--cpu-load", "1000"], "expected CLIENTSxRATE"),
+    (["--server-cpu", "1", "--client-cpu", "1"], "must differ"),
+    (["--measure", "sweep,speed"], "unknown measurement speed"),
+])
+def test_bad_arguments_are_refused_clearly(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit:
+        compare.main(argv)
+    assert exit.value.code == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,44 @@
+"""Each contender starts under the launch contract and broadcasts to every connection."""
+
+import pytest
+import websocket
+
+from loadtest import contenders, servers
+
+
+def raw_websocket(url):
+    return websocket.create_connection(url.replace("http://", "ws://", 1) + "/websocket", timeout=5)
+
+
+@pytest.mark.parametrize("name", ["sockjs-tornado", "sockjs-node"])
+def test_contender_broadcasts_to_every_connection(name):
+    contender = contenders.resolve(name)
+    server = servers.launch(contender.argv, cwd=contender.cwd)
+    try:
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/broadcast")
+        sender, listener = raw_websocket(server.url), raw_websocket(server.url)
+        sender.send("hello from %s" % name)
+        assert listener.recv() == "hello from %s" % name
+        assert sender.recv() == "hello from %s" % name
+        sender.close()
+        listener.close()
+    finally:
+        assert server.stop() is not None
+
+
+def test_runtimes_are_named():
+    assert contenders.resolve("sockjs-node").runtime.startswith("Node ")
+    assert contenders.resolve("sockjs-tornado").runtime.startswith(("CPython 3.", "PyPy "))
+
+
+def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(contenders, "PYPY_CANDIDATES", (str(tmp_path / "bin" / "python"),))
+    with pytest.raises(contenders.Unavailable) as missing:
+        contenders.resolve("broker-pypy")
+    assert "pypy3 -m venv .venv-pypy" in str(missing.value)
+
+
+def test_a_contender_that_cannot_import_its_server_is_unavailable(tmp_path):
+    with pytest.raises(contenders.Unavailable) as missing:
+        contenders._python_contender("broken", contenders.cpython(), "no_such_module_here")
+    assert "cannot import no_such_module_here" in str(missing.value)
