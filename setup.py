@@ -23,6 +23,8 @@ setup(
         # The broker subclasses sockjs-tornado's transports and relies on their internals.
         "sockjs-tornado==1.0.7",
         "websocket-client>=1.6,<2",
+        # Round-trip percentiles in the load client (0.10.3 is the last for Python 3.9).
+        "hdrhistogram>=0.10.3,<0.11",
     ],
     extras_require={
         "test": ["pytest>=7", "pytest-timeout>=2.1"],

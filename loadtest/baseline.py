@@ -33,9 +33,9 @@ class ChatConnection(SockJSConnection):
         self.participants.discard(self)
 
 
-async def serve(host, port):
+async def serve(host, port, connection=ChatConnection):
     """Serve the chat until SIGTERM or SIGINT."""
-    app = tornado.web.Application(SockJSRouter(ChatConnection, PREFIX).urls)
+    app = tornado.web.Application(SockJSRouter(connection, PREFIX).urls)
     shown = "[%s]" % host if ":" in host else host
 
     def announce(bound_port):

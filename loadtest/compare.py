@@ -18,8 +18,7 @@ import os
 import subprocess
 import sys
 
-from loadtest import cli, client, contenders, procstat, report, results, servers, sweep
-from loadtest.floor import pin
+from loadtest import affinity, cli, client, contenders, procstat, report, results, servers, sweep
 from plots import summary
 
 IDLE_SETTLE_S = 10.0
@@ -70,7 +69,7 @@ def build_parser():
     )
     parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
                         help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    parser.add_argument("--levels", type=cli.parse_levels, default=list(sweep.DEFAULT_LEVELS),
+    parser.add_argument("--levels", type=cli.parse_int_list, default=list(sweep.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
     parser.add_argument("--rates", type=parse_rates,
                         help="total msgs/s of each step (default: geometric from %d to %d)"
@@ -294,7 +293,7 @@ def main(argv=None):
     if not chosen:
         status.message("no server to measure")
         return 1
-    pin(args.client_cpu)
+    affinity.pin(0, args.client_cpu)
     cli.raise_open_files_limit()
     out_path = args.out or results.default_path()
     measured = []

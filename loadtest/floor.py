@@ -18,10 +18,10 @@ import json
 import os
 import selectors
 import socket
-import subprocess
 import sys
 import time
 
+from loadtest import affinity
 from loadtest.procstat import cpu_seconds, interpreter
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
@@ -34,16 +34,6 @@ def text_frame(payload):
     return bytes([0x81, len(payload)]) + payload
 
 
-def pin(cpu):
-    """Pin this process to one CPU (``taskset`` where ``os.sched_setaffinity`` is missing, as on PyPy)."""
-    if cpu is None:
-        return
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {cpu})
-    else:
-        subprocess.run(["taskset", "-pc", str(cpu), str(os.getpid())], check=True, capture_output=True)
-
-
 def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     """Run the send loop and return the ``floor`` results line as a dict."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
@@ -53,7 +43,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         listener.close()
         os._exit(_drain(address, connections, drain_cpu))
     try:
-        pin(cpu)
+        affinity.pin(0, cpu)
         listener.settimeout(30)
         peers = [listener.accept()[0] for _ in range(connections)]
         listener.close()
@@ -110,7 +100,7 @@ def _send_rounds(peers, frame, rate, seconds):
 def _drain(address, connections, cpu):
     """Connect ``connections`` sockets to ``address`` and read until every one is closed."""
     try:
-        pin(cpu)
+        affinity.pin(0, cpu)
         selector = selectors.DefaultSelector()
         for _ in range(connections):
             sock = socket.create_connection(address, timeout=30)

@@ -23,10 +23,11 @@ class ServerError(RuntimeError):
 class Server:
     """A running server process: its ``url`` (SockJS prefix), ``pid`` and output."""
 
-    def __init__(self, process, url, output):
+    def __init__(self, process, url, output, reader):
         self.process = process
         self.url = url
         self._output = output
+        self._reader = reader
 
     @property
     def pid(self):
@@ -46,14 +47,19 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._reader.join(1.0)
+        self.process.stdout.close()
         return self.process.returncode
 
 
 def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
     """Start ``argv`` and return a :class:`Server` once it prints its listening line.
 
-    ``cpu`` pins the process (and its threads) to one CPU number.
+    ``cpu`` pins the process (and every thread it starts) to one CPU number,
+    with ``taskset``, which execs the command under the same pid.
     """
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + list(argv)
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -66,7 +72,6 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
         cwd=cwd,
         text=True,
         bufsize=1,
-        preexec_fn=None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu})),
     )
     output = []
     found = threading.Event()
@@ -81,7 +86,8 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
                     url.append(match.group(1).rstrip("/"))
                     found.set()
 
-    threading.Thread(target=pump, daemon=True).start()
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     deadline = time.monotonic() + timeout
     while not found.wait(0.05):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -91,4 +97,4 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
             raise ServerError(
                 "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
             )
-    return Server(process, url[0], output)
+    return Server(process, url[0], output, reader)

@@ -1,4 +1,5 @@
 import json
+import os
 import sys
 import urllib.request
 
@@ -7,6 +8,8 @@ import pytest
 from loadtest.servers import launch
 
 pytest.register_assert_rewrite("sockjs_clients")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class RunningBroker:
@@ -35,19 +38,29 @@ class RunningBroker:
 
 
 @pytest.fixture
-def start_broker():
-    """Start brokers with extra flags; each is stopped after the test."""
+def start_server():
+    """Start servers by argv (run from the checkout); each is stopped after the test."""
     started = []
 
-    def start(*flags):
-        server = launch([sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", "0",
-                         "--log-level", "warning", *flags])
+    def start(*argv):
+        server = launch(list(argv), env={"PYTHONPATH": ROOT})
         started.append(server)
-        return RunningBroker(server)
+        return server
 
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def start_broker(start_server):
+    """Start brokers with extra flags."""
+
+    def start(*flags):
+        return RunningBroker(start_server(sys.executable, "-m", "broker", "--host", "127.0.0.1",
+                                          "--port", "0", "--log-level", "warning", *flags))
+
+    return start
 
 
 @pytest.fixture

@@ -3,30 +3,12 @@ import sys
 
 import pytest
 
-from loadtest.servers import launch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture
-def start_server():
-    """Start servers by argv; each is stopped after the test."""
-    started = []
-
-    def start(*argv):
-        server = launch(list(argv))
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-@pytest.fixture
-def broker_server(start_server):
-    return start_server(sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", "0",
-                        "--log-level", "warning")
+def broker_server(start_broker):
+    return start_broker().server
 
 
 @pytest.fixture

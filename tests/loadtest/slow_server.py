@@ -1,35 +1,14 @@
-"""A sockjs-tornado broadcast server that blocks its loop ``--delay`` seconds per message.
+"""The baseline sockjs-tornado chat, blocking its loop ``--delay`` seconds per message.
 
-It follows the launch contract of :mod:`loadtest.servers` and, with ``--delay 0``,
-is the plain sockjs-tornado broadcast app.
+It follows the launch contract of :mod:`loadtest.servers`, so a sweep can be
+pointed at a server that is overloaded on purpose.
 """
 
 import argparse
+import asyncio
 import time
 
-import sockjs.tornado
-import tornado.httpserver
-import tornado.ioloop
-import tornado.netutil
-import tornado.web
-
-
-def broadcast_connection(delay):
-    class BroadcastConnection(sockjs.tornado.SockJSConnection):
-        participants = set()
-
-        def on_open(self, info):
-            self.participants.add(self)
-
-        def on_message(self, message):
-            if delay:
-                time.sleep(delay)
-            self.broadcast(self.participants, message)
-
-        def on_close(self):
-            self.participants.discard(self)
-
-    return BroadcastConnection
+from loadtest.baseline import ChatConnection, serve
 
 
 def main():
@@ -38,14 +17,13 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to block per message")
     args = parser.parse_args()
-    router = sockjs.tornado.SockJSRouter(broadcast_connection(args.delay), "/broadcast")
-    app = tornado.web.Application(router.urls)
-    sockets = tornado.netutil.bind_sockets(args.port, args.host)
-    server = tornado.httpserver.HTTPServer(app)
-    server.add_sockets(sockets)
-    port = sockets[0].getsockname()[1]
-    print("slow server listening on http://%s:%d/broadcast" % (args.host, port), flush=True)
-    tornado.ioloop.IOLoop.current().start()
+
+    class SlowConnection(ChatConnection):
+        def on_message(self, message):
+            time.sleep(args.delay)
+            super().on_message(message)
+
+    asyncio.run(serve(args.host, args.port, SlowConnection))
 
 
 if __name__ == "__main__":
