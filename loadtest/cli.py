@@ -11,6 +11,8 @@ import urllib.request
 
 from loadtest import affinity, client, procstat, report, results, sweep, workers
 
+DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
+
 
 def parse_int_list(text):
     return [int(level) for level in text.split(",") if level.strip()]
@@ -20,13 +22,15 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m loadtest",
         description="Round-trip latency sweep of a SockJS broadcast server "
-        "(subcommands: ping, selftest; see `python -m loadtest ping --help`).",
+        "(subcommands: ping, selftest, compare; see `python -m loadtest compare --help`).",
         epilog="Without --rate each level steps from %d to %d msgs/s, x%.2f a step, until the "
         "server is overloaded (a connection lost, a message not back within %g s, or a mean "
         "round trip above %g ms)." % (sweep.FIRST_RATE, sweep.LAST_RATE, sweep.RATE_RATIO,
                                      client.LOSS_AFTER_S, sweep.MAX_MEAN_RTT_MS),
     )
-    parser.add_argument("--url", required=True, help="SockJS prefix, e.g. http://127.0.0.1:8080/broadcast")
+    parser.add_argument("--url", default=DEFAULT_URL,
+                        help="SockJS prefix of the server under test (default %(default)s, where "
+                        "python -m broker listens)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--clients", type=int, help="one concurrency level")
     which.add_argument("--levels", type=parse_int_list,

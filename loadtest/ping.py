@@ -40,7 +40,7 @@ def ping(url, transport="sockjs", timeout=5.0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m loadtest ping", description=__doc__)
-    parser.add_argument("--url", required=True, help="SockJS prefix, e.g. http://127.0.0.1:8080/broadcast")
+    parser.add_argument("--url", default=cli.DEFAULT_URL, help="SockJS prefix (default %(default)s)")
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
     parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args(argv)

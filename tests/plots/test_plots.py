@@ -4,8 +4,10 @@ import os
 
 import pytest
 
-from plots import __main__ as cli
-from plots import figures, summary
+pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
+
+from plots import __main__ as cli  # noqa: E402
+from plots import figures, summary  # noqa: E402
 
 SERVERS = ["sockjs-tornado", "sockjs-node"]
 
