@@ -14,3 +14,23 @@ def pin(pid, cpu):
         return
     subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid or os.getpid())],
                    check=True, stdout=subprocess.DEVNULL)
+
+
+def allowed_cpus():
+    """The CPU numbers this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return os.sched_getaffinity(0)
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Cpus_allowed_list:"):
+                return _cpu_list(line.split(":", 1)[1])
+    raise RuntimeError("no Cpus_allowed_list in /proc/self/status")
+
+
+def _cpu_list(text):
+    """``0-3,6`` as {0, 1, 2, 3, 6}."""
+    cpus = set()
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus

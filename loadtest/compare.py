@@ -14,7 +14,6 @@ round trips and losses of every server at one load, beside the floor.
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 
@@ -270,7 +269,7 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
 
 
 def check_cpus(parser, args):
-    available = os.sched_getaffinity(0)
+    available = affinity.allowed_cpus()
     for option, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
         if cpu not in available:
             parser.error("%s %d: this process may run on CPUs %s only" % (
