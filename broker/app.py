@@ -1,7 +1,6 @@
 """Building the broker's application and running it until SIGTERM or SIGINT."""
 
 import asyncio
-import dataclasses
 import logging
 import resource
 import signal
@@ -12,7 +11,7 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker import api, assets
-from broker.config import parse_args
+from broker.config import http_url, parse_args
 from broker.hub import Hub
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
@@ -62,12 +61,13 @@ def raise_open_files_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def serve_until_signalled(server, host, port, announce):
-    """Listen on ``host:port``, call ``announce(bound_port)``, and stop accepting
-    connections at the first SIGTERM or SIGINT."""
+async def serve_until_signalled(server, host, port, name, path):
+    """Listen on ``host:port``, print ``<name> listening on <url of path>`` (the
+    launch contract of ``loadtest.servers``), and stop accepting connections at
+    the first SIGTERM or SIGINT."""
     sockets = bind_sockets(port, host)
     server.add_sockets(sockets)
-    announce(sockets[0].getsockname()[1])
+    print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path)), flush=True)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -82,11 +82,7 @@ async def run(config):
     hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()
-
-    def announce(port):
-        print("broker listening on %s" % dataclasses.replace(config, port=port).url, flush=True)
-
-    await serve_until_signalled(server, config.host, config.port, announce)
+    await serve_until_signalled(server, config.host, config.port, "broker", config.prefix)
     LOG.info("shutting down: closing %d sessions", len(hub))
     for connection in hub:
         connection.disconnect(*GOING_AWAY)

@@ -24,8 +24,12 @@ class Config:
 
     @property
     def url(self):
-        host = "[%s]" % self.host if ":" in self.host else self.host
-        return "http://%s:%d%s" % (host, self.port, self.prefix)
+        return http_url(self.host, self.port, self.prefix)
+
+
+def http_url(host, port, path):
+    """``http://host:port/path``, with an IPv6 host in brackets."""
+    return "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, port, path)
 
 
 def parse_size(text):

@@ -53,12 +53,7 @@ def make_app():
 
 async def run(host, port):
     server = HTTPServer(make_app(), max_body_size=max_body_size(MAX_MESSAGE_SIZE))
-
-    def announce(bound_port):
-        host_part = "[%s]" % host if ":" in host else host
-        print("conformance listening on http://%s:%d/echo" % (host_part, bound_port), flush=True)
-
-    await serve_until_signalled(server, host, port, announce)
+    await serve_until_signalled(server, host, port, "conformance", "/echo")
 
 
 def main(argv=None):

@@ -36,12 +36,7 @@ class ChatConnection(SockJSConnection):
 async def serve(host, port, connection=ChatConnection):
     """Serve the chat until SIGTERM or SIGINT."""
     app = tornado.web.Application(SockJSRouter(connection, PREFIX).urls)
-    shown = "[%s]" % host if ":" in host else host
-
-    def announce(bound_port):
-        print("sockjs-tornado listening on http://%s:%d%s" % (shown, bound_port, PREFIX), flush=True)
-
-    await serve_until_signalled(tornado.httpserver.HTTPServer(app), host, port, announce)
+    await serve_until_signalled(tornado.httpserver.HTTPServer(app), host, port, "sockjs-tornado", PREFIX)
 
 
 def main(argv=None):
