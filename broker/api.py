@@ -68,7 +68,11 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "body is not UTF-8"})
         except ValueError as error:
             return self.reply(400, {"error": "body is not JSON: %s" % error})
-        self.reply(200, {"recipients": self.hub.publish(message)})
+        try:
+            recipients = self.hub.publish(message)
+        except ValueError as error:
+            return self.reply(400, {"error": "not a publishable message: %s" % error})
+        self.reply(200, {"recipients": recipients})
 
 
 class StatsHandler(_JSONHandler):

@@ -3,7 +3,9 @@
 SockJS (protocol 0.3.3) sends text frames: ``o`` open, ``h`` heartbeat,
 ``a[...]`` a JSON array of messages, ``c[code,"reason"]`` close. Messages are
 JSON-encoded with ``ensure_ascii`` so that no transport (htmlfile, jsonp,
-eventsource) ever carries a raw U+2028 or a lone surrogate.
+eventsource) ever carries a raw U+2028 or a lone surrogate, and never as
+``NaN`` or ``Infinity``, which are not JSON: a browser would drop the whole
+frame, and every message coalesced into it.
 
 A server's websocket frame is never masked (RFC 6455 section 5.1), so one
 built frame can be written to every connection as the same bytes.
@@ -12,7 +14,7 @@ built frame can be written to every connection as the same bytes.
 import json
 import struct
 
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 TEXT = 0x1
 CLOSE = 0x8
@@ -20,18 +22,14 @@ _FIN = 0x80
 
 
 def encode_message(message):
-    """Encode one message (any JSON value; browsers send strings) as JSON text."""
-    return _encoder.encode(message)
+    """Encode one message (any JSON value; browsers send strings) as JSON text.
 
-
-def message_frame(encoded_messages):
-    """The SockJS ``a[...]`` frame carrying already encoded messages, in order."""
-    return "a[" + ",".join(encoded_messages) + "]"
-
-
-def close_frame(code, reason):
-    """The SockJS close frame ``c[code,"reason"]``."""
-    return "c[%d,%s]" % (code, _encoder.encode(reason))
+    Raises ValueError for what has no JSON text: NaN, infinities, bytes.
+    """
+    try:
+        return _encoder.encode(message)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
 
 
 def websocket_frame(payload, opcode=TEXT):

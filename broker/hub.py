@@ -29,14 +29,20 @@ SLOW_CONSUMER = (3008, "Slow consumer")
 
 
 class Batch:
-    """Messages flushed together; each wire form is built once, when first asked for."""
+    """Messages flushed together; each wire form is built once, when first asked for.
 
-    __slots__ = ("messages", "encoded", "_sockjs_body", "_sockjs_websocket", "_raw_websocket")
+    ``encoded`` holds each message's JSON text, ``raw`` its UTF-8 bytes as the
+    raw websocket sends it (a string as itself, any other value as JSON).
+    """
 
-    def __init__(self, messages, encoded):
-        self.messages = messages
+    __slots__ = ("encoded", "raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
+                 "_raw_websocket")
+
+    def __init__(self, encoded, raw):
         self.encoded = encoded
+        self.raw = raw
         self._sockjs_body = None
+        self._sockjs_frame = None
         self._sockjs_websocket = None
         self._raw_websocket = None
 
@@ -51,21 +57,24 @@ class Batch:
         return self._sockjs_body
 
     @property
+    def sockjs_frame(self):
+        """The SockJS ``a[...]`` frame."""
+        if self._sockjs_frame is None:
+            self._sockjs_frame = "a[" + self.sockjs_body + "]"
+        return self._sockjs_frame
+
+    @property
     def sockjs_websocket(self):
         """One websocket frame carrying the SockJS ``a[...]`` frame."""
         if self._sockjs_websocket is None:
-            text = "a[" + self.sockjs_body + "]"
-            self._sockjs_websocket = frames.websocket_frame(text.encode())
+            self._sockjs_websocket = frames.websocket_frame(self.sockjs_frame.encode())
         return self._sockjs_websocket
 
     @property
     def raw_websocket(self):
         """One websocket frame per message, unwrapped (the raw ``/websocket`` endpoint)."""
         if self._raw_websocket is None:
-            self._raw_websocket = b"".join(
-                frames.websocket_frame((m if isinstance(m, str) else e).encode())
-                for m, e in zip(self.messages, self.encoded)
-            )
+            self._raw_websocket = b"".join(frames.websocket_frame(r) for r in self.raw)
         return self._raw_websocket
 
 
@@ -96,8 +105,8 @@ class Hub:
         self._schedule = schedule
         self._clock = clock
         self._subscribers = {}
-        self._pending_messages = []
         self._pending_encoded = []
+        self._pending_raw = []
         self._flush_scheduled = False
         self._replay = collections.deque(maxlen=replay) if replay > 0 else None
         self._meter = RateMeter()
@@ -119,8 +128,8 @@ class Hub:
         self._subscribers[subscriber] = None
         self.by_transport[subscriber.transport] += 1
         if self._replay:
-            messages, encoded = zip(*self._replay)
-            self._deliver(subscriber, Batch(list(messages), list(encoded)))
+            encoded, raw = zip(*self._replay)
+            self._deliver(subscriber, Batch(list(encoded), list(raw)))
 
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
@@ -129,9 +138,15 @@ class Hub:
             self.by_transport[subscriber.transport] -= 1
 
     def publish(self, message):
-        """Queue ``message`` for every subscriber; returns how many it will reach."""
-        self._pending_messages.append(message)
-        self._pending_encoded.append(frames.encode_message(message))
+        """Queue ``message`` for every subscriber; returns how many it will reach.
+
+        Raises ValueError, and queues nothing, for a message with no JSON or
+        no UTF-8 text (NaN, bytes, a string with a lone surrogate).
+        """
+        encoded = frames.encode_message(message)
+        raw = (message if isinstance(message, str) else encoded).encode()
+        self._pending_encoded.append(encoded)
+        self._pending_raw.append(raw)
         self.messages_in += 1
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -143,11 +158,11 @@ class Hub:
         self._flush_scheduled = False
         if not self._pending_encoded:
             return
-        batch = Batch(self._pending_messages, self._pending_encoded)
-        self._pending_messages = []
+        batch = Batch(self._pending_encoded, self._pending_raw)
         self._pending_encoded = []
+        self._pending_raw = []
         if self._replay is not None:
-            self._replay.extend(zip(batch.messages, batch.encoded))
+            self._replay.extend(zip(batch.encoded, batch.raw))
         self.flushes += 1
         subscribers = tuple(self._subscribers)
         slow = [s for s in subscribers if not s.deliver(batch)]

@@ -1,4 +1,4 @@
-"""The sockjs-tornado integration: the broadcast connection and the router.
+"""The sockjs-tornado integration: the broadcast connection, its session, the router.
 
 ``BrokerRouter`` is sockjs-tornado's router with every handler it serves
 swapped for the broker's version in ``broker.transports``, so all routers the
@@ -6,9 +6,12 @@ broker builds (the production ``/broadcast`` and the conformance services)
 run the same fixed transports.
 """
 
-from sockjs.tornado import SockJSConnection, SockJSRouter
+import logging
+
+from sockjs.tornado import SockJSConnection, SockJSRouter, session
 from sockjs.tornado import static as stock_static
 from sockjs.tornado import transports as stock
+from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports
 
@@ -25,6 +28,10 @@ TRANSPORT_OVERRIDES = {
     stock_static.InfoHandler: static.InfoHandler,
     stock_static.IFrameHandler: static.IFrameHandler,
 }
+
+LOG = logging.getLogger("broker.sockjs")
+
+INVALID_MESSAGE = (1007, "Invalid message")
 
 DEFAULT_SETTINGS = {
     "jsessionid": False,
@@ -44,7 +51,7 @@ class BrokerRouter(SockJSRouter):
                  max_message_size=64 * 1024, max_buffer=1024 * 1024):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
-        super().__init__(connection, prefix, merged)
+        super().__init__(connection, prefix, merged, session_kls=BrokerSession)
         self.hub = hub
         self.max_message_size = max_message_size
         self.max_buffer = max_buffer
@@ -52,6 +59,49 @@ class BrokerRouter(SockJSRouter):
             (pattern, TRANSPORT_OVERRIDES.get(handler, handler), kwargs)
             for pattern, handler, kwargs in self._transport_urls
         ]
+
+
+class BrokerSession(session.Session):
+    """A SockJS session whose send queue is a list of encoded chunks.
+
+    A polling session between two requests queues every batch. sockjs-tornado
+    queues in one string, which copies itself on every append (quadratic in
+    what is waiting, up to ``max_buffer``); a list appends in constant time and
+    is joined once, by the next request. ``queued_bytes`` is what waits.
+    """
+
+    def __init__(self, conn, server, session_id, expiry=None):
+        super().__init__(conn, server, session_id, expiry)
+        self.send_queue = []
+        self.queued_bytes = 0
+
+    def send_batch(self, batch):
+        """Send a hub batch, its ``a[...]`` frame built once for all sessions."""
+        self._send(batch.sockjs_frame, batch.sockjs_body)
+
+    def send_jsonified(self, msg, stats=True):
+        msg = bytes_to_str(msg)
+        self._send("a[" + msg + "]", msg)
+        if stats:
+            self.stats.on_pack_sent(1)
+
+    def _send(self, frame, body):
+        handler = self.handler
+        if handler is not None and handler.active and not self.send_queue:
+            handler.send_pack(frame)
+        else:
+            self.send_queue.append(body)
+            self.queued_bytes += len(body)
+            self.flush()
+
+    def flush(self):
+        self._pending_flush = False
+        if self.handler is None or not self.handler.active or not self.send_queue:
+            return
+        body = ",".join(self.send_queue)
+        self.send_queue = []
+        self.queued_bytes = 0
+        self.handler.send_pack("a[" + body + "]")
 
 
 class BroadcastConnection(SockJSConnection):
@@ -65,7 +115,11 @@ class BroadcastConnection(SockJSConnection):
         self.hub.subscribe(self)
 
     def on_message(self, message):
-        self.hub.publish(message)
+        try:
+            self.hub.publish(message)
+        except ValueError as error:
+            LOG.debug("closing %s session: %s", self.transport, error)
+            self.session.close(*INVALID_MESSAGE)
 
     def on_close(self):
         hub = getattr(self, "hub", None)
@@ -78,9 +132,9 @@ class BroadcastConnection(SockJSConnection):
     def _deliver_queued(self, batch):
         """Polling and streaming sessions: the pre-encoded batch through the session queue."""
         session = self.session
-        if len(session.send_queue) > session.server.max_buffer:
+        if session.queued_bytes > session.server.max_buffer:
             return False
-        session.send_jsonified(batch.sockjs_body, False)
+        session.send_batch(batch)
         return True
 
 

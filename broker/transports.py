@@ -7,7 +7,8 @@ production broker and the conformance services share one code path.
 Websocket fast path: a broadcast batch already holds its websocket frame as
 bytes. ``write_prebuilt`` sends those bytes straight to the socket when
 Tornado's write buffer for the connection is empty (the common case), with no
-per-connection encoding, framing or Future; only a partial write falls back on
+per-connection encoding, framing or Future. The rest of a partial write, and
+any write while Tornado's buffer still holds bytes, goes through
 ``IOStream.write``, which keeps the byte order. permessage-deflate is never
 offered (``get_compression_options`` returns None, Tornado's default), so every
 connection takes the same unmasked, uncompressed bytes.
@@ -17,11 +18,13 @@ SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
 here follow the protocol: ``no-transform`` caching headers, validated
 callback names, ``/**/``-prefixed JSONP, an exact eventsource type, bare 405s
 on websocket URLs, close codes on the raw websocket, one frame per poll, and
-HTTP/1.0 streams that end by closing. ``docs/conformance.rst`` has the list.
+HTTP/1.0 streams that end by closing. README.rst (Conformance) has the list.
 """
 
+import json
 import logging
 import re
+import urllib.parse
 
 from sockjs.tornado import proto
 from sockjs.tornado import transports as base
@@ -130,27 +133,54 @@ class RawWebSocketTransport(_GetOnly, _PrebuiltWriter, base.RawWebSocketTranspor
         return self.write_prebuilt(batch.raw_websocket)
 
 
-class _SizeLimitedSend:
-    """Refuse a send request over ``max_message_size`` and close only its session."""
+class _SendHandler(NoTransformCache):
+    """xhr_send and jsonp_send: a JSON array of messages for an open session.
+
+    404 for an unknown or closed session; a body over ``max_message_size``
+    closes the session and answers 413; an empty body, or JSON that is not an
+    array, answers 500 "Payload expected."; bad JSON or bad UTF-8, 500
+    "Broken JSON encoding.". Nothing else of the session is touched.
+    """
 
     def post(self, session_id):
-        if len(self.request.body) <= self.server.max_message_size:
-            return super().post(session_id)
         self.preflight()
+        self.handle_session_cookie()
         self.disable_cache()
         session = self._get_session(session_id)
         if session is None or session.is_closed:
             self.set_status(404)
             return
-        session.close(*MESSAGE_TOO_BIG)
-        self.set_status(413)
+        if len(self.request.body) > self.server.max_message_size:
+            session.close(*MESSAGE_TOO_BIG)
+            self._answer(413, "Message too big.")
+            return
+        payload = self.payload()
+        try:
+            messages = json.loads(payload) if payload else None
+        except ValueError:
+            self._answer(500, "Broken JSON encoding.")
+            return
+        if not isinstance(messages, list):
+            self._answer(500, "Payload expected.")
+            return
+        session.on_messages(messages)
+        self.accepted()
+
+    def payload(self):
+        return self.request.body
+
+    def _answer(self, status, text):
+        self.set_status(status)
         self.set_header("Content-Type", "text/plain; charset=UTF-8")
-        self.write("Message too big.")
+        self.write(text)
 
 
-class XhrSendHandler(NoTransformCache, _SizeLimitedSend, base.XhrSendHandler):
+class XhrSendHandler(_SendHandler, base.XhrSendHandler):
     """Its 204 keeps ``Content-Type: text/plain``: without one, Firefox parses
     the empty answer as XML and logs an error (Tornado drops the header)."""
+
+    def accepted(self):
+        self.set_status(204)
 
     def flush(self, include_footers=False):
         if self.get_status() == 204:
@@ -158,8 +188,20 @@ class XhrSendHandler(NoTransformCache, _SizeLimitedSend, base.XhrSendHandler):
         return super().flush(include_footers)
 
 
-class JSONPSendHandler(NoTransformCache, _SizeLimitedSend, base.JSONPSendHandler):
-    pass
+class JSONPSendHandler(_SendHandler, base.JSONPSendHandler):
+    """The body is the JSON itself, or a form whose ``d`` field holds it."""
+
+    def payload(self):
+        body = self.request.body
+        content_type = self.request.headers.get("Content-Type", "")
+        if content_type.split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+            return body
+        if not body.startswith(b"d="):
+            return None
+        return urllib.parse.unquote_to_bytes(body[2:].replace(b"+", b" "))
+
+    def accepted(self):
+        self._answer(200, "ok")
 
 
 class _OneFramePerPoll:

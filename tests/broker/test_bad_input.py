@@ -5,12 +5,13 @@ import json
 import os
 import socket
 import struct
+import urllib.parse
 
 import pytest
 import websocket
 
-from sockjs_clients import (Closed, EventSourceClient, JsonpClient, WebSocketClient,
-                            XhrStreamingClient, wait_until)
+from sockjs_clients import (Closed, EventSourceClient, JsonpClient, RawWebSocketClient,
+                            WebSocketClient, XhrStreamingClient, wait_until)
 
 
 @pytest.fixture
@@ -132,3 +133,44 @@ def test_clients_vanishing_mid_stream_cost_nothing(broker, witnesses):
         client.close()
     still_served(broker, witnesses, "after resets")
     wait_until(lambda: broker.stats()["connections_total"] == len(witnesses))
+
+
+@pytest.mark.parametrize("payload", ['[NaN]', '[Infinity]', '["lone \\ud800"]'])
+def test_message_without_valid_json_text_closes_only_its_session(start_broker, payload):
+    broker = start_broker("--replay", "3")
+    with WebSocketClient(broker.url) as witness:
+        offender = WebSocketClient(broker.url).open()
+        offender.ws.send(payload)
+        with pytest.raises(Closed) as closed:
+            offender.receive()
+        assert closed.value.code == 1007
+        witness.send("after")
+        assert witness.receive() == ["after"]
+        with WebSocketClient(broker.url) as late:
+            assert late.receive() == ["after"]
+
+
+def test_binary_frame_on_raw_websocket_closes_only_that_connection(broker, witnesses):
+    offender = RawWebSocketClient(broker.url).open()
+    offender.ws.send_binary(b"\x00\x01")
+    with pytest.raises(Closed) as closed:
+        offender.read_frame()
+    assert closed.value.code == 1007
+    still_served(broker, witnesses, "after a binary frame")
+
+
+@pytest.mark.parametrize("body", ['"hello"', '{"a": 1}', "42"])
+def test_send_payload_must_be_an_array(broker, witnesses, body):
+    with XhrStreamingClient(broker.url) as client:
+        assert client.post(client.url + "/xhr_send", body, expect=500) == b"Payload expected."
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        form = "d=" + urllib.parse.quote(body)
+        assert client.post(client.url + "/jsonp_send", form, headers, expect=500) == b"Payload expected."
+    still_served(broker, witnesses, "after a non-array payload")
+    assert broker.stats()["messages_in"] == 1
+
+
+def test_publish_refuses_nan(broker):
+    headers = {"Authorization": "Bearer s3cret", "Content-Type": "application/json"}
+    status, body = broker.request("POST", "/publish", b"NaN", headers)
+    assert status == 400 and "publishable" in body["error"]

@@ -1,5 +1,7 @@
 import struct
 
+import pytest
+
 from broker import frames
 
 
@@ -8,13 +10,10 @@ def test_messages_are_json_with_ascii_escapes():
     assert frames.encode_message({"n": [1, 2]}) == '{"n":[1,2]}'
 
 
-def test_message_frame_joins_encoded_messages_in_order():
-    assert frames.message_frame(['"a"', "1", '{"b":2}']) == 'a["a",1,{"b":2}]'
-
-
-def test_close_frame_escapes_its_reason():
-    assert frames.close_frame(3000, "Go away!") == 'c[3000,"Go away!"]'
-    assert frames.close_frame(3008, 'say "no"') == 'c[3008,"say \\"no\\""]'
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), [float("-inf")], b"bytes"])
+def test_values_without_json_text_are_refused(value):
+    with pytest.raises(ValueError):
+        frames.encode_message(value)
 
 
 def test_websocket_frame_lengths_follow_rfc6455():

@@ -14,7 +14,7 @@ class Recorder:
 
     def deliver(self, batch):
         if self.accept:
-            self.batches.append(list(batch.messages))
+            self.batches.append(list(batch.encoded))
         return self.accept
 
     def disconnect(self, code, reason):
@@ -44,7 +44,7 @@ def test_publishes_in_one_iteration_share_one_flush(hub, scheduled):
     hub.publish({"two": 2})
     assert len(scheduled) == 1
     run(scheduled)
-    assert a.batches == b.batches == [["1", {"two": 2}]]
+    assert a.batches == b.batches == [['"1"', '{"two":2}']]
     assert (hub.messages_in, hub.messages_out, hub.flushes) == (2, 4, 1)
 
 
@@ -55,7 +55,7 @@ def test_next_publish_schedules_a_new_flush(hub, scheduled):
     run(scheduled)
     hub.publish("2")
     run(scheduled)
-    assert a.batches == [["1"], ["2"]]
+    assert a.batches == [['"1"'], ['"2"']]
 
 
 def test_batch_builds_each_wire_form_once_for_all():
@@ -92,7 +92,7 @@ def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):
     assert len(hub) == 1
     hub.publish("y")
     run(scheduled)
-    assert fast.batches == [["x"], ["y"]]
+    assert fast.batches == [['"x"'], ['"y"']]
     assert hub.messages_out == 2
 
 
@@ -105,7 +105,7 @@ def test_replay_sends_the_last_flushed_messages_first_and_never_twice(scheduled)
     late = Recorder()
     hub.subscribe(late)
     run(scheduled)
-    assert late.batches == [["b", "c"], ["pending"]]
+    assert late.batches == [['"b"', '"c"'], ['"pending"']]
 
 
 def test_unsubscribe_is_idempotent_and_counts_by_transport(hub):
@@ -127,3 +127,16 @@ def test_rate_meter_averages_over_its_window():
     assert meter.rates() == (15.0, 50.0)
     meter.sample(3.0, 30, 400)
     assert meter.rates() == (10.0, 150.0)
+
+
+@pytest.mark.parametrize("message", [float("nan"), {"x": float("inf")}, b"bytes", "lone \ud800"])
+def test_unpublishable_message_is_refused_and_queues_nothing(scheduled, message):
+    hub = Hub(scheduled.append, replay=5)
+    a = Recorder("rawwebsocket")
+    hub.subscribe(a)
+    with pytest.raises(ValueError):
+        hub.publish(message)
+    hub.publish("fine")
+    run(scheduled)
+    assert a.batches == [['"fine"']]
+    assert hub.messages_in == 1

@@ -6,18 +6,13 @@ import socket
 
 import websocket
 
+from loadtest.procstat import rss_kb
+
 from sockjs_clients import RawWebSocketClient, WebSocketClient, session_url, wait_until
 
 MESSAGE = "x" * 8000
 PER_FRAME = 7
 PUSHED_BYTES = 96 << 20
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
 
 
 def stalled_websocket(url):
