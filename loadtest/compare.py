@@ -166,7 +166,12 @@ class Compare:
     def floor(self):
         """Run the bare send loop under the fixed load, pinned like the servers."""
         clients, rate = self.args.cpu_load
-        argv = [contenders.cpython(), "-m", "loadtest.floor", "--connections", str(clients),
+        try:
+            python, _ = contenders.cpython("loadtest.floor")
+        except contenders.Unavailable as reason:
+            self.status.message("floor: left out: %s" % reason)
+            return
+        argv = [python, "-m", "loadtest.floor", "--connections", str(clients),
                 "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
                 "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
         self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
