@@ -29,7 +29,16 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
     group = client.ClientGroup(url, transport, source_addresses, first_id)
     loop = asyncio.get_event_loop()
     commands = asyncio.Queue()
-    loop.add_reader(pipe.fileno(), lambda: commands.put_nowait(pipe.recv()))
+    serving = asyncio.current_task()
+
+    def receive():
+        try:
+            commands.put_nowait(pipe.recv())
+        except (EOFError, OSError):
+            loop.remove_reader(pipe.fileno())
+            serving.cancel()
+
+    loop.add_reader(pipe.fileno(), receive)
     try:
         while True:
             command = await commands.get()
@@ -42,6 +51,8 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
                 pipe.send(("step", partial, group.alive_count()))
             else:
                 return
+    except (asyncio.CancelledError, ConnectionError):
+        return  # the sweep's process is gone: nobody to answer
     finally:
         loop.remove_reader(pipe.fileno())
         group.close()
