@@ -16,6 +16,7 @@ prints one JSON object (a results line of type ``floor``).
 import argparse
 import json
 import os
+import select
 import selectors
 import socket
 import sys
@@ -38,14 +39,16 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     """Run the send loop and return the ``floor`` results line as a dict."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
     address = listener.getsockname()
+    drain_gone, drain_alive = os.pipe()
     drain_pid = os.fork()
     if drain_pid == 0:
         listener.close()
+        os.close(drain_gone)
         os._exit(_drain(address, connections, drain_cpu))
+    os.close(drain_alive)
     try:
         affinity.pin(0, cpu)
-        listener.settimeout(30)
-        peers = [listener.accept()[0] for _ in range(connections)]
+        peers = _accept(listener, connections, drain_gone)
         listener.close()
         for peer in peers:
             peer.setblocking(False)
@@ -53,6 +56,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         for peer in peers:
             peer.close()
     finally:
+        os.close(drain_gone)
         _, status = os.waitpid(drain_pid, 0)
     result = {
         "type": "floor",
@@ -65,6 +69,21 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     }
     result.update(sent)
     return result
+
+
+def _accept(listener, connections, drain_gone, timeout=30.0):
+    """The drain's connections; OSError as soon as the drain has exited (``drain_gone``
+    is the read end of a pipe whose write end only the drain holds)."""
+    peers = []
+    deadline = time.monotonic() + timeout
+    while len(peers) < connections:
+        readable, _, _ = select.select([drain_gone, listener], [], [], max(0, deadline - time.monotonic()))
+        if drain_gone in readable:
+            raise OSError("the drain exited after %d of %d connections" % (len(peers), connections))
+        if not readable:
+            raise OSError("only %d of %d connections within %g s" % (len(peers), connections, timeout))
+        peers.append(listener.accept()[0])
+    return peers
 
 
 def _send_rounds(peers, frame, rate, seconds):
