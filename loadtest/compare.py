@@ -132,9 +132,14 @@ class Compare:
                     return False
             if "cpu" in args.measure:
                 clients, rate = args.cpu_load
-                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate],
+                ends = []
+                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate], on_level=ends.append,
                                               **dict(options, duration=args.cpu_seconds)))
+                if fixed is None:
+                    return False
                 if not fixed:
+                    self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
+                        contender.label, clients, rate, ends[-1]["end"]))
                     return False
                 self.out.write(cpu_per_msg_record(fixed[0]))
                 self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
