@@ -39,7 +39,7 @@ def parse_load(text):
 
 
 def parse_rates(text):
-    return [float(rate) for rate in text.split(",") if rate.strip()]
+    return [cli.positive_float(rate) for rate in text.split(",") if rate.strip()]
 
 
 def parse_servers(text):
@@ -68,18 +68,18 @@ def build_parser():
     )
     parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
                         help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    parser.add_argument("--levels", type=cli.parse_int_list, default=list(sweep.DEFAULT_LEVELS),
+    parser.add_argument("--levels", type=cli.parse_levels, default=list(sweep.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
     parser.add_argument("--rates", type=parse_rates,
                         help="total msgs/s of each step (default: geometric from %d to %d)"
                         % (sweep.FIRST_RATE, sweep.LAST_RATE))
-    parser.add_argument("--step-seconds", type=float, default=10.0, help="seconds per step (default 10)")
+    parser.add_argument("--step-seconds", type=cli.positive_float, default=10.0, help="seconds per step (default 10)")
     parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
     parser.add_argument("--cpu-load", type=parse_load, default=(1000, 100.0), metavar="CLIENTSxRATE",
                         help="fixed load for CPU per delivered message (default 1000x100)")
-    parser.add_argument("--cpu-seconds", type=float, default=10.0,
+    parser.add_argument("--cpu-seconds", type=cli.positive_float, default=10.0,
                         help="how long the fixed load and the floor run (default 10)")
-    parser.add_argument("--idle-connections", type=int, default=5000,
+    parser.add_argument("--idle-connections", type=cli.positive_int, default=5000,
                         help="connections held open for RSS per idle connection (default 5000)")
     parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
                         help="comma-separated, from %s (default: all; the floor comes with cpu)"

@@ -114,10 +114,14 @@ class RemoteGroup:
 
 
 def make_groups(url, transport, source_addresses, level, procs, cpus=None):
-    """``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1."""
-    shares = [level // procs + (1 if i < level % procs else 0) for i in range(procs)]
+    """Up to ``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1.
+
+    A worker with no connection would end every step at once, so there are never
+    more workers than connections.
+    """
     if procs == 1:
-        return [client.ClientGroup(url, transport, source_addresses)], shares
+        return [client.ClientGroup(url, transport, source_addresses)], [level]
+    shares = [level // procs + (1 if i < level % procs else 0) for i in range(min(procs, level))]
     groups = []
     first_id = 0
     for i, share in enumerate(shares):
