@@ -85,7 +85,8 @@ def check_target(parser, url):
 
 def server_runtime(url, pid):
     """``interpreter`` from the server's ``/stats`` (the broker has it), else its executable's name."""
-    stats_url = url.rstrip("/").rsplit("/", 1)[0] + "/stats"
+    parts = urllib.parse.urlsplit(url)
+    stats_url = "%s://%s/stats" % (parts.scheme, parts.netloc)
     try:
         with urllib.request.urlopen(stats_url, timeout=2) as response:
             return json.loads(response.read())["interpreter"]
