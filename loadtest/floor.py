@@ -22,17 +22,12 @@ import socket
 import sys
 import time
 
+from broker.api import interpreter
+from broker.frames import websocket_frame
 from loadtest import affinity
-from loadtest.procstat import cpu_seconds, interpreter
+from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
-
-
-def text_frame(payload):
-    """An unmasked RFC 6455 text frame, as a server sends it (payloads under 126 bytes)."""
-    if len(payload) >= 126:
-        raise ValueError("payload too long for a one-byte length: %d" % len(payload))
-    return bytes([0x81, len(payload)]) + payload
 
 
 def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
@@ -52,7 +47,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         listener.close()
         for peer in peers:
             peer.setblocking(False)
-        sent = _send_rounds(peers, text_frame(PAYLOAD), rate, seconds)
+        sent = _send_rounds(peers, websocket_frame(PAYLOAD), rate, seconds)
         for peer in peers:
             peer.close()
     finally:
@@ -62,7 +57,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         "type": "floor",
         "connections": connections,
         "rate": rate,
-        "frame_bytes": len(text_frame(PAYLOAD)),
+        "frame_bytes": len(websocket_frame(PAYLOAD)),
         "cpu": cpu,
         "runtime": interpreter(),
         "drain_ok": os.waitstatus_to_exitcode(status) == 0,

@@ -3,13 +3,6 @@ import resource
 import subprocess
 import sys
 
-from loadtest import floor
-
-
-def test_text_frame_is_an_unmasked_rfc6455_text_frame():
-    frame = floor.text_frame(b'a["x"]')
-    assert frame == b'\x81\x06a["x"]'
-
 
 def test_floor_sends_every_round_and_reports_cpu_per_send():
     done = subprocess.run(
