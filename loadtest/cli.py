@@ -4,12 +4,12 @@ import argparse
 import asyncio
 import json
 import math
-import resource
 import signal
 import sys
 import urllib.parse
 import urllib.request
 
+from broker.app import raise_open_files_limit
 from loadtest import affinity, client, procstat, report, results, sweep, workers
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
@@ -92,12 +92,6 @@ def server_runtime(url, pid):
             return json.loads(response.read())["interpreter"]
     except (OSError, ValueError, KeyError, TypeError):
         return procstat.runtime_of(pid) if pid else None
-
-
-def raise_open_files_limit():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def main(argv=None):

@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 
+from broker.app import raise_open_files_limit
 from loadtest import affinity, cli, client, contenders, procstat, report, results, servers, sweep
 from plots import summary
 
@@ -303,7 +304,7 @@ def main(argv=None):
         status.message("no server to measure")
         return 1
     affinity.pin(0, args.client_cpu)
-    cli.raise_open_files_limit()
+    raise_open_files_limit()
     out_path = args.out or results.default_path()
     measured = []
     with results.ResultsFile(out_path) as out:
