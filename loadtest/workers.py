@@ -95,7 +95,7 @@ class RemoteGroup:
     def alive_count(self):
         return self._alive
 
-    async def run_step(self, to_send, duration, total_messages=None):
+    async def run_step(self, to_send, duration, total_messages):
         self._pipe.send(("step", to_send, duration, total_messages))
         _, partial, self._alive = await self._reply()
         partial["histogram"] = HdrHistogram.decode(partial["histogram"])
