@@ -3,19 +3,41 @@
 import argparse
 import asyncio
 import json
-import resource
+import math
 import signal
 import sys
 import urllib.parse
 import urllib.request
 
+from broker.app import raise_open_files_limit
 from loadtest import affinity, client, procstat, report, results, sweep, workers
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 
 
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more, got %s" % text)
+    return value
+
+
+def positive_float(text):
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a number more than 0, got %s" % text)
+    return value
+
+
 def parse_int_list(text):
-    return [int(level) for level in text.split(",") if level.strip()]
+    return [int(item) for item in text.split(",") if item.strip()]
+
+
+def parse_levels(text):
+    levels = [positive_int(level) for level in text.split(",") if level.strip()]
+    if not levels:
+        raise argparse.ArgumentTypeError("expected comma-separated client counts, got %r" % text)
+    return levels
 
 
 def build_parser():
@@ -32,18 +54,18 @@ def build_parser():
                         help="SockJS prefix of the server under test (default %(default)s, where "
                         "python -m broker listens)")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--clients", type=int, help="one concurrency level")
-    which.add_argument("--levels", type=parse_int_list,
+    which.add_argument("--clients", type=positive_int, help="one concurrency level")
+    which.add_argument("--levels", type=parse_levels,
                        help="comma-separated levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
-    parser.add_argument("--rate", type=float,
+    parser.add_argument("--rate", type=positive_float,
                         help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per step (default 10)")
+    parser.add_argument("--duration", type=positive_float, default=10.0, help="seconds per step (default 10)")
     parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
     parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
     parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
     parser.add_argument("--server-pid", type=int, help="measure this process's CPU and RSS")
-    parser.add_argument("--procs", type=int, default=1, help="spread the clients over N processes")
+    parser.add_argument("--procs", type=positive_int, default=1, help="spread the clients over N processes")
     parser.add_argument("--client-cpu", type=parse_int_list,
                         help="pin the load client to this CPU; with --procs, a list: worker i "
                         "runs on the i-th CPU (round-robin)")
@@ -63,18 +85,13 @@ def check_target(parser, url):
 
 def server_runtime(url, pid):
     """``interpreter`` from the server's ``/stats`` (the broker has it), else its executable's name."""
-    stats_url = url.rstrip("/").rsplit("/", 1)[0] + "/stats"
+    parts = urllib.parse.urlsplit(url)
+    stats_url = "%s://%s/stats" % (parts.scheme, parts.netloc)
     try:
         with urllib.request.urlopen(stats_url, timeout=2) as response:
             return json.loads(response.read())["interpreter"]
     except (OSError, ValueError, KeyError, TypeError):
         return procstat.runtime_of(pid) if pid else None
-
-
-def raise_open_files_limit():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def main(argv=None):
@@ -91,7 +108,7 @@ def main(argv=None):
             procstat.cpu_seconds(args.server_pid)
         except procstat.ProcessGone:
             parser.error("--server-pid %d: no such process" % args.server_pid)
-    levels = [args.clients] if args.clients else (args.levels or list(sweep.DEFAULT_LEVELS))
+    levels = [args.clients] if args.clients is not None else (args.levels or list(sweep.DEFAULT_LEVELS))
     if args.client_cpu is not None:
         affinity.pin(0, args.client_cpu[0])
     if args.server_cpu is not None:
@@ -117,7 +134,7 @@ def main(argv=None):
             status.message("level %d ended: %s" % (record["level"], record["end"]))
 
         options = dict(
-            rates=[args.rate] if args.rate else None, duration=args.duration, pause=args.pause,
+            rates=[args.rate] if args.rate is not None else None, duration=args.duration, pause=args.pause,
             transport=args.transport, server=label, server_pid=args.server_pid,
             source_addresses=args.source_addresses, procs=args.procs, client_cpus=args.client_cpu,
             on_step=on_step, on_level=on_level,

@@ -328,7 +328,7 @@ class ClientGroup:
     def alive_count(self):
         return len(self.alive())
 
-    async def run_step(self, to_send, duration, total_messages=None):
+    async def run_step(self, to_send, duration, total_messages):
         """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they are back.
 
         ``total_messages`` is what every group together sends in this step (to know
@@ -336,8 +336,6 @@ class ClientGroup:
         """
         loop = asyncio.get_event_loop()
         rate = to_send / duration
-        if total_messages is None:
-            total_messages = to_send
         connections = self.alive()
         self.histogram = new_histogram()
         for conn in connections:

@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 
+from broker.app import raise_open_files_limit
 from loadtest import affinity, cli, client, contenders, procstat, report, results, servers, sweep
 from plots import summary
 
@@ -39,7 +40,7 @@ def parse_load(text):
 
 
 def parse_rates(text):
-    return [float(rate) for rate in text.split(",") if rate.strip()]
+    return [cli.positive_float(rate) for rate in text.split(",") if rate.strip()]
 
 
 def parse_servers(text):
@@ -68,18 +69,18 @@ def build_parser():
     )
     parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
                         help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    parser.add_argument("--levels", type=cli.parse_int_list, default=list(sweep.DEFAULT_LEVELS),
+    parser.add_argument("--levels", type=cli.parse_levels, default=list(sweep.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
     parser.add_argument("--rates", type=parse_rates,
                         help="total msgs/s of each step (default: geometric from %d to %d)"
                         % (sweep.FIRST_RATE, sweep.LAST_RATE))
-    parser.add_argument("--step-seconds", type=float, default=10.0, help="seconds per step (default 10)")
+    parser.add_argument("--step-seconds", type=cli.positive_float, default=10.0, help="seconds per step (default 10)")
     parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
     parser.add_argument("--cpu-load", type=parse_load, default=(1000, 100.0), metavar="CLIENTSxRATE",
                         help="fixed load for CPU per delivered message (default 1000x100)")
-    parser.add_argument("--cpu-seconds", type=float, default=10.0,
+    parser.add_argument("--cpu-seconds", type=cli.positive_float, default=10.0,
                         help="how long the fixed load and the floor run (default 10)")
-    parser.add_argument("--idle-connections", type=int, default=5000,
+    parser.add_argument("--idle-connections", type=cli.positive_int, default=5000,
                         help="connections held open for RSS per idle connection (default 5000)")
     parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
                         help="comma-separated, from %s (default: all; the floor comes with cpu)"
@@ -132,9 +133,14 @@ class Compare:
                     return False
             if "cpu" in args.measure:
                 clients, rate = args.cpu_load
-                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate],
+                ends = []
+                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate], on_level=ends.append,
                                               **dict(options, duration=args.cpu_seconds)))
+                if fixed is None:
+                    return False
                 if not fixed:
+                    self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
+                        contender.label, clients, rate, ends[-1]["end"]))
                     return False
                 self.out.write(cpu_per_msg_record(fixed[0]))
                 self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
@@ -166,7 +172,12 @@ class Compare:
     def floor(self):
         """Run the bare send loop under the fixed load, pinned like the servers."""
         clients, rate = self.args.cpu_load
-        argv = [contenders.cpython(), "-m", "loadtest.floor", "--connections", str(clients),
+        try:
+            python, _ = contenders.cpython("loadtest.floor")
+        except contenders.Unavailable as reason:
+            self.status.message("floor: left out: %s" % reason)
+            return
+        argv = [python, "-m", "loadtest.floor", "--connections", str(clients),
                 "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
                 "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
         self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
@@ -293,7 +304,7 @@ def main(argv=None):
         status.message("no server to measure")
         return 1
     affinity.pin(0, args.client_cpu)
-    cli.raise_open_files_limit()
+    raise_open_files_limit()
     out_path = args.out or results.default_path()
     measured = []
     with results.ResultsFile(out_path) as out:

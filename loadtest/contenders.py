@@ -13,6 +13,10 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODE_DIR = os.path.join(REPO_ROOT, "loadtest", "node")
+CPYTHON_CANDIDATES = (
+    os.path.join(REPO_ROOT, ".tox", "py3", "bin", "python"),
+    os.path.join(REPO_ROOT, ".venv", "bin", "python"),
+)
 PYPY_CANDIDATES = (
     os.path.join(REPO_ROOT, ".tox", "pypy3", "bin", "python"),
     os.path.join(REPO_ROOT, ".venv-pypy", "bin", "python"),
@@ -25,11 +29,11 @@ PYPY_HOWTO = (
 NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 
-# Runs under the contender's interpreter, from the repository root: fails unless
-# the module it will serve imports, then prints the interpreter's name and version.
+# Runs under a candidate interpreter, from the repository root: fails unless the
+# module it will serve imports, then prints the interpreter's name and version.
 _PROBE = (
     "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from loadtest.procstat import interpreter; print(interpreter())"
+    "from broker.api import interpreter; print(interpreter())"
 )
 
 
@@ -53,24 +57,61 @@ class Contender:
 def resolve(name, npm_timeout=300.0):
     """The :class:`Contender` called ``name`` (one of :data:`NAMES`)."""
     if name == "broker-cpython":
-        return _python_contender(name, cpython(), "broker")
+        return _cpython_contender(name, "broker")
     if name == "broker-pypy":
         python = pypy()
         if python is None:
             raise Unavailable("%s: %s" % (name, PYPY_HOWTO))
-        return _python_contender(name, python, "broker")
+        try:
+            runtime = probe(python, "broker")
+        except Unavailable as reason:
+            raise Unavailable("%s: %s" % (name, reason))
+        return Contender(name, [python, "-m", "broker"] + LISTEN, runtime)
     if name == "sockjs-node":
         return _node_contender(name, npm_timeout)
     if name == "sockjs-tornado":
-        return _python_contender(name, cpython(), "loadtest.baseline")
+        return _cpython_contender(name, "loadtest.baseline")
     raise Unavailable("unknown server %r (known: %s)" % (name, ", ".join(NAMES)))
 
 
-def cpython():
-    """The current interpreter if it is CPython, else ``python3`` from PATH."""
+def cpython(module):
+    """``(path, runtime)`` of the first CPython that can import ``module``.
+
+    Tried in order: this interpreter, the ``py3`` tox environment beside this
+    one, the project's ``.tox/py3`` and ``.venv``, then every ``python3`` on PATH.
+    Each is probed, because under ``tox -e pypy3`` this interpreter and PATH's
+    first ``python3`` are PyPy.
+    """
+    tried = []
+    for python in cpython_candidates():
+        try:
+            runtime = probe(python, module)
+        except Unavailable as reason:
+            tried.append(str(reason))
+            continue
+        if runtime.startswith("CPython "):
+            return python, runtime
+        tried.append("%s is %s" % (python, runtime))
+    raise Unavailable("no CPython can import %s (%s); tox -e py3 --notest sets one up in .tox/py3"
+                      % (module, "; ".join(tried) or "none found"))
+
+
+def cpython_candidates():
+    """Interpreters that may be CPython with the project's dependencies, best first, each once."""
+    candidates = []
     if platform.python_implementation() == "CPython":
-        return sys.executable
-    return shutil.which("python3") or "python3"
+        candidates.append(sys.executable)
+    if os.path.basename(os.path.dirname(sys.prefix)) == ".tox":
+        candidates.append(os.path.join(os.path.dirname(sys.prefix), "py3", "bin", "python"))
+    candidates.extend(CPYTHON_CANDIDATES)
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if directory:
+            candidates.append(os.path.join(directory, "python3"))
+    found = []
+    for path in map(os.path.abspath, candidates):
+        if os.access(path, os.X_OK) and path not in found:
+            found.append(path)
+    return found
 
 
 def pypy():
@@ -81,18 +122,27 @@ def pypy():
     return None
 
 
-def _python_contender(name, python, module):
+def probe(python, module):
+    """The runtime (``CPython 3.11.7``) of ``python`` once it has imported ``module``."""
     try:
-        probe = subprocess.run(
+        done = subprocess.run(
             [python, "-c", _PROBE, module],
             cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise Unavailable("%s: cannot run %s: %s" % (name, python, error))
-    if probe.returncode != 0:
-        last = (probe.stderr.strip().splitlines() or ["exit code %d" % probe.returncode])[-1]
-        raise Unavailable("%s: %s cannot import %s: %s" % (name, python, module, last))
-    return Contender(name, [python, "-m", module] + LISTEN, probe.stdout.strip())
+        raise Unavailable("cannot run %s: %s" % (python, error))
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["exit code %d" % done.returncode])[-1]
+        raise Unavailable("%s cannot import %s: %s" % (python, module, last))
+    return done.stdout.strip()
+
+
+def _cpython_contender(name, module):
+    try:
+        python, runtime = cpython(module)
+    except Unavailable as reason:
+        raise Unavailable("%s: %s" % (name, reason))
+    return Contender(name, [python, "-m", module] + LISTEN, runtime)
 
 
 def _node_contender(name, npm_timeout):

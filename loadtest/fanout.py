@@ -14,27 +14,16 @@ import selectors
 import socket
 import time
 
+from broker.frames import websocket_frame
 from loadtest import payload, websocket
 
 FILLER_CLIENT = 999999999
 
 
-def server_frame(data):
-    """An unmasked final text frame, as a server sends it."""
-    length = len(data)
-    if length < 126:
-        header = bytes((0x81, length))
-    elif length < 0x10000:
-        header = bytes((0x81, 126)) + length.to_bytes(2, "big")
-    else:
-        header = bytes((0x81, 127)) + length.to_bytes(8, "big")
-    return header + data
-
-
 def broadcast_frame(per_frame):
     messages = [b'"' + payload.message(FILLER_CLIENT, seq, 1700000000000000) + b'"'
                 for seq in range(per_frame)]
-    return server_frame(b"a[" + b",".join(messages) + b"]")
+    return websocket_frame(b"a[" + b",".join(messages) + b"]")
 
 
 def handshake_answer(request):
@@ -111,7 +100,7 @@ class Source:
             self._drop(sock)
         elif answer is not None:
             del self.requests[sock]
-            sock.sendall(answer + server_frame(b"o"))
+            sock.sendall(answer + websocket_frame(b"o"))
             self.unsent[sock] = b""
             self.selector.modify(sock, selectors.EVENT_READ, "open")
             if self.sending and not self.round_s:

@@ -16,55 +16,69 @@ prints one JSON object (a results line of type ``floor``).
 import argparse
 import json
 import os
+import select
 import selectors
 import socket
 import sys
 import time
 
+from broker.api import interpreter
+from broker.frames import websocket_frame
 from loadtest import affinity
-from loadtest.procstat import cpu_seconds, interpreter
+from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
-
-
-def text_frame(payload):
-    """An unmasked RFC 6455 text frame, as a server sends it (payloads under 126 bytes)."""
-    if len(payload) >= 126:
-        raise ValueError("payload too long for a one-byte length: %d" % len(payload))
-    return bytes([0x81, len(payload)]) + payload
 
 
 def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     """Run the send loop and return the ``floor`` results line as a dict."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
     address = listener.getsockname()
+    drain_gone, drain_alive = os.pipe()
     drain_pid = os.fork()
     if drain_pid == 0:
         listener.close()
+        os.close(drain_gone)
         os._exit(_drain(address, connections, drain_cpu))
+    os.close(drain_alive)
     try:
         affinity.pin(0, cpu)
-        listener.settimeout(30)
-        peers = [listener.accept()[0] for _ in range(connections)]
+        peers = _accept(listener, connections, drain_gone)
         listener.close()
         for peer in peers:
             peer.setblocking(False)
-        sent = _send_rounds(peers, text_frame(PAYLOAD), rate, seconds)
+        sent = _send_rounds(peers, websocket_frame(PAYLOAD), rate, seconds)
         for peer in peers:
             peer.close()
     finally:
+        os.close(drain_gone)
         _, status = os.waitpid(drain_pid, 0)
     result = {
         "type": "floor",
         "connections": connections,
         "rate": rate,
-        "frame_bytes": len(text_frame(PAYLOAD)),
+        "frame_bytes": len(websocket_frame(PAYLOAD)),
         "cpu": cpu,
         "runtime": interpreter(),
         "drain_ok": os.waitstatus_to_exitcode(status) == 0,
     }
     result.update(sent)
     return result
+
+
+def _accept(listener, connections, drain_gone, timeout=30.0):
+    """The drain's connections; OSError as soon as the drain has exited (``drain_gone``
+    is the read end of a pipe whose write end only the drain holds)."""
+    peers = []
+    deadline = time.monotonic() + timeout
+    while len(peers) < connections:
+        readable, _, _ = select.select([drain_gone, listener], [], [], max(0, deadline - time.monotonic()))
+        if drain_gone in readable:
+            raise OSError("the drain exited after %d of %d connections" % (len(peers), connections))
+        if not readable:
+            raise OSError("only %d of %d connections within %g s" % (len(peers), connections, timeout))
+        peers.append(listener.accept()[0])
+    return peers
 
 
 def _send_rounds(peers, frame, rate, seconds):

@@ -8,7 +8,6 @@ searching for ``"<client>:``.
 """
 
 SOCKJS_OPEN = 0x6F  # o
-SOCKJS_HEARTBEAT = 0x68  # h
 SOCKJS_ARRAY = 0x61  # a
 SOCKJS_CLOSE = 0x63  # c
 

@@ -2,7 +2,6 @@
 
 import os
 import platform
-import sys
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -42,15 +41,6 @@ def runtime_of(pid):
         return os.path.basename(os.readlink("/proc/%d/exe" % pid))
     except OSError:
         return None
-
-
-def interpreter():
-    """``CPython 3.11.7`` or ``PyPy 7.3.11 (Python 3.9.16)``."""
-    python = platform.python_version()
-    if platform.python_implementation() == "PyPy":
-        pypy = "%d.%d.%d" % sys.pypy_version_info[:3]
-        return "PyPy %s (Python %s)" % (pypy, python)
-    return "%s %s" % (platform.python_implementation(), python)
 
 
 def machine():

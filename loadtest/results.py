@@ -10,6 +10,7 @@ import os
 import sys
 
 import loadtest
+from broker.api import interpreter
 from loadtest import procstat
 
 
@@ -24,7 +25,7 @@ def run_record(url, transport, command=None):
         "type": "run",
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": list(sys.argv if command is None else command),
-        "client": {"interpreter": procstat.interpreter(), "version": loadtest.__version__},
+        "client": {"interpreter": interpreter(), "version": loadtest.__version__},
         "machine": procstat.machine(),
         "url": url,
         "transport": transport,

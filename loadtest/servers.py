@@ -90,10 +90,14 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
     reader.start()
     deadline = time.monotonic() + timeout
     while not found.wait(0.05):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
+        exited = process.poll() is not None
+        if exited or time.monotonic() > deadline:
+            if not exited:
+                process.kill()
             process.wait()
-            reason = "exited with code %s" % process.returncode if process.returncode else "timed out"
+            reader.join(1.0)
+            process.stdout.close()
+            reason = "exited with code %s" % process.returncode if exited else "timed out after %g s" % timeout
             raise ServerError(
                 "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
             )

@@ -1,7 +1,8 @@
 """The benchmark method: concurrency levels, rate steps, overload rules, step records.
 
-:func:`run_sweep` is the entry point for code (``compare`` calls it per server);
-``python -m loadtest`` is a thin command line around it.
+:func:`sweep` runs on the caller's event loop (``python -m loadtest`` and
+``compare`` drive it through ``cli.run_interruptible``, so Ctrl-C stops it
+cleanly); :func:`run_sweep` is the same as one synchronous call.
 """
 
 import asyncio

@@ -86,10 +86,6 @@ def client_frame(payload, opcode=OP_TEXT):
     return header + mask_key + _mask(payload, mask_key)
 
 
-def close_payload(code=1000, reason=b""):
-    return _PACK_16.pack(code) + reason
-
-
 def parse_frames(buffer, max_payload=1 << 26):
     """Split ``buffer`` into complete server frames.
 

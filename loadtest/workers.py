@@ -29,7 +29,16 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
     group = client.ClientGroup(url, transport, source_addresses, first_id)
     loop = asyncio.get_event_loop()
     commands = asyncio.Queue()
-    loop.add_reader(pipe.fileno(), lambda: commands.put_nowait(pipe.recv()))
+    serving = asyncio.current_task()
+
+    def receive():
+        try:
+            commands.put_nowait(pipe.recv())
+        except (EOFError, OSError):
+            loop.remove_reader(pipe.fileno())
+            serving.cancel()
+
+    loop.add_reader(pipe.fileno(), receive)
     try:
         while True:
             command = await commands.get()
@@ -42,6 +51,8 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
                 pipe.send(("step", partial, group.alive_count()))
             else:
                 return
+    except (asyncio.CancelledError, ConnectionError):
+        return  # the sweep's process is gone: nobody to answer
     finally:
         loop.remove_reader(pipe.fileno())
         group.close()
@@ -84,7 +95,7 @@ class RemoteGroup:
     def alive_count(self):
         return self._alive
 
-    async def run_step(self, to_send, duration, total_messages=None):
+    async def run_step(self, to_send, duration, total_messages):
         self._pipe.send(("step", to_send, duration, total_messages))
         _, partial, self._alive = await self._reply()
         partial["histogram"] = HdrHistogram.decode(partial["histogram"])
@@ -103,10 +114,14 @@ class RemoteGroup:
 
 
 def make_groups(url, transport, source_addresses, level, procs, cpus=None):
-    """``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1."""
-    shares = [level // procs + (1 if i < level % procs else 0) for i in range(procs)]
+    """Up to ``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1.
+
+    A worker with no connection would end every step at once, so there are never
+    more workers than connections.
+    """
     if procs == 1:
-        return [client.ClientGroup(url, transport, source_addresses)], shares
+        return [client.ClientGroup(url, transport, source_addresses)], [level]
+    shares = [level // procs + (1 if i < level % procs else 0) for i in range(min(procs, level))]
     groups = []
     first_id = 0
     for i, share in enumerate(shares):

@@ -1,10 +1,10 @@
 """``python -m plots RESULTS.jsonl [-o DIR]``: the comparison figures and the summary table."""
 
 import argparse
-import json
 import os
 import sys
 
+import loadtest.results
 from plots import figures, summary
 
 
@@ -15,8 +15,7 @@ def main(argv=None):
                         "in a folder named after it)")
     args = parser.parse_args(argv)
     try:
-        with open(args.results) as lines:
-            records = [json.loads(line) for line in lines if line.strip()]
+        records = loadtest.results.read(args.results)
     except (OSError, ValueError) as error:
         parser.exit(1, "plots: cannot read %s: %s\n" % (args.results, error))
     results = summary.Results(records)

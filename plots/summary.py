@@ -95,7 +95,7 @@ def cost_rows(results):
     """Per server: CPU per delivered message at the fixed load and RSS per idle connection, with ratios."""
     cpu = {r["server"]: r for r in results.cpu_per_msg}
     rss = {r["server"]: r for r in results.idle_rss}
-    floor = results.floor["cpu_us_per_send"] if results.floor else None
+    floor = results.floor.get("cpu_us_per_send") if results.floor else None
     rows = []
     for server in results.servers:
         if server not in cpu and server not in rss:
@@ -180,7 +180,7 @@ def summary_rst(results):
         title = "Cost per delivered message"
         if load:
             title += " at %d clients x %s msgs/s" % (load["level"], _rate(load["rate"]))
-        if results.floor:
+        if results.floor and results.floor.get("cpu_us_per_send") is not None:
             title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
         headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
                    "lost", "idle KiB/conn", "vs %s" % REFERENCE)

@@ -1,6 +1,7 @@
 """``python -m loadtest compare`` at tiny scale, end to end, with real servers and clients."""
 
 import collections
+import resource
 import json
 import subprocess
 import sys
@@ -76,3 +77,15 @@ def test_bad_arguments_are_refused_clearly(argv, message, capsys):
         compare.main(argv)
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_fixed_load_that_cannot_connect_says_why(tmp_path):
+    few_files = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # noqa: E731
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-tornado", "--measure", "cpu",
+         "--cpu-load", "200x10", "--cpu-seconds", "0.5", "--pause", "0.1",
+         "--out", str(tmp_path / "r.jsonl")],
+        capture_output=True, text=True, timeout=50, preexec_fn=few_files,
+    )
+    assert done.returncode == 1
+    assert "sockjs-tornado: no CPU per delivered message at 200x10: connections failed" in done.stderr

@@ -1,5 +1,7 @@
 """Each contender starts under the launch contract and broadcasts to every connection."""
 
+import os
+
 import pytest
 import websocket
 
@@ -28,7 +30,7 @@ def test_contender_broadcasts_to_every_connection(name):
 
 def test_runtimes_are_named():
     assert contenders.resolve("sockjs-node").runtime.startswith("Node ")
-    assert contenders.resolve("sockjs-tornado").runtime.startswith(("CPython 3.", "PyPy "))
+    assert contenders.resolve("sockjs-tornado").runtime.startswith("CPython 3.")
 
 
 def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
@@ -38,7 +40,21 @@ def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
     assert "pypy3 -m venv .venv-pypy" in str(missing.value)
 
 
-def test_a_contender_that_cannot_import_its_server_is_unavailable(tmp_path):
+def test_a_contender_that_cannot_import_its_server_is_unavailable():
     with pytest.raises(contenders.Unavailable) as missing:
-        contenders._python_contender("broken", contenders.cpython(), "no_such_module_here")
+        contenders.cpython("no_such_module_here")
     assert "cannot import no_such_module_here" in str(missing.value)
+
+
+def test_an_interpreter_that_is_not_cpython_is_passed_over(tmp_path, monkeypatch):
+    """Under tox -e pypy3, PATH's first python3 is PyPy: the CPython servers must not run on it."""
+    python, runtime = contenders.cpython("loadtest.baseline")
+    impostor = tmp_path / "python3"
+    impostor.write_text('#!/bin/sh\necho "PyPy 7.3.11 (Python 3.9.16)"\n')
+    os.chmod(impostor, 0o755)
+    monkeypatch.setattr(contenders, "cpython_candidates", lambda: [str(impostor), python])
+    assert contenders.cpython("loadtest.baseline") == (python, runtime)
+    monkeypatch.setattr(contenders, "cpython_candidates", lambda: [str(impostor)])
+    with pytest.raises(contenders.Unavailable) as none:
+        contenders.cpython("loadtest.baseline")
+    assert "%s is PyPy 7.3.11" % impostor in str(none.value)

@@ -1,13 +1,7 @@
 import json
+import resource
 import subprocess
 import sys
-
-from loadtest import floor
-
-
-def test_text_frame_is_an_unmasked_rfc6455_text_frame():
-    frame = floor.text_frame(b'a["x"]')
-    assert frame == b'\x81\x06a["x"]'
 
 
 def test_floor_sends_every_round_and_reports_cpu_per_send():
@@ -21,3 +15,14 @@ def test_floor_sends_every_round_and_reports_cpu_per_send():
     assert record["sends"] % 20 == 0 and record["sends"] >= 20 * 40
     assert record["blocked"] == 0
     assert record["cpu_us_per_send"] >= 0
+
+
+def test_a_drain_that_cannot_connect_ends_the_floor_at_once():
+    few_files = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # noqa: E731
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest.floor", "--connections", "200", "--seconds", "0.5"],
+        capture_output=True, text=True, timeout=10, preexec_fn=few_files,
+    )
+    assert done.returncode == 1
+    assert "floor drain: [Errno 24] Too many open files" in done.stderr
+    assert "floor: the drain exited after" in done.stderr

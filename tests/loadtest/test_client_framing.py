@@ -1,5 +1,6 @@
 import pytest
 
+from broker.frames import websocket_frame
 from loadtest import websocket
 
 
@@ -17,13 +18,8 @@ def unmask(frame):
 
 
 def server_frame(payload, opcode=websocket.OP_TEXT, fin=True):
-    length = len(payload)
-    first = (0x80 if fin else 0) | opcode
-    if length < 126:
-        return bytes((first, length)) + payload
-    if length < 0x10000:
-        return bytes((first, 126)) + length.to_bytes(2, "big") + payload
-    return bytes((first, 127)) + length.to_bytes(8, "big") + payload
+    frame = websocket_frame(payload, opcode)
+    return frame if fin else bytes((frame[0] & 0x7F,)) + frame[1:]
 
 
 def test_accept_value_matches_rfc_6455_example():

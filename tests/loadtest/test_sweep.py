@@ -54,6 +54,14 @@ def test_clients_spread_over_worker_processes_merge_their_figures(broker_server)
     assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["p99"] <= step["rtt_ms"]["max"]
 
 
+def test_more_worker_processes_than_clients_leaves_none_idle(broker_server):
+    levels = []
+    steps = sweep.run_sweep(broker_server.url, [2], rates=[10], duration=0.5, pause=0.1, procs=3,
+                            on_level=levels.append)
+    assert levels[0]["end"] == "sweep done"
+    assert steps[0]["received"] == steps[0]["sent"] * 2 > 0
+
+
 def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
