@@ -132,7 +132,7 @@ def _drain(address, connections, cpu):
                     open_count -= 1
         return 0
     except OSError as error:
-        print("floor drain: %s" % error, file=sys.stderr)
+        print("floor drain: %s" % error, file=sys.stderr, flush=True)
         return 1
 
 
