@@ -16,8 +16,11 @@ Rules this module keeps:
   any live batch; since replay is recorded at flush time, nothing published
   before it joined arrives twice.
 
-No socket, no HTTP: subscribers are objects with ``transport``,
-``deliver(batch) -> bool`` and ``disconnect(code, reason)``.
+No socket, no HTTP: a subscriber is an object with ``transport`` (a name for
+the counters), ``form`` (the name of the :class:`Batch` attribute it takes,
+e.g. ``"sockjs_websocket"``, or None for the batch itself), ``write(data) ->
+bool`` and ``disconnect(code, reason)``. Subscribers are grouped by form, so a
+flush looks each form up once and then makes one call per subscriber.
 """
 
 import collections
@@ -104,7 +107,7 @@ class Hub:
     def __init__(self, schedule, replay=0, clock=time.monotonic):
         self._schedule = schedule
         self._clock = clock
-        self._subscribers = {}
+        self._groups = {}
         self._pending_encoded = []
         self._pending_raw = []
         self._flush_scheduled = False
@@ -118,23 +121,27 @@ class Hub:
         self.slow_consumer_disconnects = 0
 
     def __len__(self):
-        return len(self._subscribers)
+        return sum(len(group) for group in self._groups.values())
 
     def __iter__(self):
-        return iter(tuple(self._subscribers))
+        return iter([s for group in self._groups.values() for s in group])
 
     def subscribe(self, subscriber):
         """Add ``subscriber``; it first receives the replay buffer, if any."""
-        self._subscribers[subscriber] = None
+        self._groups.setdefault(subscriber.form, {})[subscriber] = subscriber.write
         self.by_transport[subscriber.transport] += 1
         if self._replay:
             encoded, raw = zip(*self._replay)
-            self._deliver(subscriber, Batch(list(encoded), list(raw)))
+            batch = Batch(list(encoded), list(raw))
+            if subscriber.write(batch if subscriber.form is None else getattr(batch, subscriber.form)):
+                self.messages_out += len(batch)
+            else:
+                self._drop_slow(subscriber)
 
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
-        if subscriber in self._subscribers:
-            del self._subscribers[subscriber]
+        group = self._groups.get(subscriber.form)
+        if group is not None and group.pop(subscriber, None) is not None:
             self.by_transport[subscriber.transport] -= 1
 
     def publish(self, message):
@@ -151,7 +158,7 @@ class Hub:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._schedule(self.flush)
-        return len(self._subscribers)
+        return len(self)
 
     def flush(self):
         """Send everything published since the last flush as one batch."""
@@ -164,16 +171,15 @@ class Hub:
         if self._replay is not None:
             self._replay.extend(zip(batch.encoded, batch.raw))
         self.flushes += 1
-        subscribers = tuple(self._subscribers)
-        slow = [s for s in subscribers if not s.deliver(batch)]
-        self.messages_out += len(batch) * (len(subscribers) - len(slow))
+        slow = []
+        reached = 0
+        for form, group in tuple(self._groups.items()):
+            data = batch if form is None else getattr(batch, form)
+            writers = tuple(group.items())
+            slow += [s for s, write in writers if not write(data)]
+            reached += len(writers)
+        self.messages_out += len(batch) * (reached - len(slow))
         for subscriber in slow:
-            self._drop_slow(subscriber)
-
-    def _deliver(self, subscriber, batch):
-        if subscriber.deliver(batch):
-            self.messages_out += len(batch)
-        else:
             self._drop_slow(subscriber)
 
     def _drop_slow(self, subscriber):
@@ -189,7 +195,7 @@ class Hub:
         """Counters and rates, as plain data."""
         rates = self._meter.rates() or (0.0, 0.0)
         return {
-            "connections_total": len(self._subscribers),
+            "connections_total": len(self),
             "connections": {name: n for name, n in sorted(self.by_transport.items()) if n},
             "messages_in": self.messages_in,
             "messages_out": self.messages_out,

@@ -111,7 +111,9 @@ class BroadcastConnection(SockJSConnection):
         session = self.session
         self.hub = session.server.hub
         self.transport = session.transport_name
-        self.deliver = getattr(session.handler, "deliver", self._deliver_queued)
+        handler = session.handler
+        self.form = getattr(handler, "prebuilt_form", None)
+        self.write = handler.write_prebuilt if self.form else self._write_queued
         self.hub.subscribe(self)
 
     def on_message(self, message):
@@ -129,7 +131,7 @@ class BroadcastConnection(SockJSConnection):
     def disconnect(self, code, reason):
         self.session.close(code, reason)
 
-    def _deliver_queued(self, batch):
+    def _write_queued(self, batch):
         """Polling and streaming sessions: the pre-encoded batch through the session queue."""
         session = self.session
         if session.queued_bytes > session.server.max_buffer:

@@ -6,15 +6,17 @@ from broker.hub import SLOW_CONSUMER, Hub, RateMeter
 
 
 class Recorder:
+    form = None
+
     def __init__(self, transport="websocket", accept=True):
         self.transport = transport
         self.accept = accept
         self.batches = []
         self.closed = None
 
-    def deliver(self, batch):
+    def write(self, data):
         if self.accept:
-            self.batches.append(list(batch.encoded))
+            self.batches.append(list(data.encoded) if self.form is None else data)
         return self.accept
 
     def disconnect(self, code, reason):
@@ -62,7 +64,7 @@ def test_batch_builds_each_wire_form_once_for_all():
     hub_batches = []
 
     class Keeper(Recorder):
-        def deliver(self, batch):
+        def write(self, batch):
             hub_batches.append(batch)
             return True
 
@@ -140,3 +142,24 @@ def test_unpublishable_message_is_refused_and_queues_nothing(scheduled, message)
     run(scheduled)
     assert a.batches == [['"fine"']]
     assert hub.messages_in == 1
+
+
+def test_subscribers_get_their_form_built_once_per_flush(scheduled):
+    class FormRecorder(Recorder):
+        def __init__(self, form):
+            super().__init__()
+            self.form = form
+
+    hub = Hub(scheduled.append)
+    sockjs = [FormRecorder("sockjs_websocket") for _ in range(3)]
+    raw, whole = FormRecorder("raw_websocket"), FormRecorder(None)
+    for subscriber in sockjs + [raw, whole]:
+        hub.subscribe(subscriber)
+    hub.publish("hi")
+    run(scheduled)
+    frames = [s.batches[0] for s in sockjs]
+    assert frames[0] == b'\x81\x07a["hi"]'
+    assert all(f is frames[0] for f in frames)
+    assert raw.batches == [b"\x81\x02hi"]
+    assert whole.batches == [['"hi"']]
+    assert hub.messages_out == 5
