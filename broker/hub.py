@@ -52,6 +52,10 @@ class Batch:
     def __len__(self):
         return len(self.encoded)
 
+    def form(self, name):
+        """The wire form a subscriber asked for by ``name``; None asks for the batch itself."""
+        return self if name is None else getattr(self, name)
+
     @property
     def sockjs_body(self):
         """The encoded messages joined by commas: the inside of ``a[...]``."""
@@ -133,7 +137,7 @@ class Hub:
         if self._replay:
             encoded, raw = zip(*self._replay)
             batch = Batch(list(encoded), list(raw))
-            if subscriber.write(batch if subscriber.form is None else getattr(batch, subscriber.form)):
+            if subscriber.write(batch.form(subscriber.form)):
                 self.messages_out += len(batch)
             else:
                 self._drop_slow(subscriber)
@@ -174,7 +178,7 @@ class Hub:
         slow = []
         reached = 0
         for form, group in tuple(self._groups.items()):
-            data = batch if form is None else getattr(batch, form)
+            data = batch.form(form)
             writers = tuple(group.items())
             slow += [s for s, write in writers if not write(data)]
             reached += len(writers)
