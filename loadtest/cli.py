@@ -29,15 +29,17 @@ def positive_float(text):
     return value
 
 
-def parse_int_list(text):
-    return [int(item) for item in text.split(",") if item.strip()]
+def comma_list(parse_item):
+    """An argparse type: a non-empty comma-separated list, each item read by ``parse_item``."""
 
+    def parse(text):
+        items = [parse_item(item) for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("expected a comma-separated list, got %r" % text)
+        return items
 
-def parse_levels(text):
-    levels = [positive_int(level) for level in text.split(",") if level.strip()]
-    if not levels:
-        raise argparse.ArgumentTypeError("expected comma-separated client counts, got %r" % text)
-    return levels
+    parse.__name__ = "comma-separated %s" % parse_item.__name__  # argparse names it in errors
+    return parse
 
 
 def build_parser():
@@ -55,7 +57,7 @@ def build_parser():
                         "python -m broker listens)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--clients", type=positive_int, help="one concurrency level")
-    which.add_argument("--levels", type=parse_levels,
+    which.add_argument("--levels", type=comma_list(positive_int),
                        help="comma-separated levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
     parser.add_argument("--rate", type=positive_float,
                         help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
@@ -66,7 +68,7 @@ def build_parser():
     parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
     parser.add_argument("--server-pid", type=int, help="measure this process's CPU and RSS")
     parser.add_argument("--procs", type=positive_int, default=1, help="spread the clients over N processes")
-    parser.add_argument("--client-cpu", type=parse_int_list,
+    parser.add_argument("--client-cpu", type=comma_list(int),
                         help="pin the load client to this CPU; with --procs, a list: worker i "
                         "runs on the i-th CPU (round-robin)")
     parser.add_argument("--server-cpu", type=int, help="pin --server-pid to this CPU")

@@ -39,10 +39,6 @@ def parse_load(text):
     return load
 
 
-def parse_rates(text):
-    return [cli.positive_float(rate) for rate in text.split(",") if rate.strip()]
-
-
 def parse_servers(text):
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in contenders.NAMES]
@@ -69,9 +65,9 @@ def build_parser():
     )
     parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
                         help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    parser.add_argument("--levels", type=cli.parse_levels, default=list(sweep.DEFAULT_LEVELS),
+    parser.add_argument("--levels", type=cli.comma_list(cli.positive_int), default=list(sweep.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
-    parser.add_argument("--rates", type=parse_rates,
+    parser.add_argument("--rates", type=cli.comma_list(cli.positive_float),
                         help="total msgs/s of each step (default: geometric from %d to %d)"
                         % (sweep.FIRST_RATE, sweep.LAST_RATE))
     parser.add_argument("--step-seconds", type=cli.positive_float, default=10.0, help="seconds per step (default 10)")

@@ -13,11 +13,7 @@ import os
 import sys
 
 from broker.api import interpreter
-from loadtest import affinity, client, servers
-
-
-def parse_ints(text):
-    return [int(part) for part in text.split(",")]
+from loadtest import affinity, cli, client, servers
 
 
 async def absorb(url, connections, seconds, warmup):
@@ -45,7 +41,7 @@ async def absorb(url, connections, seconds, warmup):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=__doc__)
     parser.add_argument("--connections", type=int, default=100)
-    parser.add_argument("--per-frame", type=parse_ints, default=[1, 10, 50],
+    parser.add_argument("--per-frame", type=cli.comma_list(cli.positive_int), default=[1, 10, 50],
                         help="messages per SockJS frame, comma-separated (default 1,10,50)")
     parser.add_argument("--rounds-per-s", type=float,
                         help="paced: one frame to every connection this often (default: flood)")
