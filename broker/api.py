@@ -76,11 +76,14 @@ class PublishHandler(_JSONHandler):
 
 
 class StatsHandler(_JSONHandler):
-    def initialize(self, hub):
+    def initialize(self, hub, gc_trigger=None):
         self.hub = hub
+        self.gc_trigger = gc_trigger
 
     def get(self):
         stats = self.hub.stats()
+        if self.gc_trigger is not None:
+            stats["gc"] = self.gc_trigger.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

@@ -10,7 +10,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from broker import api, assets
+from broker import api, assets, collector
 from broker.config import http_url, parse_args
 from broker.hub import Hub
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
@@ -40,15 +40,16 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub):
-    """The Tornado application: the SockJS service at ``config.prefix`` and the API."""
+def make_app(config, hub, gc_trigger=None):
+    """The Tornado application: the SockJS service at ``config.prefix`` and the API;
+    ``gc_trigger`` (see :mod:`broker.collector`) adds its counters to ``/stats``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
-        (r"/stats", api.StatsHandler, dict(hub=hub)),
+        (r"/stats", api.StatsHandler, dict(hub=hub, gc_trigger=gc_trigger)),
         (r"/healthz", api.HealthHandler),
     ]
     return Application(routes, **application_settings(config.max_message_size))
@@ -77,8 +78,9 @@ async def serve_until_signalled(server, host, port, name, path):
 
 
 async def run(config):
+    gc_trigger = collector.install()
     hub = Hub(IOLoop.current().add_callback, replay=config.replay)
-    server = HTTPServer(make_app(config, hub), max_body_size=max_body_size(config.max_message_size))
+    server = HTTPServer(make_app(config, hub, gc_trigger), max_body_size=max_body_size(config.max_message_size))
     hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()

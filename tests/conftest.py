@@ -42,8 +42,8 @@ def start_server():
     """Start servers by argv (run from the checkout); each is stopped after the test."""
     started = []
 
-    def start(*argv):
-        server = launch(list(argv), env={"PYTHONPATH": ROOT})
+    def start(*argv, env=None):
+        server = launch(list(argv), env=dict(env or {}, PYTHONPATH=ROOT))
         started.append(server)
         return server
 
@@ -54,11 +54,11 @@ def start_server():
 
 @pytest.fixture
 def start_broker(start_server):
-    """Start brokers with extra flags."""
+    """Start brokers with extra flags (and, by keyword, extra environment)."""
 
-    def start(*flags):
+    def start(*flags, env=None):
         return RunningBroker(start_server(sys.executable, "-m", "broker", "--host", "127.0.0.1",
-                                          "--port", "0", "--log-level", "warning", *flags))
+                                          "--port", "0", "--log-level", "warning", *flags, env=env))
 
     return start
 
