@@ -76,12 +76,17 @@ class PublishHandler(_JSONHandler):
 
 
 class StatsHandler(_JSONHandler):
-    def initialize(self, hub, gc_trigger=None):
+    """The hub's counters, the SockJS sessions alive (an abandoned polling
+    session counts until it expires) and, on PyPy, the collector's counters."""
+
+    def initialize(self, hub, router, gc_trigger=None):
         self.hub = hub
+        self.router = router
         self.gc_trigger = gc_trigger
 
     def get(self):
         stats = self.hub.stats()
+        stats["sessions"] = self.router.stats.sess_active
         if self.gc_trigger is not None:
             stats["gc"] = self.gc_trigger.stats()
         stats["interpreter"] = interpreter()

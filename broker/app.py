@@ -49,7 +49,7 @@ def make_app(config, hub, gc_trigger=None):
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
-        (r"/stats", api.StatsHandler, dict(hub=hub, gc_trigger=gc_trigger)),
+        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, gc_trigger=gc_trigger)),
         (r"/healthz", api.HealthHandler),
     ]
     return Application(routes, **application_settings(config.max_message_size))

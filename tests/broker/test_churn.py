@@ -1,0 +1,57 @@
+"""Clients that come and go leave nothing behind.
+
+Waves of clients over every transport connect, receive a message and leave:
+websockets and streams close, polling sessions are abandoned and must expire.
+After each wave ``/stats`` is back at its baseline; once the first waves have
+brought the broker to its working size, the last two equal waves together grow
+it by less than half of what one wave's clients cost while connected.
+"""
+
+from loadtest.procstat import rss_kb
+
+from sockjs_clients import ALL, WebSocketClient, XhrPollingClient, JsonpClient, wait_until
+
+PER_TRANSPORT = 50
+WAVES = 6
+# An abandoned session expires 5 s after its last request, checked every second.
+EXPIRY_S = 15.0
+
+
+def wave(broker):
+    """Connect PER_TRANSPORT clients of each transport, publish one message, leave;
+    return the broker's RSS with every client connected."""
+    clients = [kind(broker.url).open() for kind in ALL for _ in range(PER_TRANSPORT)]
+    wait_until(lambda: broker.stats()["connections_total"] == len(clients))
+    peak = rss_kb(broker.server.pid)
+    clients[0].send("churn")
+    for client in clients:
+        if not isinstance(client, (XhrPollingClient, JsonpClient)):
+            assert client.collect(1) == ["churn"], client.transport
+        client.close()
+    return peak
+
+
+def at_baseline(broker):
+    stats = broker.stats()
+    return stats["connections_total"] == 0 and stats["sessions"] == 0 and stats["connections"] == {}
+
+
+def test_churn_returns_stats_to_baseline_and_rss_to_a_plateau(broker):
+    assert at_baseline(broker)
+    before = rss_kb(broker.server.pid)
+    rss, peaks = [], []
+    for _ in range(WAVES):
+        peaks.append(wave(broker))
+        wait_until(lambda: at_baseline(broker), timeout=EXPIRY_S)
+        rss.append(rss_kb(broker.server.pid))
+    # Had every client left its memory behind, each wave would add about what
+    # the first wave's clients cost at their peak.
+    wave_cost = max(peaks[0] - before, 1024)
+    grown = rss[-1] - rss[-3]
+    assert grown < wave_cost // 2, "RSS before %d KiB, after each wave %s KiB, a wave's clients " \
+        "cost %d KiB" % (before, rss, wave_cost)
+    stats = broker.stats()
+    assert stats["messages_in"] == WAVES
+    with WebSocketClient(broker.url) as canary:
+        canary.send("still here")
+        assert canary.collect(1) == ["still here"]
