@@ -2,7 +2,8 @@ import sys
 
 from loadtest import cli
 
-SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest", "compare": "loadtest.compare"}
+SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest", "compare": "loadtest.compare",
+               "soak": "loadtest.soak"}
 
 
 def main(argv):

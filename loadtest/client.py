@@ -65,14 +65,19 @@ def failure_reason(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
 
-def endpoint_path(url, transport):
-    """The websocket path for ``transport`` (``sockjs`` or ``raw``) under the SockJS prefix ``url``."""
+def session_path(url):
+    """A new session's path ``<prefix>/<server>/<session>`` under the SockJS prefix ``url``."""
     prefix = urllib.parse.urlsplit(url).path.rstrip("/")
-    if transport == "raw":
-        return prefix + "/websocket"
     server = "%03d" % random.randrange(1000)
     session = "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(12))
-    return "%s/%s/%s/websocket" % (prefix, server, session)
+    return "%s/%s/%s" % (prefix, server, session)
+
+
+def endpoint_path(url, transport):
+    """The websocket path for ``transport`` (``sockjs`` or ``raw``) under the SockJS prefix ``url``."""
+    if transport == "raw":
+        return urllib.parse.urlsplit(url).path.rstrip("/") + "/websocket"
+    return session_path(url) + "/websocket"
 
 
 class Connection(asyncio.BufferedProtocol):

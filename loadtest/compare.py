@@ -114,7 +114,7 @@ class Compare:
     def _under_load(self, contender):
         """Sweep, then the fixed load, on one server process."""
         args = self.args
-        server = self._launch(contender)
+        server = launch(contender, args.server_cpu, self.status)
         if server is None:
             return False
         try:
@@ -147,7 +147,7 @@ class Compare:
 
     def _idle(self, contender, record_server):
         """RSS per idle connection, on a fresh server process."""
-        server = self._launch(contender)
+        server = launch(contender, self.args.server_cpu, self.status)
         if server is None:
             return False
         try:
@@ -189,14 +189,6 @@ class Compare:
         record = json.loads(done.stdout.strip().splitlines()[-1])
         self.out.write(record)
         self.status.message("floor: %s us of CPU per send" % record["cpu_us_per_send"])
-
-    def _launch(self, contender):
-        try:
-            return servers.launch(contender.argv, cpu=self.args.server_cpu, cwd=contender.cwd,
-                                  timeout=LAUNCH_TIMEOUT_S)
-        except (servers.ServerError, OSError) as error:
-            self.status.message("%s: did not start, skipped: %s" % (contender.label, error))
-            return None
 
     def _run(self, coroutine):
         """The value of one measurement, or None (said why) when the server went away."""
@@ -275,6 +267,32 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
     }
 
 
+def launch(contender, cpu, status):
+    """Start ``contender`` pinned to ``cpu``: its :class:`loadtest.servers.Server`, or None (said why)."""
+    try:
+        return servers.launch(contender.argv, cpu=cpu, cwd=contender.cwd, timeout=LAUNCH_TIMEOUT_S)
+    except (servers.ServerError, OSError) as error:
+        status.message("%s: did not start, skipped: %s" % (contender.label, error))
+        return None
+
+
+def resolve_all(names, status):
+    """The contenders of ``names`` that can run here; each one that cannot is reported with the reason."""
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(contenders.resolve(name))
+        except contenders.Unavailable as reason:
+            status.message("skipped %s" % reason)
+    return chosen
+
+
+def prepare_client(cpu):
+    """Pin this process (the load client) to ``cpu`` and let it open as many files as it may."""
+    affinity.pin(0, cpu)
+    raise_open_files_limit()
+
+
 def check_cpus(parser, args):
     available = affinity.allowed_cpus()
     for option, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
@@ -290,17 +308,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     check_cpus(parser, args)
     status = report.StatusLine()
-    chosen = []
-    for name in args.servers:
-        try:
-            chosen.append(contenders.resolve(name))
-        except contenders.Unavailable as reason:
-            status.message("skipped %s" % reason)
+    chosen = resolve_all(args.servers, status)
     if not chosen:
         status.message("no server to measure")
         return 1
-    affinity.pin(0, args.client_cpu)
-    raise_open_files_limit()
+    prepare_client(args.client_cpu)
     out_path = args.out or results.default_path()
     measured = []
     with results.ResultsFile(out_path) as out:

@@ -1,4 +1,4 @@
-"""What a person sees: the status line while a sweep runs, the table at the end."""
+"""What a person sees: the status line while a sweep or a soak runs, the table at the end."""
 
 import sys
 import time
@@ -45,6 +45,15 @@ def _ms(value):
     return "-" if value is None else "%.1f" % value if value < 100 else "%.0f" % value
 
 
+def _mb(kb):
+    return "-" if kb is None else "%.1f" % (kb / 1024)
+
+
+def _clock(seconds):
+    seconds = max(0, int(round(seconds)))
+    return "%d:%02d" % (seconds // 60, seconds % 60)
+
+
 def _pct(value):
     return "-" if value is None else "%.0f%%" % (value * 100)
 
@@ -87,6 +96,29 @@ class StatusLine:
         if not self.interactive:
             self.stream.write("level %d rate %g/s: %s\n" % (step["level"], step["rate"], self.last[6:]))
             self.stream.flush()
+
+    def soak(self, server, left_s, sample, fresh=False):
+        """A soak's state: server, time left and the last ``sample``'s RSS, deliveries/s and p99.
+
+        ``fresh``: the sample just arrived (a line of its own when not on a
+        terminal); otherwise time passed and the line refreshes on a terminal.
+        """
+        text = "%s  soak  %s left" % (server, _clock(left_s))
+        if sample is not None:
+            text += "  RSS %s MB  %s msg/s  p99 %s ms" % (
+                _mb(sample["server_rss_kb"]), _num(sample["server_msgs_per_s"]), _ms(sample["rtt_ms"]["p99"]))
+            if sample["lost"] or sample["dropped"]:
+                text += "  lost %d  dropped %d" % (sample["lost"], sample["dropped"])
+        if not self.interactive:
+            if fresh:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            return
+        now = time.monotonic()
+        if not fresh and self._phase == "soak" and now - self._shown_at < REFRESH_S:
+            return
+        self._phase, self._shown_at = "soak", now
+        self._show(text)
 
     def message(self, text):
         """A line that stays (level ends, errors)."""

@@ -167,6 +167,7 @@ async def sweep(
     on_progress=None,
     procs=1,
     client_cpus=None,
+    stop_at_overload=True,
 ):
     """Run the sweep on the current loop; returns the step records (see :func:`run_sweep`)."""
     probe = ServerProbe(server_pid)
@@ -196,7 +197,7 @@ async def sweep(
                 on_step(record)
             if merged["end_reason"] == "every connection lost":
                 await _check_still_accepting(url, transport, probe)
-            if record["overloaded"]:
+            if record["overloaded"] and (stop_at_overload or not any(g.alive_count() for g in groups)):
                 return "overloaded: %s" % record["overload_reason"]
         return "sweep done"
 
@@ -296,7 +297,9 @@ def run_sweep(url, levels=DEFAULT_LEVELS, **options):
     (seconds per step), ``transport`` (``sockjs`` or ``raw``), ``server`` (label in the
     records), ``server_pid`` (to measure its CPU and RSS), ``source_addresses``,
     ``procs`` (client processes) and ``client_cpus`` (CPUs to pin worker processes to),
-    ``on_step(record)``, ``on_level(record)``, ``on_progress(state)``.
+    ``on_step(record)``, ``on_level(record)``, ``on_progress(state)``, and
+    ``stop_at_overload`` (default True; False goes on through the schedule with
+    the connections left, until none is).
     Raises :class:`ServerGone` when the server dies; the steps measured until then
     have already been passed to ``on_step``.
     """

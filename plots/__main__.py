@@ -1,4 +1,4 @@
-"""``python -m plots RESULTS.jsonl [-o DIR]``: the comparison figures and the summary table."""
+"""``python -m plots RESULTS.jsonl [-o DIR]``: the comparison and soak figures and the summary tables."""
 
 import argparse
 import os
@@ -10,7 +10,7 @@ from plots import figures, summary
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m plots", description=__doc__.split(":", 1)[1].strip())
-    parser.add_argument("results", help="a results file written by python -m loadtest or loadtest compare")
+    parser.add_argument("results", help="a results file written by python -m loadtest, loadtest compare or loadtest soak")
     parser.add_argument("-o", "--out", help="directory for the figures (default: next to the results file, "
                         "in a folder named after it)")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The four figures of a comparison, drawn with matplotlib (Agg, no pyplot state).
+"""The figures of a comparison and of a soak, drawn with matplotlib (Agg, no pyplot state).
 
 Each ``*_figure`` function returns a :class:`matplotlib.figure.Figure`, or None
 when the results hold nothing to draw; :func:`write_all` saves them as PNG and SVG.
@@ -10,7 +10,7 @@ import os
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from plots.summary import REALTIME_MS, curves, subtitle
+from plots.summary import REALTIME_MS, curves, rss_series, subtitle
 
 SERVER_COLORS = {
     "broker-cpython": "#1f6fb4",
@@ -132,11 +132,40 @@ def rss_figure(results):
                        "server RSS per idle connection (KiB)", results, bars, "%.1f KiB")
 
 
+def rss_over_time_figure(results):
+    """Server RSS against time under the soak's held load, one line per server, the warm-up marked."""
+    series = rss_series(results)
+    if not series:
+        return None
+    figure, axes = _new_figure("Server memory over time under a held load (flat is good)", results)
+    colors = server_colors(results.servers)
+    verdicts = {r["server"]: r["verdict"] for r in results.soaks}
+    for server, points in series.items():
+        label = server if verdicts.get(server) is None else "%s: %s" % (server, verdicts[server])
+        axes.plot([p[0] for p in points], [p[1] for p in points], color=colors[server], linewidth=1.8,
+                  marker="o", markersize=2.5, label=label)
+    xlabel = "minutes under load"
+    if results.soaks:
+        load = results.soaks[0]
+        xlabel += ", %s clients x %s msgs/s sent" % ("{:,}".format(load["clients"]), "{:,.0f}".format(load["rate"]))
+        warmup = load["warmup_s"] / 60.0
+        axes.axvline(warmup, color="#555555", linestyle=":", linewidth=1.2, label="_warmup")
+        axes.annotate("end of warm-up", xy=(warmup, 0.01), xycoords=("data", "axes fraction"), xytext=(3, 0),
+                      textcoords="offset points", color="#555555", fontsize=9, va="bottom")
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0, top=max(p[1] for points in series.values() for p in points) * 1.15)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("server RSS (MB)")
+    axes.legend(title="server", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    return figure
+
+
 FIGURES = (
     ("rtt_mean", lambda results: latency_figure(results, "mean")),
     ("rtt_p99", lambda results: latency_figure(results, "p99")),
     ("cpu_per_msg", cpu_figure),
     ("idle_rss", rss_figure),
+    ("rss_over_time", rss_over_time_figure),
 )
 
 

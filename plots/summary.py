@@ -1,10 +1,12 @@
-"""What a results file says, without drawing: latency curves, realtime capacity, the summary tables.
+"""What a results file says, without drawing: latency curves, realtime capacity, RSS over time, the summary tables.
 
 Everything here is pure: it takes the records of one results file (see
 ``loadtest.results``) and returns plain values and text.
 """
 
 import collections
+
+from loadtest.memory import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
 
 REALTIME_MS = 200.0
 REFERENCE = "sockjs-node"
@@ -28,6 +30,9 @@ class Results:
         self.cpu_per_msg = [r for r in records if r["type"] == "cpu_per_msg"]
         self.idle_rss = [r for r in records if r["type"] == "idle_rss"]
         self.floor = next((r for r in records if r["type"] == "floor"), None)
+        self.soak_samples = [r for r in records if r["type"] == "soak_sample"]
+        self.soaks = [r for r in records if r["type"] == "soak"]
+        self.churns = [r for r in records if r["type"] == "churn"]
 
     @property
     def servers(self):
@@ -73,6 +78,17 @@ def realtime_capacity(results):
         ratio = value / reference if value is not None and reference else None
         rows.append(Capacity(server, level, value, ratio, (server, level) in limited))
     return rows
+
+
+def rss_series(results):
+    """Per server, in the order measured: ``(minutes under load, RSS in MB)`` of each soak sample."""
+    series = collections.OrderedDict()
+    for server in results.servers:
+        points = [(s["elapsed_s"] / 60.0, s["server_rss_kb"] / KB_PER_MB) for s in results.soak_samples
+                  if s["server"] == server and s.get("server_rss_kb") is not None]
+        if points:
+            series[server] = points
+    return series
 
 
 def subtitle(results):
@@ -188,4 +204,42 @@ def summary_rst(results):
                  _times(c["vs_floor"]), _number(c["p50_ms"]), _number(c["p99_ms"]), c["lost"],
                  _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
         sections.append(title + "\n\n" + rst_table(headers, rows))
+    if results.soaks:
+        sections.append(_soak_section(results))
+    if results.churns:
+        sections.append(_churn_section(results))
     return "\n\n".join(sections) + "\n"
+
+
+def _mb(kb):
+    return None if kb is None else "%.1f" % (kb / KB_PER_MB)
+
+
+def _signed(value):
+    return None if value is None else "%+.1f" % value
+
+
+def _soak_section(results):
+    load = results.soaks[0]
+    title = ("Memory under a held load of %d clients x %s msgs/s; \"flat\": at most %g %% or %g MB above "
+             "the RSS after the %g s warm-up" % (load["clients"], _rate(load["rate"]), FLAT_SHARE * 100,
+                                                 FLAT_MIN_MB, load["warmup_s"]))
+    headers = ("server", "runtime", "minutes", "RSS after warm-up MB", "final RSS MB", "growth MB/h",
+               "growth %", "lost", "dropped", "verdict")
+    rows = [(r["server"], results.runtimes.get(r["server"]), _number(r["duration_s"] / 60.0),
+             _mb(r["rss_after_warmup_kb"]), _mb(r["final_rss_kb"]), _signed(r["growth_mb_per_h"]),
+             _signed(r["growth_pct"]), r["lost"], r["dropped"],
+             r["verdict"] if r["end"] == "completed" else "%s (%s)" % (r["verdict"] or "-", r["end"]))
+            for r in results.soaks]
+    return title + "\n\n" + rst_table(headers, rows)
+
+
+def _churn_section(results):
+    churn = results.churns[0]
+    title = "Churn: %d waves of %d sessions per transport, websocket, xhr-streaming and abandoned xhr-polling" % (
+        churn["waves"], churn["size"])
+    headers = ("server", "sessions before", "sessions after", "waited s", "RSS before MB", "RSS after MB",
+               "verdict")
+    rows = [(r["server"], r["baseline_connections"], r["final_connections"], _number(r["settle_s"]),
+             _mb(r["baseline_rss_kb"]), _mb(r["final_rss_kb"]), r["verdict"]) for r in results.churns]
+    return title + "\n\n" + rst_table(headers, rows)

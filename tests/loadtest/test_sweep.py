@@ -75,6 +75,16 @@ def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     assert levels[0]["end"].startswith("overloaded: mean round trip")
 
 
+def test_a_held_load_goes_on_past_an_overloaded_step(slow_server):
+    server = slow_server(0.2)
+    steps, levels = [], []
+    sweep.run_sweep(server.url, [3], rates=[20, 2], duration=1.0, pause=0, stop_at_overload=False,
+                    on_step=steps.append, on_level=levels.append)
+    assert [(s["rate"], s["overloaded"]) for s in steps] == [(20, True), (2, False)]
+    assert steps[1]["received"] == steps[1]["sent"] * 3
+    assert levels[0]["end"] == "sweep done"
+
+
 def run_cli(url, out, *extra):
     return subprocess.Popen(
         [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--duration", "0.5",

@@ -1,5 +1,6 @@
 """Figures and tables from the results of a real short ``compare`` run."""
 
+import json
 import os
 
 import pytest
@@ -25,7 +26,8 @@ def test_command_writes_every_figure_and_the_table(compare_results, tmp_path, ca
     path, _ = compare_results
     assert cli.main([str(path), "-o", str(tmp_path / "figures")]) == 0
     names = sorted(os.listdir(str(tmp_path / "figures")))
-    expected = sorted("%s.%s" % (name, ext) for name, _ in figures.FIGURES for ext in ("png", "svg"))
+    compared = [name for name, _ in figures.FIGURES if name != "rss_over_time"]  # a compare run has no soak
+    expected = sorted("%s.%s" % (name, ext) for name in compared for ext in ("png", "svg"))
     assert names == sorted(expected + ["summary.rst"])
     with open(str(tmp_path / "figures" / "rtt_mean.png"), "rb") as png:
         assert png.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -99,3 +101,30 @@ def test_figures_without_measurements_are_skipped(tmp_path):
     results = summary.Results([{"type": "run", "started": "2026-01-01T00:00:00+00:00"}])
     written, skipped = figures.write_all(results, str(tmp_path))
     assert written == [] and skipped == [name for name, _ in figures.FIGURES]
+
+
+def test_rss_over_time_has_a_line_per_soaked_server_and_the_warm_up(soak_records):
+    results = summary.Results(soak_records)
+    axes = figures.rss_over_time_figure(results).axes[0]
+    lines = {line.get_label(): line for line in axes.get_lines() if not line.get_label().startswith("_")}
+    assert sorted(lines) == ["broker-cpython: flat", "broker-pypy: growing"]
+    for server, line in (("broker-cpython", lines["broker-cpython: flat"]),
+                         ("broker-pypy", lines["broker-pypy: growing"])):
+        samples = [s for s in results.soak_samples if s["server"] == server]
+        assert list(line.get_xdata()) == [s["elapsed_s"] / 60 for s in samples]
+        assert list(line.get_ydata()) == [s["server_rss_kb"] / 1024 for s in samples]
+    (warmup,) = [line for line in axes.get_lines() if line.get_label() == "_warmup"]
+    assert list(warmup.get_xdata()) == [1.0, 1.0]
+    assert axes.get_ylim()[0] == 0
+    assert "MB" in axes.get_ylabel() and "minutes" in axes.get_xlabel()
+    assert "100 clients x 300 msgs/s" in axes.get_xlabel()
+
+
+def test_command_draws_the_soak_figure_and_table(soak_records, tmp_path, capsys):
+    path = tmp_path / "soak.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in soak_records))
+    assert cli.main([str(path)]) == 0
+    written = sorted(os.listdir(str(tmp_path / "soak")))
+    assert written == ["rss_over_time.png", "rss_over_time.svg", "summary.rst"]
+    out, err = capsys.readouterr()
+    assert "held load" in out and "no rtt_mean figure" in err

@@ -1,0 +1,275 @@
+"""``python -m loadtest soak``: hold one load for minutes on each server; does its memory stay flat?
+
+Rules (DESIGN.md section 7, soak method):
+
+- The load is the sweep's fixed step (``--clients``, ``--rate`` msgs/s in total)
+  run as back-to-back steps of ``--sample`` seconds, so the duration is rounded
+  up to whole samples. Each step is one ``soak_sample`` record: the step record
+  (server RSS and CPU, deliveries/s, round trips, losses) plus ``elapsed_s``,
+  the time under load at its end. Lost messages and dropped connections are
+  recorded and the load goes on with the connections left; it ends early only
+  when every connection is lost or the server dies.
+- One ``soak`` record per server sums it up (:func:`loadtest.memory.growth`
+  from the end of ``--warmup``), also when the soak ends early or is interrupted.
+- The servers are launched and pinned as ``compare`` launches them, one after
+  another, each a fresh process; ``--url`` with ``--server-pid`` soaks a server
+  started elsewhere instead.
+- ``--churn`` adds, on the same server process once the load has stopped, the
+  connect and disconnect waves of :mod:`loadtest.churn` over every transport.
+"""
+
+import argparse
+import math
+import sys
+import urllib.parse
+
+from loadtest import affinity, churn, cli, client, compare, contenders, memory, procstat, report, results, sweep
+
+DEFAULT_CLIENTS = 1000
+DEFAULT_RATE = 20.0
+
+
+def non_negative_float(text):
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a number of 0 or more, got %s" % text)
+    return value
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest soak",
+        description="Hold one load on each server for a long time, sampling its RSS, CPU, deliveries/s, "
+        "round trips and losses; judge whether its memory stays flat after the warm-up. With --churn, "
+        "then waves of sessions opened and dropped over every transport.",
+        epilog="\"flat\": the final RSS is at most %g%% or %g MB (whichever is larger) above the RSS "
+        "after the warm-up. Samples are JSON lines in the results file; python -m plots draws them."
+        % (memory.FLAT_SHARE * 100, memory.FLAT_MIN_MB),
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--servers", type=compare.parse_servers, default=list(contenders.NAMES),
+                       help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
+    which.add_argument("--url", help="soak a server already running at this SockJS prefix (loopback only) "
+                       "instead of launching them; needs --server-pid")
+    parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
+    parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
+    parser.add_argument("--clients", type=cli.positive_int, default=DEFAULT_CLIENTS,
+                        help="connections (default %(default)s)")
+    parser.add_argument("--rate", type=cli.positive_float, default=DEFAULT_RATE,
+                        help="total msgs/s sent, round-robin over the clients (default %(default)g)")
+    parser.add_argument("--duration", type=cli.positive_float, default=600.0,
+                        help="seconds of load per server (default %(default)g)")
+    parser.add_argument("--sample", type=cli.positive_float, default=5.0,
+                        help="seconds per sample (default %(default)g)")
+    parser.add_argument("--warmup", type=non_negative_float, default=60.0,
+                        help="seconds before the reference RSS is taken (default %(default)g)")
+    parser.add_argument("--churn", action="store_true",
+                        help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
+    parser.add_argument("--churn-waves", type=cli.positive_int, default=5, help="waves (default %(default)s)")
+    parser.add_argument("--churn-size", type=cli.positive_int, default=100,
+                        help="sessions of each transport per wave (default %(default)s)")
+    parser.add_argument("--churn-hold", type=non_negative_float, default=2.0,
+                        help="seconds a wave's sessions are held (default %(default)g)")
+    parser.add_argument("--expiry", type=non_negative_float, default=10.0,
+                        help="seconds a server without /stats is given to expire sessions (default %(default)g)")
+    parser.add_argument("--server-cpu", type=int, default=0,
+                        help="CPU the servers run on (default 0; with --url, --server-pid is pinned there)")
+    parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
+    parser.add_argument("--source-addresses", type=client.parse_source_addresses,
+                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    return parser
+
+
+def samples_for(duration, sample):
+    """Whole samples covering ``duration`` seconds."""
+    return max(1, int(math.ceil(duration / sample - 1e-9)))
+
+
+def soak_record(server, args, samples, end):
+    """The ``soak`` line of one server: the load, what the samples add up to, how it ended."""
+    record = {
+        "type": "soak",
+        "server": server,
+        "clients": args.clients,
+        "rate": args.rate,
+        "sample_s": args.sample,
+        "warmup_s": args.warmup,
+        "duration_s": samples[-1]["elapsed_s"] if samples else 0.0,
+        "samples": len(samples),
+    }
+    record.update(memory.growth(samples, args.warmup))
+    record["lost"] = sum(s["lost"] for s in samples)
+    record["dropped"] = sum(s["dropped"] for s in samples)
+    record["end"] = end
+    return record
+
+
+def verdict_line(record):
+    """One line a person reads when a server's soak ends."""
+    if record["rss_after_warmup_kb"] is None:
+        figures = "no RSS after the %gs warm-up" % record["warmup_s"]
+    else:
+        figures = "RSS %.1f MB after warm-up, %.1f MB at the end (%+.1f MB, %s MB/h)" % (
+            record["rss_after_warmup_kb"] / memory.KB_PER_MB, record["final_rss_kb"] / memory.KB_PER_MB,
+            record["growth_mb"] or 0.0, "-" if record["growth_mb_per_h"] is None else
+            "%+.1f" % record["growth_mb_per_h"])
+    return "%s: %s, %d lost, %d dropped: %s (%s)" % (
+        record["server"], figures, record["lost"], record["dropped"], record["verdict"] or "no verdict",
+        record["end"])
+
+
+class Soak:
+    """One soak run: the options, the results file, the status line."""
+
+    def __init__(self, args, out, status):
+        self.args = args
+        self.out = out
+        self.status = status
+
+    def server(self, label, url, pid):
+        """Soak the server at ``url`` (process ``pid``); True when it carried the load to the end.
+
+        Raises :class:`loadtest.compare.Interrupted` on Ctrl-C, once its ``soak`` line is written.
+        """
+        args = self.args
+        count = samples_for(args.duration, args.sample)
+        planned = count * args.sample
+        samples, ends, baseline = [], [], []
+
+        def on_step(step):
+            elapsed = (samples[-1]["elapsed_s"] if samples else 0.0) + step["duration_s"]
+            sample = dict(step, type="soak_sample", elapsed_s=round(elapsed, 3))
+            samples.append(sample)
+            self.out.write(sample)
+            self.status.soak(label, planned - elapsed, sample, fresh=True)
+
+        def on_progress(state):
+            if state["phase"] == "connecting":
+                self.status.progress(state)
+            elif state["phase"] == "step":
+                done = (samples[-1]["elapsed_s"] if samples else 0.0) + state["elapsed"]
+                self.status.soak(label, planned - done, samples[-1] if samples else None)
+
+        async def load():
+            if args.churn:
+                baseline.append(await churn.session_count(url))
+            await sweep.sweep(
+                url, [args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
+                transport=args.transport, server=label, server_pid=pid, source_addresses=args.source_addresses,
+                on_step=on_step, on_level=lambda level: ends.append(level["end"]), on_progress=on_progress,
+                stop_at_overload=False)
+
+        outcome = cli.run_interruptible(load())
+        if ends:
+            end = "completed" if ends[0] == "sweep done" else ends[0]
+        else:
+            end = "interrupted" if outcome == "interrupted" else "server gone: %s" % outcome
+        record = soak_record(label, args, samples, end)
+        self.out.write(record)
+        self.status.message(verdict_line(record))
+        if outcome == "interrupted":
+            raise compare.Interrupted()
+        if outcome != "done":
+            return False
+        if args.churn and not self._churn(label, url, pid, baseline[0]):
+            return False
+        return end == "completed"
+
+    def _churn(self, label, url, pid, baseline):
+        args = self.args
+        self.status.message("%s: churn, %d waves of %d sessions per transport%s" % (
+            label, args.churn_waves, args.churn_size,
+            "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % args.expiry))
+        outcome = cli.run_interruptible(churn.churn(
+            url, pid, label, baseline, waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold,
+            expiry=args.expiry, on_record=self._churn_record))
+        if outcome == "interrupted":
+            raise compare.Interrupted()
+        if outcome != "done":
+            self.status.message("%s: churn ended: %s" % (label, outcome))
+            return False
+        return True
+
+    def _churn_record(self, record):
+        self.out.write(record)
+        if record["type"] == "churn_wave":
+            self.status.message("%s: wave %d: opened %s, failed %d; held %s connections, RSS %.1f MB" % (
+                record["server"], record["wave"],
+                ", ".join("%d %s" % (record["opened"][kind], kind) for kind in churn.KINDS),
+                sum(record["failed"].values()), _count(record["held_connections"]),
+                record["held_rss_kb"] / memory.KB_PER_MB))
+        else:
+            self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB "
+                                "(%.1f MB before the waves): %s" % (
+                                    record["server"], _count(record["final_connections"]),
+                                    _count(record["baseline_connections"]), record["settle_s"],
+                                    record["final_rss_kb"] / memory.KB_PER_MB,
+                                    record["baseline_rss_kb"] / memory.KB_PER_MB, record["verdict"]))
+
+
+def _count(value):
+    return "?" if value is None else str(value)
+
+
+def check_args(parser, args):
+    if args.warmup >= args.duration:
+        parser.error("--warmup (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
+    if args.sample > args.duration:
+        parser.error("--sample (%g s) must not be longer than --duration (%g s)" % (args.sample, args.duration))
+    if args.url is not None:
+        cli.check_target(parser, args.url)
+        if args.server_pid is None:
+            parser.error("--url needs --server-pid: a soak samples the server's memory")
+        try:
+            procstat.rss_kb(args.server_pid)
+        except procstat.ProcessGone:
+            parser.error("--server-pid %d: no such process" % args.server_pid)
+    elif args.server_pid is not None or args.label is not None:
+        parser.error("--server-pid and --label go with --url")
+    for address in args.source_addresses or []:
+        if not address.startswith("127."):
+            parser.error("--source-addresses must be loopback addresses (got %s)" % address)
+    compare.check_cpus(parser, args)
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    status = report.StatusLine()
+    chosen = [] if args.url else compare.resolve_all(args.servers, status)
+    if not args.url and not chosen:
+        status.message("no server to soak")
+        return 1
+    compare.prepare_client(args.client_cpu)
+    out_path = args.out or results.default_path()
+    held = 0
+    with results.ResultsFile(out_path) as out:
+        out.write(results.run_record(args.url, args.transport, ["python", "-m", "loadtest", "soak"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        run = Soak(args, out, status)
+        try:
+            if args.url:
+                label = args.label or urllib.parse.urlsplit(args.url).netloc
+                affinity.pin(args.server_pid, args.server_cpu)
+                out.write(results.server_record(label, cli.server_runtime(args.url, args.server_pid),
+                                                args.server_pid, args.server_cpu))
+                held += run.server(label, args.url, args.server_pid)
+            for contender in chosen:
+                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+                server = compare.launch(contender, args.server_cpu, status)
+                if server is None:
+                    continue
+                try:
+                    out.write(results.server_record(contender.label, contender.runtime, server.pid,
+                                                    args.server_cpu))
+                    held += run.server(contender.label, server.url, server.pid)
+                finally:
+                    server.stop()
+        except compare.Interrupted:
+            status.message("interrupted: what was measured is in %s" % out_path)
+            return 130
+    status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
+    return 0 if held == (1 if args.url else len(chosen)) else 1
