@@ -11,6 +11,7 @@ import json
 import platform
 import sys
 
+from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
@@ -35,7 +36,7 @@ class _JSONHandler(RequestHandler):
         self.finish(json.dumps(body, separators=(",", ":")) + "\n")
 
     def write_error(self, status_code, **kwargs):
-        self.finish(json.dumps({"error": self._reason}) + "\n")
+        self.finish(json.dumps({"error": responses.get(status_code, "Unknown")}) + "\n")
 
 
 class PublishHandler(_JSONHandler):

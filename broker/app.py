@@ -24,9 +24,10 @@ SHUTDOWN_GRACE = 0.2
 def _log_request(handler):
     status = handler.get_status()
     level = logging.WARNING if status >= 500 else logging.DEBUG
+    request = handler.request
     logging.getLogger("tornado.access").log(
-        level, "%d %s %.1fms", status, handler._request_summary(),
-        1000.0 * handler.request.request_time())
+        level, "%d %s %s (%s) %.1fms", status, request.method, request.uri, request.remote_ip,
+        1000.0 * request.request_time())
 
 
 def application_settings(max_message_size):

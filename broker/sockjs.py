@@ -55,10 +55,16 @@ class BrokerRouter(SockJSRouter):
         self.hub = hub
         self.max_message_size = max_message_size
         self.max_buffer = max_buffer
-        self._transport_urls = [
-            (pattern, TRANSPORT_OVERRIDES.get(handler, handler), kwargs)
-            for pattern, handler, kwargs in self._transport_urls
-        ]
+
+    @property
+    def urls(self):
+        """sockjs-tornado's routes, each handler replaced by the broker's own."""
+        return [(pattern, TRANSPORT_OVERRIDES.get(handler, handler), kwargs)
+                for pattern, handler, kwargs in super().urls]
+
+    def apply_routes(self, routes):
+        routes.extend(self.urls)
+        return routes
 
 
 class BrokerSession(session.Session):
@@ -95,7 +101,6 @@ class BrokerSession(session.Session):
             self.flush()
 
     def flush(self):
-        self._pending_flush = False
         if self.handler is None or not self.handler.active or not self.send_queue:
             return
         body = ",".join(self.send_queue)

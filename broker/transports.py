@@ -6,7 +6,7 @@ production broker and the conformance services share one code path.
 
 Websocket fast path: a broadcast batch already holds its websocket frame as
 bytes. ``write_prebuilt`` sends those bytes straight to the socket when
-Tornado's write buffer for the connection is empty (the common case), with no
+Tornado is not writing to the connection (the common case), with no
 per-connection encoding, framing or Future. The rest of a partial write, and
 any write while Tornado's buffer still holds bytes, goes through
 ``IOStream.write``, which keeps the byte order. permessage-deflate is never
@@ -31,6 +31,8 @@ from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
 
+from broker import _internals
+
 LOG = logging.getLogger("broker.transports")
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
@@ -46,38 +48,23 @@ class NoTransformCache:
         self.set_header("Cache-Control", NO_CACHE)
 
 
-class _GetOnly:
-    """Mixin for websocket handlers: any other method answers a bare 405."""
-
-    async def _execute(self, transforms, *args, **kwargs):
-        if self.request.method == "GET":
-            await super()._execute(transforms, *args, **kwargs)
-            return
-        self._transforms = transforms
-        self.set_status(405)
-        self.set_header("Allow", "GET")
-        self.clear_header("Content-Type")
-        self.finish()
-
-
 class _PrebuiltWriter:
     """Mixin for websocket handlers: write shared, prebuilt frames to the socket.
 
-    The socket's ``send`` and Tornado's write buffer are looked up once, when
-    the connection opens; the buffer's ``_size`` is its count of unsent bytes
-    (Tornado 6.4 and 6.5, tested by the slow-consumer tests). A closed socket's
-    ``send`` raises OSError, so a connection closed meanwhile costs one call.
+    The socket's ``send`` and the stream's ``writing`` are looked up once,
+    when the connection opens. A closed socket's ``send`` raises OSError, so a
+    connection closed meanwhile costs one call.
     """
 
     def _attach_stream(self):
         stream = self.ws_connection.stream
         self._stream = stream
-        self._unsent = stream._write_buffer
+        self._writing = stream.writing
         self._send = stream.socket.send
 
     def write_prebuilt(self, data):
         """Send ``data``; False when the connection's unsent bytes are over the bound."""
-        if self._unsent._size:
+        if self._writing():
             return self._write_behind(data)
         try:
             sent = self._send(data)
@@ -92,14 +79,14 @@ class _PrebuiltWriter:
 
     def _write_behind(self, data):
         """Queue behind what Tornado still holds, up to ``max_buffer``."""
-        if self._unsent._size > self.server.max_buffer:
+        if _internals.unsent_bytes(self._stream) > self.server.max_buffer:
             return False
         if not self._stream.closed():
             self._stream.write(data)
         return True
 
 
-class WebSocketTransport(_GetOnly, _PrebuiltWriter, base.WebSocketTransport):
+class WebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
@@ -120,7 +107,7 @@ class WebSocketTransport(_GetOnly, _PrebuiltWriter, base.WebSocketTransport):
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_GetOnly, _PrebuiltWriter, base.RawWebSocketTransport):
+class RawWebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.RawWebSocketTransport):
     """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
 
     With no SockJS close frame to carry them, the session's close code and
@@ -133,7 +120,7 @@ class RawWebSocketTransport(_GetOnly, _PrebuiltWriter, base.RawWebSocketTranspor
 
     def session_closed(self):
         code, reason = self.session.get_close_reason() if self.session else (1000, "")
-        self._detach()
+        _internals.detach(self)
         self.close(code, reason)
 
     prebuilt_form = "raw_websocket"
@@ -152,7 +139,7 @@ class _SendHandler(NoTransformCache):
         self.preflight()
         self.handle_session_cookie()
         self.disable_cache()
-        session = self._get_session(session_id)
+        session = self.server.get_session(session_id)
         if session is None or session.is_closed:
             self.set_status(404)
             return
@@ -231,7 +218,7 @@ class _Streaming(NoTransformCache):
     def initialize(self, server):
         super().initialize(server)
         if self.request.version != "HTTP/1.1":
-            self.request.connection._disconnect_on_finish = True
+            _internals.close_after_response(self.request)
 
     def start_stream(self, session_id, content_type, prelude):
         """Send the headers and ``prelude`` at once, then join the session (a
@@ -242,7 +229,7 @@ class _Streaming(NoTransformCache):
         self.set_header("Content-Type", content_type)
         self.write(prelude)
         self.flush()
-        if not self._attach_session(session_id):
+        if not _internals.attach_session(self, session_id):
             self.finish()
         elif self.session:
             self.session.flush()

@@ -1,0 +1,89 @@
+"""The private names of Tornado and sockjs-tornado: all in broker._internals,
+each still there in the installed libraries."""
+
+import asyncio
+import os
+import re
+import socket
+
+import sockjs.tornado
+import tornado
+import tornado.web
+from sockjs.tornado import router, session
+from sockjs.tornado import transports as sockjs_transports
+from sockjs.tornado.transports import pollingbase
+from tornado import http1connection, httputil, iostream, websocket
+
+from broker import _internals
+
+BROKER = os.path.dirname(_internals.__file__)
+LIBRARY_CLASSES = (
+    tornado.web.RequestHandler, tornado.web.Application, websocket.WebSocketHandler,
+    websocket.WebSocketProtocol13, iostream.IOStream, http1connection.HTTP1Connection,
+    httputil.HTTPServerRequest, router.SockJSRouter, session.BaseSession, session.Session,
+    sockjs.tornado.SockJSConnection, pollingbase.PollingTransportBase,
+) + tuple(value for value in vars(sockjs_transports).values() if isinstance(value, type))
+
+
+def library_private_names():
+    """Private names the libraries' classes define, or set on ``self`` anywhere
+    in their source."""
+    names = {name for cls in LIBRARY_CLASSES for name in dir(cls)}
+    for package in (tornado, sockjs.tornado):
+        for directory, _, files in os.walk(os.path.dirname(package.__file__)):
+            for filename in files:
+                if filename.endswith(".py"):
+                    with open(os.path.join(directory, filename)) as f:
+                        names.update(re.findall(r"self\.(_\w+)\s*[:=]", f.read()))
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def test_no_other_broker_module_names_a_private_name_of_the_libraries():
+    private = library_private_names()
+    offenders = []
+    for filename in sorted(os.listdir(BROKER)):
+        if not filename.endswith(".py") or filename == "_internals.py":
+            continue
+        with open(os.path.join(BROKER, filename)) as f:
+            source = f.read()
+        used = set(re.findall(r"\.(_\w+)", source)) | set(re.findall(r"def (_\w+)", source))
+        offenders += ["%s: %s" % (filename, name) for name in sorted(used & private)]
+    assert not offenders, "private library names outside broker/_internals.py: %s" % offenders
+
+
+def test_unsent_bytes_counts_what_the_kernel_has_not_taken():
+    async def fill():
+        left, right = socket.socketpair()
+        left.setblocking(False)
+        stream = iostream.IOStream(left)
+        try:
+            assert _internals.unsent_bytes(stream) == 0
+            stream.write(b"x" * (8 << 20))
+            return _internals.unsent_bytes(stream), stream.writing()
+        finally:
+            stream.close()
+            right.close()
+
+    unsent, writing = asyncio.run(fill())
+    assert 0 < unsent <= 8 << 20, "BaseIOStream._write_buffer or _StreamBuffer.__len__ changed"
+    assert writing
+
+
+def test_close_after_response_sets_what_tornado_reads():
+    left, right = socket.socketpair()
+    try:
+        connection = http1connection.HTTP1Connection(iostream.IOStream(left), is_client=False)
+        request = httputil.HTTPServerRequest(method="GET", uri="/", connection=connection)
+        _internals.close_after_response(request)
+        assert connection._disconnect_on_finish is True, "HTTP1Connection._disconnect_on_finish is gone"
+    finally:
+        left.close()
+        right.close()
+
+
+def test_the_private_methods_the_broker_calls_or_overrides_exist():
+    for owner, name in ((pollingbase.PollingTransportBase, "_attach_session"),
+                        (sockjs_transports.WebSocketTransport, "_detach"),
+                        (sockjs_transports.RawWebSocketTransport, "_detach"),
+                        (websocket.WebSocketHandler, "_execute")):
+        assert callable(getattr(owner, name, None)), "%s.%s is gone" % (owner.__name__, name)
