@@ -7,6 +7,9 @@ eventsource) ever carries a raw U+2028 or a lone surrogate, and never as
 ``NaN`` or ``Infinity``, which are not JSON: a browser would drop the whole
 frame, and every message coalesced into it.
 
+A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
+string literal from :func:`script_string`, which no message can end early.
+
 A server's websocket frame is never masked (RFC 6455 section 5.1), so one
 built frame can be written to every connection as the same bytes.
 """
@@ -15,6 +18,7 @@ import json
 import struct
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 TEXT = 0x1
 CLOSE = 0x8
@@ -30,6 +34,14 @@ def encode_message(message):
         return _encoder.encode(message)
     except TypeError as error:
         raise ValueError(str(error)) from None
+
+
+def script_string(text):
+    """``text`` as a JavaScript string literal that is safe inside an HTML
+    ``<script>`` element: JSON with ASCII escapes (no raw U+2028 or U+2029),
+    and ``<``, ``>`` and ``&`` as ``\\u`` escapes, so that no ``</script>``,
+    ``<!--`` or entity in a message can end or change the element."""
+    return _encoder.encode(text).translate(_SCRIPT_ESCAPES)
 
 
 def websocket_frame(payload, opcode=TEXT):

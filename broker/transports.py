@@ -31,7 +31,7 @@ from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
 
-from broker import _internals
+from broker import _internals, frames
 
 LOG = logging.getLogger("broker.transports")
 
@@ -278,7 +278,20 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
     def get(self, session_id):
         callback = self.callback_name()
         if callback is not None:
+            self.set_header("X-Content-Type-Options", "nosniff")
             self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)
+
+    def send_pack(self, message, binary=False):
+        """One ``<script>`` element calling ``p`` with the frame, as a string
+        literal that nothing in a message can break out of."""
+        self.active = False
+        try:
+            self.notify_sent(len(message))
+            self.write("<script>\np(%s);\n</script>\r\n" % frames.script_string(message))
+            self.flush().add_done_callback(self.send_complete)
+        except IOError:
+            self.session.delayed_close()
+            _internals.detach(self)
 
 
 class JSONPTransport(NoTransformCache, _CallbackTransport, base.JSONPTransport):
@@ -295,8 +308,9 @@ class JSONPTransport(NoTransformCache, _CallbackTransport, base.JSONPTransport):
         if not self.active:
             return
         self.active = False
-        body = "/**/%s(%s);\r\n" % (self.callback, proto.json_encode(message))
+        body = "/**/%s(%s);\r\n" % (self.callback, frames.script_string(message))
         self.set_header("Content-Type", "application/javascript; charset=UTF-8")
+        self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Content-Length", len(body))
         try:
             self.write(body)

@@ -1,3 +1,4 @@
+import json
 import struct
 
 import pytest
@@ -23,3 +24,10 @@ def test_websocket_frame_lengths_follow_rfc6455():
     large = frames.websocket_frame(b"x" * 65536)
     assert large[:10] == b"\x81\x7f" + struct.pack("!Q", 65536) and len(large) == 65546
     assert frames.websocket_frame(b"", frames.CLOSE) == b"\x88\x00"
+
+
+@pytest.mark.parametrize("text", ['a["</script><script>x()</script>"]', "<!--<script>", "\u2028\u2029&amp;"])
+def test_script_strings_cannot_end_or_change_their_element(text):
+    literal = frames.script_string(text)
+    assert not set(literal) & set("<>&\u2028\u2029"), literal
+    assert json.loads(literal) == text

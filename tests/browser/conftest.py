@@ -66,6 +66,7 @@ def browser_script():
         if completed.returncode != 0:
             pytest.fail("%s %s failed:\n%s" % (script, " ".join(args), completed.stderr[-6000:]),
                         pytrace=False)
-        return json.loads(completed.stdout.splitlines()[-1])
+        # Split on newlines only: a result may hold U+2028, which splitlines() splits on.
+        return json.loads(completed.stdout.rstrip("\n").split("\n")[-1])
 
     return run

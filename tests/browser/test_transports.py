@@ -19,3 +19,11 @@ def test_two_browsers_chat_over_one_forced_transport(start_broker, browser_scrip
     broker = start_broker()
     result = browser_script("transport.js", broker.origin, transport)
     assert result["used"] == [transport, transport]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_no_message_escapes_its_frame(start_broker, browser_script, transport):
+    broker = start_broker()
+    result = browser_script("hostile.js", broker.origin, transport)
+    assert result["received"] == [result["sent"], result["sent"]]
+    assert result["ran"] == 0, "a message ran as script over %s" % transport
