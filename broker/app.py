@@ -13,6 +13,7 @@ from tornado.web import Application
 from broker import api, assets, collector
 from broker.config import http_url, parse_args
 from broker.hub import Hub
+from broker.origins import OriginPolicy
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -46,7 +47,8 @@ def make_app(config, hub, gc_trigger=None):
     ``gc_trigger`` (see :mod:`broker.collector`) adds its counters to ``/stats``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
-                          max_message_size=config.max_message_size, max_buffer=config.max_buffer)
+                          max_message_size=config.max_message_size, max_buffer=config.max_buffer,
+                          origins=OriginPolicy(config.allowed_origins))
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),

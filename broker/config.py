@@ -4,7 +4,9 @@ import argparse
 import dataclasses
 import os
 import re
-from typing import Optional
+from typing import Optional, Tuple
+
+from broker import origins
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
@@ -18,6 +20,7 @@ class Config:
     publish_token: Optional[str] = None
     replay: int = 0
     client_publish: bool = True
+    allowed_origins: Tuple[str, ...] = (origins.ANY,)
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     log_level: str = "info"
@@ -56,6 +59,15 @@ def _non_negative(text):
     return value
 
 
+def _origins(text):
+    listed = tuple(part.strip() for part in text.split(",") if part.strip())
+    try:
+        origins.OriginPolicy(listed)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return listed
+
+
 def _flag(text):
     return text.strip().lower() in ("1", "true", "yes", "on")
 
@@ -87,6 +99,11 @@ def build_parser(environ=os.environ):
                         default=not _flag(env("BROKER_NO_CLIENT_PUBLISH", "")),
                         help="feed mode: clients only listen, backends publish over HTTP "
                         "[BROKER_NO_CLIENT_PUBLISH=1]")
+    parser.add_argument("--allowed-origins", type=_origins, metavar="ORIGINS",
+                        default=env("BROKER_ALLOWED_ORIGINS", ",".join(defaults.allowed_origins)),
+                        help="comma-separated origins (https://example.com) whose pages may use the "
+                        "broker, or * for any; others get 403 on websockets and no CORS answer "
+                        "[BROKER_ALLOWED_ORIGINS, default %(default)s]")
     parser.add_argument("--max-message-size", type=parse_size, metavar="SIZE",
                         default=env("BROKER_MAX_MESSAGE_SIZE", str(defaults.max_message_size)),
                         help="largest websocket frame or send request a client may send; a "

@@ -14,6 +14,7 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports
+from broker.origins import OriginPolicy
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: transports.WebSocketTransport,
@@ -44,17 +45,19 @@ class BrokerRouter(SockJSRouter):
 
     ``max_message_size`` bounds what one send request may carry (websocket
     frames are bounded by the application's ``websocket_max_message_size``);
-    ``max_buffer`` bounds the unsent bytes of one connection.
+    ``max_buffer`` bounds the unsent bytes of one connection; ``origins`` (a
+    :class:`broker.origins.OriginPolicy`) says which pages may use the service.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None,
-                 max_message_size=64 * 1024, max_buffer=1024 * 1024):
+                 max_message_size=64 * 1024, max_buffer=1024 * 1024, origins=OriginPolicy()):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
         self.hub = hub
         self.max_message_size = max_message_size
         self.max_buffer = max_buffer
+        self.origins = origins
 
     @property
     def urls(self):

@@ -40,12 +40,29 @@ CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 
 
-class NoTransformCache:
-    """Mixin for HTTP handlers: uncacheable responses also forbid proxies to
-    transform them (``no-transform``), which would break streaming and JSONP."""
+class ServiceHeaders:
+    """Mixin for the SockJS service's HTTP handlers: caching and cross-origin headers.
+
+    Uncacheable responses also forbid proxies to transform them
+    (``no-transform``), which would break streaming and JSONP. CORS answers
+    name the requesting origin, with credentials, only where the router's
+    origin policy allows it; a browser then refuses the answer to any other.
+    """
 
     def disable_cache(self):
         self.set_header("Cache-Control", NO_CACHE)
+
+    def preflight(self):
+        origin = self.request.headers.get("Origin")
+        self.set_header("Vary", "Origin")
+        if origin is None:
+            self.set_header("Access-Control-Allow-Origin", "*")
+        elif self.server.origins.allows(origin, self.request.host):
+            self.set_header("Access-Control-Allow-Origin", origin)
+            self.set_header("Access-Control-Allow-Credentials", "true")
+        headers = self.request.headers.get("Access-Control-Request-Headers")
+        if headers:
+            self.set_header("Access-Control-Allow-Headers", headers)
 
 
 class _PrebuiltWriter:
@@ -86,7 +103,15 @@ class _PrebuiltWriter:
         return True
 
 
-class WebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.WebSocketTransport):
+class _OriginChecked:
+    """Mixin for websocket handlers: a page of an origin the policy does not
+    allow is refused with 403 before the upgrade."""
+
+    def check_origin(self, origin):
+        return self.server.origins.allows(origin, self.request.host)
+
+
+class WebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter, base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
@@ -107,7 +132,8 @@ class WebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.WebSocketTran
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.RawWebSocketTransport):
+class RawWebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter,
+                            base.RawWebSocketTransport):
     """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
 
     With no SockJS close frame to carry them, the session's close code and
@@ -126,7 +152,7 @@ class RawWebSocketTransport(_internals.GetOnly, _PrebuiltWriter, base.RawWebSock
     prebuilt_form = "raw_websocket"
 
 
-class _SendHandler(NoTransformCache):
+class _SendHandler(ServiceHeaders):
     """xhr_send and jsonp_send: a JSON array of messages for an open session.
 
     404 for an unknown or closed session; a body over ``max_message_size``
@@ -210,7 +236,7 @@ class _OneFramePerPoll:
             super().send_pack(message, binary)
 
 
-class _Streaming(NoTransformCache):
+class _Streaming(ServiceHeaders):
     """Mixin for streaming transports: an HTTP/1.0 response has neither a
     length nor chunks, so only closing the connection ends it, even when the
     client asked for keep-alive (Tornado would keep it open)."""
@@ -235,7 +261,7 @@ class _Streaming(NoTransformCache):
             self.session.flush()
 
 
-class XhrPollingTransport(_OneFramePerPoll, NoTransformCache, base.XhrPollingTransport):
+class XhrPollingTransport(_OneFramePerPoll, ServiceHeaders, base.XhrPollingTransport):
     pass
 
 
@@ -279,6 +305,9 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
         callback = self.callback_name()
         if callback is not None:
             self.set_header("X-Content-Type-Options", "nosniff")
+            frame_ancestors = self.server.origins.frame_ancestors()
+            if frame_ancestors:
+                self.set_header("Content-Security-Policy", frame_ancestors)
             self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)
 
     def send_pack(self, message, binary=False):
@@ -294,7 +323,7 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
             _internals.detach(self)
 
 
-class JSONPTransport(NoTransformCache, _CallbackTransport, base.JSONPTransport):
+class JSONPTransport(ServiceHeaders, _CallbackTransport, base.JSONPTransport):
     """JSONP polling: one ``/**/callback("frame");`` script per request. The
     leading comment keeps a browser from sniffing the response as anything
     but a script (the Rosetta Flash defence). As with xhr polling, one frame

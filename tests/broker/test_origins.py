@@ -1,0 +1,101 @@
+"""--allowed-origins: which pages may use the broker, as a rule and on the wire."""
+
+import http.client
+
+import pytest
+import websocket
+
+from broker.origins import OriginPolicy, normalize
+
+from sockjs_clients import WebSocketClient, session_url
+
+GOOD = "https://good.example"
+EVIL = "http://evil.example"
+
+
+def test_origins_compare_in_one_form():
+    assert normalize(" HTTPS://Good.Example:443 ") == GOOD
+    assert normalize("http://h:8080") == "http://h:8080"
+    assert normalize("null") == "null"
+    for bad in ("good.example", "ftp://x", "https://x/path", "*"):
+        with pytest.raises(ValueError):
+            normalize(bad)
+
+
+def test_a_list_allows_its_origins_and_the_page_s_own_only():
+    policy = OriginPolicy([GOOD, "null"])
+    assert policy.allows("https://GOOD.example", "broker:8080")
+    assert policy.allows("null", "broker:8080")
+    assert policy.allows("http://broker:8080", "broker:8080"), "same origin"
+    assert not policy.allows(EVIL, "broker:8080")
+    assert not policy.allows("garbage", "broker:8080")
+    assert policy.frame_ancestors() == "frame-ancestors 'self' https://good.example"
+
+
+def test_star_allows_any_origin_and_any_framing():
+    policy = OriginPolicy()
+    assert policy.allows(EVIL, "broker") and policy.allows("null", "broker")
+    assert policy.frame_ancestors() is None
+    with pytest.raises(ValueError):
+        OriginPolicy(["*", GOOD])
+
+
+def ws_status(broker, origin):
+    """101 or the status a websocket handshake from a page of ``origin`` gets."""
+    url = "ws" + session_url(broker.url)[4:] + "/websocket"
+    options = {"suppress_origin": True} if origin is None else {"origin": origin}
+    try:
+        websocket.create_connection(url, timeout=5, **options).close()
+    except websocket.WebSocketBadStatusException as error:
+        return error.status_code
+    return 101
+
+
+def cors(broker, method, path, origin):
+    """The CORS headers of one answer to a page of ``origin`` (its body unread:
+    a streaming answer never ends)."""
+    host, port = broker.origin[len("http://"):].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        conn.request(method, path, headers={"Origin": origin, "Access-Control-Request-Headers": "x-y"})
+        response = conn.getresponse()
+        return {name: response.getheader(name) for name in (
+            "Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Content-Security-Policy")}
+    finally:
+        conn.close()
+
+
+def xhr_path(broker, path):
+    """``path`` itself, or a new session's URL path for a transport name."""
+    return path if path.startswith("/") else session_url(broker.url)[len(broker.origin):] + "/" + path
+
+
+def test_a_listed_broker_refuses_other_origins(start_broker):
+    broker = start_broker("--allowed-origins", GOOD)
+    assert ws_status(broker, EVIL) == 403
+    assert ws_status(broker, "null") == 403
+    assert ws_status(broker, GOOD) == 101
+    assert ws_status(broker, broker.origin) == 101
+    assert ws_status(broker, None) == 101, "no Origin: not a page of another site"
+    for method, path in (("POST", "xhr"), ("OPTIONS", "xhr"), ("GET", "/broadcast/info")):
+        evil = cors(broker, method, xhr_path(broker, path), EVIL)
+        assert evil["Access-Control-Allow-Origin"] is None, (method, path, evil)
+        assert evil["Access-Control-Allow-Credentials"] is None, (method, path, evil)
+        good = cors(broker, method, xhr_path(broker, path), GOOD)
+        assert good["Access-Control-Allow-Origin"] == GOOD, (method, path, good)
+        assert good["Access-Control-Allow-Credentials"] == "true", (method, path, good)
+    iframe = cors(broker, "GET", "/broadcast/iframe.html", EVIL)["Content-Security-Policy"]
+    assert "frame-ancestors 'self' https://good.example" in iframe
+    htmlfile = cors(broker, "GET", xhr_path(broker, "htmlfile?c=cb"), GOOD)
+    assert "frame-ancestors" in htmlfile["Content-Security-Policy"]
+    with WebSocketClient(broker.url) as client:
+        client.send("still serving")
+        assert client.collect(1) == ["still serving"]
+
+
+def test_by_default_any_page_may_use_the_broker(broker):
+    assert ws_status(broker, EVIL) == 101
+    answer = cors(broker, "POST", xhr_path(broker, "xhr"), EVIL)
+    assert answer["Access-Control-Allow-Origin"] == EVIL
+    iframe = cors(broker, "GET", "/broadcast/iframe.html", EVIL)["Content-Security-Policy"]
+    assert iframe.startswith("script-src 'self' 'sha256-") and "frame-ancestors" not in iframe
