@@ -15,6 +15,7 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
+from broker import frames
 
 
 def interpreter():
@@ -64,7 +65,7 @@ class PublishHandler(_JSONHandler):
             text = body.decode("utf-8")
             content_type = self.request.headers.get("Content-Type", "")
             is_json = content_type.split(";")[0].strip().lower() == "application/json"
-            message = json.loads(text) if is_json else text
+            message = frames.decode_json(text) if is_json else text
         except UnicodeDecodeError:
             return self.reply(400, {"error": "body is not UTF-8"})
         except ValueError as error:

@@ -25,15 +25,30 @@ CLOSE = 0x8
 _FIN = 0x80
 
 
+def decode_json(text):
+    """The value of JSON ``text`` (str or UTF-8 bytes).
+
+    Raises ValueError for anything that is not JSON, including values nested
+    too deeply to decode without exhausting the stack.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def encode_message(message):
     """Encode one message (any JSON value; browsers send strings) as JSON text.
 
-    Raises ValueError for what has no JSON text: NaN, infinities, bytes.
+    Raises ValueError for what has no JSON text: NaN, infinities, bytes,
+    values nested too deeply.
     """
     try:
         return _encoder.encode(message)
     except TypeError as error:
         raise ValueError(str(error)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def script_string(text):

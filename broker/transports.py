@@ -21,12 +21,10 @@ on websocket URLs, close codes on the raw websocket, one frame per poll, and
 HTTP/1.0 streams that end by closing. README.rst (Conformance) has the list.
 """
 
-import json
 import logging
 import re
 import urllib.parse
 
-from sockjs.tornado import proto
 from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
@@ -36,6 +34,7 @@ from broker import _internals, frames
 LOG = logging.getLogger("broker.transports")
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
+BINARY_FRAME = (1003, "SockJS carries text frames only")
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 
@@ -74,10 +73,16 @@ class _PrebuiltWriter:
     """
 
     def _attach_stream(self):
-        stream = self.ws_connection.stream
+        """Look up the stream's writers; False if the client has already gone
+        (it may close right after the handshake, before ``open`` runs)."""
+        connection = self.ws_connection
+        if connection is None or connection.stream.closed():
+            return False
+        stream = connection.stream
         self._stream = stream
         self._writing = stream.writing
         self._send = stream.socket.send
+        return True
 
     def write_prebuilt(self, data):
         """Send ``data``; False when the connection's unsent bytes are over the bound."""
@@ -115,16 +120,20 @@ class WebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter, ba
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
-        self._attach_stream()
-        super().open(session_id)
+        if self._attach_stream():
+            super().open(session_id)
 
     prebuilt_form = "sockjs_websocket"
 
     def on_message(self, message):
         if not message or not self.session:
             return
+        if isinstance(message, bytes):
+            LOG.debug("closing websocket %s: binary frame", self.request.remote_ip)
+            self.close(*BINARY_FRAME)
+            return
         try:
-            messages = proto.json_decode(message)
+            messages = frames.decode_json(message)
         except ValueError:
             LOG.debug("closing websocket %s: broken JSON", self.request.remote_ip)
             self.abort_connection()
@@ -141,8 +150,8 @@ class RawWebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter,
     """
 
     def open(self):
-        self._attach_stream()
-        super().open()
+        if self._attach_stream():
+            super().open()
 
     def session_closed(self):
         code, reason = self.session.get_close_reason() if self.session else (1000, "")
@@ -175,7 +184,7 @@ class _SendHandler(ServiceHeaders):
             return
         payload = self.payload()
         try:
-            messages = json.loads(payload) if payload else None
+            messages = frames.decode_json(payload) if payload else None
         except ValueError:
             self._answer(500, "Broken JSON encoding.")
             return

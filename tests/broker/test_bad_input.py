@@ -11,7 +11,7 @@ import pytest
 import websocket
 
 from sockjs_clients import (Closed, EventSourceClient, JsonpClient, RawWebSocketClient,
-                            WebSocketClient, XhrStreamingClient, wait_until)
+                            WebSocketClient, XhrStreamingClient, session_url, wait_until)
 
 
 @pytest.fixture
@@ -174,3 +174,43 @@ def test_publish_refuses_nan(broker):
     headers = {"Authorization": "Bearer s3cret", "Content-Type": "application/json"}
     status, body = broker.request("POST", "/publish", b"NaN", headers)
     assert status == 400 and "publishable" in body["error"]
+
+
+def test_json_nested_too_deeply_is_refused_cleanly(broker, witnesses):
+    deep = "[" * 30000 + "]" * 30000
+    headers = {"Authorization": "Bearer s3cret", "Content-Type": "application/json"}
+    status, body = broker.request("POST", "/publish", deep.encode(), headers)
+    assert status == 400 and "deeply" in body["error"]
+    with XhrStreamingClient(broker.url) as client:
+        assert client.post(client.url + "/xhr_send", "[" * 30000 + "]" * 30000, expect=500) \
+            == b"Broken JSON encoding."
+    offender = WebSocketClient(broker.url).open()
+    offender.ws.send("[" * 30000 + "]" * 30000)
+    with pytest.raises(Closed):
+        offender.read_frame()
+    still_served(broker, witnesses, "after deep JSON")
+    assert "Traceback" not in broker.server.output
+
+
+def test_binary_frame_on_sockjs_websocket_closes_only_that_connection(broker, witnesses):
+    offender = WebSocketClient(broker.url).open()
+    offender.ws.send_binary(b'["binary"]')
+    with pytest.raises(Closed) as closed:
+        offender.read_frame()
+    assert closed.value.code == 1003
+    still_served(broker, witnesses, "after a binary frame")
+    assert broker.stats()["messages_in"] == 1
+
+
+def test_clients_closing_right_after_the_handshake_leave_no_traceback(broker, witnesses):
+    host, port = broker.origin[len("http://"):].split(":")
+    for _ in range(200):
+        path = urllib.parse.urlsplit(session_url(broker.url)).path + "/websocket"
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            raw.sendall(("GET %s HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                         "Sec-WebSocket-Version: 13\r\n\r\n" % (path, host, port)).encode())
+    still_served(broker, witnesses, "after vanishing handshakes")
+    wait_until(lambda: broker.stats()["connections_total"] == len(witnesses))
+    assert "Traceback" not in broker.server.output
