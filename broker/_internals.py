@@ -12,6 +12,16 @@ Rules this module keeps:
   (Tornado 6.4 to 6.6, sockjs-tornado 1.0.7).
 """
 
+import asyncio
+
+from tornado import websocket
+
+# One websocket connection reads at most this many bytes per event-loop
+# iteration, each read counting READ_COST more, since small frames cost more
+# per byte than large ones.
+READ_BUDGET = 64 * 1024
+READ_COST = 512
+
 
 def unsent_bytes(stream):
     """Bytes ``stream`` (a Tornado IOStream) holds that the kernel has not taken yet."""
@@ -48,3 +58,27 @@ class GetOnly:
         self.set_header("Allow", "GET")
         self.clear_header("Content-Type")
         self.finish()
+
+
+class _BudgetedProtocol(websocket.WebSocketProtocol13):
+    """Tornado's websocket protocol, yielding to the event loop once it has
+    read READ_BUDGET. Tornado 6.5 reads a connection for as long as it has
+    data, so one flooding client held the loop; 6.6 yields every 256 KiB."""
+
+    _read_work = 0
+
+    async def _read_bytes(self, n):
+        data = await super()._read_bytes(n)
+        self._read_work += n + READ_COST
+        if self._read_work >= READ_BUDGET:
+            self._read_work = 0
+            await asyncio.sleep(0)
+        return data
+
+
+def budget_reads(protocol):
+    """``protocol`` (Tornado's protocol for a new websocket, or None), made to
+    read at most READ_BUDGET bytes per event-loop iteration."""
+    if protocol is not None:
+        protocol.__class__ = _BudgetedProtocol
+    return protocol

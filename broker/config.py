@@ -21,6 +21,7 @@ class Config:
     replay: int = 0
     client_publish: bool = True
     allowed_origins: Tuple[str, ...] = (origins.ANY,)
+    client_rate: float = 100.0
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     log_level: str = "info"
@@ -68,6 +69,16 @@ def _origins(text):
     return listed
 
 
+def _rate(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more, got %r" % text)
+    return value
+
+
 def _flag(text):
     return text.strip().lower() in ("1", "true", "yes", "on")
 
@@ -104,6 +115,11 @@ def build_parser(environ=os.environ):
                         help="comma-separated origins (https://example.com) whose pages may use the "
                         "broker, or * for any; others get 403 on websockets and no CORS answer "
                         "[BROKER_ALLOWED_ORIGINS, default %(default)s]")
+    parser.add_argument("--client-rate", type=_rate, metavar="N",
+                        default=env("BROKER_CLIENT_RATE", "%g" % defaults.client_rate),
+                        help="messages a second one client may publish, in bursts of up to 2N; a "
+                        "client over it is closed with 3009 \"Too many messages\"; 0: no limit "
+                        "[BROKER_CLIENT_RATE, default %(default)s]")
     parser.add_argument("--max-message-size", type=parse_size, metavar="SIZE",
                         default=env("BROKER_MAX_MESSAGE_SIZE", str(defaults.max_message_size)),
                         help="largest websocket frame or send request a client may send; a "

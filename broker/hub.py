@@ -11,7 +11,8 @@ Rules this module keeps:
   so an idle broker still sends at once and a busy one coalesces.
 * A subscriber that cannot take a batch (its unsent bytes are over its bound)
   is unsubscribed, told why with a close frame and counted; the flush goes on
-  to the others.
+  to the others. A client its connection finds publishing too fast is dropped
+  the same way (:meth:`Hub.drop`).
 * A new subscriber gets the replay buffer (the last N flushed messages) before
   any live batch; since replay is recorded at flush time, nothing published
   before it joined arrives twice.
@@ -29,6 +30,7 @@ import time
 from broker import frames
 
 SLOW_CONSUMER = (3008, "Slow consumer")
+TOO_MANY_MESSAGES = (3009, "Too many messages")
 
 
 class Batch:
@@ -122,7 +124,7 @@ class Hub:
         self.messages_in = 0
         self.messages_out = 0
         self.flushes = 0
-        self.slow_consumer_disconnects = 0
+        self.dropped = collections.Counter()
 
     def __len__(self):
         return sum(len(group) for group in self._groups.values())
@@ -140,7 +142,7 @@ class Hub:
             if subscriber.write(batch.form(subscriber.form)):
                 self.messages_out += len(batch)
             else:
-                self._drop_slow(subscriber)
+                self.drop(subscriber, SLOW_CONSUMER)
 
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
@@ -184,12 +186,14 @@ class Hub:
             reached += len(writers)
         self.messages_out += len(batch) * (reached - len(slow))
         for subscriber in slow:
-            self._drop_slow(subscriber)
+            self.drop(subscriber, SLOW_CONSUMER)
 
-    def _drop_slow(self, subscriber):
+    def drop(self, subscriber, why):
+        """Unsubscribe ``subscriber``, close it with ``why`` (a code and reason:
+        SLOW_CONSUMER, TOO_MANY_MESSAGES) and count it."""
         self.unsubscribe(subscriber)
-        self.slow_consumer_disconnects += 1
-        subscriber.disconnect(*SLOW_CONSUMER)
+        self.dropped[why] += 1
+        subscriber.disconnect(*why)
 
     def sample(self):
         """Record the counters for the per-second rates; call about once a second."""
@@ -206,6 +210,7 @@ class Hub:
             "messages_in_per_s": round(rates[0], 1),
             "messages_out_per_s": round(rates[1], 1),
             "flushes": self.flushes,
-            "slow_consumer_disconnects": self.slow_consumer_disconnects,
+            "slow_consumer_disconnects": self.dropped[SLOW_CONSUMER],
+            "rate_limited_disconnects": self.dropped[TOO_MANY_MESSAGES],
             "uptime_s": round(self._clock() - self.started, 3),
         }

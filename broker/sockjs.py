@@ -7,6 +7,7 @@ run the same fixed transports.
 """
 
 import logging
+import time
 
 from sockjs.tornado import SockJSConnection, SockJSRouter, session
 from sockjs.tornado import static as stock_static
@@ -14,7 +15,9 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports
+from broker.hub import TOO_MANY_MESSAGES
 from broker.origins import OriginPolicy
+from broker.token_bucket import TokenBucket
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: transports.WebSocketTransport,
@@ -46,11 +49,13 @@ class BrokerRouter(SockJSRouter):
     ``max_message_size`` bounds what one send request may carry (websocket
     frames are bounded by the application's ``websocket_max_message_size``);
     ``max_buffer`` bounds the unsent bytes of one connection; ``origins`` (a
-    :class:`broker.origins.OriginPolicy`) says which pages may use the service.
+    :class:`broker.origins.OriginPolicy`) says which pages may use the service;
+    ``client_rate`` is how many messages a second one client may publish (0:
+    no limit), in bursts of up to twice as many.
     """
 
-    def __init__(self, connection, prefix, settings=None, hub=None,
-                 max_message_size=64 * 1024, max_buffer=1024 * 1024, origins=OriginPolicy()):
+    def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
+                 max_buffer=1024 * 1024, origins=OriginPolicy(), client_rate=0):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
@@ -58,6 +63,7 @@ class BrokerRouter(SockJSRouter):
         self.max_message_size = max_message_size
         self.max_buffer = max_buffer
         self.origins = origins
+        self.client_rate = client_rate
 
     @property
     def urls(self):
@@ -113,7 +119,8 @@ class BrokerSession(session.Session):
 
 
 class BroadcastConnection(SockJSConnection):
-    """One client in the room: a hub subscriber for as long as its session is open."""
+    """One client in the room: a hub subscriber for as long as its session is
+    open; one that publishes faster than the router's ``client_rate`` is dropped."""
 
     def on_open(self, info):
         session = self.session
@@ -122,9 +129,17 @@ class BroadcastConnection(SockJSConnection):
         handler = session.handler
         self.form = getattr(handler, "prebuilt_form", None)
         self.write = handler.write_prebuilt if self.form else self._write_queued
+        rate = session.server.client_rate
+        self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         self.hub.subscribe(self)
 
     def on_message(self, message):
+        if self.session.is_closed:
+            return
+        if self.bucket is not None and not self.bucket.take(time.monotonic()):
+            LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
+            self.hub.drop(self, TOO_MANY_MESSAGES)
+            return
         try:
             self.hub.publish(message)
         except ValueError as error:

@@ -108,15 +108,19 @@ class _PrebuiltWriter:
         return True
 
 
-class _OriginChecked:
+class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not
-    allow is refused with 403 before the upgrade."""
+    allow is refused with 403 before the upgrade, and one connection reads at
+    most ``_internals.READ_BUDGET`` bytes per event-loop iteration."""
 
     def check_origin(self, origin):
         return self.server.origins.allows(origin, self.request.host)
 
+    def get_websocket_protocol(self):
+        return _internals.budget_reads(super().get_websocket_protocol())
 
-class WebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter, base.WebSocketTransport):
+
+class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
@@ -141,7 +145,7 @@ class WebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter, ba
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_internals.GetOnly, _OriginChecked, _PrebuiltWriter,
+class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter,
                             base.RawWebSocketTransport):
     """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
 

@@ -90,7 +90,7 @@ def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):
     hub.publish("x")
     run(scheduled)
     assert slow.closed == SLOW_CONSUMER
-    assert hub.slow_consumer_disconnects == 1
+    assert hub.stats()["slow_consumer_disconnects"] == 1
     assert len(hub) == 1
     hub.publish("y")
     run(scheduled)

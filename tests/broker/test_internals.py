@@ -87,3 +87,10 @@ def test_the_private_methods_the_broker_calls_or_overrides_exist():
                         (sockjs_transports.RawWebSocketTransport, "_detach"),
                         (websocket.WebSocketHandler, "_execute")):
         assert callable(getattr(owner, name, None)), "%s.%s is gone" % (owner.__name__, name)
+
+
+def test_websocket_reads_still_go_through_read_bytes():
+    """The read budget wraps WebSocketProtocol13._read_bytes."""
+    assert callable(getattr(websocket.WebSocketProtocol13, "_read_bytes", None)), \
+        "WebSocketProtocol13._read_bytes is gone"
+    assert issubclass(_internals._BudgetedProtocol, websocket.WebSocketProtocol13)

@@ -41,7 +41,7 @@ def stalled_xhr_streaming(origin, url):
 
 def test_stalled_clients_are_cut_off_and_others_get_everything(start_broker):
     broker = start_broker("--max-buffer", "256KiB", "--max-message-size", "128KiB",
-                          env=FAR_MAJOR_COLLECTION)
+                          "--client-rate", "0", env=FAR_MAJOR_COLLECTION)
     fast = [WebSocketClient(broker.url).open(), WebSocketClient(broker.url).open(),
             RawWebSocketClient(broker.url).open()]
     stalled = [stalled_websocket(broker.url), stalled_xhr_streaming(broker.origin, broker.url)]
