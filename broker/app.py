@@ -48,6 +48,7 @@ def make_app(config, hub, gc_trigger=None):
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
+                          write_timeout=config.write_timeout,
                           origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,

@@ -24,6 +24,7 @@ class Config:
     client_rate: float = 100.0
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
+    write_timeout: float = 30.0
     log_level: str = "info"
 
     @property
@@ -79,6 +80,16 @@ def _rate(text):
     return value
 
 
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text) from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0, got %r" % text)
+    return value
+
+
 def _flag(text):
     return text.strip().lower() in ("1", "true", "yes", "on")
 
@@ -128,6 +139,10 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_MAX_BUFFER", str(defaults.max_buffer)),
                         help="unsent bytes allowed per connection before it is closed as a slow "
                         "consumer [BROKER_MAX_BUFFER, default %(default)s]")
+    parser.add_argument("--write-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_WRITE_TIMEOUT", "%g" % defaults.write_timeout),
+                        help="a websocket that has not taken its pending bytes for this long is "
+                        "closed as a slow consumer [BROKER_WRITE_TIMEOUT, default %(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

@@ -48,20 +48,23 @@ class BrokerRouter(SockJSRouter):
 
     ``max_message_size`` bounds what one send request may carry (websocket
     frames are bounded by the application's ``websocket_max_message_size``);
-    ``max_buffer`` bounds the unsent bytes of one connection; ``origins`` (a
+    ``max_buffer`` bounds the unsent bytes of one connection, and a websocket
+    that has not taken its pending bytes for ``write_timeout`` seconds is
+    dropped as a slow consumer too; ``origins`` (a
     :class:`broker.origins.OriginPolicy`) says which pages may use the service;
     ``client_rate`` is how many messages a second one client may publish (0:
     no limit), in bursts of up to twice as many.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
-                 max_buffer=1024 * 1024, origins=OriginPolicy(), client_rate=0):
+                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
         self.hub = hub
         self.max_message_size = max_message_size
         self.max_buffer = max_buffer
+        self.write_timeout = write_timeout
         self.origins = origins
         self.client_rate = client_rate
 

@@ -28,8 +28,10 @@ import urllib.parse
 from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
+from tornado.ioloop import IOLoop
 
 from broker import _internals, frames
+from broker.hub import SLOW_CONSUMER
 
 LOG = logging.getLogger("broker.transports")
 
@@ -70,6 +72,15 @@ class _PrebuiltWriter:
     The socket's ``send`` and the stream's ``writing`` are looked up once,
     when the connection opens. A closed socket's ``send`` raises OSError, so a
     connection closed meanwhile costs one call.
+
+    A connection the kernel cannot take everything from falls behind: what is
+    left goes to Tornado as one write, and everything after it gathers in one
+    backlog, handed to Tornado as one write when the previous one is done.
+    Tornado keeps a Future and more per write, far more than a small frame's
+    bytes; so a slow connection costs its unsent bytes (at most ``max_buffer``)
+    and a constant. A connection whose write has not finished for
+    ``write_timeout`` seconds has stopped reading, and is dropped as a slow
+    consumer, like one over ``max_buffer``.
     """
 
     def _attach_stream(self):
@@ -82,12 +93,20 @@ class _PrebuiltWriter:
         self._stream = stream
         self._writing = stream.writing
         self._send = stream.socket.send
+        self._backlog = None
+        self._deadline = None
         return True
 
     def write_prebuilt(self, data):
         """Send ``data``; False when the connection's unsent bytes are over the bound."""
+        backlog = self._backlog
+        if backlog is not None:
+            if len(backlog) + _internals.unsent_bytes(self._stream) > self.server.max_buffer:
+                return False
+            backlog += data
+            return True
         if self._writing():
-            return self._write_behind(data)
+            return self._fall_behind(data)
         try:
             sent = self._send(data)
         except BlockingIOError:
@@ -96,17 +115,30 @@ class _PrebuiltWriter:
             self._stream.close()
             return True
         if sent != len(data):
-            self._stream.write(memoryview(data)[sent:])
+            return self._fall_behind(memoryview(data)[sent:])
         return True
 
-    def _write_behind(self, data):
-        """Queue behind what Tornado still holds, up to ``max_buffer``."""
-        if _internals.unsent_bytes(self._stream) > self.server.max_buffer:
-            return False
-        if not self._stream.closed():
-            self._stream.write(data)
+    def _fall_behind(self, data):
+        if self._stream.closed():
+            return True
+        self._backlog = bytearray()
+        self._stream.write(data).add_done_callback(self._written)
+        loop = IOLoop.current()
+        self._deadline = loop.call_later(self.server.write_timeout, self._timed_out)
         return True
 
+    def _written(self, future):
+        """Tornado has sent everything it held: hand it the backlog, or catch up."""
+        IOLoop.current().remove_timeout(self._deadline)
+        backlog, self._backlog = self._backlog, None
+        if future.exception() is not None or self._stream.closed():
+            return
+        if backlog:
+            self._fall_behind(backlog)
+
+    def _timed_out(self):
+        if self._backlog is not None and self.session is not None:
+            self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
 
 class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not

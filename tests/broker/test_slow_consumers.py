@@ -3,6 +3,7 @@ nothing and the broker's memory reaches a plateau."""
 
 import json
 import socket
+import time
 
 import websocket
 
@@ -69,3 +70,29 @@ def test_stalled_clients_are_cut_off_and_others_get_everything(start_broker):
         "RSS after each %d MiB push: %s KiB" % (PUSH_BYTES >> 20, rss)
     for sock in stalled:
         sock.close()
+
+
+def test_clients_that_stop_reading_are_cut_after_the_write_timeout(start_broker):
+    """Below --max-buffer, but not taking their bytes: cut --write-timeout
+    seconds after they fell behind, while a reading client loses nothing."""
+    count, write_timeout = 20, 2.0
+    broker = start_broker("--max-buffer", "8MiB", "--write-timeout", str(write_timeout),
+                          "--client-rate", "0", "--max-message-size", "128KiB")
+    publisher = WebSocketClient(broker.url).open()
+    stalled = [stalled_websocket(broker.url) for _ in range(count)]
+    wait_until(lambda: broker.stats()["connections_total"] == count + 1)
+    before = rss_kb(broker.server.pid)
+    # More than the kernel's buffers hold, then many small frames behind it.
+    for i in range(100):
+        publisher.send("%d %s" % (i, MESSAGE * 7))
+        assert publisher.receive() == ["%d %s" % (i, MESSAGE * 7)]
+    for i in range(2000):
+        publisher.send("%020d" % i)
+        assert publisher.receive() == ["%020d" % i]
+    peak = rss_kb(broker.server.pid)
+    wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == count, timeout=write_timeout + 1)
+    assert peak - before < count * 8 << 10, "RSS grew by %d KiB" % (peak - before)
+    publisher.send("still here")
+    assert publisher.receive() == ["still here"]
+    for ws in stalled:
+        ws.close()
