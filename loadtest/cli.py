@@ -2,15 +2,12 @@
 
 import argparse
 import asyncio
-import json
 import math
 import signal
 import sys
 import urllib.parse
-import urllib.request
 
-from broker.app import raise_open_files_limit
-from loadtest import affinity, client, procstat, report, results, sweep, workers
+from loadtest import affinity, client, procstat, report, results, runtime, sweep, workers
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 
@@ -86,17 +83,6 @@ def check_target(parser, url):
         parser.error("only loopback servers may be load tested (got %s)" % parts.hostname)
 
 
-def server_runtime(url, pid):
-    """``interpreter`` from the server's ``/stats`` (the broker has it), else its executable's name."""
-    parts = urllib.parse.urlsplit(url)
-    stats_url = "%s://%s/stats" % (parts.scheme, parts.netloc)
-    try:
-        with urllib.request.urlopen(stats_url, timeout=2) as response:
-            return json.loads(response.read())["interpreter"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return procstat.runtime_of(pid) if pid else None
-
-
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -116,7 +102,7 @@ def main(argv=None):
         affinity.pin(0, args.client_cpu[0])
     if args.server_cpu is not None:
         affinity.pin(args.server_pid, args.server_cpu)
-    raise_open_files_limit()
+    runtime.raise_open_files_limit()
     label = args.label or urllib.parse.urlsplit(args.url).netloc
     out_path = args.out or results.default_path()
     status = report.StatusLine()
@@ -124,8 +110,8 @@ def main(argv=None):
 
     with results.ResultsFile(out_path) as out:
         out.write(results.run_record(args.url, args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
-        runtime = server_runtime(args.url, args.server_pid)
-        out.write(results.server_record(label, runtime, args.server_pid, args.server_cpu))
+        out.write(results.server_record(label, runtime.server_runtime(args.url, args.server_pid), args.server_pid,
+                                        args.server_cpu))
 
         def on_step(record):
             steps.append(record)

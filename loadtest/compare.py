@@ -17,8 +17,7 @@ import json
 import subprocess
 import sys
 
-from broker.app import raise_open_files_limit
-from loadtest import affinity, cli, client, contenders, procstat, report, results, servers, sweep
+from loadtest import affinity, cli, client, contenders, procstat, report, results, runtime, servers, sweep
 from plots import summary
 
 IDLE_SETTLE_S = 10.0
@@ -290,7 +289,7 @@ def resolve_all(names, status):
 def prepare_client(cpu):
     """Pin this process (the load client) to ``cpu`` and let it open as many files as it may."""
     affinity.pin(0, cpu)
-    raise_open_files_limit()
+    runtime.raise_open_files_limit()
 
 
 def check_cpus(parser, args):

@@ -33,7 +33,7 @@ LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 # module it will serve imports, then prints the interpreter's name and version.
 _PROBE = (
     "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from broker.api import interpreter; print(interpreter())"
+    "from loadtest.runtime import interpreter; print(interpreter())"
 )
 
 

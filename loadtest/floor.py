@@ -25,9 +25,8 @@ import socket
 import sys
 import time
 
-from broker.api import interpreter
 from broker.frames import websocket_frame
-from loadtest import affinity
+from loadtest import affinity, runtime
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
@@ -63,7 +62,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         "rate": rate,
         "frame_bytes": len(websocket_frame(PAYLOAD)),
         "cpu": cpu,
-        "runtime": interpreter(),
+        "runtime": runtime.interpreter(),
         "drain_ok": os.waitstatus_to_exitcode(status) == 0,
     }
     result.update(sent)

@@ -10,8 +10,7 @@ import os
 import sys
 
 import loadtest
-from broker.api import interpreter
-from loadtest import procstat
+from loadtest import procstat, runtime
 
 
 def default_path(directory="results"):
@@ -25,7 +24,7 @@ def run_record(url, transport, command=None):
         "type": "run",
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": list(sys.argv if command is None else command),
-        "client": {"interpreter": interpreter(), "version": loadtest.__version__},
+        "client": {"interpreter": runtime.interpreter(), "version": loadtest.__version__},
         "machine": procstat.machine(),
         "url": url,
         "transport": transport,

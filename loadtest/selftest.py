@@ -12,8 +12,7 @@ import asyncio
 import os
 import sys
 
-from broker.api import interpreter
-from loadtest import affinity, cli, client, servers
+from loadtest import affinity, cli, client, runtime, servers
 
 
 async def absorb(url, connections, seconds, warmup):
@@ -52,7 +51,7 @@ def main(argv=None):
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
-          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
+          % (runtime.interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
              args.seconds))
     print("%10s  %14s  %10s  %14s  %12s" % (
         "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))

@@ -23,7 +23,7 @@ import math
 import sys
 import urllib.parse
 
-from loadtest import affinity, churn, cli, client, compare, contenders, memory, procstat, report, results, sweep
+from loadtest import affinity, churn, cli, client, compare, contenders, memory, procstat, report, results, runtime, sweep
 
 DEFAULT_CLIENTS = 1000
 DEFAULT_RATE = 20.0
@@ -254,7 +254,7 @@ def main(argv=None):
             if args.url:
                 label = args.label or urllib.parse.urlsplit(args.url).netloc
                 affinity.pin(args.server_pid, args.server_cpu)
-                out.write(results.server_record(label, cli.server_runtime(args.url, args.server_pid),
+                out.write(results.server_record(label, runtime.server_runtime(args.url, args.server_pid),
                                                 args.server_pid, args.server_cpu))
                 held += run.server(label, args.url, args.server_pid)
             for contender in chosen:
