@@ -17,8 +17,7 @@ import json
 import subprocess
 import sys
 
-from loadtest import affinity, cli, client, contenders, procstat, report, results, runtime, servers, sweep
-from plots import summary
+from loadtest import affinity, cli, client, contenders, procstat, report, results, runtime, servers, summary, sweep
 
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5

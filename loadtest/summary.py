@@ -1,7 +1,9 @@
 """What a results file says, without drawing: latency curves, realtime capacity, RSS over time, the summary tables.
 
 Everything here is pure: it takes the records of one results file (see
-``loadtest.results``) and returns plain values and text.
+:mod:`loadtest.results`) and returns plain values and text. ``compare`` prints
+its tables when a run ends; :mod:`plots` draws its curves and writes its tables
+beside the figures.
 """
 
 import collections
