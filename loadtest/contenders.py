@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+from loadtest.errors import LoadTestError
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODE_DIR = os.path.join(REPO_ROOT, "loadtest", "node")
 CPYTHON_CANDIDATES = (
@@ -37,7 +39,7 @@ _PROBE = (
 )
 
 
-class Unavailable(Exception):
+class Unavailable(LoadTestError):
     """A contender cannot run on this machine; the message says why and how to fix it."""
 
 

@@ -10,6 +10,8 @@ import hashlib
 import random
 import struct
 
+from loadtest.errors import LoadTestError
+
 OP_CONTINUATION = 0x0
 OP_TEXT = 0x1
 OP_BINARY = 0x2
@@ -22,7 +24,7 @@ _PACK_16 = struct.Struct("!H")
 _PACK_64 = struct.Struct("!Q")
 
 
-class ProtocolError(ValueError):
+class ProtocolError(LoadTestError):
     """The server broke RFC 6455 (bad handshake answer, masked or oversized frame)."""
 
 
