@@ -50,16 +50,12 @@ def comma_list(parse_item):
     return parse
 
 
-def is_loopback(host):
-    return host.startswith("127.") or host in ("localhost", "::1")
-
-
 def loopback_url(text):
     """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast``."""
     parts = urllib.parse.urlsplit(text)
     if parts.scheme != "http" or not parts.hostname:
         raise argparse.ArgumentTypeError("must look like %s, got %r" % (DEFAULT_URL, text))
-    if not is_loopback(parts.hostname):
+    if not (parts.hostname.startswith("127.") or parts.hostname in ("localhost", "::1")):
         raise argparse.ArgumentTypeError("only loopback servers may be load tested (got %s)" % parts.hostname)
     return text
 
