@@ -1,8 +1,9 @@
 """The client side of RFC 6455, without sockets: handshake, masked frames, frame parsing.
 
 The parser does not copy payloads. It reports each complete frame as
-``(opcode, start, end)`` offsets into the buffer it was given, so a caller can
-count or search inside a frame with ``bytes.count(sub, start, end)`` at C speed.
+``(opcode, fin, start, end)``, its payload's offsets into the buffer it was
+given, so a caller can count or search inside a frame with
+``bytes.count(sub, start, end)`` at C speed.
 """
 
 import base64
