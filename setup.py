@@ -27,7 +27,14 @@ setup(
         "hdrhistogram>=0.10.3,<0.11",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-timeout>=2.1"],
+        "test": [
+            "pytest>=7",
+            "pytest-timeout>=2.1",
+            # lint-imports checks that imports run one way (plots -> loadtest -> broker.frames only).
+            "import-linter>=2.2",
+            # grimp, import-linter's import graph, is built in Rust: 3.5 is the last with a PyPy 3.9 wheel.
+            "grimp<3.6; platform_python_implementation == 'PyPy'",
+        ],
         "plots": ["matplotlib>=3.5"],
     },
     entry_points={"console_scripts": ["sockjs-broker=broker.app:main"]},

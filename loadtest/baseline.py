@@ -2,20 +2,21 @@
 
 Every message a client sends goes to every connected client with
 ``SockJSConnection.broadcast``, nothing more. ``compare`` measures it beside
-the broker to show what the broker adds; only the process plumbing (listen,
-announce, stop on a signal) is shared with the broker.
+the broker to show what the broker adds, so it shares nothing with the broker:
+its few lines of process plumbing (listen, announce, stop on a signal) follow
+the launch contract of :mod:`loadtest.servers` on their own.
 
     python -m loadtest.baseline --host 127.0.0.1 --port 0
 """
 
 import argparse
 import asyncio
+import signal
 
 import tornado.httpserver
+import tornado.netutil
 import tornado.web
 from sockjs.tornado import SockJSConnection, SockJSRouter
-
-from broker.app import serve_until_signalled
 
 PREFIX = "/broadcast"
 
@@ -34,9 +35,19 @@ class ChatConnection(SockJSConnection):
 
 
 async def serve(host, port, connection=ChatConnection):
-    """Serve the chat until SIGTERM or SIGINT."""
-    app = tornado.web.Application(SockJSRouter(connection, PREFIX).urls)
-    await serve_until_signalled(tornado.httpserver.HTTPServer(app), host, port, "sockjs-tornado", PREFIX)
+    """Serve the chat on ``host:port``; print ``sockjs-tornado listening on <url>``; stop at SIGTERM or SIGINT."""
+    server = tornado.httpserver.HTTPServer(tornado.web.Application(SockJSRouter(connection, PREFIX).urls))
+    sockets = tornado.netutil.bind_sockets(port, host)
+    server.add_sockets(sockets)
+    shown_host = "[%s]" % host if ":" in host else host
+    print("sockjs-tornado listening on http://%s:%d%s" % (shown_host, sockets[0].getsockname()[1], PREFIX),
+          flush=True)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    await stopping.wait()
+    server.stop()
 
 
 def main(argv=None):

@@ -14,8 +14,9 @@ Rules:
 - Before the first wave and after the last, the churn waits until the count is
   back at ``baseline`` (the count before the load), at most ``SETTLE_TIMEOUT_S``,
   then reads the RSS.
-- Records: one ``churn_wave`` per wave (sessions opened and failed, the
-  connections and RSS while held and once dropped), one ``churn`` at the end
+- Records: one :class:`~loadtest.records.ChurnWave` per wave (sessions opened
+  and failed, the connections and RSS while held and once dropped), one
+  :class:`~loadtest.records.Churn` at the end
   (baseline and final connections and RSS; verdict ``"sessions left"`` when the
   count did not come back, else :func:`loadtest.memory.verdict` of the RSS).
 - Every loop is bounded: waves and sessions by count, every wait by a timeout.
@@ -24,7 +25,8 @@ Rules:
 import asyncio
 import collections
 
-from loadtest import client, memory, procstat, sessions, sweep
+from loadtest import client, memory, procstat, records, sessions
+from loadtest.errors import ConnectError, ServerGone
 
 KINDS = ("websocket", "xhr_streaming", "xhr_polling")
 SETTLE_TIMEOUT_S = 60.0
@@ -36,7 +38,7 @@ async def session_count(url):
     """``connections_total`` from the ``/stats`` of the server of ``url``, or None where it has none."""
     try:
         status, document = await sessions.get_json(url, "/stats", STATS_TIMEOUT_S)
-    except (OSError, asyncio.TimeoutError, client.ConnectError):
+    except (OSError, asyncio.TimeoutError, ConnectError):
         return None
     if status != 200 or not isinstance(document, dict):
         return None
@@ -48,7 +50,7 @@ def _rss_kb(pid):
     try:
         return procstat.rss_kb(pid)
     except procstat.ProcessGone as exc:
-        raise sweep.ServerGone("the server died: %s" % exc) from None
+        raise ServerGone("the server died: %s" % exc) from None
 
 
 async def settle(url, baseline, expiry):
@@ -79,14 +81,14 @@ async def _open_http(url, transport, count, opened, failures, kind):
         async with gate:
             try:
                 opened.append(await sessions.open_session(url, transport))
-            except (OSError, asyncio.TimeoutError, client.ConnectError) as exc:
+            except (OSError, asyncio.TimeoutError, ConnectError) as exc:
                 failures["%s: %s" % (kind, client.failure_reason(exc))] += 1
 
     await asyncio.gather(*(one() for _ in range(count)))
 
 
-async def wave(url, pid, size, hold, counted):
-    """One wave: open, hold, drop. Returns its figures (``counted``: the server has ``/stats``)."""
+async def wave(url, pid, label, number, size, hold, counted):
+    """Wave ``number``: open, hold, drop; its :class:`~loadtest.records.ChurnWave` (``counted``: the server has ``/stats``)."""
     failures = collections.Counter()
     websockets = client.ClientGroup(url, "sockjs")
     streams, polls = [], []
@@ -109,47 +111,32 @@ async def wave(url, pid, size, hold, counted):
         for stream in streams:
             stream.close()
     await asyncio.sleep(0)  # let the closes reach the sockets
-    return {
-        "opened": opened,
-        "failed": dict(failures),
-        "held_connections": held_connections,
-        "held_rss_kb": held_rss_kb,
-        "connections": await session_count(url) if counted else None,
-        "rss_kb": _rss_kb(pid),
-    }
+    return records.ChurnWave(server=label, wave=number, opened=opened, failed=dict(failures),
+                             held_connections=held_connections, held_rss_kb=held_rss_kb,
+                             connections=await session_count(url) if counted else None, rss_kb=_rss_kb(pid))
 
 
 async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):
-    """Run the waves against the server of ``url`` (process ``pid``); returns the ``churn`` record.
+    """Run the waves against the server of ``url`` (process ``pid``); returns the :class:`~loadtest.records.Churn`.
 
     ``baseline``: the session count before any load (None: the server has no
-    ``/stats``). ``on_record`` gets each ``churn_wave`` record, then the ``churn`` one.
+    ``/stats``). ``on_record`` gets each wave's record, then the churn's.
     """
     counted = baseline is not None
     await settle(url, baseline, expiry)
     baseline_rss_kb = _rss_kb(pid)
     for number in range(1, waves + 1):
-        record = {"type": "churn_wave", "server": label, "wave": number}
-        record.update(await wave(url, pid, size, hold, counted))
+        record = await wave(url, pid, label, number, size, hold, counted)
         if on_record is not None:
             on_record(record)
     final_connections, settled, waited = await settle(url, baseline, expiry)
     final_rss_kb = _rss_kb(pid)
-    record = {
-        "type": "churn",
-        "server": label,
-        "waves": waves,
-        "size": size,
-        "hold_s": hold,
-        "baseline_connections": baseline,
-        "baseline_rss_kb": baseline_rss_kb,
-        "final_connections": final_connections,
-        "final_rss_kb": final_rss_kb,
-        "settled": settled,
-        "settle_s": waited,
-        "growth_mb": round((final_rss_kb - baseline_rss_kb) / memory.KB_PER_MB, 2),
-        "verdict": "sessions left" if settled is False else memory.verdict(baseline_rss_kb, final_rss_kb),
-    }
+    record = records.Churn(
+        server=label, waves=waves, size=size, hold_s=hold, baseline_connections=baseline,
+        baseline_rss_kb=baseline_rss_kb, final_connections=final_connections, final_rss_kb=final_rss_kb,
+        settled=settled, settle_s=waited, growth_mb=round((final_rss_kb - baseline_rss_kb) / memory.KB_PER_MB, 2),
+        verdict="sessions left" if settled is False else memory.verdict(baseline_rss_kb, final_rss_kb),
+    )
     if on_record is not None:
         on_record(record)
     return record

@@ -13,13 +13,14 @@ round trips and losses of every server at one load, beside the floor.
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
 
-from broker.app import raise_open_files_limit
-from loadtest import affinity, cli, client, contenders, procstat, report, results, servers, sweep
-from plots import summary
+from loadtest import (affinity, arguments, client, contenders, method, procstat, records, report, results, runner,
+                      runtime, servers, summary, sweep)
+from loadtest.errors import Interrupted, ServerGone
 
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5
@@ -65,33 +66,32 @@ def build_parser():
     )
     parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
                         help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    parser.add_argument("--levels", type=cli.comma_list(cli.positive_int), default=list(sweep.DEFAULT_LEVELS),
-                        help="concurrency levels (default %s)" % ",".join(map(str, sweep.DEFAULT_LEVELS)))
-    parser.add_argument("--rates", type=cli.comma_list(cli.positive_float),
+    parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
+                        default=list(method.DEFAULT_LEVELS),
+                        help="concurrency levels (default %s)" % ",".join(map(str, method.DEFAULT_LEVELS)))
+    parser.add_argument("--rates", type=arguments.comma_list(arguments.positive_float),
                         help="total msgs/s of each step (default: geometric from %d to %d)"
-                        % (sweep.FIRST_RATE, sweep.LAST_RATE))
-    parser.add_argument("--step-seconds", type=cli.positive_float, default=10.0, help="seconds per step (default 10)")
-    parser.add_argument("--pause", type=float, default=2.0, help="seconds of quiet before each step (default 2)")
+                        % (method.FIRST_RATE, method.LAST_RATE))
+    parser.add_argument("--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
+                        help="seconds per step (default %(default)g)")
+    parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
+                        help="seconds of quiet before each step (default %(default)g)")
     parser.add_argument("--cpu-load", type=parse_load, default=(1000, 100.0), metavar="CLIENTSxRATE",
                         help="fixed load for CPU per delivered message (default 1000x100)")
-    parser.add_argument("--cpu-seconds", type=cli.positive_float, default=10.0,
+    parser.add_argument("--cpu-seconds", type=arguments.positive_float, default=10.0,
                         help="how long the fixed load and the floor run (default 10)")
-    parser.add_argument("--idle-connections", type=cli.positive_int, default=5000,
+    parser.add_argument("--idle-connections", type=arguments.positive_int, default=5000,
                         help="connections held open for RSS per idle connection (default 5000)")
     parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
                         help="comma-separated, from %s (default: all; the floor comes with cpu)"
                         % ",".join(MEASURES))
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU the servers run on (default 0)")
     parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
-    parser.add_argument("--source-addresses", type=client.parse_source_addresses,
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
                         help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
     return parser
-
-
-class Interrupted(Exception):
-    """Ctrl-C: stop measuring, keep what is written."""
 
 
 class Compare:
@@ -118,29 +118,29 @@ class Compare:
         if server is None:
             return False
         try:
-            self.out.write(results.server_record(contender.label, contender.runtime, server.pid, args.server_cpu))
-            options = dict(duration=args.step_seconds, pause=args.pause, transport=args.transport,
-                           server=contender.label, server_pid=server.pid,
-                           source_addresses=args.source_addresses, on_progress=self.status.progress)
+            self.out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
+                                          cpu=args.server_cpu))
+            options = sweep.Options(server.url, levels=args.levels, rates=args.rates, duration=args.step_seconds,
+                                    pause=args.pause, transport=args.transport, server=contender.label,
+                                    server_pid=server.pid, source_addresses=args.source_addresses or ())
             if "sweep" in args.measure:
-                steps = self._run(sweep.sweep(server.url, args.levels, rates=args.rates, on_step=self._step,
-                                              on_level=self._level, **options))
+                steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
                 if steps is None:
                     return False
             if "cpu" in args.measure:
                 clients, rate = args.cpu_load
                 ends = []
-                fixed = self._run(sweep.sweep(server.url, [clients], rates=[rate], on_level=ends.append,
-                                              **dict(options, duration=args.cpu_seconds)))
+                fixed_load = dataclasses.replace(options, levels=[clients], rates=[rate], duration=args.cpu_seconds)
+                fixed = self._run(sweep.sweep(fixed_load, on_level=ends.append, on_progress=self.status.progress))
                 if fixed is None:
                     return False
                 if not fixed:
                     self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
-                        contender.label, clients, rate, ends[-1]["end"]))
+                        contender.label, clients, rate, ends[-1].end))
                     return False
-                self.out.write(cpu_per_msg_record(fixed[0]))
+                self.out.write(records.CpuPerMsg.of_step(fixed[0]))
                 self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
-                    contender.label, fixed[0]["server_cpu_us_per_msg"], clients, rate))
+                    contender.label, fixed[0].server_cpu_us_per_msg, clients, rate))
             return True
         finally:
             server.stop()
@@ -152,15 +152,15 @@ class Compare:
             return False
         try:
             if record_server:
-                self.out.write(results.server_record(
-                    contender.label, contender.runtime, server.pid, self.args.server_cpu))
+                self.out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
+                                              cpu=self.args.server_cpu))
             record = self._run(idle_rss(server, contender.label, self.args.idle_connections,
                                         self.args.transport, self.args.source_addresses))
             if record is None:
                 return False
             self.out.write(record)
             self.status.message("%s: %s KiB per idle connection (%d connections)" % (
-                contender.label, record["rss_per_conn_kb"], record["connections"]))
+                contender.label, record.rss_per_conn_kb, record.connections))
             return True
         finally:
             server.stop()
@@ -186,24 +186,20 @@ class Compare:
         if done.returncode != 0:
             self.status.message("floor: failed, left out: %s" % (done.stderr or done.stdout).strip())
             return
-        record = json.loads(done.stdout.strip().splitlines()[-1])
+        record = records.parse(json.loads(done.stdout.strip().splitlines()[-1]))
         self.out.write(record)
-        self.status.message("floor: %s us of CPU per send" % record["cpu_us_per_send"])
+        self.status.message("floor: %s us of CPU per send" % record.cpu_us_per_send)
 
     def _run(self, coroutine):
-        """The value of one measurement, or None (said why) when the server went away."""
-        value = []
-
-        async def keep():
-            value.append(await coroutine)
-
-        outcome = cli.run_interruptible(keep())
-        if outcome == "interrupted":
+        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted."""
+        outcome = runner.run_interruptible(coroutine)
+        if outcome.interrupted:
             raise Interrupted()
-        if isinstance(outcome, sweep.ServerGone):
-            self.status.message("server gone, its remaining measurements skipped: %s" % outcome)
+        if outcome.error is not None:
+            self.status.message("%s, its remaining measurements skipped: %s" % (
+                "server gone" if isinstance(outcome.error, ServerGone) else "measurement failed", outcome.error))
             return None
-        return value[0]
+        return outcome.value
 
     def _step(self, record):
         self.out.write(record)
@@ -211,37 +207,18 @@ class Compare:
 
     def _level(self, record):
         self.out.write(record)
-        self.status.message("%s, %d clients: %s" % (record["server"], record["level"], record["end"]))
-
-
-def cpu_per_msg_record(step):
-    """The ``cpu_per_msg`` line from the fixed-load step, with the figures that qualify it."""
-    return {
-        "type": "cpu_per_msg",
-        "server": step["server"],
-        "level": step["level"],
-        "rate": step["rate"],
-        "cpu_us_per_msg": step["server_cpu_us_per_msg"],
-        "rtt_ms": step["rtt_ms"],
-        "lost": step["lost"],
-        "dropped": step["dropped"],
-        "server_msgs_per_s": step["server_msgs_per_s"],
-        "server_cpu": step["server_cpu"],
-        "client_cpu": step["client_cpu"],
-        "client_bound": step["client_bound"],
-        "overloaded": step["overloaded"],
-    }
+        self.status.message("%s, %d clients: %s" % (record.server, record.level, record.end))
 
 
 async def idle_rss(server, label, count, transport="sockjs", source_addresses=None):
-    """Open ``count`` connections, hold them idle until the server's RSS settles, return ``idle_rss``."""
+    """Open ``count`` connections, hold them idle until the server's RSS settles: the :class:`~loadtest.records.IdleRss`."""
     before = procstat.rss_kb(server.pid)
     group = client.ClientGroup(server.url, transport, source_addresses)
     try:
         failures = await group.connect(count)
         opened = len(group.alive())
         if not opened:
-            raise sweep.ServerGone("no idle connection opened to %s: %s" % (server.url, failures))
+            raise ServerGone("no idle connection opened to %s: %s" % (server.url, failures))
         loop = asyncio.get_event_loop()
         deadline = loop.time() + IDLE_SETTLE_S
         rss = procstat.rss_kb(server.pid)
@@ -253,18 +230,11 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
             rss = latest
         rss = procstat.rss_kb(server.pid)
     except procstat.ProcessGone as error:
-        raise sweep.ServerGone(str(error)) from None
+        raise ServerGone(str(error)) from None
     finally:
         group.close()
-    return {
-        "type": "idle_rss",
-        "server": label,
-        "connections": opened,
-        "rss_kb": rss,
-        "rss_before_kb": before,
-        "rss_per_conn_kb": round((rss - before) / opened, 2),
-        "failed": sum(failures.values()),
-    }
+    return records.IdleRss(server=label, connections=opened, rss_kb=rss, rss_before_kb=before,
+                           rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
 
 
 def launch(contender, cpu, status):
@@ -290,7 +260,7 @@ def resolve_all(names, status):
 def prepare_client(cpu):
     """Pin this process (the load client) to ``cpu`` and let it open as many files as it may."""
     affinity.pin(0, cpu)
-    raise_open_files_limit()
+    runtime.raise_open_files_limit()
 
 
 def check_cpus(parser, args):

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+from loadtest.errors import LoadTestError
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODE_DIR = os.path.join(REPO_ROOT, "loadtest", "node")
 CPYTHON_CANDIDATES = (
@@ -33,11 +35,11 @@ LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 # module it will serve imports, then prints the interpreter's name and version.
 _PROBE = (
     "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from broker.api import interpreter; print(interpreter())"
+    "from loadtest.runtime import interpreter; print(interpreter())"
 )
 
 
-class Unavailable(Exception):
+class Unavailable(LoadTestError):
     """A contender cannot run on this machine; the message says why and how to fix it."""
 
 

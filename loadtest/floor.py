@@ -13,7 +13,7 @@ by putting several messages in one frame.
 
     python -m loadtest.floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
 
-prints one JSON object (a results line of type ``floor``).
+prints one JSON object, a :class:`loadtest.records.Floor` results line.
 """
 
 import argparse
@@ -25,16 +25,15 @@ import socket
 import sys
 import time
 
-from broker.api import interpreter
 from broker.frames import websocket_frame
-from loadtest import affinity
+from loadtest import affinity, records, runtime
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
 
 
 def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
-    """Run the send loop and return the ``floor`` results line as a dict."""
+    """Run the send loop; its :class:`loadtest.records.Floor`."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
     address = listener.getsockname()
     drain_gone, drain_alive = os.pipe()
@@ -57,17 +56,8 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     finally:
         os.close(drain_gone)
         _, status = os.waitpid(drain_pid, 0)
-    result = {
-        "type": "floor",
-        "connections": connections,
-        "rate": rate,
-        "frame_bytes": len(websocket_frame(PAYLOAD)),
-        "cpu": cpu,
-        "runtime": interpreter(),
-        "drain_ok": os.waitstatus_to_exitcode(status) == 0,
-    }
-    result.update(sent)
-    return result
+    return records.Floor(connections=connections, rate=rate, frame_bytes=len(websocket_frame(PAYLOAD)), cpu=cpu,
+                         runtime=runtime.interpreter(), drain_ok=os.waitstatus_to_exitcode(status) == 0, **sent)
 
 
 def _accept(listener, connections, drain_gone, timeout=30.0):
@@ -152,7 +142,7 @@ def main(argv=None):
         result = measure(args.connections, args.rate, args.seconds, args.cpu, args.drain_cpu)
     except OSError as error:
         parser.exit(1, "floor: %s\n" % error)
-    print(json.dumps(result), flush=True)
+    print(json.dumps(result.as_dict()), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What a series of RSS readings says: growth after the warm-up, per hour and in %, and a verdict.
 
-Rules (DESIGN.md section 7, soak method):
+Rules (BENCHMARKS.rst, "Soak"):
 
 - The reference is the first reading at or after the warm-up (the server's
   steady size); the final reading is the last one.
@@ -9,7 +9,7 @@ Rules (DESIGN.md section 7, soak method):
 - No verdict (None) without a reading after the reference: one reading shows no trend.
 - MB are MiB (1024 KiB, the unit ``/proc`` counts in).
 
-Pure functions on plain numbers and sample records (``elapsed_s``, ``server_rss_kb``); no I/O.
+Pure functions on plain numbers: readings are ``(elapsed_s, rss_kb)`` pairs; no I/O.
 """
 
 FLAT_SHARE = 0.10
@@ -27,15 +27,15 @@ def verdict(reference_kb, final_kb):
     return "flat" if final_kb - reference_kb <= tolerance_kb(reference_kb) else "growing"
 
 
-def growth(samples, warmup_s):
-    """Growth after the warm-up of the readings in ``samples``, in time order.
+def growth(readings, warmup_s):
+    """Growth after the warm-up of ``readings``, ``(elapsed_s, rss_kb)`` in time order (an rss_kb may be None).
 
     Returns ``rss_after_warmup_kb`` and ``warmup_at_s`` (the reference reading and
     when it was taken), ``final_rss_kb`` and ``final_at_s``, ``growth_mb``,
     ``growth_mb_per_h``, ``growth_pct`` and ``verdict``; None where the readings
     do not tell.
     """
-    readings = [(s["elapsed_s"], s["server_rss_kb"]) for s in samples if s.get("server_rss_kb") is not None]
+    readings = [reading for reading in readings if reading[1] is not None]
     after = [reading for reading in readings if reading[0] >= warmup_s]
     figures = dict.fromkeys(("rss_after_warmup_kb", "warmup_at_s", "final_rss_kb", "final_at_s", "growth_mb",
                              "growth_mb_per_h", "growth_pct", "verdict"))

@@ -9,12 +9,12 @@ import urllib.parse
 
 import websocket as websocket_client
 
-from loadtest import cli, client
+from loadtest import arguments, client, endpoints
 
 
 def websocket_url(url, transport):
     parts = urllib.parse.urlsplit(url)
-    return "ws://%s%s" % (parts.netloc, client.endpoint_path(url, transport))
+    return "ws://%s%s" % (parts.netloc, endpoints.endpoint_path(url, transport))
 
 
 def ping(url, transport="sockjs", timeout=5.0):
@@ -40,11 +40,11 @@ def ping(url, transport="sockjs", timeout=5.0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m loadtest ping", description=__doc__)
-    parser.add_argument("--url", default=cli.DEFAULT_URL, help="SockJS prefix (default %(default)s)")
+    parser.add_argument("--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
+                        help="SockJS prefix (default %(default)s; loopback only)")
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
     parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args(argv)
-    cli.check_target(parser, args.url)
     try:
         rtt = ping(args.url, args.transport, args.timeout)
     except (OSError, websocket_client.WebSocketException) as exc:

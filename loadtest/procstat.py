@@ -3,10 +3,12 @@
 import os
 import platform
 
+from loadtest.errors import LoadTestError
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-class ProcessGone(Exception):
+class ProcessGone(LoadTestError):
     """The process no longer exists (or is a zombie)."""
 
 

@@ -7,24 +7,24 @@ REFRESH_S = 0.1
 
 
 def format_table(steps):
-    """A plain-text table of step records, one row per step."""
+    """A plain-text table of :class:`loadtest.records.Step` records, one row per step."""
     header = (
         "server", "clients", "rate/s", "server msg/s", "mean ms", "p50", "p95", "p99", "max",
         "lost", "drop", "client cpu", "srv cpu", "us/msg", "note",
     )
     rows = [header]
     for step in steps:
-        rtt = step["rtt_ms"]
+        rtt = step.rtt_ms
         note = []
-        if step["client_bound"]:
+        if step.client_bound:
             note.append("CLIENT-BOUND")
-        if step["overloaded"]:
-            note.append("overloaded: " + step["overload_reason"])
+        if step.overloaded:
+            note.append("overloaded: " + step.overload_reason)
         rows.append((
-            step["server"], str(step["level"]), _num(step["rate"]), _num(step["server_msgs_per_s"]),
+            step.server, str(step.level), _num(step.rate), _num(step.server_msgs_per_s),
             _ms(rtt["mean"]), _ms(rtt["p50"]), _ms(rtt["p95"]), _ms(rtt["p99"]), _ms(rtt["max"]),
-            str(step["lost"]), str(step["dropped"]), _pct(step["client_cpu"]),
-            _pct(step["server_cpu"]), _ms(step["server_cpu_us_per_msg"]), "; ".join(note),
+            str(step.lost), str(step.dropped), _pct(step.client_cpu),
+            _pct(step.server_cpu), _ms(step.server_cpu_us_per_msg), "; ".join(note),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
@@ -89,16 +89,18 @@ class StatusLine:
         self._show(text)
 
     def step(self, step):
-        rtt = step["rtt_ms"]
+        """A :class:`loadtest.records.Step` just measured."""
+        rtt = step.rtt_ms
         self.last = "last: %s msg/s, rtt mean %s p99 %s ms, client cpu %s%s" % (
-            _num(step["server_msgs_per_s"]), _ms(rtt["mean"]), _ms(rtt["p99"]),
-            _pct(step["client_cpu"]), " CLIENT-BOUND" if step["client_bound"] else "")
+            _num(step.server_msgs_per_s), _ms(rtt["mean"]), _ms(rtt["p99"]),
+            _pct(step.client_cpu), " CLIENT-BOUND" if step.client_bound else "")
         if not self.interactive:
-            self.stream.write("level %d rate %g/s: %s\n" % (step["level"], step["rate"], self.last[6:]))
+            self.stream.write("level %d rate %g/s: %s\n" % (step.level, step.rate, self.last[6:]))
             self.stream.flush()
 
     def soak(self, server, left_s, sample, fresh=False):
-        """A soak's state: server, time left and the last ``sample``'s RSS, deliveries/s and p99.
+        """A soak's state: server, time left and the last ``sample``'s RSS, deliveries/s and p99
+        (a :class:`loadtest.records.SoakSample`, or None before the first).
 
         ``fresh``: the sample just arrived (a line of its own when not on a
         terminal); otherwise time passed and the line refreshes on a terminal.
@@ -106,9 +108,9 @@ class StatusLine:
         text = "%s  soak  %s left" % (server, _clock(left_s))
         if sample is not None:
             text += "  RSS %s MB  %s msg/s  p99 %s ms" % (
-                _mb(sample["server_rss_kb"]), _num(sample["server_msgs_per_s"]), _ms(sample["rtt_ms"]["p99"]))
-            if sample["lost"] or sample["dropped"]:
-                text += "  lost %d  dropped %d" % (sample["lost"], sample["dropped"])
+                _mb(sample.server_rss_kb), _num(sample.server_msgs_per_s), _ms(sample.rtt_ms["p99"]))
+            if sample.lost or sample.dropped:
+                text += "  lost %d  dropped %d" % (sample.lost, sample.dropped)
         if not self.interactive:
             if fresh:
                 self.stream.write(text + "\n")

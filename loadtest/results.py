@@ -1,7 +1,8 @@
-"""Results files: one JSON object per line, each with a ``"type"`` (see the project brief).
+"""Results files: one JSON object per line, each a record of :mod:`loadtest.records` with its ``"type"``.
 
 :class:`ResultsFile` writes and flushes line by line, so an interrupted run keeps
-everything measured so far. :func:`read` loads a file back.
+everything measured so far. :func:`read` loads a file back as plain dicts,
+older files included.
 """
 
 import datetime
@@ -10,8 +11,7 @@ import os
 import sys
 
 import loadtest
-from broker.api import interpreter
-from loadtest import procstat
+from loadtest import procstat, records, runtime
 
 
 def default_path(directory="results"):
@@ -20,20 +20,15 @@ def default_path(directory="results"):
 
 
 def run_record(url, transport, command=None):
-    """The first line of a results file."""
-    return {
-        "type": "run",
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": list(sys.argv if command is None else command),
-        "client": {"interpreter": interpreter(), "version": loadtest.__version__},
-        "machine": procstat.machine(),
-        "url": url,
-        "transport": transport,
-    }
-
-
-def server_record(server, runtime=None, pid=None, cpu=None):
-    return {"type": "server", "server": server, "runtime": runtime, "pid": pid, "cpu": cpu}
+    """The first line of a results file: now, ``command`` (default: this one), this client and machine."""
+    return records.Run(
+        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        command=list(sys.argv if command is None else command),
+        client={"interpreter": runtime.interpreter(), "version": loadtest.__version__},
+        machine=procstat.machine(),
+        url=url,
+        transport=transport,
+    )
 
 
 class ResultsFile:
@@ -47,7 +42,8 @@ class ResultsFile:
         self._file = open(path, "a")
 
     def write(self, record):
-        self._file.write(json.dumps(record, sort_keys=False) + "\n")
+        """Append ``record`` (a :class:`loadtest.records.Record`) as one line, on disk at once."""
+        self._file.write(json.dumps(record.as_dict()) + "\n")
         self._file.flush()
 
     def close(self):
@@ -61,6 +57,6 @@ class ResultsFile:
 
 
 def read(path):
-    """Every record of a results file, in order."""
+    """Every record of a results file, in order, as dicts."""
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]

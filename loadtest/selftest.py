@@ -12,16 +12,17 @@ import asyncio
 import os
 import sys
 
-from broker.api import interpreter
-from loadtest import affinity, cli, client, servers
+from loadtest import affinity, arguments, client, runtime, servers
+from loadtest.errors import ConnectError, LoadTestError
 
 
 async def absorb(url, connections, seconds, warmup):
+    """``(delivered/s, client CPU share, mean loop lag ms)`` of ``connections`` clients of the source at ``url``."""
     group = client.ClientGroup(url)
     try:
         failures = await group.connect(connections)
         if failures:
-            raise SystemExit("selftest: connections failed: %s" % failures)
+            raise ConnectError("connections failed: %s" % failures)
         await asyncio.sleep(warmup)
         loop = asyncio.get_event_loop()
         received = sum(conn.received for conn in group.connections)
@@ -38,10 +39,24 @@ async def absorb(url, connections, seconds, warmup):
         group.close()
 
 
+def measure(args, per_frame):
+    """One figure: a fan-out source sending ``per_frame`` messages per frame, absorbed by this client."""
+    source = servers.launch(
+        [sys.executable, "-m", "loadtest.fanout", "--port", "0", "--per-frame", str(per_frame),
+         "--connections", str(args.connections)]
+        + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []),
+    )
+    try:
+        affinity.pin(source.pid, args.source_cpu)
+        return asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
+    finally:
+        source.stop()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=__doc__)
     parser.add_argument("--connections", type=int, default=100)
-    parser.add_argument("--per-frame", type=cli.comma_list(cli.positive_int), default=[1, 10, 50],
+    parser.add_argument("--per-frame", type=arguments.comma_list(arguments.positive_int), default=[1, 10, 50],
                         help="messages per SockJS frame, comma-separated (default 1,10,50)")
     parser.add_argument("--rounds-per-s", type=float,
                         help="paced: one frame to every connection this often (default: flood)")
@@ -52,21 +67,16 @@ def main(argv=None):
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
-          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
+          % (runtime.interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
              args.seconds))
     print("%10s  %14s  %10s  %14s  %12s" % (
         "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
     for per_frame in args.per_frame:
-        source = servers.launch(
-            [sys.executable, "-m", "loadtest.fanout", "--port", "0", "--per-frame", str(per_frame),
-             "--connections", str(args.connections)]
-            + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []),
-        )
         try:
-            affinity.pin(source.pid, args.source_cpu)
-            rate, cpu, lag_ms = asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
-        finally:
-            source.stop()
+            rate, cpu, lag_ms = measure(args, per_frame)
+        except LoadTestError as error:
+            print("selftest: %s" % error, file=sys.stderr)
+            return 1
         print("%10d  %14s  %9.0f%%  %14s  %12.2f" % (
             per_frame, "{:,.0f}".format(rate), cpu * 100, "{:,.0f}".format(rate / cpu), lag_ms))
     return 0

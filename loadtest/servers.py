@@ -13,10 +13,12 @@ import subprocess
 import threading
 import time
 
+from loadtest.errors import LoadTestError
+
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
-class ServerError(RuntimeError):
+class ServerError(LoadTestError):
     """The server exited or stayed silent before it was listening."""
 
 

@@ -18,12 +18,13 @@ import asyncio
 import json
 import urllib.parse
 
-from loadtest import client
+from loadtest import client, endpoints
+from loadtest.errors import ConnectError
 
 MAX_BODY_BYTES = 64 * 1024
 
 
-class HTTPError(client.ConnectError):
+class HTTPError(ConnectError):
     """An answer that is not what a SockJS server gives; ``reason`` says what it was."""
 
 
@@ -111,7 +112,7 @@ async def open_session(url, transport, timeout=client.CONNECT_TIMEOUT_S):
     arrived; closing it ends a stream. Raises :class:`HTTPError` (or OSError,
     asyncio.TimeoutError) when the session does not open.
     """
-    path = "%s/%s" % (client.session_path(url), transport)
+    path = "%s/%s" % (endpoints.session_path(url), transport)
     reader, writer, status, headers = await _exchange(url, "POST", path, timeout)
     try:
         if status != 200:

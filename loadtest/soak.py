@@ -1,6 +1,6 @@
 """``python -m loadtest soak``: hold one load for minutes on each server; does its memory stay flat?
 
-Rules (DESIGN.md section 7, soak method):
+Rules (BENCHMARKS.rst, "Soak"):
 
 - The load is the sweep's fixed step (``--clients``, ``--rate`` msgs/s in total)
   run as back-to-back steps of ``--sample`` seconds, so the duration is rounded
@@ -23,17 +23,13 @@ import math
 import sys
 import urllib.parse
 
-from loadtest import affinity, churn, cli, client, compare, contenders, memory, procstat, report, results, sweep
+from loadtest import (affinity, arguments, churn, compare, contenders, memory, procstat, records, report, results,
+                      runner, runtime, sweep)
+from loadtest.errors import Interrupted
+from loadtest.method import End
 
 DEFAULT_CLIENTS = 1000
 DEFAULT_RATE = 20.0
-
-
-def non_negative_float(text):
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError("must be a number of 0 or more, got %s" % text)
-    return value
 
 
 def build_parser():
@@ -49,34 +45,34 @@ def build_parser():
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--servers", type=compare.parse_servers, default=list(contenders.NAMES),
                        help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
-    which.add_argument("--url", help="soak a server already running at this SockJS prefix (loopback only) "
+    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
                        "instead of launching them; needs --server-pid")
     parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
     parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
-    parser.add_argument("--clients", type=cli.positive_int, default=DEFAULT_CLIENTS,
+    parser.add_argument("--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
                         help="connections (default %(default)s)")
-    parser.add_argument("--rate", type=cli.positive_float, default=DEFAULT_RATE,
+    parser.add_argument("--rate", type=arguments.positive_float, default=DEFAULT_RATE,
                         help="total msgs/s sent, round-robin over the clients (default %(default)g)")
-    parser.add_argument("--duration", type=cli.positive_float, default=600.0,
+    parser.add_argument("--duration", type=arguments.positive_float, default=600.0,
                         help="seconds of load per server (default %(default)g)")
-    parser.add_argument("--sample", type=cli.positive_float, default=5.0,
+    parser.add_argument("--sample", type=arguments.positive_float, default=5.0,
                         help="seconds per sample (default %(default)g)")
-    parser.add_argument("--warmup", type=non_negative_float, default=60.0,
+    parser.add_argument("--warmup", type=arguments.non_negative_float, default=60.0,
                         help="seconds before the reference RSS is taken (default %(default)g)")
     parser.add_argument("--churn", action="store_true",
                         help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
-    parser.add_argument("--churn-waves", type=cli.positive_int, default=5, help="waves (default %(default)s)")
-    parser.add_argument("--churn-size", type=cli.positive_int, default=100,
+    parser.add_argument("--churn-waves", type=arguments.positive_int, default=5, help="waves (default %(default)s)")
+    parser.add_argument("--churn-size", type=arguments.positive_int, default=100,
                         help="sessions of each transport per wave (default %(default)s)")
-    parser.add_argument("--churn-hold", type=non_negative_float, default=2.0,
+    parser.add_argument("--churn-hold", type=arguments.non_negative_float, default=2.0,
                         help="seconds a wave's sessions are held (default %(default)g)")
-    parser.add_argument("--expiry", type=non_negative_float, default=10.0,
+    parser.add_argument("--expiry", type=arguments.non_negative_float, default=10.0,
                         help="seconds a server without /stats is given to expire sessions (default %(default)g)")
     parser.add_argument("--server-cpu", type=int, default=0,
                         help="CPU the servers run on (default 0; with --url, --server-pid is pinned there)")
     parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
-    parser.add_argument("--source-addresses", type=client.parse_source_addresses,
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
                         help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
     return parser
@@ -88,36 +84,32 @@ def samples_for(duration, sample):
 
 
 def soak_record(server, args, samples, end):
-    """The ``soak`` line of one server: the load, what the samples add up to, how it ended."""
-    record = {
-        "type": "soak",
-        "server": server,
-        "clients": args.clients,
-        "rate": args.rate,
-        "sample_s": args.sample,
-        "warmup_s": args.warmup,
-        "duration_s": samples[-1]["elapsed_s"] if samples else 0.0,
-        "samples": len(samples),
-    }
-    record.update(memory.growth(samples, args.warmup))
-    record["lost"] = sum(s["lost"] for s in samples)
-    record["dropped"] = sum(s["dropped"] for s in samples)
-    record["end"] = end
-    return record
+    """The :class:`~loadtest.records.Soak` of one server: the load, what its samples add up to, how it ended."""
+    return records.Soak(
+        server=server,
+        clients=args.clients,
+        rate=args.rate,
+        sample_s=args.sample,
+        warmup_s=args.warmup,
+        duration_s=samples[-1].elapsed_s if samples else 0.0,
+        samples=len(samples),
+        **memory.growth([(s.elapsed_s, s.server_rss_kb) for s in samples], args.warmup),
+        lost=sum(s.lost for s in samples),
+        dropped=sum(s.dropped for s in samples),
+        end=end,
+    )
 
 
 def verdict_line(record):
     """One line a person reads when a server's soak ends."""
-    if record["rss_after_warmup_kb"] is None:
-        figures = "no RSS after the %gs warm-up" % record["warmup_s"]
+    if record.rss_after_warmup_kb is None:
+        figures = "no RSS after the %gs warm-up" % record.warmup_s
     else:
         figures = "RSS %.1f MB after warm-up, %.1f MB at the end (%+.1f MB, %s MB/h)" % (
-            record["rss_after_warmup_kb"] / memory.KB_PER_MB, record["final_rss_kb"] / memory.KB_PER_MB,
-            record["growth_mb"] or 0.0, "-" if record["growth_mb_per_h"] is None else
-            "%+.1f" % record["growth_mb_per_h"])
+            record.rss_after_warmup_kb / memory.KB_PER_MB, record.final_rss_kb / memory.KB_PER_MB,
+            record.growth_mb or 0.0, "-" if record.growth_mb_per_h is None else "%+.1f" % record.growth_mb_per_h)
     return "%s: %s, %d lost, %d dropped: %s (%s)" % (
-        record["server"], figures, record["lost"], record["dropped"], record["verdict"] or "no verdict",
-        record["end"])
+        record.server, figures, record.lost, record.dropped, record.verdict or "no verdict", record.end)
 
 
 class Soak:
@@ -131,16 +123,19 @@ class Soak:
     def server(self, label, url, pid):
         """Soak the server at ``url`` (process ``pid``); True when it carried the load to the end.
 
-        Raises :class:`loadtest.compare.Interrupted` on Ctrl-C, once its ``soak`` line is written.
+        Raises :class:`loadtest.errors.Interrupted` on Ctrl-C, once its ``soak`` line is written.
         """
         args = self.args
         count = samples_for(args.duration, args.sample)
         planned = count * args.sample
         samples, ends, baseline = [], [], []
+        load = sweep.Options(url, levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
+                             transport=args.transport, server=label, server_pid=pid,
+                             source_addresses=args.source_addresses or (), stop_at_overload=False)
 
         def on_step(step):
-            elapsed = (samples[-1]["elapsed_s"] if samples else 0.0) + step["duration_s"]
-            sample = dict(step, type="soak_sample", elapsed_s=round(elapsed, 3))
+            elapsed = (samples[-1].elapsed_s if samples else 0.0) + step.duration_s
+            sample = records.SoakSample.of_step(step, round(elapsed, 3))
             samples.append(sample)
             self.out.write(sample)
             self.status.soak(label, planned - elapsed, sample, fresh=True)
@@ -149,64 +144,60 @@ class Soak:
             if state["phase"] == "connecting":
                 self.status.progress(state)
             elif state["phase"] == "step":
-                done = (samples[-1]["elapsed_s"] if samples else 0.0) + state["elapsed"]
+                done = (samples[-1].elapsed_s if samples else 0.0) + state["elapsed"]
                 self.status.soak(label, planned - done, samples[-1] if samples else None)
 
-        async def load():
+        async def held():
             if args.churn:
                 baseline.append(await churn.session_count(url))
-            await sweep.sweep(
-                url, [args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
-                transport=args.transport, server=label, server_pid=pid, source_addresses=args.source_addresses,
-                on_step=on_step, on_level=lambda level: ends.append(level["end"]), on_progress=on_progress,
-                stop_at_overload=False)
+            await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
 
-        outcome = cli.run_interruptible(load())
+        outcome = runner.run_interruptible(held())
         if ends:
-            end = "completed" if ends[0] == "sweep done" else ends[0]
+            end = End.COMPLETED.text() if End.of(ends[0]) is End.SWEEP_DONE else ends[0]
+        elif outcome.interrupted:
+            end = End.INTERRUPTED.text()
         else:
-            end = "interrupted" if outcome == "interrupted" else "server gone: %s" % outcome
+            end = End.SERVER_GONE.text(str(outcome.error))
         record = soak_record(label, args, samples, end)
         self.out.write(record)
         self.status.message(verdict_line(record))
-        if outcome == "interrupted":
-            raise compare.Interrupted()
-        if outcome != "done":
+        if outcome.interrupted:
+            raise Interrupted()
+        if not outcome.done:
             return False
         if args.churn and not self._churn(label, url, pid, baseline[0]):
             return False
-        return end == "completed"
+        return End.of(end) is End.COMPLETED
 
     def _churn(self, label, url, pid, baseline):
         args = self.args
         self.status.message("%s: churn, %d waves of %d sessions per transport%s" % (
             label, args.churn_waves, args.churn_size,
             "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % args.expiry))
-        outcome = cli.run_interruptible(churn.churn(
+        outcome = runner.run_interruptible(churn.churn(
             url, pid, label, baseline, waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold,
             expiry=args.expiry, on_record=self._churn_record))
-        if outcome == "interrupted":
-            raise compare.Interrupted()
-        if outcome != "done":
-            self.status.message("%s: churn ended: %s" % (label, outcome))
+        if outcome.interrupted:
+            raise Interrupted()
+        if outcome.error is not None:
+            self.status.message("%s: churn ended: %s" % (label, outcome.error))
             return False
         return True
 
     def _churn_record(self, record):
         self.out.write(record)
-        if record["type"] == "churn_wave":
+        if isinstance(record, records.ChurnWave):
             self.status.message("%s: wave %d: opened %s, failed %d; held %s connections, RSS %.1f MB" % (
-                record["server"], record["wave"],
-                ", ".join("%d %s" % (record["opened"][kind], kind) for kind in churn.KINDS),
-                sum(record["failed"].values()), _count(record["held_connections"]),
-                record["held_rss_kb"] / memory.KB_PER_MB))
+                record.server, record.wave, ", ".join("%d %s" % (record.opened[kind], kind) for kind in churn.KINDS),
+                sum(record.failed.values()), _count(record.held_connections), record.held_rss_kb / memory.KB_PER_MB))
         else:
             self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB "
                                 "(%.1f MB before the waves): %s" % (
-                                    record["server"], _count(record["final_connections"]),
-                                    _count(record["baseline_connections"]), record["settle_s"],
-                                    record["final_rss_kb"] / memory.KB_PER_MB,
-                                    record["baseline_rss_kb"] / memory.KB_PER_MB, record["verdict"]))
+                                    record.server, _count(record.final_connections),
+                                    _count(record.baseline_connections), record.settle_s,
+                                    record.final_rss_kb / memory.KB_PER_MB,
+                                    record.baseline_rss_kb / memory.KB_PER_MB, record.verdict))
 
 
 def _count(value):
@@ -219,7 +210,6 @@ def check_args(parser, args):
     if args.sample > args.duration:
         parser.error("--sample (%g s) must not be longer than --duration (%g s)" % (args.sample, args.duration))
     if args.url is not None:
-        cli.check_target(parser, args.url)
         if args.server_pid is None:
             parser.error("--url needs --server-pid: a soak samples the server's memory")
         try:
@@ -228,9 +218,6 @@ def check_args(parser, args):
             parser.error("--server-pid %d: no such process" % args.server_pid)
     elif args.server_pid is not None or args.label is not None:
         parser.error("--server-pid and --label go with --url")
-    for address in args.source_addresses or []:
-        if not address.startswith("127."):
-            parser.error("--source-addresses must be loopback addresses (got %s)" % address)
     compare.check_cpus(parser, args)
 
 
@@ -254,8 +241,8 @@ def main(argv=None):
             if args.url:
                 label = args.label or urllib.parse.urlsplit(args.url).netloc
                 affinity.pin(args.server_pid, args.server_cpu)
-                out.write(results.server_record(label, cli.server_runtime(args.url, args.server_pid),
-                                                args.server_pid, args.server_cpu))
+                out.write(records.Server(server=label, runtime=runtime.server_runtime(args.url, args.server_pid),
+                                         pid=args.server_pid, cpu=args.server_cpu))
                 held += run.server(label, args.url, args.server_pid)
             for contender in chosen:
                 status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
@@ -263,12 +250,12 @@ def main(argv=None):
                 if server is None:
                     continue
                 try:
-                    out.write(results.server_record(contender.label, contender.runtime, server.pid,
-                                                    args.server_cpu))
+                    out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
+                                             cpu=args.server_cpu))
                     held += run.server(contender.label, server.url, server.pid)
                 finally:
                     server.stop()
-        except compare.Interrupted:
+        except Interrupted:
             status.message("interrupted: what was measured is in %s" % out_path)
             return 130
     status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))

@@ -6,16 +6,14 @@ runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded.
 """
 
 import asyncio
+import dataclasses
 import multiprocessing
 import signal
 
 from hdrh.histogram import HdrHistogram
 
 from loadtest import affinity, client
-
-
-class WorkerLost(Exception):
-    """A load worker process exited unexpectedly."""
+from loadtest.errors import WorkerLost
 
 
 def _worker(pipe, url, transport, source_addresses, first_id, cpu):
@@ -47,8 +45,8 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
                 pipe.send(("connected", failures, group.alive_count()))
             elif command[0] == "step":
                 partial = await group.run_step(*command[1:])
-                partial["histogram"] = partial["histogram"].encode()
-                pipe.send(("step", partial, group.alive_count()))
+                pipe.send(("step", dataclasses.replace(partial, histogram=partial.histogram.encode()),
+                           group.alive_count()))
             else:
                 return
     except (asyncio.CancelledError, ConnectionError):
@@ -59,6 +57,8 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
 
 
 class RemoteGroup:
+    """A :class:`loadtest.client.ClientGroup` in a spawned process, pinned to ``cpu``."""
+
     def __init__(self, url, transport, source_addresses, first_id, cpu):
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
@@ -98,8 +98,7 @@ class RemoteGroup:
     async def run_step(self, to_send, duration, total_messages):
         self._pipe.send(("step", to_send, duration, total_messages))
         _, partial, self._alive = await self._reply()
-        partial["histogram"] = HdrHistogram.decode(partial["histogram"])
-        return partial
+        return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
 
     def close(self):
         try:

@@ -1,1 +1,1 @@
-"""Figures and summary tables from loadtest results files (``python -m plots RESULTS.jsonl``)."""
+"""Figures from loadtest results files, with the summary tables beside them (``python -m plots RESULTS.jsonl``)."""

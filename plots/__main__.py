@@ -4,8 +4,9 @@ import argparse
 import os
 import sys
 
-import loadtest.results
-from plots import figures, summary
+from loadtest import results as results_files
+from loadtest import summary
+from plots import figures
 
 
 def main(argv=None):
@@ -15,7 +16,7 @@ def main(argv=None):
                         "in a folder named after it)")
     args = parser.parse_args(argv)
     try:
-        records = loadtest.results.read(args.results)
+        records = results_files.read(args.results)
     except (OSError, ValueError) as error:
         parser.exit(1, "plots: cannot read %s: %s\n" % (args.results, error))
     results = summary.Results(records)

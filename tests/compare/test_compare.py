@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from loadtest import compare
+from loadtest import records as schema
 
 TINY = [
     "--servers", "sockjs-tornado,sockjs-node", "--levels", "4", "--rates", "5",
@@ -26,6 +27,7 @@ def test_compare_measures_each_server_and_the_floor(tmp_path):
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records[0]["type"] == "run"
+    assert [schema.parse(r).as_dict() for r in records] == records
     by_type = collections.defaultdict(list)
     for record in records:
         by_type[record["type"]].append(record)

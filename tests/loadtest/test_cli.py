@@ -19,9 +19,3 @@ def test_counts_and_durations_must_be_positive(argv, message, capsys, tmp_path):
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
-
-
-@pytest.mark.parametrize("prefix", ["/broadcast", "/a/b/broadcast/"])
-def test_the_server_runtime_comes_from_stats_at_the_root(broker_server, prefix):
-    origin = broker_server.url.rsplit("/", 1)[0]
-    assert cli.server_runtime(origin + prefix, None).startswith(("CPython ", "PyPy "))

@@ -76,3 +76,11 @@ def test_masked_or_oversized_server_frames_are_protocol_errors():
         websocket.parse_frames(bytes((0x81, 0x81)) + b"\0\0\0\0x")
     with pytest.raises(websocket.ProtocolError, match="limit"):
         websocket.parse_frames(server_frame(b"x" * 200), max_payload=100)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 125, 126, 127, 65535, 65536])
+def test_a_read_of_exactly_one_frame_parses_like_any_other(size):
+    frame = server_frame(b"z" * size)
+    assert websocket.parse_frames(frame) == ([(websocket.OP_TEXT, 1, len(frame) - size, len(frame))], len(frame))
+    frames, consumed = websocket.parse_frames(frame + frame[:1])
+    assert frames == [(websocket.OP_TEXT, 1, len(frame) - size, len(frame))] and consumed == len(frame)

@@ -1,84 +1,51 @@
-"""The method's rules and the table, without sockets."""
+"""The method's rules, without sockets or clocks."""
 
 import collections
-import io
 
 import pytest
 
-from loadtest import client, report, sweep
+from loadtest import method
+from loadtest.method import End
 
 
 def test_rate_schedule_is_geometric_between_the_bounds():
-    rates = sweep.rate_schedule()
-    assert rates[0] == sweep.FIRST_RATE and rates[-1] == sweep.LAST_RATE
+    rates = method.rate_schedule()
+    assert rates[0] == method.FIRST_RATE and rates[-1] == method.LAST_RATE
     assert rates == sorted(set(rates))
     assert all(b / a <= 2.01 for a, b in zip(rates, rates[1:]))
     assert len(rates) < 25
 
 
-def step(**changes):
-    base = {"dropped": 0, "drop_reasons": {}, "lost": 0, "end_reason": None,
-            "rtt_ms": {"mean": 10.0}}
+def merged(**changes):
+    base = dict(duration_s=1.0, sent=10, received=100, lost=0, dropped=0, drop_reasons={},
+                histogram=method.new_histogram(), client_cpu=0.5, loop_lag_ms={"mean": 1.0, "max": 2.0}, end=None)
     base.update(changes)
-    return base
+    return method.Merged(**base)
 
 
 def test_overload_rules():
-    assert sweep.overload_reason(step()) is None
-    assert "connection lost (reset by the server)" == sweep.overload_reason(
-        step(dropped=2, drop_reasons={"reset by the server": 2}))
-    assert "3 messages not back within 5 s" == sweep.overload_reason(step(lost=3))
-    assert sweep.overload_reason(step(rtt_ms={"mean": 1500.0})) is None
-    assert "mean round trip" in sweep.overload_reason(step(rtt_ms={"mean": 1501.0}))
-    assert sweep.overload_reason(step(rtt_ms={"mean": None}, end_reason="every connection lost"))
+    assert method.overload_reason(merged(), 10.0) is None
+    assert "connection lost (reset by the server)" == method.overload_reason(
+        merged(dropped=2, drop_reasons={"reset by the server": 2}), 10.0)
+    assert "3 messages not back within 5 s" == method.overload_reason(merged(lost=3), 10.0)
+    assert method.overload_reason(merged(), 1500.0) is None
+    assert "mean round trip" in method.overload_reason(merged(), 1501.0)
+    assert method.overload_reason(merged(end=End.ALL_LOST), None) == "every connection lost"
 
 
 def test_rtt_summary_from_an_hdr_histogram():
-    histogram = client.new_histogram()
+    histogram = method.new_histogram()
     for us in range(1000, 101000, 1000):
         histogram.record_value(us)
-    rtt = sweep.rtt_summary(histogram)
+    rtt = method.rtt_summary(histogram)
     assert rtt["p50"] == pytest.approx(50.0, rel=1e-3)
     assert rtt["max"] == pytest.approx(100.0, rel=1e-3)
     assert rtt["p50"] <= rtt["p95"] <= rtt["p99"] <= rtt["max"]
-    assert sweep.rtt_summary(client.new_histogram())["mean"] is None
-
-
-def test_source_address_ranges():
-    assert client.parse_source_addresses("127.0.0.2-127.0.0.4") == ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
-    assert client.parse_source_addresses("127.0.0.2,127.0.1.9") == ["127.0.0.2", "127.0.1.9"]
-
-
-RECORD = {
-    "server": "broker", "level": 100, "rate": 64, "server_msgs_per_s": 6400.0,
-    "rtt_ms": {"mean": 2.5, "p50": 2.0, "p95": 4.0, "p99": 6.0, "max": 250.0},
-    "lost": 0, "dropped": 0, "client_cpu": 0.95, "server_cpu": None,
-    "server_cpu_us_per_msg": None, "client_bound": True, "overloaded": True,
-    "overload_reason": "mean round trip 1600 ms > 1500 ms",
-}
-
-
-def test_table_marks_client_bound_and_overloaded_steps():
-    lines = report.format_table([RECORD]).splitlines()
-    assert lines[0].split()[:3] == ["server", "clients", "rate/s"]
-    assert "6,400" in lines[2] and "95%" in lines[2] and "250" in lines[2]
-    assert "CLIENT-BOUND; overloaded: mean round trip" in lines[2]
-
-
-def test_status_off_a_terminal_is_one_line_per_step():
-    stream = io.StringIO()
-    status = report.StatusLine(stream)
-    status.progress({"phase": "step", "level": 100, "rate": 64, "elapsed": 1.0, "duration": 10})
-    status.step(RECORD)
-    status.message("level 100 ended: sweep done")
-    assert stream.getvalue().splitlines() == [
-        "level 100 rate 64/s: 6,400 msg/s, rtt mean 2.5 p99 6.0 ms, client cpu 95% CLIENT-BOUND",
-        "level 100 ended: sweep done",
-    ]
+    assert method.rtt_summary(method.new_histogram())["mean"] is None
 
 
 class Pending:
-    """Just what the loss rules read from a connection."""
+    """Just what the loss rules read from a client."""
 
     def __init__(self, pending, alive=True):
         self.pending = pending
@@ -86,14 +53,76 @@ class Pending:
 
 
 def test_a_message_older_than_the_loss_limit_ends_the_step():
-    now = client.now_us()
+    now = 10 ** 12
     old, fresh = now - 6_000_000, now - 1_000_000
     conn = Pending({1: old, 2: fresh})
     answered = Pending({})
     log = collections.deque([(old - 1, answered, 7), (old, conn, 1), (fresh, conn, 2)])
-    assert client.step_end_reason([conn, answered], log) == "a message not back within 5 s"
+    assert method.step_end([conn, answered], log, now) is End.LATE
+    assert End.LATE.value == "a message not back within 5 s"
     assert log[0] == (old, conn, 1)
-    assert client.lost_messages(log, now - 5_000_000) == 1
+    assert method.lost_messages(log, now - 5_000_000) == 1
     del conn.pending[1]
-    assert client.step_end_reason([conn], log) is None
-    assert client.step_end_reason([Pending({}, alive=False)], collections.deque()) == "every connection lost"
+    assert method.step_end([conn], log, now) is None
+    assert method.step_end([Pending({}, alive=False)], collections.deque(), now) is End.ALL_LOST
+
+
+def test_messages_are_due_evenly_over_the_step():
+    assert method.messages_due(0.0, 10, 20) == 1
+    assert method.messages_due(0.95, 10, 20) == 10
+    assert method.messages_due(5.0, 10, 20) == 20
+
+
+def test_split_shares_a_step_exactly():
+    assert method.split(3, [50, 50]) == [2, 1] or method.split(3, [50, 50]) == [1, 2]
+    assert sum(method.split(7, [3, 3, 4])) == 7
+    assert method.split(5, [0, 10]) == [0, 5]
+    assert method.split(5, [0, 0]) == [0, 0]
+
+
+def partial(**changes):
+    histogram = method.new_histogram()
+    histogram.record_value(changes.pop("rtt_us", 1000))
+    base = dict(duration_s=1.0, sent=5, received=50, lost=0, dropped=0, drop_reasons={}, histogram=histogram,
+                cpu_s=0.2, loop_lag_ms={"mean": 0.5, "max": 3.0}, end=None)
+    base.update(changes)
+    return method.Partial(**base)
+
+
+def test_partials_of_client_groups_add_up_to_one_step():
+    total = method.merge_partials([
+        partial(duration_s=1.1, drop_reasons={"refused": 1}, dropped=1, rtt_us=2000),
+        partial(cpu_s=0.5, loop_lag_ms={"mean": 2.0, "max": 1.0}, drop_reasons={"refused": 2, "timeout": 1},
+                dropped=3, end=End.LATE),
+    ])
+    assert (total.duration_s, total.sent, total.received, total.dropped) == (1.1, 10, 100, 4)
+    assert total.drop_reasons == {"refused": 3, "timeout": 1}
+    assert total.histogram.get_total_count() == 2
+    assert total.client_cpu == 0.5  # the busiest group
+    assert total.loop_lag_ms == {"mean": 2.0, "max": 3.0}
+    assert total.end is End.LATE
+
+
+def test_a_step_record_says_overloaded_and_client_bound():
+    figures = method.ServerFigures.of(cpu_s=0.5, duration_s=2.0, received=1000, rss_kb=4096)
+    assert (figures.cpu, figures.rss_kb, figures.cpu_us_per_msg) == (0.25, 4096, 500.0)
+    step = method.step_record("broker", 10, 5, merged(client_cpu=0.95, lost=2), figures)
+    assert (step.server, step.level, step.rate, step.server_msgs_per_s) == ("broker", 10, 5, 100.0)
+    assert (step.server_cpu, step.server_rss_kb, step.server_cpu_us_per_msg) == (0.25, 4096, 500.0)
+    assert step.client_bound and step.overloaded
+    assert step.overload_reason == "2 messages not back within 5 s"
+    lagging = method.step_record("broker", 10, 5, merged(loop_lag_ms={"mean": 10.0, "max": 30.0}),
+                                 method.ServerFigures())
+    assert lagging.client_bound and not lagging.overloaded and lagging.server_cpu is None
+
+
+def test_ends_are_written_and_read_as_the_text_results_files_carry():
+    assert End.SWEEP_DONE.text() == "sweep done"
+    assert End.OVERLOADED.text("mean round trip 1600 ms > 1500 ms") == "overloaded: mean round trip 1600 ms > 1500 ms"
+    for text, end in [("sweep done", End.SWEEP_DONE), ("completed", End.COMPLETED),
+                      ("overloaded: connection lost (refused)", End.OVERLOADED),
+                      ("connections failed: 3 refused", End.CONNECTIONS_FAILED),
+                      ("server gone: the server died: process 7 exited", End.SERVER_GONE),
+                      ("interrupted", End.INTERRUPTED), ("a message not back within 5 s", End.LATE)]:
+        assert End.of(text) is end
+    assert End.of("something else") is None

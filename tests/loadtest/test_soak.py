@@ -1,6 +1,5 @@
 """``python -m loadtest soak`` against a real broker over loopback, and its rules without sockets."""
 
-import io
 import os
 import signal
 import subprocess
@@ -9,7 +8,8 @@ import time
 
 import pytest
 
-from loadtest import memory, report, results, soak
+from loadtest import memory, results, soak
+from loadtest import records as schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHORT = ["--clients", "10", "--rate", "20", "--sample", "1", "--warmup", "1"]
@@ -41,6 +41,7 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
     assert process.returncode == 0, stderr
     records = results.read(str(out))
     assert [r["type"] for r in records] == ["run", "server"] + ["soak_sample"] * 4 + ["soak"]
+    assert [schema.parse(r).as_dict() for r in records] == records
     server = records[1]
     assert (server["server"], server["pid"], server["cpu"]) == ("broker", broker_server.pid, 0)
     assert server["runtime"].startswith(("CPython ", "PyPy "))
@@ -58,7 +59,7 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
     assert (summary["clients"], summary["rate"], summary["sample_s"], summary["warmup_s"]) == (10, 20.0, 1.0, 1.0)
     assert summary["rss_after_warmup_kb"] == samples[0]["server_rss_kb"]
     assert summary["final_rss_kb"] == samples[-1]["server_rss_kb"]
-    for key, value in memory.growth(samples, 1.0).items():
+    for key, value in memory.growth([(s["elapsed_s"], s["server_rss_kb"]) for s in samples], 1.0).items():
         assert summary[key] == value, key
     assert summary["verdict"] in ("flat", "growing")
     assert (summary["lost"], summary["dropped"], summary["end"]) == (0, 0, "completed")
@@ -74,6 +75,7 @@ def test_churn_waves_leave_the_broker_at_its_baseline(broker, tmp_path):
     assert process.returncode == 0, stderr
     records = results.read(str(out))
     assert [r["type"] for r in records[-3:]] == ["churn_wave", "churn_wave", "churn"]
+    assert [schema.parse(r).as_dict() for r in records] == records
     waves = by_type(records, "churn_wave")
     (churned,) = by_type(records, "churn")
     baseline = churned["baseline_connections"]
@@ -134,19 +136,3 @@ def test_the_duration_is_rounded_up_to_whole_samples():
     assert soak.samples_for(601, 5) == 121
     assert soak.samples_for(0.3, 1) == 1
     assert soak.samples_for(0.3, 0.1) == 3
-
-
-SAMPLE = {"server_rss_kb": 51200, "server_msgs_per_s": 12345.0, "rtt_ms": {"p99": 3.25}, "lost": 0, "dropped": 0}
-
-
-def test_status_off_a_terminal_is_one_line_per_sample():
-    stream = io.StringIO()
-    status = report.StatusLine(stream)
-    status.soak("broker-pypy", 130, None)
-    status.soak("broker-pypy", 125, SAMPLE, fresh=True)
-    status.soak("broker-pypy", 124, SAMPLE)
-    status.soak("broker-pypy", 120, dict(SAMPLE, lost=3, dropped=1), fresh=True)
-    assert stream.getvalue().splitlines() == [
-        "broker-pypy  soak  2:05 left  RSS 50.0 MB  12,345 msg/s  p99 3.2 ms",
-        "broker-pypy  soak  2:00 left  RSS 50.0 MB  12,345 msg/s  p99 3.2 ms  lost 3  dropped 1",
-    ]

@@ -10,7 +10,9 @@ import urllib.request
 
 import pytest
 
-from loadtest import results, sweep
+from loadtest import method, results, sweep
+from loadtest.errors import ServerGone
+from loadtest.sweep import Options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,64 +27,65 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
     steps, levels = [], []
     before = stats(broker_server)["messages_out"]
     returned = sweep.run_sweep(
-        broker_server.url, [10, 20], rates=[20, 50], duration=1.0, pause=0.1, transport=transport,
-        server="broker", server_pid=broker_server.pid, on_step=steps.append, on_level=levels.append,
+        Options(broker_server.url, levels=[10, 20], rates=[20, 50], duration=1.0, pause=0.1, transport=transport,
+                server="broker", server_pid=broker_server.pid),
+        on_step=steps.append, on_level=levels.append,
     )
     assert returned == steps
-    assert [(s["level"], s["rate"]) for s in steps] == [(10, 20), (10, 50), (20, 20), (20, 50)]
+    assert [(s.level, s.rate) for s in steps] == [(10, 20), (10, 50), (20, 20), (20, 50)]
     for step in steps:
-        assert step["sent"] == step["rate"] * 1
-        assert step["received"] == step["sent"] * step["level"]
-        assert step["lost"] == step["dropped"] == 0
-        rtt = step["rtt_ms"]
+        assert step.sent == step.rate * 1
+        assert step.received == step.sent * step.level
+        assert step.lost == step.dropped == 0
+        rtt = step.rtt_ms
         assert 0 < rtt["p50"] <= rtt["p95"] <= rtt["p99"] <= rtt["max"]
         assert rtt["mean"] > 0
-        assert step["server_msgs_per_s"] == pytest.approx(step["received"] / step["duration_s"], rel=0.01)
-        assert step["server_rss_kb"] > 0 and step["server_cpu"] is not None
-        assert not step["overloaded"]
-    assert [lv["end"] for lv in levels] == ["sweep done", "sweep done"]
+        assert step.server_msgs_per_s == pytest.approx(step.received / step.duration_s, rel=0.01)
+        assert step.server_rss_kb > 0 and step.server_cpu is not None
+        assert not step.overloaded
+    assert [lv.end for lv in levels] == ["sweep done", "sweep done"]
     delivered = stats(broker_server)["messages_out"] - before
-    assert delivered == sum(step["received"] for step in steps)
+    assert delivered == sum(step.received for step in steps)
 
 
 def test_clients_spread_over_worker_processes_merge_their_figures(broker_server):
-    steps = sweep.run_sweep(broker_server.url, [9], rates=[30], duration=1.0, pause=0.1, procs=2)
+    steps = sweep.run_sweep(Options(broker_server.url, levels=[9], rates=[30], duration=1.0, pause=0.1, procs=2))
     step = steps[0]
-    assert step["sent"] == 30
-    assert step["received"] == 30 * 9
-    assert step["lost"] == step["dropped"] == 0
-    assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["p99"] <= step["rtt_ms"]["max"]
+    assert step.sent == 30
+    assert step.received == 30 * 9
+    assert step.lost == step.dropped == 0
+    assert 0 < step.rtt_ms["p50"] <= step.rtt_ms["p99"] <= step.rtt_ms["max"]
 
 
 def test_more_worker_processes_than_clients_leaves_none_idle(broker_server):
     levels = []
-    steps = sweep.run_sweep(broker_server.url, [2], rates=[10], duration=0.5, pause=0.1, procs=3,
+    steps = sweep.run_sweep(Options(broker_server.url, levels=[2], rates=[10], duration=0.5, pause=0.1, procs=3),
                             on_level=levels.append)
-    assert levels[0]["end"] == "sweep done"
-    assert steps[0]["received"] == steps[0]["sent"] * 2 > 0
+    assert levels[0].end == "sweep done"
+    assert steps[0].received == steps[0].sent * 2 > 0
 
 
 def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
-    sweep.run_sweep(server.url, [3], rates=[2, 20, 40], duration=1.0, pause=0.1,
+    sweep.run_sweep(Options(server.url, levels=[3], rates=[2, 20, 40], duration=1.0, pause=0.1),
                     on_step=steps.append, on_level=levels.append)
-    assert [s["rate"] for s in steps] == [2, 20]
-    assert not steps[0]["overloaded"]
-    assert steps[1]["overloaded"]
-    assert "mean round trip" in steps[1]["overload_reason"]
-    assert steps[1]["rtt_ms"]["mean"] > sweep.MAX_MEAN_RTT_MS
-    assert levels[0]["end"].startswith("overloaded: mean round trip")
+    assert [s.rate for s in steps] == [2, 20]
+    assert not steps[0].overloaded
+    assert steps[1].overloaded
+    assert "mean round trip" in steps[1].overload_reason
+    assert steps[1].rtt_ms["mean"] > method.MAX_MEAN_RTT_MS
+    assert levels[0].end.startswith("overloaded: mean round trip")
 
 
 def test_a_held_load_goes_on_past_an_overloaded_step(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
-    sweep.run_sweep(server.url, [3], rates=[20, 2], duration=1.0, pause=0, stop_at_overload=False,
+    sweep.run_sweep(Options(server.url, levels=[3], rates=[20, 2], duration=1.0, pause=0, stop_at_overload=False),
                     on_step=steps.append, on_level=levels.append)
-    assert [(s["rate"], s["overloaded"]) for s in steps] == [(20, True), (2, False)]
-    assert steps[1]["received"] == steps[1]["sent"] * 3
-    assert levels[0]["end"] == "sweep done"
+    assert [(s.rate, s.overloaded) for s in steps] == [(20, True), (2, False)]
+    assert steps[1].received == steps[1].sent * 3
+    assert levels[0].end == "sweep done"
 
 
 def run_cli(url, out, *extra):
@@ -145,13 +148,6 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
     assert any(r["type"] == "step" for r in records)
 
 
-def test_an_unreachable_server_is_a_clear_error(tmp_path):
-    with pytest.raises(sweep.ServerGone, match="refused"):
-        sweep.run_sweep("http://127.0.0.1:9/broadcast", [3], rates=[1], duration=0.2, pause=0)
-
-
-def test_split_shares_a_step_exactly():
-    assert sweep.split(3, [50, 50]) == [2, 1] or sweep.split(3, [50, 50]) == [1, 2]
-    assert sum(sweep.split(7, [3, 3, 4])) == 7
-    assert sweep.split(5, [0, 10]) == [0, 5]
-    assert sweep.split(5, [0, 0]) == [0, 0]
+def test_an_unreachable_server_is_a_clear_error():
+    with pytest.raises(ServerGone, match="refused"):
+        sweep.run_sweep(Options("http://127.0.0.1:9/broadcast", levels=[3], rates=[1], duration=0.2, pause=0))

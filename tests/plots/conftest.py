@@ -19,39 +19,3 @@ def compare_results(tmp_path_factory):
     )
     assert done.returncode == 0, done.stderr
     return out, results.read(str(out))
-
-
-SOAKED = ["broker-cpython", "broker-pypy"]
-
-
-def soak_sample(server, elapsed_s, rss_mb):
-    return {"type": "soak_sample", "server": server, "level": 100, "rate": 300.0, "elapsed_s": elapsed_s,
-            "server_rss_kb": int(rss_mb * 1024), "server_msgs_per_s": 30000.0, "rtt_ms": {"p50": 1.0, "p99": 4.0},
-            "lost": 0, "dropped": 0}
-
-
-def soak_summary(server, start_mb, final_mb, per_h, pct, verdict, lost=0, end="completed"):
-    return {"type": "soak", "server": server, "clients": 100, "rate": 300.0, "sample_s": 30.0, "warmup_s": 60.0,
-            "duration_s": 600.0, "samples": 20, "rss_after_warmup_kb": int(start_mb * 1024), "warmup_at_s": 60.0,
-            "final_rss_kb": int(final_mb * 1024), "final_at_s": 600.0, "growth_mb": final_mb - start_mb,
-            "growth_mb_per_h": per_h, "growth_pct": pct, "verdict": verdict, "lost": lost, "dropped": 0, "end": end}
-
-
-@pytest.fixture
-def soak_records():
-    """What ``python -m loadtest soak --churn`` writes for two servers: one flat, one growing until it died."""
-    broker, pypy = SOAKED
-    return (
-        [{"type": "run", "started": "2026-11-21T10:00:00+00:00", "machine": {"cpu_model": "AMD EPYC", "cores": 2}},
-         {"type": "server", "server": broker, "runtime": "CPython 3.11.7"}]
-        + [soak_sample(broker, 30.0 * n, 40 + (1 if n > 2 else 0)) for n in range(1, 21)]
-        + [soak_summary(broker, 41, 41, 0.0, 0.0, "flat"),
-           {"type": "churn_wave", "server": broker, "wave": 1, "opened": {"websocket": 100}, "failed": {},
-            "held_connections": 300, "held_rss_kb": 45 * 1024, "connections": 100, "rss_kb": 44 * 1024},
-           {"type": "churn", "server": broker, "waves": 5, "size": 100, "hold_s": 2.0, "baseline_connections": 0,
-            "baseline_rss_kb": 41 * 1024, "final_connections": 0, "final_rss_kb": 42 * 1024, "settled": True,
-            "settle_s": 6.2, "growth_mb": 1.0, "verdict": "flat"},
-           {"type": "server", "server": pypy, "runtime": "PyPy 7.3.11 (Python 3.9.16)"}]
-        + [soak_sample(pypy, 30.0 * n, 100 + 10 * n) for n in range(1, 21)]
-        + [soak_summary(pypy, 120, 300, 1080.0, 150.0, "growing", lost=7, end="server gone: the server died")]
-    )

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
 from plots import __main__ as cli  # noqa: E402
-from plots import figures, summary  # noqa: E402
+from loadtest import summary  # noqa: E402
+from plots import figures  # noqa: E402
 
 SERVERS = ["sockjs-tornado", "sockjs-node"]
 

@@ -1,12 +1,15 @@
 """What a results file says, without drawing: latency curves, realtime capacity, RSS over time, the summary tables.
 
 Everything here is pure: it takes the records of one results file (see
-``loadtest.results``) and returns plain values and text.
+:mod:`loadtest.results`) and returns plain values and text. ``compare`` prints
+its tables when a run ends; :mod:`plots` draws its curves and writes its tables
+beside the figures.
 """
 
 import collections
 
 from loadtest.memory import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
+from loadtest.method import End
 
 REALTIME_MS = 200.0
 REFERENCE = "sockjs-node"
@@ -229,7 +232,7 @@ def _soak_section(results):
     rows = [(r["server"], results.runtimes.get(r["server"]), _number(r["duration_s"] / 60.0),
              _mb(r["rss_after_warmup_kb"]), _mb(r["final_rss_kb"]), _signed(r["growth_mb_per_h"]),
              _signed(r["growth_pct"]), r["lost"], r["dropped"],
-             r["verdict"] if r["end"] == "completed" else "%s (%s)" % (r["verdict"] or "-", r["end"]))
+             r["verdict"] if End.of(r["end"]) is End.COMPLETED else "%s (%s)" % (r["verdict"] or "-", r["end"]))
             for r in results.soaks]
     return title + "\n\n" + rst_table(headers, rows)
 

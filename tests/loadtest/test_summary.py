@@ -1,6 +1,6 @@
 """The summary table, which needs no matplotlib."""
 
-from plots import summary
+from loadtest import summary
 
 CPU_PER_MSG = {"type": "cpu_per_msg", "server": "sockjs-node", "level": 8, "rate": 10.0, "cpu_us_per_msg": 12.5,
                "rtt_ms": {"p50": 1.0, "p99": 2.0}, "lost": 0}

@@ -1,0 +1,77 @@
+"""Command-line argument types shared by the commands: numbers, lists, loopback targets.
+
+Rules:
+
+- Each is an argparse ``type``: it returns the parsed value or raises
+  ``argparse.ArgumentTypeError``, so argparse names the option in the message
+  and exits with status 2 before anything runs.
+- Only loopback addresses may be a target or a source address: the load
+  client floods what it points at.
+"""
+
+import argparse
+import math
+import urllib.parse
+
+DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more, got %s" % text)
+    return value
+
+
+def positive_float(text):
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a number more than 0, got %s" % text)
+    return value
+
+
+def non_negative_float(text):
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a number of 0 or more, got %s" % text)
+    return value
+
+
+def comma_list(parse_item):
+    """A type: a non-empty comma-separated list, each item read by ``parse_item``."""
+
+    def parse(text):
+        items = [parse_item(item) for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("expected a comma-separated list, got %r" % text)
+        return items
+
+    parse.__name__ = "comma-separated %s" % parse_item.__name__  # argparse names it in errors
+    return parse
+
+
+def loopback_url(text):
+    """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast``."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme != "http" or not parts.hostname:
+        raise argparse.ArgumentTypeError("must look like %s, got %r" % (DEFAULT_URL, text))
+    if not (parts.hostname.startswith("127.") or parts.hostname in ("localhost", "::1")):
+        raise argparse.ArgumentTypeError("only loopback servers may be load tested (got %s)" % parts.hostname)
+    return text
+
+
+def parse_source_addresses(text):
+    """``127.0.0.2-127.0.0.9`` or ``127.0.0.2,127.0.0.3``: the list of loopback addresses."""
+    addresses = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if not last:
+            addresses.append(first)
+            continue
+        head, _, low = first.rpartition(".")
+        high = last.rpartition(".")[2]
+        addresses.extend("%s.%d" % (head, n) for n in range(int(low), int(high) + 1))
+    outside = [address for address in addresses if not address.startswith("127.")]
+    if outside:
+        raise argparse.ArgumentTypeError("must be loopback addresses (got %s)" % ", ".join(outside))
+    return addresses

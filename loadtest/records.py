@@ -1,0 +1,237 @@
+"""The lines of a results file: one frozen dataclass per ``"type"``, the schema in one place.
+
+Rules:
+
+- A record's JSON object (:meth:`Record.as_dict`) is ``"type"`` first, then its
+  fields in the order declared here. Field names and meanings never change:
+  :mod:`loadtest.summary`, :mod:`plots` and the committed reference results read
+  them, old files included. A new figure is a new field (or a new type).
+- Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_kb`` KiB, ``_mb``
+  MiB, ``_us`` microseconds; ``rate`` is msgs/s sent in total; ``*_cpu`` and
+  ``cpu_load`` are shares of one core.
+- ``rtt_ms`` is ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
+  ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.End`.
+- Records are written by :class:`loadtest.results.ResultsFile` and read back as
+  plain dicts (:func:`loadtest.results.read`); :func:`parse` makes a record of one.
+"""
+
+import dataclasses
+from typing import Any, ClassVar, Dict, List, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One line of a results file."""
+
+    TYPE: ClassVar[str] = ""
+
+    def as_dict(self):
+        """The JSON object of the line: ``"type"``, then the fields."""
+        line = {"type": self.TYPE}
+        for field in dataclasses.fields(self):
+            line[field.name] = getattr(self, field.name)
+        return line
+
+    @classmethod
+    def from_dict(cls, line):
+        """The record of a JSON object with this type's fields (TypeError if they differ)."""
+        return cls(**{name: value for name, value in line.items() if name != "type"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Run(Record):
+    """The first line: when, how (the command line), on what client and machine, against what."""
+
+    TYPE: ClassVar[str] = "run"
+    started: str
+    command: List[str]
+    client: Dict[str, str]  # interpreter, version
+    machine: Dict[str, Any]  # cpu_model, cores, kernel
+    url: Optional[str]
+    transport: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Server(Record):
+    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to."""
+
+    TYPE: ClassVar[str] = "server"
+    server: str
+    runtime: Optional[str]
+    pid: Optional[int]
+    cpu: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step(Record):
+    """One rate step at one concurrency level (see :mod:`loadtest.method`)."""
+
+    TYPE: ClassVar[str] = "step"
+    server: str
+    level: int
+    rate: float
+    duration_s: float
+    sent: int
+    received: int
+    server_msgs_per_s: float
+    rtt_ms: Dict[str, Optional[float]]
+    lost: int
+    dropped: int
+    client_cpu: float
+    loop_lag_ms: Dict[str, float]
+    server_cpu: Optional[float]
+    server_rss_kb: Optional[int]
+    server_cpu_us_per_msg: Optional[float]
+    client_bound: bool
+    overloaded: bool
+    overload_reason: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Level(Record):
+    """How a concurrency level ended."""
+
+    TYPE: ClassVar[str] = "level"
+    server: str
+    level: int
+    end: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuPerMsg(Record):
+    """Server CPU per delivered message at ``compare``'s fixed load, with what qualifies it."""
+
+    TYPE: ClassVar[str] = "cpu_per_msg"
+    server: str
+    level: int
+    rate: float
+    cpu_us_per_msg: Optional[float]
+    rtt_ms: Dict[str, Optional[float]]
+    lost: int
+    dropped: int
+    server_msgs_per_s: float
+    server_cpu: Optional[float]
+    client_cpu: float
+    client_bound: bool
+    overloaded: bool
+
+    @classmethod
+    def of_step(cls, step):
+        """From the fixed load's :class:`Step`."""
+        return cls(server=step.server, level=step.level, rate=step.rate, cpu_us_per_msg=step.server_cpu_us_per_msg,
+                   rtt_ms=step.rtt_ms, lost=step.lost, dropped=step.dropped,
+                   server_msgs_per_s=step.server_msgs_per_s, server_cpu=step.server_cpu,
+                   client_cpu=step.client_cpu, client_bound=step.client_bound, overloaded=step.overloaded)
+
+
+@dataclasses.dataclass(frozen=True)
+class IdleRss(Record):
+    """Server RSS with ``connections`` idle connections open, against the fresh server's."""
+
+    TYPE: ClassVar[str] = "idle_rss"
+    server: str
+    connections: int
+    rss_kb: int
+    rss_before_kb: int
+    rss_per_conn_kb: float
+    failed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor(Record):
+    """The bare send loop (:mod:`loadtest.floor`): CPU per send to ``connections`` loopback sockets."""
+
+    TYPE: ClassVar[str] = "floor"
+    connections: int
+    rate: float
+    frame_bytes: int
+    cpu: Optional[int]
+    runtime: str
+    drain_ok: bool
+    duration_s: float
+    sends: int
+    blocked: int
+    sends_per_s: float
+    cpu_load: float
+    cpu_us_per_send: Optional[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class SoakSample(Step):
+    """One sample of a soak: a held load's step, and the time under load at its end."""
+
+    TYPE: ClassVar[str] = "soak_sample"
+    elapsed_s: float
+
+    @classmethod
+    def of_step(cls, step, elapsed_s):
+        return cls(**{field.name: getattr(step, field.name) for field in dataclasses.fields(step)},
+                   elapsed_s=elapsed_s)
+
+
+@dataclasses.dataclass(frozen=True)
+class Soak(Record):
+    """A server's soak summed up (see :mod:`loadtest.soak` and :func:`loadtest.memory.growth`)."""
+
+    TYPE: ClassVar[str] = "soak"
+    server: str
+    clients: int
+    rate: float
+    sample_s: float
+    warmup_s: float
+    duration_s: float
+    samples: int
+    rss_after_warmup_kb: Optional[int]
+    warmup_at_s: Optional[float]
+    final_rss_kb: Optional[int]
+    final_at_s: Optional[float]
+    growth_mb: Optional[float]
+    growth_mb_per_h: Optional[float]
+    growth_pct: Optional[float]
+    verdict: Optional[str]
+    lost: int
+    dropped: int
+    end: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ChurnWave(Record):
+    """One churn wave: sessions opened and failed by kind, connections and RSS while held and once dropped."""
+
+    TYPE: ClassVar[str] = "churn_wave"
+    server: str
+    wave: int
+    opened: Dict[str, int]
+    failed: Dict[str, int]
+    held_connections: Optional[int]
+    held_rss_kb: int
+    connections: Optional[int]
+    rss_kb: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Churn(Record):
+    """A server's churn summed up (see :mod:`loadtest.churn`)."""
+
+    TYPE: ClassVar[str] = "churn"
+    server: str
+    waves: int
+    size: int
+    hold_s: float
+    baseline_connections: Optional[int]
+    baseline_rss_kb: int
+    final_connections: Optional[int]
+    final_rss_kb: int
+    settled: Optional[bool]
+    settle_s: float
+    growth_mb: float
+    verdict: str
+
+
+TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,
+                                      ChurnWave, Churn)}
+
+
+def parse(line):
+    """The record of a results line (a JSON object), by its ``"type"``; KeyError or TypeError if it has none such."""
+    return TYPES[line["type"]].from_dict(line)

@@ -1,0 +1,29 @@
+"""Command-line argument types: loopback targets and source addresses."""
+
+import argparse
+import re
+
+import pytest
+
+from loadtest import arguments
+
+
+def test_source_address_ranges():
+    assert arguments.parse_source_addresses("127.0.0.2-127.0.0.4") == ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    assert arguments.parse_source_addresses("127.0.0.2,127.0.1.9") == ["127.0.0.2", "127.0.1.9"]
+
+
+@pytest.mark.parametrize("parse, text, message", [
+    (arguments.parse_source_addresses, "127.0.0.2,10.0.0.1", "must be loopback addresses (got 10.0.0.1)"),
+    (arguments.loopback_url, "http://10.0.0.1:8080/broadcast", "only loopback servers may be load tested"),
+    (arguments.loopback_url, "ws://127.0.0.1:8080/broadcast", "must look like http://127.0.0.1:8080/broadcast"),
+    (arguments.comma_list(arguments.positive_int), ",", "expected a comma-separated list"),
+])
+def test_what_cannot_be_measured_is_refused(parse, text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
+        parse(text)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/broadcast", "http://localhost:8080/a", "http://[::1]:80/b"])
+def test_loopback_urls_pass(url):
+    assert arguments.loopback_url(url) == url

@@ -1,0 +1,43 @@
+"""The results schema: every line written, old or new, is a record whose JSON object is kept to the letter."""
+
+import json
+import os
+
+import pytest
+
+from loadtest import records
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFERENCE = os.path.join(ROOT, "plots", "reference", "results.jsonl")
+
+
+def test_the_committed_reference_results_read_as_records_field_for_field():
+    with open(REFERENCE) as f:
+        lines = [json.loads(line) for line in f]
+    assert {line["type"] for line in lines} == {"run", "server", "step", "level", "cpu_per_msg", "idle_rss", "floor"}
+    for line in lines:
+        assert list(records.parse(line).as_dict().items()) == list(line.items())
+
+
+def test_a_soak_sample_is_its_step_and_the_time_under_load():
+    with open(REFERENCE) as f:
+        step = records.parse(next(json.loads(line) for line in f if '"type": "step"' in line))
+    sample = records.SoakSample.of_step(step, 12.5).as_dict()
+    assert list(sample) == list(step.as_dict()) + ["elapsed_s"]
+    assert dict(sample, type="step", elapsed_s=None) == dict(step.as_dict(), elapsed_s=None)
+    assert sample["type"] == "soak_sample" and sample["elapsed_s"] == 12.5
+
+
+def test_a_line_with_other_fields_is_no_record():
+    with pytest.raises(TypeError):
+        records.parse({"type": "level", "server": "s", "level": 1, "end": "sweep done", "surprise": 1})
+    with pytest.raises(TypeError):
+        records.parse({"type": "level", "server": "s", "level": 1})
+    with pytest.raises(KeyError):
+        records.parse({"type": "nothing"})
+
+
+def test_records_are_frozen():
+    level = records.Level(server="s", level=1, end="sweep done")
+    with pytest.raises(AttributeError):
+        level.end = "overloaded"

@@ -1,0 +1,49 @@
+"""The import contract (``.importlinter``): it holds here, and breaks as soon as an import runs the wrong way.
+
+tox runs ``lint-imports`` on the tree before pytest; these tests run it on a
+copy of the packages with one import added, to show the contract catches it.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("broker", "loadtest", "plots")
+LINT_IMPORTS = os.path.join(os.path.dirname(sys.executable), "lint-imports")
+
+
+def lint_imports(tmp_path, added=None):
+    """Run ``lint-imports`` on a copy of the packages, ``added`` being ``(module path, import line)``."""
+    for package in PACKAGES:
+        shutil.copytree(os.path.join(ROOT, package), str(tmp_path / package),
+                        ignore=shutil.ignore_patterns("__pycache__", "node_modules", "*.js*", "demo", "reference"))
+    shutil.copy(os.path.join(ROOT, ".importlinter"), str(tmp_path))
+    if added is not None:
+        path, line = added
+        with open(str(tmp_path / path), "a") as module:
+            module.write("\n%s\n" % line)
+    return subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+
+
+def test_the_packages_keep_the_contract(tmp_path):
+    done = lint_imports(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize("added, broken", [
+    (("loadtest/cli.py", "import broker.app"), "loadtest.cli -> broker.app"),
+    (("loadtest/results.py", "from broker.api import interpreter"), "loadtest.results -> broker.api"),
+    (("loadtest/compare.py", "from plots import figures"), "loadtest.compare -> plots.figures"),
+    (("broker/hub.py", "from loadtest import payload"), "broker.hub -> loadtest.payload"),
+    (("loadtest/client.py", "import tornado.iostream"), "loadtest.client -> tornado"),
+])
+def test_an_import_the_wrong_way_breaks_it(tmp_path, added, broken):
+    done = lint_imports(tmp_path, added)
+    assert done.returncode != 0
+    assert broken in done.stdout, done.stdout
