@@ -20,6 +20,9 @@ class Config:
     client_publish: bool = True
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
+    max_connections: Optional[int] = None
+    max_connections_per_ip: int = 0
+    client_address_header: Optional[str] = None
     log_level: str = "info"
 
     @property
@@ -43,6 +46,21 @@ def parse_size(text):
 def _prefix(text):
     if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
         raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
+    return text
+
+
+def _max_connections(text):
+    if text.strip().lower() == "auto":
+        return None
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be 1 or more, or auto")
+    return value
+
+
+def _header_name(text):
+    if not re.match(r"^[A-Za-z0-9-]+$", text):
+        raise argparse.ArgumentTypeError("not a header name: %r" % text)
     return text
 
 
@@ -95,6 +113,23 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_MAX_BUFFER", str(defaults.max_buffer)),
                         help="unsent bytes allowed per connection before it is closed as a slow "
                         "consumer [BROKER_MAX_BUFFER, default %(default)s]")
+    parser.add_argument("--max-connections", type=_max_connections, metavar="N",
+                        default=env("BROKER_MAX_CONNECTIONS", "auto"),
+                        help="open TCP connections (HTTP and websocket) allowed; more are "
+                        "answered 503 and closed; auto is the open-files limit less 2%% "
+                        "(at least 64) kept for the broker's own files "
+                        "[BROKER_MAX_CONNECTIONS, default auto]")
+    parser.add_argument("--max-connections-per-ip", type=_non_negative, metavar="N",
+                        default=env("BROKER_MAX_CONNECTIONS_PER_IP", str(defaults.max_connections_per_ip)),
+                        help="open TCP connections allowed per client address (IPv6: per /64); "
+                        "more are answered 503 and closed; 0 for no limit "
+                        "[BROKER_MAX_CONNECTIONS_PER_IP, default %(default)s]")
+    parser.add_argument("--client-address-header", type=_header_name, metavar="NAME",
+                        default=env("BROKER_CLIENT_ADDRESS_HEADER") or None,
+                        help="behind a proxy: the request header holding the client's address "
+                        "(X-Forwarded-For: its last address; X-Real-IP), for the per-IP limit; "
+                        "set it only if every request comes through a proxy that sets it "
+                        "[BROKER_CLIENT_ADDRESS_HEADER, default none: the peer's address]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")
