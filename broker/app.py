@@ -81,11 +81,13 @@ def connection_limits(config, open_files):
 
 
 def make_server(config, app, limits):
-    """The HTTP server, and the :class:`Listener` that feeds it."""
+    """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
     by_header = bool(config.client_address_header and config.max_connections_per_ip)
     if by_header:
         app = ClientAddressCheck(app, limits, config.client_address_header)
-    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size))
+    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
+                        idle_connection_timeout=config.header_timeout,
+                        body_timeout=config.body_timeout)
     return Listener(server, limits, by_header=by_header)
 
 

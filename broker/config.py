@@ -23,6 +23,8 @@ class Config:
     max_connections: Optional[int] = None
     max_connections_per_ip: int = 0
     client_address_header: Optional[str] = None
+    header_timeout: float = 20.0
+    body_timeout: float = 20.0
     log_level: str = "info"
 
     @property
@@ -55,6 +57,17 @@ def _max_connections(text):
     value = _non_negative(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be 1 or more, or auto")
+    return value
+
+
+def _seconds(text):
+    """A number of seconds, more than 0 and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text) from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0 seconds, got %r" % text)
     return value
 
 
@@ -130,6 +143,15 @@ def build_parser(environ=os.environ):
                         "(X-Forwarded-For: its last address; X-Real-IP), for the per-IP limit; "
                         "set it only if every request comes through a proxy that sets it "
                         "[BROKER_CLIENT_ADDRESS_HEADER, default none: the peer's address]")
+    parser.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_HEADER_TIMEOUT", str(defaults.header_timeout)),
+                        help="time a connection has to send a request's complete headers, from "
+                        "its opening or from its previous response: closes half-sent headers "
+                        "and idle keep-alive connections [BROKER_HEADER_TIMEOUT, default %(default)s]")
+    parser.add_argument("--body-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_BODY_TIMEOUT", str(defaults.body_timeout)),
+                        help="time a request has to send its whole body once its headers are in "
+                        "[BROKER_BODY_TIMEOUT, default %(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

@@ -40,7 +40,8 @@ def test_default_limit_refuses_before_the_file_limit(start_broker):
 
 
 def test_at_emfile_the_broker_pauses_accepting_and_recovers(start_broker):
-    broker = start_broker("--max-connections", "1000", open_files=OPEN_FILES)
+    broker = start_broker("--max-connections", "1000", "--header-timeout", "60",
+                          open_files=OPEN_FILES)
     assert "more than the open-files limit" in broker.server.output
     monitor = connect(broker)
     with Canary(broker) as canary:
