@@ -17,6 +17,8 @@ Rules this module keeps:
 * An admitted connection is released when its socket closes, whoever closes
   it: :class:`CountedStream` overrides ``close_fd``, the one place every
   IOStream's descriptor ends.
+* Request headers over Tornado's ``max_header_size`` are answered 431 as the
+  connection closes, rather than by a bare close.
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
   (:class:`ClientAddressCheck`): the last one of a list, which is the one the
@@ -27,7 +29,7 @@ import logging
 
 from tornado import httputil
 from tornado.ioloop import IOLoop
-from tornado.iostream import IOStream
+from tornado.iostream import IOStream, UnsatisfiableReadError
 
 from broker.limits import MAX_CONNECTIONS, PER_IP, client_key
 
@@ -54,6 +56,7 @@ def http_response(status, reason, body):
 
 
 REFUSAL_RESPONSES = {why: http_response(503, "Service Unavailable", body) for why, body in REFUSALS.items()}
+HEADERS_TOO_LARGE = http_response(431, "Request Header Fields Too Large", "Request headers too large.\n")
 
 
 def refuse(connection, response):
@@ -71,15 +74,32 @@ def refuse(connection, response):
 class CountedStream(IOStream):
     """The stream of an admitted connection: released from ``limits`` when its
     socket closes, with the client it belongs to then (``client``); ``peer``
-    is the client its peer address names."""
+    is the client its peer address names. When Tornado closes it because a
+    request's headers are over its limit, the close is preceded by a 431."""
 
     def __init__(self, connection, limits, client, peer, **kwargs):
         self.limits = limits
         self.client = client
         self.peer = peer
+        self.reading_headers = False
         super().__init__(connection, **kwargs)
 
+    def read_until_regex(self, regex, max_bytes=None):
+        # Tornado's HTTP server reads request headers, and only them, this way.
+        self.reading_headers = True
+        future = super().read_until_regex(regex, max_bytes)
+        future.add_done_callback(self.headers_read)
+        return future
+
+    def headers_read(self, future):
+        self.reading_headers = False
+
     def close_fd(self):
+        if self.reading_headers and isinstance(self.error, UnsatisfiableReadError):
+            try:
+                self.socket.send(HEADERS_TOO_LARGE)
+            except OSError:
+                pass
         super().close_fd()
         self.limits.release(self.client)
 
