@@ -32,9 +32,13 @@ def _log_request(handler):
         1000.0 * request.request_time())
 
 
-def application_settings(max_message_size):
-    """Tornado settings shared by every application the broker builds."""
-    return {"websocket_max_message_size": max_message_size, "log_function": _log_request}
+def application_settings(max_message_size, ws_ping_interval=0, ws_ping_timeout=0):
+    """Tornado settings shared by every application the broker builds. With a
+    ping interval, Tornado pings every websocket and closes one whose answer is
+    over ``ws_ping_timeout`` late (cut to the interval, as Tornado requires)."""
+    return {"websocket_max_message_size": max_message_size, "log_function": _log_request,
+            "websocket_ping_interval": ws_ping_interval,
+            "websocket_ping_timeout": min(ws_ping_timeout, ws_ping_interval)}
 
 
 def max_body_size(max_message_size):
@@ -56,7 +60,8 @@ def make_app(config, hub, limits, gc_trigger=None):
         (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger)),
         (r"/healthz", api.HealthHandler),
     ]
-    return Application(routes, **application_settings(config.max_message_size))
+    return Application(routes, **application_settings(config.max_message_size, config.ws_ping_interval,
+                                                      config.ws_ping_timeout))
 
 
 def raise_open_files_limit():

@@ -25,6 +25,8 @@ class Config:
     client_address_header: Optional[str] = None
     header_timeout: float = 20.0
     body_timeout: float = 20.0
+    ws_ping_interval: float = 25.0
+    ws_ping_timeout: float = 20.0
     log_level: str = "info"
 
     @property
@@ -69,6 +71,16 @@ def _seconds(text):
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError("must be more than 0 seconds, got %r" % text)
     return value
+
+
+def _interval(text):
+    """A number of seconds, or 0 for never."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return _seconds(text)
 
 
 def _header_name(text):
@@ -152,6 +164,15 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_BODY_TIMEOUT", str(defaults.body_timeout)),
                         help="time a request has to send its whole body once its headers are in "
                         "[BROKER_BODY_TIMEOUT, default %(default)s]")
+    parser.add_argument("--ws-ping-interval", type=_interval, metavar="SECONDS",
+                        default=env("BROKER_WS_PING_INTERVAL", str(defaults.ws_ping_interval)),
+                        help="ping every websocket this often, 0 for never "
+                        "[BROKER_WS_PING_INTERVAL, default %(default)s]")
+    parser.add_argument("--ws-ping-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_WS_PING_TIMEOUT", str(defaults.ws_ping_timeout)),
+                        help="close a websocket whose answer to a ping is this late (at most the "
+                        "interval: a longer timeout is cut to it) [BROKER_WS_PING_TIMEOUT, "
+                        "default %(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

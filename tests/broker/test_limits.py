@@ -1,8 +1,10 @@
 """Connection accounting alone: admissions, refusals by reason, releases,
-clients behind a proxy, what a client address is, and the default limit."""
+clients behind a proxy, what a client address is, and the default limit;
+and the flags of the limits and timeouts."""
 
 import pytest
 
+from broker.config import parse_args
 from broker.limits import Limits, client_key, default_max_connections
 
 
@@ -65,3 +67,29 @@ def test_behind_a_proxy_a_connection_moves_to_the_client_its_request_names():
 ])
 def test_the_default_leaves_a_reserve_of_the_open_files_limit(open_files, connections):
     assert default_max_connections(open_files) == connections
+
+
+def test_limit_and_timeout_flags_and_their_environment():
+    config = parse_args([], environ={})
+    assert (config.max_connections, config.max_connections_per_ip, config.client_address_header) \
+        == (None, 0, None)
+    assert (config.header_timeout, config.body_timeout) == (20.0, 20.0)
+    assert (config.ws_ping_interval, config.ws_ping_timeout) == (25.0, 20.0)
+    config = parse_args(["--max-connections", "5000", "--ws-ping-interval", "0"], environ={
+        "BROKER_MAX_CONNECTIONS_PER_IP": "50", "BROKER_CLIENT_ADDRESS_HEADER": "X-Real-IP",
+        "BROKER_HEADER_TIMEOUT": "2.5", "BROKER_BODY_TIMEOUT": "7", "BROKER_WS_PING_TIMEOUT": "9"})
+    assert (config.max_connections, config.max_connections_per_ip, config.client_address_header) \
+        == (5000, 50, "X-Real-IP")
+    assert (config.header_timeout, config.body_timeout, config.ws_ping_interval,
+            config.ws_ping_timeout) == (2.5, 7.0, 0.0, 9.0)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--max-connections", "0"], ["--header-timeout", "0"], ["--body-timeout", "-1"],
+    ["--ws-ping-timeout", "nan"], ["--ws-ping-interval", "inf"],
+    ["--client-address-header", "X-Forwarded-For: 1.2.3.4"],
+])
+def test_bad_limit_or_timeout_flags_are_refused(argv, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(argv, environ={})
+    assert "error" in capsys.readouterr().err
