@@ -79,16 +79,19 @@ class PublishHandler(_JSONHandler):
 
 class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
-    session counts until it expires) and, on PyPy, the collector's counters."""
+    session counts until it expires), the open TCP connections and refusals
+    (``limits``) and, on PyPy, the collector's counters."""
 
-    def initialize(self, hub, router, gc_trigger=None):
+    def initialize(self, hub, router, limits, gc_trigger=None):
         self.hub = hub
         self.router = router
+        self.limits = limits
         self.gc_trigger = gc_trigger
 
     def get(self):
         stats = self.hub.stats()
         stats["sessions"] = self.router.stats.sess_active
+        stats.update(self.limits.stats())
         if self.gc_trigger is not None:
             stats["gc"] = self.gc_trigger.stats()
         stats["interpreter"] = interpreter()

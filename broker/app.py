@@ -14,6 +14,8 @@ from broker import api, assets, collector
 from broker.config import http_url, parse_args
 from broker.hub import Hub
 from broker.origins import OriginPolicy
+from broker.limits import Limits, default_max_connections
+from broker.listener import ClientAddressCheck, Listener
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -31,9 +33,13 @@ def _log_request(handler):
         1000.0 * request.request_time())
 
 
-def application_settings(max_message_size):
-    """Tornado settings shared by every application the broker builds."""
-    return {"websocket_max_message_size": max_message_size, "log_function": _log_request}
+def application_settings(max_message_size, ws_ping_interval=0, ws_ping_timeout=0):
+    """Tornado settings shared by every application the broker builds. With a
+    ping interval, Tornado pings every websocket and closes one whose answer is
+    over ``ws_ping_timeout`` late (cut to the interval, as Tornado requires)."""
+    return {"websocket_max_message_size": max_message_size, "log_function": _log_request,
+            "websocket_ping_interval": ws_ping_interval,
+            "websocket_ping_timeout": min(ws_ping_timeout, ws_ping_interval)}
 
 
 def max_body_size(max_message_size):
@@ -42,9 +48,10 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, gc_trigger=None):
+def make_app(config, hub, limits, gc_trigger=None):
     """The Tornado application: the SockJS service at ``config.prefix`` and the API;
-    ``gc_trigger`` (see :mod:`broker.collector`) adds its counters to ``/stats``."""
+    ``limits`` (see :mod:`broker.limits`) and ``gc_trigger`` (see
+    :mod:`broker.collector`) add their counters to ``/stats``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
@@ -53,21 +60,48 @@ def make_app(config, hub, gc_trigger=None):
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
-        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, gc_trigger=gc_trigger)),
+        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger)),
         (r"/healthz", api.HealthHandler),
     ]
-    return Application(routes, **application_settings(config.max_message_size))
+    return Application(routes, **application_settings(config.max_message_size, config.ws_ping_interval,
+                                                      config.ws_ping_timeout))
 
 
 def raise_open_files_limit():
-    """Every connection is a file descriptor: use the whole hard limit."""
+    """Every connection is a file descriptor: use the whole hard limit, and return it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def connection_limits(config, open_files):
+    """The :class:`Limits` of ``config``; without ``--max-connections``, derived
+    from the open-files limit ``open_files``."""
+    fitting = default_max_connections(open_files)
+    if config.max_connections is None:
+        return Limits(fitting, config.max_connections_per_ip)
+    if config.max_connections > fitting:
+        LOG.warning("--max-connections %d is more than the open-files limit (%d) leaves for "
+                    "connections (%d): past that, the broker pauses accepting",
+                    config.max_connections, open_files, fitting)
+    return Limits(config.max_connections, config.max_connections_per_ip)
+
+
+def make_server(config, app, limits):
+    """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
+    by_header = bool(config.client_address_header and config.max_connections_per_ip)
+    if by_header:
+        app = ClientAddressCheck(app, limits, config.client_address_header)
+    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
+                        idle_connection_timeout=config.header_timeout,
+                        body_timeout=config.body_timeout)
+    return Listener(server, limits, by_header=by_header)
 
 
 async def serve_until_signalled(server, host, port, name, path):
-    """Listen on ``host:port``, print ``<name> listening on <url of path>`` (the
+    """Listen on ``host:port`` (``server``: a Tornado TCP server or a
+    :class:`Listener`), print ``<name> listening on <url of path>`` (the
     launch contract of ``loadtest.servers``), and stop accepting connections at
     the first SIGTERM or SIGINT."""
     sockets = bind_sockets(port, host)
@@ -81,14 +115,15 @@ async def serve_until_signalled(server, host, port, name, path):
     server.stop()
 
 
-async def run(config):
+async def run(config, open_files):
     gc_trigger = collector.install()
     hub = Hub(IOLoop.current().add_callback, replay=config.replay)
-    server = HTTPServer(make_app(config, hub, gc_trigger), max_body_size=max_body_size(config.max_message_size))
+    limits = connection_limits(config, open_files)
+    listener = make_server(config, make_app(config, hub, limits, gc_trigger), limits)
     hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()
-    await serve_until_signalled(server, config.host, config.port, "broker", config.prefix)
+    await serve_until_signalled(listener, config.host, config.port, "broker", config.prefix)
     LOG.info("shutting down: closing %d sessions", len(hub))
     for connection in hub:
         connection.disconnect(*GOING_AWAY)
@@ -102,5 +137,4 @@ def main(argv=None):
     config = parse_args(argv)
     logging.basicConfig(level=config.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raise_open_files_limit()
-    asyncio.run(run(config))
+    asyncio.run(run(config, raise_open_files_limit()))

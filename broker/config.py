@@ -25,6 +25,13 @@ class Config:
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     write_timeout: float = 30.0
+    max_connections: Optional[int] = None
+    max_connections_per_ip: int = 0
+    client_address_header: Optional[str] = None
+    header_timeout: float = 20.0
+    body_timeout: float = 20.0
+    ws_ping_interval: float = 25.0
+    ws_ping_timeout: float = 20.0
     log_level: str = "info"
 
     @property
@@ -48,6 +55,42 @@ def parse_size(text):
 def _prefix(text):
     if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
         raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
+    return text
+
+
+def _max_connections(text):
+    if text.strip().lower() == "auto":
+        return None
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be 1 or more, or auto")
+    return value
+
+
+def _seconds(text):
+    """A number of seconds, more than 0 and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text) from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0 seconds, got %r" % text)
+    return value
+
+
+def _interval(text):
+    """A number of seconds, or 0 for never."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return _seconds(text)
+
+
+def _header_name(text):
+    if not re.match(r"^[A-Za-z0-9-]+$", text):
+        raise argparse.ArgumentTypeError("not a header name: %r" % text)
     return text
 
 
@@ -77,16 +120,6 @@ def _rate(text):
         raise argparse.ArgumentTypeError("not a number: %r" % text) from None
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError("must be 0 (no limit) or more, got %r" % text)
-    return value
-
-
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text) from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError("must be more than 0, got %r" % text)
     return value
 
 
@@ -143,6 +176,41 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_WRITE_TIMEOUT", "%g" % defaults.write_timeout),
                         help="a websocket that has not taken its pending bytes for this long is "
                         "closed as a slow consumer [BROKER_WRITE_TIMEOUT, default %(default)s]")
+    parser.add_argument("--max-connections", type=_max_connections, metavar="N",
+                        default=env("BROKER_MAX_CONNECTIONS", "auto"),
+                        help="open TCP connections (HTTP and websocket) allowed; more are "
+                        "answered 503 and closed; auto is the open-files limit less 2%% "
+                        "(at least 64) kept for the broker's own files "
+                        "[BROKER_MAX_CONNECTIONS, default auto]")
+    parser.add_argument("--max-connections-per-ip", type=_non_negative, metavar="N",
+                        default=env("BROKER_MAX_CONNECTIONS_PER_IP", str(defaults.max_connections_per_ip)),
+                        help="open TCP connections allowed per client address (IPv6: per /64); "
+                        "more are answered 503 and closed; 0 for no limit "
+                        "[BROKER_MAX_CONNECTIONS_PER_IP, default %(default)s]")
+    parser.add_argument("--client-address-header", type=_header_name, metavar="NAME",
+                        default=env("BROKER_CLIENT_ADDRESS_HEADER") or None,
+                        help="behind a proxy: the request header holding the client's address "
+                        "(X-Forwarded-For: its last address; X-Real-IP), for the per-IP limit; "
+                        "set it only if every request comes through a proxy that sets it "
+                        "[BROKER_CLIENT_ADDRESS_HEADER, default none: the peer's address]")
+    parser.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_HEADER_TIMEOUT", str(defaults.header_timeout)),
+                        help="time a connection has to send a request's complete headers, from "
+                        "its opening or from its previous response: closes half-sent headers "
+                        "and idle keep-alive connections [BROKER_HEADER_TIMEOUT, default %(default)s]")
+    parser.add_argument("--body-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_BODY_TIMEOUT", str(defaults.body_timeout)),
+                        help="time a request has to send its whole body once its headers are in "
+                        "[BROKER_BODY_TIMEOUT, default %(default)s]")
+    parser.add_argument("--ws-ping-interval", type=_interval, metavar="SECONDS",
+                        default=env("BROKER_WS_PING_INTERVAL", str(defaults.ws_ping_interval)),
+                        help="ping every websocket this often, 0 for never "
+                        "[BROKER_WS_PING_INTERVAL, default %(default)s]")
+    parser.add_argument("--ws-ping-timeout", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_WS_PING_TIMEOUT", str(defaults.ws_ping_timeout)),
+                        help="close a websocket whose answer to a ping is this late (at most the "
+                        "interval: a longer timeout is cut to it) [BROKER_WS_PING_TIMEOUT, "
+                        "default %(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

@@ -54,10 +54,12 @@ def start_server():
 
 @pytest.fixture
 def start_broker(start_server):
-    """Start brokers with extra flags (and, by keyword, extra environment)."""
+    """Start brokers with extra flags (and, by keyword, extra environment, and
+    an open-files limit, soft and hard, set with ``prlimit``)."""
 
-    def start(*flags, env=None):
-        return RunningBroker(start_server(sys.executable, "-m", "broker", "--host", "127.0.0.1",
+    def start(*flags, env=None, open_files=None):
+        limit = ["prlimit", "--nofile=%d:%d" % (open_files, open_files)] if open_files else []
+        return RunningBroker(start_server(*limit, sys.executable, "-m", "broker", "--host", "127.0.0.1",
                                           "--port", "0", "--log-level", "warning", *flags, env=env))
 
     return start
