@@ -30,6 +30,9 @@ PYPY_HOWTO = (
 )
 NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
+# The load client's clients publish far faster than any person: the brokers run
+# without their per-client publish rate limit.
+BROKER_FLAGS = ["--client-rate", "0"]
 
 # Runs under a candidate interpreter, from the repository root: fails unless the
 # module it will serve imports, then prints the interpreter's name and version.
@@ -59,7 +62,7 @@ class Contender:
 def resolve(name, npm_timeout=300.0):
     """The :class:`Contender` called ``name`` (one of :data:`NAMES`)."""
     if name == "broker-cpython":
-        return _cpython_contender(name, "broker")
+        return _cpython_contender(name, "broker", BROKER_FLAGS)
     if name == "broker-pypy":
         python = pypy()
         if python is None:
@@ -68,7 +71,7 @@ def resolve(name, npm_timeout=300.0):
             runtime = probe(python, "broker")
         except Unavailable as reason:
             raise Unavailable("%s: %s" % (name, reason))
-        return Contender(name, [python, "-m", "broker"] + LISTEN, runtime)
+        return Contender(name, [python, "-m", "broker"] + LISTEN + BROKER_FLAGS, runtime)
     if name == "sockjs-node":
         return _node_contender(name, npm_timeout)
     if name == "sockjs-tornado":
@@ -139,12 +142,12 @@ def probe(python, module):
     return done.stdout.strip()
 
 
-def _cpython_contender(name, module):
+def _cpython_contender(name, module, flags=()):
     try:
         python, runtime = cpython(module)
     except Unavailable as reason:
         raise Unavailable("%s: %s" % (name, reason))
-    return Contender(name, [python, "-m", module] + LISTEN, runtime)
+    return Contender(name, [python, "-m", module] + LISTEN + list(flags), runtime)
 
 
 def _node_contender(name, npm_timeout):
