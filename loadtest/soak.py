@@ -68,13 +68,8 @@ def build_parser():
                         help="seconds a wave's sessions are held (default %(default)g)")
     parser.add_argument("--expiry", type=arguments.non_negative_float, default=10.0,
                         help="seconds a server without /stats is given to expire sessions (default %(default)g)")
-    parser.add_argument("--server-cpu", type=int, default=0,
-                        help="CPU the servers run on (default 0; with --url, --server-pid is pinned there)")
-    parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
-    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
-                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
-    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    compare.add_placement_arguments(
+        parser, "CPU the servers run on (default 0; with --url, --server-pid is pinned there)")
     return parser
 
 

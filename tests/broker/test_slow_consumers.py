@@ -3,7 +3,6 @@ nothing and the broker's memory reaches a plateau."""
 
 import json
 import socket
-import time
 
 import websocket
 
