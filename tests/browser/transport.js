@@ -25,7 +25,9 @@ async function openAppPage(browser, logs, origin) {
 
 function connectFromApp(page, url, transport) {
   return page.evaluate(([url, transport]) => new Promise((resolve, reject) => {
-    const sock = new SockJS(url, null, { transports: [transport] });
+    // A generous connect timeout: on a busy machine a polling transport's first
+    // round trip may outlast sockjs-client's default, which gives up on it.
+    const sock = new SockJS(url, null, { transports: [transport], timeout: 10000 });
     window.sock = sock;
     window.received = [];
     sock.onopen = () => resolve(sock.transport);
