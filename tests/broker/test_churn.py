@@ -11,7 +11,7 @@ from loadtest.procstat import rss_kb
 
 from sockjs_clients import ALL, WebSocketClient, XhrPollingClient, JsonpClient, wait_until
 
-PER_TRANSPORT = 50
+PER_TRANSPORT = 100
 WAVES = 6
 # An abandoned session expires 5 s after its last request, checked every second.
 EXPIRY_S = 15.0

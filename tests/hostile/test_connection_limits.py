@@ -56,7 +56,8 @@ def test_one_address_gets_its_share_and_no_more(start_broker):
         for _ in range(200):
             status, _, body = get(broker, "/healthz", source="127.0.0.2")
             assert status == 503 and "from your address" in body
-        assert open_fds(broker.server.pid) <= baseline
+        # A refusal holds its descriptor for one send; one may still be closing.
+        wait_until(lambda: open_fds(broker.server.pid) <= baseline)
         assert get(broker, "/healthz", source="127.0.0.3")[0] == 200
         canary.round_trip()
         assert stats_on(broker, monitor)["refused"] == {"max_connections": 0, "per_ip": 200}
