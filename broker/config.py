@@ -78,14 +78,15 @@ def _seconds(text):
     return value
 
 
-def _interval(text):
-    """A number of seconds, or 0 for never."""
+def _zero_or_more(text):
+    """A finite number of 0 or more: seconds or a rate, where 0 means never or no limit."""
     try:
-        if float(text) == 0:
-            return 0.0
+        value = float(text)
     except ValueError:
-        pass
-    return _seconds(text)
+        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("must be 0 or more, got %r" % text)
+    return value
 
 
 def _header_name(text):
@@ -111,16 +112,6 @@ def _origins(text):
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return listed
-
-
-def _rate(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be 0 (no limit) or more, got %r" % text)
-    return value
 
 
 def _flag(text):
@@ -159,7 +150,7 @@ def build_parser(environ=os.environ):
                         help="comma-separated origins (https://example.com) whose pages may use the "
                         "broker, or * for any; others get 403 on websockets and no CORS answer "
                         "[BROKER_ALLOWED_ORIGINS, default %(default)s]")
-    parser.add_argument("--client-rate", type=_rate, metavar="N",
+    parser.add_argument("--client-rate", type=_zero_or_more, metavar="N",
                         default=env("BROKER_CLIENT_RATE", "%g" % defaults.client_rate),
                         help="messages a second one client may publish, in bursts of up to 2N; a "
                         "client over it is closed with 3009 \"Too many messages\"; 0: no limit "
@@ -202,7 +193,7 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_BODY_TIMEOUT", str(defaults.body_timeout)),
                         help="time a request has to send its whole body once its headers are in "
                         "[BROKER_BODY_TIMEOUT, default %(default)s]")
-    parser.add_argument("--ws-ping-interval", type=_interval, metavar="SECONDS",
+    parser.add_argument("--ws-ping-interval", type=_zero_or_more, metavar="SECONDS",
                         default=env("BROKER_WS_PING_INTERVAL", str(defaults.ws_ping_interval)),
                         help="ping every websocket this often, 0 for never "
                         "[BROKER_WS_PING_INTERVAL, default %(default)s]")
