@@ -14,7 +14,9 @@ Rules this module keeps:
 
 import asyncio
 
-from tornado import websocket
+from tornado import iostream, websocket
+
+from broker import frames
 
 # One websocket connection reads at most this many bytes per event-loop
 # iteration, each read counting READ_COST more, since small frames cost more
@@ -60,15 +62,32 @@ class GetOnly:
         self.finish()
 
 
-class _BudgetedProtocol(websocket.WebSocketProtocol13):
-    """Tornado's websocket protocol, yielding to the event loop once it has
-    read READ_BUDGET. Tornado 6.5 reads a connection for as long as it has
-    data, so one flooding client held the loop; 6.6 yields every 256 KiB."""
+class _GuardedProtocol(websocket.WebSocketProtocol13):
+    """Tornado's websocket protocol with two guards it lacks:
+
+    * it yields to the event loop once it has read READ_BUDGET (Tornado 6.5
+      reads a connection for as long as it has data, so one flooding client
+      held the loop; 6.6 yields every 256 KiB);
+    * a frame header that breaks RFC 6455 for a client (unmasked, or a
+      reserved opcode) closes the connection with 1002 at once, instead of
+      waiting for the payload it announces.
+    """
 
     _read_work = 0
+    _at_header = False
+
+    async def _receive_frame(self):
+        self._at_header = True
+        await super()._receive_frame()
 
     async def _read_bytes(self, n):
         data = await super()._read_bytes(n)
+        if self._at_header:
+            self._at_header = False
+            violation = frames.client_header_violation(data)
+            if violation:
+                self.close(1002, violation)
+                raise iostream.StreamClosedError()
         self._read_work += n + READ_COST
         if self._read_work >= READ_BUDGET:
             self._read_work = 0
@@ -76,9 +95,10 @@ class _BudgetedProtocol(websocket.WebSocketProtocol13):
         return data
 
 
-def budget_reads(protocol):
+def guard(protocol):
     """``protocol`` (Tornado's protocol for a new websocket, or None), made to
-    read at most READ_BUDGET bytes per event-loop iteration."""
+    read at most READ_BUDGET bytes per event-loop iteration and to refuse
+    frames no client may send."""
     if protocol is not None:
-        protocol.__class__ = _BudgetedProtocol
+        protocol.__class__ = _GuardedProtocol
     return protocol

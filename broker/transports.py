@@ -142,14 +142,15 @@ class _PrebuiltWriter:
 
 class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not
-    allow is refused with 403 before the upgrade, and one connection reads at
-    most ``_internals.READ_BUDGET`` bytes per event-loop iteration."""
+    allow is refused with 403 before the upgrade; one connection reads at most
+    ``_internals.READ_BUDGET`` bytes per event-loop iteration, and a frame no
+    client may send closes it with 1002."""
 
     def check_origin(self, origin):
         return self.server.origins.allows(origin, self.request.host)
 
     def get_websocket_protocol(self):
-        return _internals.budget_reads(super().get_websocket_protocol())
+        return _internals.guard(super().get_websocket_protocol())
 
 
 class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, base.WebSocketTransport):

@@ -99,18 +99,20 @@ def test_invalid_utf8_closes_only_that_connection(broker, witnesses):
     still_served(broker, witnesses, "after invalid UTF-8")
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\x81\x05hello",                            # unmasked client frame
-    b"\x8f\x80" + os.urandom(4),                 # reserved opcode
-    b"\xf1\x80" + os.urandom(4),                 # reserved bits set
-    b"\x81\xff" + struct.pack("!Q", 1 << 62),    # absurd length
-    os.urandom(64),
+@pytest.mark.parametrize("garbage, code", [
+    (b"\x81\x05hello", 1002),                         # unmasked client frame
+    (b"\x8f\x80" + os.urandom(4), 1002),              # reserved opcode
+    (b"\x83\x85" + os.urandom(9), 1002),              # reserved opcode, with payload
+    (b"\xf1\x80" + os.urandom(4), None),              # reserved bits set
+    (b"\x81\xff" + struct.pack("!Q", 1 << 62), 1009), # absurd length
+    (b"\x16\x03\x01\x02\x00" + bytes(range(64)), 1002),  # a TLS ClientHello
 ])
-def test_garbage_frames_close_only_that_connection(broker, witnesses, garbage):
+def test_garbage_frames_close_only_that_connection(broker, witnesses, garbage, code):
     offender = WebSocketClient(broker.url).open()
     offender.ws.sock.sendall(garbage)
-    with pytest.raises(Closed):
+    with pytest.raises(Closed) as closed:
         offender.read_frame()
+    assert closed.value.code == code
     still_served(broker, witnesses, "after garbage frame")
 
 

@@ -2,6 +2,7 @@
 each still there in the installed libraries."""
 
 import asyncio
+import inspect
 import os
 import re
 import socket
@@ -89,8 +90,14 @@ def test_the_private_methods_the_broker_calls_or_overrides_exist():
         assert callable(getattr(owner, name, None)), "%s.%s is gone" % (owner.__name__, name)
 
 
-def test_websocket_reads_still_go_through_read_bytes():
-    """The read budget wraps WebSocketProtocol13._read_bytes."""
-    assert callable(getattr(websocket.WebSocketProtocol13, "_read_bytes", None)), \
-        "WebSocketProtocol13._read_bytes is gone"
-    assert issubclass(_internals._BudgetedProtocol, websocket.WebSocketProtocol13)
+def test_websocket_frames_are_still_read_through_read_bytes():
+    """The read budget and the header guard wrap WebSocketProtocol13's
+    _receive_frame, which must start each frame by reading its 2-byte header
+    through _read_bytes."""
+    for name in ("_read_bytes", "_receive_frame"):
+        assert callable(getattr(websocket.WebSocketProtocol13, name, None)), \
+            "WebSocketProtocol13.%s is gone" % name
+    source = inspect.getsource(websocket.WebSocketProtocol13._receive_frame)
+    assert re.search(r"^\s*data = await self\._read_bytes\(2\)", source, re.M), \
+        "WebSocketProtocol13._receive_frame no longer begins with the 2-byte header read"
+    assert issubclass(_internals._GuardedProtocol, websocket.WebSocketProtocol13)
