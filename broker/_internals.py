@@ -26,8 +26,10 @@ READ_COST = 512
 
 
 def unsent_bytes(stream):
-    """Bytes ``stream`` (a Tornado IOStream) holds that the kernel has not taken yet."""
-    return len(stream._write_buffer)
+    """Bytes ``stream`` (a Tornado IOStream) holds that the kernel has not
+    taken yet; 0 once it is closed (Tornado drops its buffer then)."""
+    buffer = stream._write_buffer
+    return 0 if buffer is None else len(buffer)
 
 
 def close_after_response(request):
@@ -49,11 +51,17 @@ def detach(handler):
 
 class GetOnly:
     """Mixin for websocket handlers: any other method answers a bare 405
-    (Tornado's websocket handler would answer it as a failed upgrade)."""
+    (Tornado's websocket handler would answer it as a failed upgrade). A
+    websocket still open when the broker exits ends quietly: Tornado 6.5 keeps
+    the handler's task waiting for it, and the cancelled task was logged as an
+    error, one traceback per connection."""
 
     async def _execute(self, transforms, *args, **kwargs):
         if self.request.method == "GET":
-            await super()._execute(transforms, *args, **kwargs)
+            try:
+                await super()._execute(transforms, *args, **kwargs)
+            except asyncio.CancelledError:
+                pass
             return
         self._transforms = transforms
         self.set_status(405)

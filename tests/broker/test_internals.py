@@ -59,15 +59,17 @@ def test_unsent_bytes_counts_what_the_kernel_has_not_taken():
         stream = iostream.IOStream(left)
         try:
             assert _internals.unsent_bytes(stream) == 0
-            stream.write(b"x" * (8 << 20))
-            return _internals.unsent_bytes(stream), stream.writing()
-        finally:
+            stream.write(b"x" * (8 << 20)).add_done_callback(lambda future: future.exception())
+            unsent, writing = _internals.unsent_bytes(stream), stream.writing()
             stream.close()
+            return unsent, writing, _internals.unsent_bytes(stream)
+        finally:
             right.close()
 
-    unsent, writing = asyncio.run(fill())
+    unsent, writing, after_close = asyncio.run(fill())
     assert 0 < unsent <= 8 << 20, "BaseIOStream._write_buffer or _StreamBuffer.__len__ changed"
     assert writing
+    assert after_close == 0
 
 
 def test_close_after_response_sets_what_tornado_reads():
