@@ -79,8 +79,9 @@ class PublishHandler(_JSONHandler):
 
 class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
-    session counts until it expires), the open TCP connections and refusals
-    (``limits``) and, on PyPy, the collector's counters."""
+    session counts until it expires), the websockets holding back bytes and
+    the bounds that cut them (``slow_consumers``), the open TCP connections
+    and refusals (``limits``) and, on PyPy, the collector's counters."""
 
     def initialize(self, hub, router, limits, gc_trigger=None):
         self.hub = hub
@@ -91,6 +92,8 @@ class StatsHandler(_JSONHandler):
     def get(self):
         stats = self.hub.stats()
         stats["sessions"] = self.router.stats.sess_active
+        stats["slow_consumers"] = {"behind": self.router.behind, "max_buffer": self.router.max_buffer,
+                                   "write_timeout_s": self.router.write_timeout}
         stats.update(self.limits.stats())
         if self.gc_trigger is not None:
             stats["gc"] = self.gc_trigger.stats()

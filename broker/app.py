@@ -96,7 +96,7 @@ def make_server(config, app, limits):
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
                         idle_connection_timeout=config.header_timeout,
                         body_timeout=config.body_timeout)
-    return Listener(server, limits, by_header=by_header)
+    return Listener(server, limits, by_header=by_header, send_buffer=config.send_buffer)
 
 
 async def serve_until_signalled(server, host, port, name, path):

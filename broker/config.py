@@ -25,6 +25,7 @@ class Config:
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     write_timeout: float = 30.0
+    send_buffer: int = 64 * 1024
     max_connections: Optional[int] = None
     max_connections_per_ip: int = 0
     client_address_header: Optional[str] = None
@@ -167,6 +168,13 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_WRITE_TIMEOUT", "%g" % defaults.write_timeout),
                         help="a websocket that has not taken its pending bytes for this long is "
                         "closed as a slow consumer [BROKER_WRITE_TIMEOUT, default %(default)s]")
+    parser.add_argument("--send-buffer", type=parse_size, metavar="SIZE",
+                        default=env("BROKER_SEND_BUFFER", str(defaults.send_buffer)),
+                        help="kernel send buffer of each connection (Linux doubles it); what a "
+                        "client has not read beyond it waits under --max-buffer and "
+                        "--write-timeout. 0 leaves it to the kernel, which lets each client "
+                        "that stops reading hold up to net.ipv4.tcp_wmem's maximum (4 MiB) "
+                        "before the broker notices [BROKER_SEND_BUFFER, default %(default)s]")
     parser.add_argument("--max-connections", type=_max_connections, metavar="N",
                         default=env("BROKER_MAX_CONNECTIONS", "auto"),
                         help="open TCP connections (HTTP and websocket) allowed; more are "

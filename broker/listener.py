@@ -17,6 +17,10 @@ Rules this module keeps:
 * An admitted connection is released when its socket closes, whoever closes
   it: :class:`CountedStream` overrides ``close_fd``, the one place every
   IOStream's descriptor ends.
+* Every admitted connection's kernel send buffer is ``send_buffer`` bytes
+  (0: the kernel's autotuning), so a client that stops reading soon leaves
+  its bytes waiting in the broker, where ``--max-buffer`` and
+  ``--write-timeout`` see them, not megabytes of them in the kernel.
 * Request headers over Tornado's ``max_header_size`` are answered 431 as the
   connection closes, rather than by a bare close.
 * The client of a connection is its peer address, or, behind a proxy and only
@@ -26,6 +30,7 @@ Rules this module keeps:
 """
 
 import logging
+import socket
 
 from tornado import httputil
 from tornado.ioloop import IOLoop
@@ -109,10 +114,11 @@ class Listener:
     ``limits``; ``add_sockets`` and ``stop`` as the server's own. With
     ``by_header`` the client is not known before a request names it."""
 
-    def __init__(self, server, limits, by_header=False):
+    def __init__(self, server, limits, by_header=False, send_buffer=0):
         self.server = server
         self.limits = limits
         self.by_header = by_header
+        self.send_buffer = send_buffer
         self.sockets = []
         self.watching = False
         self.resumption = None
@@ -174,6 +180,8 @@ class Listener:
         if refusal is not None:
             refuse(connection, REFUSAL_RESPONSES[refusal])
             return
+        if self.send_buffer:
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         stream = CountedStream(connection, self.limits, client, peer,
                                max_buffer_size=self.server.max_buffer_size,
                                read_chunk_size=self.server.read_chunk_size)

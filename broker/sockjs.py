@@ -53,7 +53,8 @@ class BrokerRouter(SockJSRouter):
     dropped as a slow consumer too; ``origins`` (a
     :class:`broker.origins.OriginPolicy`) says which pages may use the service;
     ``client_rate`` is how many messages a second one client may publish (0:
-    no limit), in bursts of up to twice as many.
+    no limit), in bursts of up to twice as many. ``behind`` counts the
+    websockets holding bytes the kernel would not take yet.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
@@ -67,6 +68,7 @@ class BrokerRouter(SockJSRouter):
         self.write_timeout = write_timeout
         self.origins = origins
         self.client_rate = client_rate
+        self.behind = 0
 
     @property
     def urls(self):
@@ -123,7 +125,8 @@ class BrokerSession(session.Session):
 
 class BroadcastConnection(SockJSConnection):
     """One client in the room: a hub subscriber for as long as its session is
-    open; one that publishes faster than the router's ``client_rate`` is dropped."""
+    open; one that publishes faster than the router's ``client_rate`` is
+    dropped, and its websocket, if it has one, cut at once."""
 
     def on_open(self, info):
         session = self.session
@@ -141,7 +144,10 @@ class BroadcastConnection(SockJSConnection):
             return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
+            handler = self.session.handler
             self.hub.drop(self, TOO_MANY_MESSAGES)
+            if self.form:
+                handler.cut()
             return
         try:
             self.hub.publish(message)

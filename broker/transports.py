@@ -29,6 +29,8 @@ from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
 from tornado.ioloop import IOLoop
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError
 
 from broker import _internals, frames
 from broker.hub import SLOW_CONSUMER
@@ -79,8 +81,8 @@ class _PrebuiltWriter:
     Tornado keeps a Future and more per write, far more than a small frame's
     bytes; so a slow connection costs its unsent bytes (at most ``max_buffer``)
     and a constant. A connection whose write has not finished for
-    ``write_timeout`` seconds has stopped reading, and is dropped as a slow
-    consumer, like one over ``max_buffer``.
+    ``write_timeout`` seconds has stopped reading: it is dropped as a slow
+    consumer, like one over ``max_buffer``, and aborted.
     """
 
     def _attach_stream(self):
@@ -122,6 +124,7 @@ class _PrebuiltWriter:
         if self._stream.closed():
             return True
         self._backlog = bytearray()
+        self.server.behind += 1
         self._stream.write(data).add_done_callback(self._written)
         loop = IOLoop.current()
         self._deadline = loop.call_later(self.server.write_timeout, self._timed_out)
@@ -130,6 +133,7 @@ class _PrebuiltWriter:
     def _written(self, future):
         """Tornado has sent everything it held: hand it the backlog, or catch up."""
         IOLoop.current().remove_timeout(self._deadline)
+        self.server.behind -= 1
         backlog, self._backlog = self._backlog, None
         if future.exception() is not None or self._stream.closed():
             return
@@ -137,8 +141,37 @@ class _PrebuiltWriter:
             self._fall_behind(backlog)
 
     def _timed_out(self):
+        """Nothing read for ``write_timeout``: dropped, and the connection
+        aborted at once, since its close frame would wait behind the rest."""
         if self._backlog is not None and self.session is not None:
             self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
+            self.cut()
+
+    def cut(self):
+        """Close the connection now, without waiting for the client to answer
+        the close frame (Tornado waits 5 s, reading what it sends meanwhile):
+        for a client cut for what it did, whose close frame is written if the
+        kernel takes it."""
+        self._stream.close()
+
+    def write_message(self, message, binary=False):
+        """Tornado's, for the frames sockjs-tornado writes (open, close,
+        heartbeat). sockjs-tornado handles a closed connection as an IOError
+        and drops the Future: a websocket already closing raises IOError here
+        (Tornado raises WebSocketClosedError), and a Future that fails because
+        the connection closed first is retrieved here, not logged as a Task
+        exception never retrieved."""
+        try:
+            future = super().write_message(message, binary)
+        except WebSocketClosedError:
+            raise StreamClosedError() from None
+        future.add_done_callback(_mark_retrieved)
+        return future
+
+
+def _mark_retrieved(future):
+    if not future.cancelled():
+        future.exception()
 
 class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not

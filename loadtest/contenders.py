@@ -59,10 +59,11 @@ class Contender:
         return "Contender(%r, %r, %r)" % (self.label, self.argv, self.runtime)
 
 
-def resolve(name, npm_timeout=300.0):
-    """The :class:`Contender` called ``name`` (one of :data:`NAMES`)."""
+def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS):
+    """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
+    brokers run with ``broker_flags``."""
     if name == "broker-cpython":
-        return _cpython_contender(name, "broker", BROKER_FLAGS)
+        return _cpython_contender(name, "broker", broker_flags)
     if name == "broker-pypy":
         python = pypy()
         if python is None:
@@ -71,7 +72,7 @@ def resolve(name, npm_timeout=300.0):
             runtime = probe(python, "broker")
         except Unavailable as reason:
             raise Unavailable("%s: %s" % (name, reason))
-        return Contender(name, [python, "-m", "broker"] + LISTEN + BROKER_FLAGS, runtime)
+        return Contender(name, [python, "-m", "broker"] + LISTEN + list(broker_flags), runtime)
     if name == "sockjs-node":
         return _node_contender(name, npm_timeout)
     if name == "sockjs-tornado":

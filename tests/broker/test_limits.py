@@ -75,6 +75,9 @@ def test_limit_and_timeout_flags_and_their_environment():
         == (None, 0, None)
     assert (config.header_timeout, config.body_timeout) == (20.0, 20.0)
     assert (config.ws_ping_interval, config.ws_ping_timeout) == (25.0, 20.0)
+    assert config.send_buffer == 64 << 10
+    assert parse_args(["--send-buffer", "0"], environ={}).send_buffer == 0
+    assert parse_args([], environ={"BROKER_SEND_BUFFER": "256KiB"}).send_buffer == 256 << 10
     config = parse_args(["--max-connections", "5000", "--ws-ping-interval", "0"], environ={
         "BROKER_MAX_CONNECTIONS_PER_IP": "50", "BROKER_CLIENT_ADDRESS_HEADER": "X-Real-IP",
         "BROKER_HEADER_TIMEOUT": "2.5", "BROKER_BODY_TIMEOUT": "7", "BROKER_WS_PING_TIMEOUT": "9"})

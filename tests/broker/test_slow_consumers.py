@@ -93,5 +93,31 @@ def test_clients_that_stop_reading_are_cut_after_the_write_timeout(start_broker)
     assert peak - before < count * 8 << 10, "RSS grew by %d KiB" % (peak - before)
     publisher.send("still here")
     assert publisher.receive() == ["still here"]
+    assert broker.stats()["slow_consumers"]["behind"] == 0
+    for ws in stalled:
+        ws.close()
+
+
+def test_small_messages_reach_the_write_timeout_not_megabytes_of_kernel_buffer(start_broker):
+    """20-byte messages to clients that stopped reading: the kernel holds at
+    most --send-buffer of them per client (its own autotuning would take
+    megabytes and minutes before the broker saw anything), so the broker
+    holds them back soon, and cuts each client --write-timeout after that."""
+    count, write_timeout = 20, 1.0
+    broker = start_broker("--write-timeout", str(write_timeout), "--client-rate", "0")
+    publisher = WebSocketClient(broker.url).open()
+    stalled = [stalled_websocket(broker.url) for _ in range(count)]
+    wait_until(lambda: broker.stats()["connections_total"] == count + 1)
+    sent = 0
+    while broker.stats()["slow_consumers"]["behind"] < count:
+        assert sent < 20000, "the kernel took %d bytes per client" % (sent * 28)
+        for _ in range(500):
+            publisher.send("%020d" % sent)
+            assert publisher.receive() == ["%020d" % sent]
+            sent += 1
+    wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == count, timeout=write_timeout + 1)
+    assert broker.stats()["slow_consumers"]["behind"] == 0
+    publisher.send("still here")
+    assert publisher.receive() == ["still here"]
     for ws in stalled:
         ws.close()
