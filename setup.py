@@ -25,6 +25,10 @@ setup(
         "websocket-client>=1.6,<2",
         # Round-trip percentiles in the load client (0.10.3 is the last for Python 3.9).
         "hdrhistogram>=0.10.3,<0.11",
+        # GET /metrics: the Prometheus text format and its custom-collector API. Pure Python, so the
+        # same on PyPy; 0.17 is the oldest tested here, and pip picks the newest that still takes
+        # Python 3.9 (0.26 asks for >=3.9).
+        "prometheus-client>=0.17,<1",
     ],
     extras_require={
         "test": [

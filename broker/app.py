@@ -10,7 +10,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from broker import api, assets, collector
+from broker import api, assets, collector, metrics
 from broker.config import http_url, parse_args
 from broker.hub import Hub
 from broker.origins import OriginPolicy
@@ -48,10 +48,11 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_trigger=None):
+def make_app(config, hub, limits, gc_trigger=None, backplane=None):
     """The Tornado application: the SockJS service at ``config.prefix`` and the API;
     ``limits`` (see :mod:`broker.limits`) and ``gc_trigger`` (see
-    :mod:`broker.collector`) add their counters to ``/stats``."""
+    :mod:`broker.collector`) add their counters to ``/stats`` and ``/metrics``,
+    ``backplane`` (a cluster's, with ``stats()``) to ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
@@ -62,6 +63,8 @@ def make_app(config, hub, limits, gc_trigger=None):
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger)),
         (r"/healthz", api.HealthHandler),
+        (r"/metrics", metrics.MetricsHandler,
+         dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_trigger, backplane)))),
     ]
     return Application(routes, **application_settings(config.max_message_size, config.ws_ping_interval,
                                                       config.ws_ping_timeout))

@@ -1,15 +1,31 @@
 import json
 import os
 import sys
+import urllib.parse
 import urllib.request
 
 import pytest
 
 from loadtest.servers import launch
 
-pytest.register_assert_rewrite("sockjs_clients")
+pytest.register_assert_rewrite("sockjs_clients", "deployment")
+
+import deployment  # noqa: E402  (after its assertions are set to be rewritten)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def http_request(url, method="GET", body=None, headers=None):
+    """(status, parsed JSON or text body) of one HTTP request."""
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            status, data, ctype = response.status, response.read(), response.headers
+    except urllib.error.HTTPError as error:
+        status, data, ctype = error.code, error.read(), error.headers
+    if ctype.get("Content-Type", "").startswith("application/json"):
+        return status, json.loads(data)
+    return status, data.decode()
 
 
 class RunningBroker:
@@ -22,16 +38,7 @@ class RunningBroker:
 
     def request(self, method, path, body=None, headers=None):
         """(status, parsed JSON or text body) of one HTTP request to the broker."""
-        request = urllib.request.Request(self.origin + path, data=body, method=method,
-                                         headers=headers or {})
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                status, data, ctype = response.status, response.read(), response.headers
-        except urllib.error.HTTPError as error:
-            status, data, ctype = error.code, error.read(), error.headers
-        if ctype.get("Content-Type", "").startswith("application/json"):
-            return status, json.loads(data)
-        return status, data.decode()
+        return http_request(self.origin + path, method, body, headers)
 
     def stats(self):
         return self.request("GET", "/stats")[1]
@@ -75,6 +82,53 @@ def start_broker(start_server):
 @pytest.fixture
 def broker(start_broker):
     return start_broker("--publish-token", "s3cret", "--replay", "0")
+
+
+class Cluster:
+    """Brokers behind haproxy: ``origin`` and ``url`` (the SockJS prefix) are
+    haproxy's, ``brokers`` each :class:`RunningBroker` behind it."""
+
+    def __init__(self, proxy, brokers):
+        self.proxy = proxy
+        self.brokers = brokers
+        self.origin = proxy.origin
+        self.url = proxy.origin + "/broadcast"
+
+    def request(self, method, path, body=None, headers=None):
+        """(status, parsed JSON or text body) of one HTTP request through haproxy."""
+        return http_request(self.origin + path, method, body, headers)
+
+    def sessions(self):
+        """The SockJS sessions each broker holds, in the order of ``brokers``."""
+        return [broker.stats()["sessions"] for broker in self.brokers]
+
+
+@pytest.fixture
+def start_cluster(start_server, tmp_path):
+    """``start(n, *flags)``: n brokers run by ``deploy/sockjs-broker@.service``
+    (with extra flags) and haproxy by ``deploy/haproxy.cfg`` in front of them,
+    every broker UP. Skipped without haproxy, failed in CI (which installs it)."""
+    proxies = []
+
+    def start(n=2, *flags):
+        if not os.access(deployment.HAPROXY, os.X_OK):
+            reason = "%s is missing: apt-get install haproxy" % deployment.HAPROXY
+            if os.environ.get("CI"):
+                pytest.fail("cannot run: " + reason, pytrace=False)
+            pytest.skip(reason)
+        brokers = [RunningBroker(start_server(*deployment.broker_argv(sys.executable, 0),
+                                              "--log-level", "warning", *flags)) for _ in range(n)]
+        ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
+        directory = tmp_path / ("haproxy%d" % len(proxies))
+        directory.mkdir()
+        proxy = deployment.HAProxy(ports, str(directory))
+        proxies.append(proxy)
+        proxy.wait_ready()
+        return Cluster(proxy, brokers)
+
+    yield start
+    for proxy in proxies:
+        proxy.stop()
 
 
 # Records as ``python -m loadtest soak --churn`` writes them: the summary tables and the figures read them.

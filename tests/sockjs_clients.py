@@ -40,9 +40,10 @@ def wait_until(predicate, timeout=TIMEOUT, interval=0.01):
         time.sleep(interval)
 
 
-def session_url(base):
+def session_url(base, server_id=None):
+    """A new session's URL under ``base``, with ``server_id`` (a random one by default)."""
     session = "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(12))
-    return "%s/%03d/%s" % (base, random.randint(0, 999), session)
+    return "%s/%s/%s" % (base, server_id or "%03d" % random.randint(0, 999), session)
 
 
 def parse_frame(frame):
@@ -60,10 +61,10 @@ def parse_frame(frame):
 class Client:
     transport = None
 
-    def __init__(self, base, timeout=TIMEOUT):
+    def __init__(self, base, timeout=TIMEOUT, server_id=None):
         self.base = base
         self.timeout = timeout
-        self.url = session_url(base)
+        self.url = session_url(base, server_id)
         self._split = urllib.parse.urlsplit(base)
 
     def open(self):
@@ -115,9 +116,10 @@ class Client:
 class WebSocketClient(Client):
     transport = "websocket"
 
-    def __init__(self, base, timeout=TIMEOUT):
-        super().__init__(base, timeout)
-        self.ws = websocket.create_connection(self.ws_url(), timeout=timeout)
+    def __init__(self, base, timeout=TIMEOUT, server_id=None, **options):
+        """``options`` go to ``websocket.create_connection`` (``header``, ``socket``)."""
+        super().__init__(base, timeout, server_id)
+        self.ws = websocket.create_connection(self.ws_url(), timeout=timeout, **options)
 
     def ws_url(self):
         return "ws" + self.url[4:] + "/websocket"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.hub import SLOW_CONSUMER, Hub, RateMeter
+from broker.hub import SLOW_CONSUMER, Hub, LatencyHistogram, RateMeter
 
 
 class Recorder:
@@ -129,6 +129,51 @@ def test_rate_meter_averages_over_its_window():
     assert meter.rates() == (15.0, 50.0)
     meter.sample(3.0, 30, 400)
     assert meter.rates() == (10.0, 150.0)
+
+
+def test_latency_histogram_counts_by_upper_bound():
+    histogram = LatencyHistogram()
+    histogram.observe(0.0001)
+    histogram.observe(0.003, messages=4)
+    histogram.observe(60.0)
+    buckets = dict(histogram.cumulative())
+    assert (buckets[0.0001], buckets[0.0025], buckets[0.005], buckets[2.5]) == (1, 1, 5, 5)
+    assert buckets[float("inf")] == 6
+    assert histogram.sum == pytest.approx(0.0001 + 0.012 + 60.0)
+
+
+class Clock:
+    """A clock that reads ``now`` and counts its reads."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.reads = 0
+
+    def __call__(self):
+        self.reads += 1
+        return self.now
+
+
+def test_each_message_counts_at_its_batch_oldest_age_for_two_clock_reads_a_flush(scheduled):
+    clock = Clock()
+    hub = Hub(scheduled.append, clock=clock)
+    for _ in range(50):
+        hub.subscribe(Recorder())
+    reads = clock.reads
+    clock.now = 10.0
+    hub.publish("first")
+    clock.now = 10.002
+    hub.publish("second")
+    hub.publish("third")
+    clock.now = 10.004
+    run(scheduled)
+    assert clock.reads - reads == 2
+    buckets = dict(hub.latency.cumulative())
+    assert (buckets[0.0025], buckets[0.005]) == (0, 3)
+    assert hub.latency.sum == pytest.approx(3 * 0.004)
+    hub.publish("alone")
+    run(scheduled)
+    assert dict(hub.latency.cumulative())[0.0001] == 1
 
 
 @pytest.mark.parametrize("message", [float("nan"), {"x": float("inf")}, b"bytes", "lone \ud800"])

@@ -1,0 +1,123 @@
+"""``GET /metrics``: the broker's counters in the Prometheus text format.
+
+Rules this module keeps:
+
+* Nothing is counted here: :class:`BrokerCollector` reads the counters the hub,
+  the router, the limits, the collector and the backplane keep anyway, at
+  scrape time. The hot path never calls into prometheus-client.
+* Every broker has its own registry (no global state): its own figures, the
+  process's (CPU, memory, open files) and the interpreter's.
+* A backplane, when the broker has one, is shown from its ``stats()`` dict:
+  each number as a gauge ``sockjs_broker_backplane_<key>``, a ``state`` string
+  as ``sockjs_broker_backplane_state{state="..."} 1``. Without one, nothing.
+"""
+
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.utils import floatToGoString
+from tornado.web import RequestHandler
+
+from broker.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
+
+PREFIX = "sockjs_broker_"
+
+
+class BrokerCollector:
+    """The figures of one broker: ``hub``, ``router`` (its SockJS sessions),
+    ``limits`` (TCP connections and refusals), and, where given, ``gc_trigger``
+    (see :mod:`broker.collector`) and ``backplane`` (anything with ``stats()``)."""
+
+    def __init__(self, hub, router, limits, gc_trigger=None, backplane=None):
+        self.hub = hub
+        self.router = router
+        self.limits = limits
+        self.gc_trigger = gc_trigger
+        self.backplane = backplane
+
+    def collect(self):
+        hub, limits = self.hub, self.limits
+        connections = GaugeMetricFamily(PREFIX + "connections", "Subscribed SockJS and raw websocket "
+                                        "connections, by transport", labels=["transport"])
+        for transport, count in sorted(hub.by_transport.items()):
+            connections.add_metric([transport], count)
+        yield connections
+        yield GaugeMetricFamily(PREFIX + "sessions", "SockJS sessions alive (a polling session "
+                                "counts until it expires)", value=self.router.stats.sess_active)
+        yield GaugeMetricFamily(PREFIX + "tcp_connections", "Open TCP connections",
+                                value=limits.open)
+        yield GaugeMetricFamily(PREFIX + "tcp_connections_limit", "TCP connections allowed "
+                                "(--max-connections)", value=limits.max_connections)
+        yield CounterMetricFamily(PREFIX + "messages_in", "Messages published (by clients and "
+                                  "POST /publish)", value=hub.messages_in)
+        yield CounterMetricFamily(PREFIX + "messages_out", "Messages delivered, one per "
+                                  "subscriber reached", value=hub.messages_out)
+        yield CounterMetricFamily(PREFIX + "flushes", "Batches sent", value=hub.flushes)
+        cuts = CounterMetricFamily(PREFIX + "disconnects", "Clients cut off by the broker",
+                                   labels=["reason"])
+        cuts.add_metric(["slow_consumer"], hub.dropped[SLOW_CONSUMER])
+        cuts.add_metric(["rate_limited"], hub.dropped[TOO_MANY_MESSAGES])
+        yield cuts
+        refused = CounterMetricFamily(PREFIX + "refused_connections", "TCP connections or "
+                                      "requests refused with 503, by the limit reached",
+                                      labels=["reason"])
+        for reason, count in sorted(limits.refused.items()):
+            refused.add_metric([reason], count)
+        yield refused
+        yield CounterMetricFamily(PREFIX + "accept_pauses", "Times the broker stopped accepting "
+                                  "for a moment (out of descriptors)", value=limits.accept_pauses)
+        yield self.latency()
+        if self.gc_trigger is not None:
+            gc = self.gc_trigger.stats()
+            yield CounterMetricFamily(PREFIX + "gc_major_started", "PyPy major collections "
+                                      "started by the broker's trigger", value=gc["major_started"])
+            yield CounterMetricFamily(PREFIX + "gc_major_finished", "PyPy major collections "
+                                      "finished", value=gc["major_finished"])
+        if self.backplane is not None:
+            yield from backplane_metrics(self.backplane.stats())
+
+    def latency(self):
+        histogram = self.hub.latency
+        family = HistogramMetricFamily(
+            PREFIX + "delivery_latency_seconds",
+            "Time from publish to the end of the flush that writes a message to every subscriber; "
+            "each message counts at its batch's oldest message's age",
+            unit="")
+        family.add_metric([], [(floatToGoString(bound), count) for bound, count in histogram.cumulative()],
+                          histogram.sum)
+        return family
+
+
+def backplane_metrics(stats):
+    """Metric families for a backplane's ``stats()`` (see the rules above)."""
+    for key, value in sorted(stats.items()):
+        name = PREFIX + "backplane_" + key
+        if key == "state":
+            family = GaugeMetricFamily(name, "The backplane's state: 1 for the current one",
+                                       labels=["state"])
+            family.add_metric([str(value)], 1)
+            yield family
+        elif isinstance(value, (bool, int, float)):
+            yield GaugeMetricFamily(name, "The backplane's %s" % key.replace("_", " "), value=float(value))
+
+
+def registry(collector):
+    """A registry of ``collector``, the process's figures and the interpreter's."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    return registry
+
+
+class MetricsHandler(RequestHandler):
+    """The registry in the format the scraper asks for (Prometheus text or OpenMetrics)."""
+
+    def initialize(self, registry):
+        self.registry = registry
+
+    def get(self):
+        encode, content_type = choose_encoder(self.request.headers.get("Accept", ""))
+        self.set_header("Content-Type", content_type)
+        self.set_header("Cache-Control", "no-store")
+        self.finish(encode(self.registry))

@@ -1,0 +1,119 @@
+"""GET /metrics from real brokers, read back with prometheus-client's own parser."""
+
+import platform
+import types
+
+import websocket
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.metrics import BrokerCollector, backplane_metrics
+from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, wait_until
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+def scrape(broker):
+    """``{(sample name, labels as a sorted tuple): value}`` of one scrape; None if refused."""
+    status, text = broker.request("GET", "/metrics")
+    if status != 200:
+        return None
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def test_figures_move_as_clients_connect_and_messages_flow(broker):
+    before = scrape(broker)
+    assert value(before, "sockjs_broker_messages_in_total") == 0
+    assert value(before, "sockjs_broker_delivery_latency_seconds_count") == 0
+    assert value(before, "sockjs_broker_disconnects_total", reason="slow_consumer") == 0
+    assert value(before, "process_resident_memory_bytes") > 0
+    assert value(before, "python_info", implementation=platform.python_implementation(),
+                 major=platform.python_version_tuple()[0], minor=platform.python_version_tuple()[1],
+                 patchlevel=platform.python_version_tuple()[2],
+                 version=platform.python_version()) == 1
+    with WebSocketClient(broker.url) as a, WebSocketClient(broker.url) as b, XhrPollingClient(broker.url) as c:
+        connected = scrape(broker)
+        assert value(connected, "sockjs_broker_connections", transport="websocket") == 2
+        assert value(connected, "sockjs_broker_connections", transport="xhr") == 1
+        assert value(connected, "sockjs_broker_sessions") == 3
+        assert value(connected, "sockjs_broker_tcp_connections") >= 3
+        a.send("one", "two")
+        assert broker.request("POST", "/publish", b"three", AUTH)[0] == 200
+        for client in (a, b, c):
+            client.collect(3)
+        flowed = wait_until(lambda: (lambda s: s if value(s, "sockjs_broker_messages_out_total") == 9
+                                     else None)(scrape(broker)))
+    assert value(flowed, "sockjs_broker_messages_in_total") == 3
+    assert 1 <= value(flowed, "sockjs_broker_flushes_total") <= 2
+    assert value(flowed, "sockjs_broker_delivery_latency_seconds_count") == 3
+    assert value(flowed, "sockjs_broker_delivery_latency_seconds_bucket", le="+Inf") == 3
+    assert 0 < value(flowed, "sockjs_broker_delivery_latency_seconds_sum") < 3 * 0.5
+    # A polling session lives on until it expires; the websockets leave at once.
+    wait_until(lambda: value(scrape(broker), "sockjs_broker_connections", transport="websocket") == 0)
+
+
+def test_cuts_and_refusals_are_counted(start_broker):
+    broker = start_broker("--client-rate", "1", "--max-connections", "2")
+    with WebSocketClient(broker.url) as flooder:
+        for n in range(5):
+            flooder.send(str(n))
+        try:
+            while True:
+                flooder.receive()
+        except Closed as closed:
+            assert closed.code == 3009
+        with WebSocketClient(broker.url):
+            try:
+                refused = websocket.create_connection("ws" + broker.url[4:] + "/websocket", timeout=5)
+            except websocket.WebSocketBadStatusException as error:
+                assert error.status_code == 503
+            else:
+                refused.close()
+                raise AssertionError("a third connection was let in")
+    samples = wait_until(lambda: scrape(broker))
+    assert value(samples, "sockjs_broker_disconnects_total", reason="rate_limited") == 1
+    assert value(samples, "sockjs_broker_refused_connections_total", reason="max_connections") >= 1
+    assert value(samples, "sockjs_broker_tcp_connections_limit") == 2
+
+
+def test_pypy_shows_its_collections_and_cpython_does_not(broker):
+    names = {name for name, _ in scrape(broker)}
+    on_pypy = platform.python_implementation() == "PyPy"
+    assert ("sockjs_broker_gc_major_started_total" in names) == on_pypy
+    assert not any(name.startswith("sockjs_broker_backplane_") for name in names)
+
+
+def test_openmetrics_is_served_to_a_scraper_that_asks_for_it(broker):
+    import urllib.request
+    request = urllib.request.Request(broker.origin + "/metrics",
+                                     headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+        assert response.read().rstrip().endswith(b"# EOF")
+
+
+def test_a_backplane_shows_its_state_and_numbers():
+    families = {f.name: f for f in backplane_metrics({"state": "reconnecting", "lag": 42, "connected": False,
+                                                      "last_error": "Connection refused"})}
+    assert set(families) == {"sockjs_broker_backplane_state", "sockjs_broker_backplane_lag",
+                             "sockjs_broker_backplane_connected"}
+    assert [(s.labels, s.value) for s in families["sockjs_broker_backplane_state"].samples] == [
+        ({"state": "reconnecting"}, 1)]
+    assert families["sockjs_broker_backplane_lag"].samples[0].value == 42
+
+
+def test_the_collector_asks_the_backplane_at_each_scrape():
+    from broker.hub import Hub
+    from broker.limits import Limits
+    asked = []
+    backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
+    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0))
+    collector = BrokerCollector(Hub(lambda callback: None), router, Limits(10), backplane=backplane)
+    for _ in range(2):
+        names = [family.name for family in collector.collect()]
+    assert "sockjs_broker_backplane_state" in names
+    assert len(asked) == 2

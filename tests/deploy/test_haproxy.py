@@ -1,0 +1,115 @@
+"""deploy/haproxy.cfg, run by Debian's haproxy in front of brokers run by the systemd unit."""
+
+import signal
+import socket
+
+import pytest
+import websocket
+
+from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
+                            WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until)
+
+SESSION_TRANSPORTS = [XhrPollingClient, XhrStreamingClient, EventSourceClient, JsonpClient, HtmlFileClient]
+ROUNDS = 4
+
+
+@pytest.mark.parametrize("client_class", SESSION_TRANSPORTS, ids=lambda c: c.transport)
+def test_every_request_of_a_session_reaches_the_broker_holding_it(start_cluster, client_class):
+    cluster = start_cluster(2)
+    with client_class(cluster.url) as client:
+        for n in range(ROUNDS):
+            # Each send and, for polling, each receive is a request of its own.
+            client.send("line %d" % n)
+            assert client.receive() == ["line %d" % n]
+        sessions = cluster.sessions()
+        messages_in = [broker.stats()["messages_in"] for broker in cluster.brokers]
+    assert sorted(sessions) == [0, 1], sessions
+    holder = sessions.index(1)
+    assert messages_in[holder] == ROUNDS and messages_in[1 - holder] == 0, messages_in
+
+
+def test_server_ids_spread_sessions_over_the_brokers_and_each_stays_put(start_cluster):
+    cluster = start_cluster(2, "--publish-token", "t")
+    clients = [XhrPollingClient(cluster.url, server_id="%03d" % n).open() for n in range(20)]
+    for client in clients:
+        client.send(client.url)
+    for n, broker in enumerate(cluster.brokers):
+        broker.request("POST", "/publish", b"end %d" % n, {"Authorization": "Bearer t"})
+    held_by = {}
+    heard = {}
+    for client in clients:
+        messages = []
+        while not messages or not messages[-1].startswith("end "):
+            messages += client.receive()
+        held_by[client.url] = int(messages[-1].split()[1])
+        heard[client.url] = set(messages[:-1])
+    for url, holder in held_by.items():
+        assert heard[url] == {other for other, h in held_by.items() if h == holder}
+    sessions = cluster.sessions()
+    assert sessions == [list(held_by.values()).count(n) for n in range(2)] and min(sessions) > 0, sessions
+
+
+def test_websockets_go_through_and_spread(start_cluster):
+    cluster = start_cluster(2)
+    clients = [WebSocketClient(cluster.url).open() for _ in range(4)] + [
+        RawWebSocketClient(cluster.url) for _ in range(2)]
+    try:
+        for n, client in enumerate(clients):
+            client.send("hello %d" % n)
+            heard = []
+            while "hello %d" % n not in heard:  # after the lines of others on its broker
+                heard += client.receive()
+        connections = [broker.stats()["connections"] for broker in cluster.brokers]
+        assert all(c.get("websocket", 0) + c.get("rawwebsocket", 0) >= 2 for c in connections), connections
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_operators_endpoints_are_not_served_through_the_proxy(start_cluster):
+    cluster = start_cluster(1)
+    assert cluster.request("GET", "/metrics")[0] == 403
+    assert cluster.request("GET", "/stats")[0] == 403
+    assert cluster.request("GET", "/healthz")[0] == 200
+
+
+def connected_from(source, port):
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+
+
+def test_the_brokers_count_clients_by_the_address_haproxy_saw(start_cluster):
+    """A client cannot pass for another by sending its own X-Forwarded-For."""
+    cluster = start_cluster(1, "--max-connections-per-ip", "1")
+    port = cluster.proxy.port
+    first = WebSocketClient(cluster.url, socket=connected_from("127.0.0.2", port),
+                            header=["X-Forwarded-For: 127.0.0.7"]).open()
+    with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+        WebSocketClient(cluster.url, socket=connected_from("127.0.0.2", port),
+                        header=["X-Forwarded-For: 127.0.0.8"])
+    assert refused.value.status_code == 503
+    other = WebSocketClient(cluster.url, socket=connected_from("127.0.0.3", port)).open()
+    first.close()
+    other.close()
+
+
+def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
+    cluster = start_cluster(2)
+    placed = {}
+    for n in range(20):
+        server_id = "%03d" % n
+        before = cluster.sessions()
+        XhrPollingClient(cluster.url, server_id=server_id).open()
+        placed[server_id] = [a - b for a, b in zip(cluster.sessions(), before)].index(1)
+    hung = cluster.brokers[1].server.process
+    hung.send_signal(signal.SIGSTOP)  # it accepts connections and answers nothing
+    try:
+        wait_until(lambda: cluster.proxy.server_states()[("brokers", "broker%d" % cluster.proxy.broker_ports[1])]
+                   != "UP", timeout=15)
+        moved = [server_id for server_id, holder in placed.items() if holder == 1]
+        assert moved
+        for server_id in moved:
+            with XhrPollingClient(cluster.url, server_id=server_id) as client:
+                client.send("moved")
+                assert client.receive() == ["moved"]
+    finally:
+        hung.send_signal(signal.SIGCONT)

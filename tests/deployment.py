@@ -1,0 +1,130 @@
+"""The shipped deployment files (``deploy/``), run by tests as they are.
+
+A test runs the brokers by the systemd unit's ``ExecStart`` and haproxy by
+``deploy/haproxy.cfg``, with only what must differ on a test machine changed:
+the interpreter and ports (ephemeral, on loopback), and none of the global
+settings of a system service (chroot, user, stats socket), haproxy's log on its
+own output instead of syslog, and its ``maxconn`` fitted to the open-files
+limit a test process has (haproxy, not root here, cannot raise it).
+"""
+
+import os
+import re
+import resource
+import shlex
+import socket
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEPLOY = os.path.join(ROOT, "deploy")
+HAPROXY = "/usr/sbin/haproxy"
+SYSTEM_SERVICE_ONLY = ("chroot", "user", "group", "stats socket")
+_SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
+
+
+def broker_argv(python, port):
+    """The unit's ``ExecStart`` run by ``python``, listening on ``port``."""
+    with open(os.path.join(DEPLOY, "sockjs-broker@.service")) as f:
+        exec_start = next(line for line in f if line.startswith("ExecStart="))
+    argv = shlex.split(exec_start[len("ExecStart="):])
+    return [python] + [str(port) if word == "%i" else word for word in argv[1:]]
+
+
+def haproxy_config(listen_port, metrics_port, broker_ports):
+    """``deploy/haproxy.cfg`` listening on ``listen_port`` (the public side) and
+    ``metrics_port`` (its Prometheus exporter), in front of ``broker_ports``: each
+    backend's first ``server`` line repeated for every broker, the others dropped."""
+    with open(os.path.join(DEPLOY, "haproxy.cfg")) as f:
+        lines = f.read().splitlines()
+    out = []
+    section = None
+    for line in lines:
+        words = line.split()
+        if line and not line[0].isspace():
+            section = words[0]
+        if section == "global" and line.strip().startswith(SYSTEM_SERVICE_ONLY):
+            continue
+        if section == "global" and words[:1] == ["log"]:
+            out.append("    log stdout format short local0")
+            continue
+        if section == "global" and words[:1] == ["maxconn"]:
+            out.append("    maxconn %d" % (resource.getrlimit(resource.RLIMIT_NOFILE)[1] // 2 - 100))
+            continue
+        if words[:1] == ["bind"]:
+            port = metrics_port if words[1].startswith("127.0.0.1:") else listen_port
+            out.append("    bind 127.0.0.1:%d" % port)
+            continue
+        server = _SERVER_LINE.match(line)
+        if server:
+            if out[-1].lstrip().startswith("server broker"):
+                continue
+            template = server.group(1)
+            out.extend(line.replace(template, str(port)) for port in broker_ports)
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def free_port():
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HAProxy:
+    """``haproxy -db`` in the foreground, by a generated config, on loopback."""
+
+    def __init__(self, broker_ports, directory):
+        self.broker_ports = list(broker_ports)
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.origin = "http://127.0.0.1:%d" % self.port
+        self.config = os.path.join(directory, "haproxy.cfg")
+        with open(self.config, "w") as f:
+            f.write(haproxy_config(self.port, self.metrics_port, self.broker_ports))
+        self.log = open(os.path.join(directory, "haproxy.log"), "w+")
+        self.process = subprocess.Popen([HAPROXY, "-db", "-f", self.config], stdout=self.log,
+                                        stderr=subprocess.STDOUT)
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def server_states(self):
+        """``{(backend, server name): "UP" or another state}`` from haproxy's exporter."""
+        import urllib.request
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+        states = {}
+        for match in re.finditer(r'^haproxy_server_status\{proxy="([^"]+)",server="([^"]+)",'
+                                 r'state="([A-Z]+)"\} 1$', text, re.MULTILINE):
+            states[(match.group(1), match.group(2))] = match.group(3)
+        return states
+
+    def wait_ready(self, timeout=15.0):
+        """Until every broker is UP in every backend; fails with haproxy's output."""
+        deadline = time.monotonic() + timeout
+        want = {("brokers", "broker%d" % p) for p in self.broker_ports}
+        while True:
+            assert self.process.poll() is None, "haproxy exited:\n" + self.output()
+            try:
+                states = self.server_states()
+            except OSError:
+                states = {}
+            if all(states.get(key) == "UP" for key in want):
+                return
+            assert time.monotonic() < deadline, "brokers not UP in haproxy: %r\n%s" % (states, self.output())
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
