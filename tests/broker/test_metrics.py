@@ -66,14 +66,14 @@ def test_cuts_and_refusals_are_counted(start_broker):
                 flooder.receive()
         except Closed as closed:
             assert closed.code == 3009
-        with WebSocketClient(broker.url):
-            try:
-                refused = websocket.create_connection("ws" + broker.url[4:] + "/websocket", timeout=5)
-            except websocket.WebSocketBadStatusException as error:
-                assert error.status_code == 503
-            else:
-                refused.close()
-                raise AssertionError("a third connection was let in")
+    with WebSocketClient(broker.url), WebSocketClient(broker.url):
+        try:
+            refused = websocket.create_connection("ws" + broker.url[4:] + "/websocket", timeout=5)
+        except websocket.WebSocketBadStatusException as error:
+            assert error.status_code == 503
+        else:
+            refused.close()
+            raise AssertionError("a third connection was let in")
     samples = wait_until(lambda: scrape(broker))
     assert value(samples, "sockjs_broker_disconnects_total", reason="rate_limited") == 1
     assert value(samples, "sockjs_broker_refused_connections_total", reason="max_connections") >= 1
