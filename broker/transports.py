@@ -76,11 +76,12 @@ class _PrebuiltWriter:
     connection closed meanwhile costs one call.
 
     A connection the kernel cannot take everything from falls behind: what is
-    left goes to Tornado as one write, and everything after it gathers in one
-    backlog, handed to Tornado as one write when the previous one is done.
-    Tornado keeps a Future and more per write, far more than a small frame's
-    bytes; so a slow connection costs its unsent bytes (at most ``max_buffer``)
-    and a constant. A connection whose write has not finished for
+    left goes to Tornado as one write, and everything after it gathers in a
+    backlog, joined and handed to Tornado as one write when the previous one
+    is done. Tornado keeps a Future and more per write, far more than a small
+    frame's bytes; the backlog keeps a reference to each frame, which every
+    connection behind shares. So a slow connection costs at most its unsent
+    bytes (``max_buffer``) and a constant. A connection whose write has not finished for
     ``write_timeout`` seconds has stopped reading: it is dropped as a slow
     consumer, like one over ``max_buffer``, and aborted.
     """
@@ -103,9 +104,10 @@ class _PrebuiltWriter:
         """Send ``data``; False when the connection's unsent bytes are over the bound."""
         backlog = self._backlog
         if backlog is not None:
-            if len(backlog) + _internals.unsent_bytes(self._stream) > self.server.max_buffer:
+            if self._backlog_bytes + _internals.unsent_bytes(self._stream) > self.server.max_buffer:
                 return False
-            backlog += data
+            backlog.append(data)
+            self._backlog_bytes += len(data)
             return True
         if self._writing():
             return self._fall_behind(data)
@@ -123,7 +125,8 @@ class _PrebuiltWriter:
     def _fall_behind(self, data):
         if self._stream.closed():
             return True
-        self._backlog = bytearray()
+        self._backlog = []
+        self._backlog_bytes = 0
         self.server.behind += 1
         self._stream.write(data).add_done_callback(self._written)
         loop = IOLoop.current()
@@ -138,7 +141,7 @@ class _PrebuiltWriter:
         if future.exception() is not None or self._stream.closed():
             return
         if backlog:
-            self._fall_behind(backlog)
+            self._fall_behind(b"".join(backlog))
 
     def _timed_out(self):
         """Nothing read for ``write_timeout``: dropped, and the connection
