@@ -1,0 +1,51 @@
+"""python -m loadtest abuse: the two attacks against a real broker, briefly."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loadtest import abuse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_cuts_are_timed_from_falling_behind_client_by_client():
+    # (time, fallen behind so far, cut so far): two fall behind at 1 s, one more at 2 s.
+    samples = [(0.5, 0, 0), (1.0, 2, 0), (2.0, 3, 0), (6.0, 3, 2), (7.5, 3, 3)]
+    assert abuse.cut_delays(samples) == [5.0, 5.0, 5.5]
+    assert abuse.cut_delays([]) == []
+
+
+@pytest.mark.parametrize("text", ["", "flood,nonsense"])
+def test_unknown_attacks_are_refused(text):
+    with pytest.raises(SystemExit):
+        abuse.build_parser().parse_args(["--attacks", text])
+
+
+def run(*argv):
+    """The one result line of the command, run as its own (pinned) process."""
+    done = subprocess.run([sys.executable, "-m", "loadtest", "abuse", "--servers", "broker-cpython", *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(lines) == 1 and "traceback" not in lines[0], lines
+    return lines[0]
+
+
+def test_stalled_clients_are_cut_within_the_write_timeout():
+    result = run("--attacks", "stalled", "--stalled", "20", "--publish-rate", "1000",
+                 "--broker-flags", "--write-timeout 1")
+    assert result["cut"] == 20
+    assert result["cut_after_behind_s"]["max"] <= 1 + 1 + abuse.SAMPLE_S
+    assert result["cost_mb"] < result["bound_mb"]
+
+
+def test_a_flooder_is_cut_and_canaries_lose_nothing():
+    result = run("--attacks", "flood", "--canaries", "5", "--canary-rate", "20", "--seconds", "2")
+    assert result["rate_limited_disconnects"] >= 1
+    assert result["attacker"]["connections"] >= 1
+    for step in (result["quiet"], result["flooded"]):
+        assert step["lost"] == 0 and step["sent"] > 0
