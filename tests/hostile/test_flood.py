@@ -10,6 +10,7 @@ import time
 import pytest
 import websocket
 
+from probes import open_fds
 from sockjs_clients import Closed, WebSocketClient, wait_until
 
 FLOOD_S = 3.0
@@ -25,6 +26,7 @@ def masked_frame(text):
 def test_a_flooding_client_is_cut_at_its_rate_and_counted(start_broker):
     broker = start_broker("--client-rate", "50")
     with WebSocketClient(broker.url) as canary:
+        fds = open_fds(broker.server.pid)
         flooder = WebSocketClient(broker.url).open()
         flooder.ws.sock.sendall(masked_frame('["flood"]') * 1000)
         with pytest.raises(Closed) as closed:
@@ -37,6 +39,8 @@ def test_a_flooding_client_is_cut_at_its_rate_and_counted(start_broker):
         canary.collect(stats["messages_in"])
         canary.send("after the flood")
         assert canary.receive() == ["after the flood"]
+        assert open_fds(broker.server.pid) <= fds, "the flooder's connection is closed at once"
+        flooder.close()
 
 
 def test_one_connection_cannot_hold_the_event_loop(start_broker):
