@@ -78,7 +78,8 @@ class _GuardedProtocol(websocket.WebSocketProtocol13):
       held the loop; 6.6 yields every 256 KiB);
     * a frame header that breaks RFC 6455 for a client (unmasked, or a
       reserved opcode) closes the connection with 1002 at once, instead of
-      waiting for the payload it announces.
+      waiting for the payload it announces;
+    * once the connection is closed, no frame it had sent is read.
     """
 
     _read_work = 0
@@ -89,6 +90,10 @@ class _GuardedProtocol(websocket.WebSocketProtocol13):
         await super()._receive_frame()
 
     async def _read_bytes(self, n):
+        if self.stream.closed():
+            # Tornado would go on parsing what it has buffered from a
+            # connection the broker has cut (a flooder: up to 64 KiB of frames).
+            raise iostream.StreamClosedError()
         data = await super()._read_bytes(n)
         if self._at_header:
             self._at_header = False

@@ -4,11 +4,12 @@ defaults, measured from outside.
 Rules (BENCHMARKS.rst, "Hostile clients"):
 
 - ``flood``: ``--canaries`` clients send ``--canary-rate`` msgs/s in total and
-  time their round trips (the sweep's method) for one quiet step, then for an
-  equal step while one attacker floods: it writes chat frames as fast as its
-  socket takes them and reconnects each time the broker cuts it. The attacker
-  runs in its own process on the client CPU, started once the quiet step is
-  measured and stopped when the flooded one is.
+  time their round trips (the sweep's method) in three equal steps: quiet;
+  while one client floods (it writes chat frames as fast as its socket takes
+  them, until the broker cuts it); while a flooder reconnects each time it is
+  cut. Each attacker runs in its own process on the client CPU at the lowest
+  priority (it stands for another machine), started when the step before is
+  measured.
 - ``stalled``: ``--stalled`` websocket clients open, read their open frame and
   never read again (a 4 KiB receive buffer); a backend publishes ``--message-bytes`` messages at
   ``--publish-rate`` through ``POST /publish`` (:class:`Publisher`) until the broker has cut them
@@ -26,6 +27,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import secrets
 import socket
 import time
@@ -40,6 +42,8 @@ PUBLISHERS = 16
 STALLED_RCVBUF = 4096
 BOUND_SLACK_MB = 50
 FLOOD_FRAMES_PER_WRITE = 100
+FLOOD_STEPS = 3
+ATTACKER_GRACE_S = 30
 
 
 def build_parser():
@@ -118,15 +122,19 @@ class Broker:
 
 # -- flood -------------------------------------------------------------------------------------------
 
-def flood(url, seconds, cpu, results):
+def flood(url, seconds, cpu, reconnect, results):
     """The attacker (its own process): chat frames as fast as the socket takes
-    them, a new connection each time the broker cuts one, for ``seconds``."""
+    them for ``seconds``; with ``reconnect``, a new connection each time the
+    broker cuts one."""
     affinity.pin(0, cpu)
+    # The attacker stands for another machine: the canaries' process, on the
+    # same CPU, comes first, so their round trips measure the broker.
+    os.nice(19)
     parts = urllib.parse.urlsplit(url)
     burst = websocket.client_frame(b'["flood"]') * FLOOD_FRAMES_PER_WRITE
     deadline = time.monotonic() + seconds
     connections = cut = written = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (reconnect or not connections):
         try:
             sock = open_websocket(parts.hostname, parts.port, endpoints.endpoint_path(url, "sockjs"))
         except OSError:
@@ -174,35 +182,40 @@ def open_websocket(host, port, path, rcvbuf=None):
 
 
 def run_flood(broker, label, args):
-    """Canary round trips quiet and flooded, and what became of the attacker."""
+    """Canary round trips in three equal steps: quiet, under one flooding
+    client, under a flooder that reconnects each time it is cut."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    attacker = []
+    attackers = []
+    steps = []
 
     def on_step(step):
         steps.append(step)
-        if not attacker:
-            process = context.Process(target=flood, args=(broker.server.url, args.seconds + 2, args.client_cpu,
-                                                          results))
+        if len(attackers) < FLOOD_STEPS - 1:
+            if attackers:
+                attackers[-1].join(ATTACKER_GRACE_S)
+            reconnect = len(attackers) == 1
+            process = context.Process(target=flood, args=(broker.server.url, args.seconds + 1, args.client_cpu,
+                                                          reconnect, results))
             process.start()
-            attacker.append(process)
+            attackers.append(process)
 
-    steps = []
-    options = sweep.Options(broker.server.url, levels=(args.canaries,), rates=(args.canary_rate, args.canary_rate),
+    options = sweep.Options(broker.server.url, levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
                             duration=args.seconds, pause=1.0, server=label, server_pid=broker.server.pid,
                             client_cpus=(args.client_cpu,), stop_at_overload=False)
     before = broker.stats()
     sweep.run_sweep(options, on_step=on_step)
-    outcome = {}
-    if attacker:
-        attacker[0].join(args.seconds + 30)
-        outcome = results.get(timeout=5) if attacker[0].exitcode == 0 else {"failed": attacker[0].exitcode}
+    outcomes = []
+    for process in attackers:
+        process.join(ATTACKER_GRACE_S)
+        outcomes.append(results.get(timeout=5) if process.exitcode == 0 else {"failed": process.exitcode})
     after = broker.stats()
-    quiet, flooded = (steps + [None, None])[:2]
+    steps += [None] * (FLOOD_STEPS - len(steps))
+    outcomes += [None] * (FLOOD_STEPS - 1 - len(outcomes))
     return {
-        "quiet": _rtt(quiet),
-        "flooded": _rtt(flooded),
-        "attacker": outcome,
+        "quiet": _rtt(steps[0]),
+        "one_flooder": dict(_rtt(steps[1]) or {}, attacker=outcomes[0]),
+        "reconnecting_flooder": dict(_rtt(steps[2]) or {}, attacker=outcomes[1]),
         "rate_limited_disconnects": after["rate_limited_disconnects"] - before["rate_limited_disconnects"],
     }
 
