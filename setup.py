@@ -25,6 +25,10 @@ setup(
         "websocket-client>=1.6,<2",
         # Round-trip percentiles in the load client (0.10.3 is the last for Python 3.9).
         "hdrhistogram>=0.10.3,<0.11",
+        # The cluster backplane (--redis, imported only then): redis-py's asyncio client runs on
+        # Tornado's asyncio loop, is pure Python (so PyPy runs it), and has pipelines and blocking
+        # XREAD. 6.x is the line that still supports Python 3.9; tested with 6.4.
+        "redis>=6.2,<7",
     ],
     extras_require={
         "test": [
