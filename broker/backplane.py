@@ -72,11 +72,13 @@ class Backplane:
         self._pending_written = None
         self._writer = None
         self._reader = None
+        self._stopping = None
 
     async def start(self, hub):
         """Deliver to ``hub`` from now on: read the stream's tail once (so that
         replay is ready before the broker listens), then keep reading."""
         self._hub = hub
+        self._stopping = asyncio.Event()
         try:
             await self._load_tail()
         except FAILURES as error:
@@ -84,13 +86,16 @@ class Backplane:
         self._reader = asyncio.ensure_future(self._read_forever())
 
     async def stop(self):
-        """Stop reading, let the pipeline in flight finish, close the connections."""
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
+        """Let the pipeline in flight finish, close the connections, stop reading.
+
+        Closing ends the blocked XREAD at once; cancelling the reader instead
+        can leave it stuck inside redis-py (seen with 6.4 on CPython 3.11).
+        """
+        self._stopping.set()
         if self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
         await self._redis.aclose()
+        await asyncio.gather(self._reader, return_exceptions=True)
 
     def append(self, encoded):
         """Queue one JSON text for the next pipeline (the hub's relay); raises
@@ -142,7 +147,7 @@ class Backplane:
         self._came_up()
 
     async def _read_forever(self):
-        while True:
+        while not self._stopping.is_set():
             try:
                 if self.state.last_id is None:
                     await self._load_tail()
@@ -152,8 +157,13 @@ class Backplane:
                 reply = await self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT,
                                                 block=BLOCK_MS)
             except FAILURES as error:
+                if self._stopping.is_set():
+                    return
                 self._went_down(error)
-                await asyncio.sleep(self._backoff.next())
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), self._backoff.next())
+                except asyncio.TimeoutError:
+                    pass
                 continue
             if reply:
                 self._deliver(reply[0][1])

@@ -25,7 +25,7 @@ def test_a_restarted_broker_loses_nothing_redis_holds(start_redis, start_cluster
     broker, = start_cluster(redis, 1, "--replay", "2")
     for n in range(3):
         assert publish(broker, "m%d" % n)[0] == 200
-    broker.server.stop()
+    assert broker.server.stop() == 0, broker.server.output
     again, = start_cluster(redis, 1, "--replay", "2")
     with XhrPollingClient(again.url) as viewer:
         assert viewer.collect(2) == ["m1", "m2"]
