@@ -85,6 +85,7 @@ def test_redis_killed_and_restarted_mid_stream(start_redis, start_cluster, tmp_p
     assert "dropped while down" not in first and "refused" not in first
     for sequence in sequences[1:]:
         assert sequence == first
-    for s in stats:
+    for broker, s in zip(brokers, stats):
+        assert broker.server.process.poll() is None, broker.server.output
         assert s["connections_total"] == 2
         assert s["backplane"]["reconnects"] == 1 and s["backplane"]["state"] == "up"
