@@ -89,3 +89,18 @@ def test_redis_killed_and_restarted_mid_stream(start_redis, start_cluster, tmp_p
         assert broker.server.process.poll() is None, broker.server.output
         assert s["connections_total"] == 2
         assert s["backplane"]["reconnects"] == 1 and s["backplane"]["state"] == "up"
+
+
+def test_a_broker_started_while_redis_is_away_joins_when_it_comes(start_redis, start_cluster):
+    redis = start_redis()
+    redis.kill()
+    broker, = start_cluster(redis, 1, "--replay", "1")
+    status, answer = broker.request("GET", "/healthz")
+    assert status == 503 and answer["reason"].startswith("Redis: "), answer
+    assert publish(broker, "too early")[0] == 503
+    assert broker.stats()["backplane"]["state"] == "down"
+    redis.start()
+    wait_until(lambda: healthy(broker), timeout=10)
+    with WebSocketClient(broker.url) as client:
+        assert publish(broker, "on time")[0] == 200
+        assert client.receive() == ["on time"]
