@@ -29,6 +29,10 @@ setup(
         # same on PyPy; 0.17 is the oldest tested here, and pip picks the newest that still takes
         # Python 3.9 (0.26 asks for >=3.9).
         "prometheus-client>=0.17,<1",
+        # The cluster backplane (--redis, imported only then): redis-py's asyncio client runs on
+        # Tornado's asyncio loop, is pure Python (so PyPy runs it), and has pipelines and blocking
+        # XREAD. 6.x is the line that still supports Python 3.9; tested with 6.4.
+        "redis>=6.2,<7",
     ],
     extras_require={
         "test": [

@@ -4,6 +4,9 @@
 ``Content-Type: application/json`` it is parsed and published as that JSON
 value, otherwise it is published as a UTF-8 string. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
+In a cluster (``backplane`` given) the answer waits until the message is in
+Redis's stream; while the backplane is not up, publish and health answer 503
+with the reason.
 """
 
 import hmac
@@ -16,6 +19,7 @@ from tornado.web import RequestHandler
 
 import broker
 from broker import frames
+from broker.cluster import Unavailable
 
 
 def interpreter():
@@ -41,12 +45,13 @@ class _JSONHandler(RequestHandler):
 
 
 class PublishHandler(_JSONHandler):
-    def initialize(self, hub, token, max_message_size):
+    def initialize(self, hub, token, max_message_size, backplane=None):
         self.hub = hub
+        self.backplane = backplane
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
 
-    def post(self):
+    async def post(self):
         if self.token is None:
             return self.reply(404, {"error": "publishing over HTTP is disabled: "
                                              "start the broker with a publish token"})
@@ -72,6 +77,10 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "body is not JSON: %s" % error})
         try:
             recipients = self.hub.publish(message)
+            if self.backplane is not None:
+                await self.backplane.written()
+        except Unavailable as error:
+            return self.reply(503, {"error": str(error)})
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
         self.reply(200, {"recipients": recipients})
@@ -81,13 +90,15 @@ class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
     session counts until it expires), the websockets holding back bytes and
     the bounds that cut them (``slow_consumers``), the open TCP connections
-    and refusals (``limits``) and, on PyPy, the collector's counters."""
+    and refusals (``limits``), on PyPy the collector's counters and, in a
+    cluster, the backplane's state."""
 
-    def initialize(self, hub, router, limits, gc_trigger=None):
+    def initialize(self, hub, router, limits, gc_trigger=None, backplane=None):
         self.hub = hub
         self.router = router
         self.limits = limits
         self.gc_trigger = gc_trigger
+        self.backplane = backplane
 
     def get(self):
         stats = self.hub.stats()
@@ -97,11 +108,18 @@ class StatsHandler(_JSONHandler):
         stats.update(self.limits.stats())
         if self.gc_trigger is not None:
             stats["gc"] = self.gc_trigger.stats()
+        if self.backplane is not None:
+            stats["backplane"] = self.backplane.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)
 
 
 class HealthHandler(_JSONHandler):
+    def initialize(self, backplane=None):
+        self.backplane = backplane
+
     def get(self):
+        if self.backplane is not None and not self.backplane.state.is_up:
+            return self.reply(503, {"status": "unavailable", "reason": self.backplane.state.reason})
         self.reply(200, {"status": "ok"})

@@ -50,9 +50,9 @@ def max_body_size(max_message_size):
 
 def make_app(config, hub, limits, gc_trigger=None, backplane=None):
     """The Tornado application: the SockJS service at ``config.prefix`` and the API;
-    ``limits`` (see :mod:`broker.limits`) and ``gc_trigger`` (see
-    :mod:`broker.collector`) add their counters to ``/stats`` and ``/metrics``,
-    ``backplane`` (a cluster's, with ``stats()``) to ``/metrics``."""
+    ``limits`` (see :mod:`broker.limits`), ``gc_trigger`` (see
+    :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
+    add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
@@ -60,9 +60,11 @@ def make_app(config, hub, limits, gc_trigger=None, backplane=None):
                           origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
-         dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
-        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger)),
-        (r"/healthz", api.HealthHandler),
+         dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
+              backplane=backplane)),
+        (r"/stats", api.StatsHandler,
+         dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger, backplane=backplane)),
+        (r"/healthz", api.HealthHandler, dict(backplane=backplane)),
         (r"/metrics", metrics.MetricsHandler,
          dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_trigger, backplane)))),
     ]
@@ -118,11 +120,24 @@ async def serve_until_signalled(server, host, port, name, path):
     server.stop()
 
 
+def cluster_backplane(config):
+    """The :class:`broker.backplane.Backplane` of ``--redis``, or None: without
+    it nothing of Redis is imported."""
+    if config.redis is None:
+        return None
+    from broker.backplane import Backplane
+    return Backplane(config.redis, config.prefix, config.replay)
+
+
 async def run(config, open_files):
     gc_trigger = collector.install()
-    hub = Hub(IOLoop.current().add_callback, replay=config.replay)
+    backplane = cluster_backplane(config)
+    hub = Hub(IOLoop.current().add_callback, replay=config.replay,
+              relay=backplane.append if backplane else None)
+    if backplane is not None:
+        await backplane.start(hub)
     limits = connection_limits(config, open_files)
-    listener = make_server(config, make_app(config, hub, limits, gc_trigger), limits)
+    listener = make_server(config, make_app(config, hub, limits, gc_trigger, backplane), limits)
     hub.sample()
     sampler = PeriodicCallback(hub.sample, 1000)
     sampler.start()
@@ -131,6 +146,8 @@ async def run(config, open_files):
     for connection in hub:
         connection.disconnect(*GOING_AWAY)
     sampler.stop()
+    if backplane is not None:
+        await backplane.stop()
     # Close frames are already in the kernel or in Tornado's buffers; one short
     # pause lets the loop write what is buffered before the process exits.
     await asyncio.sleep(SHUTDOWN_GRACE)

@@ -19,6 +19,7 @@ class Config:
     prefix: str = "/broadcast"
     publish_token: Optional[str] = None
     replay: int = 0
+    redis: Optional[str] = None
     client_publish: bool = True
     allowed_origins: Tuple[str, ...] = (origins.ANY,)
     client_rate: float = 100.0
@@ -56,6 +57,12 @@ def parse_size(text):
 def _prefix(text):
     if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
         raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
+    return text
+
+
+def _redis_url(text):
+    if not re.match(r"^(rediss?|unix)://\S+$", text):
+        raise argparse.ArgumentTypeError("not a Redis URL: %r (try redis://127.0.0.1:6379/0)" % text)
     return text
 
 
@@ -142,6 +149,10 @@ def build_parser(environ=os.environ):
                         default=env("BROKER_REPLAY", str(defaults.replay)),
                         help="send each new subscriber the last N messages first; 1 suits a "
                         "live counter [BROKER_REPLAY, default %(default)s]")
+    parser.add_argument("--redis", type=_redis_url, metavar="URL", default=env("BROKER_REDIS") or None,
+                        help="join a cluster: every message goes through the room's stream in this "
+                        "Redis (redis://host:port/db), and every broker of the cluster delivers "
+                        "it in the stream's order [BROKER_REDIS, default none: one process]")
     parser.add_argument("--no-client-publish", dest="client_publish", action="store_false",
                         default=not _flag(env("BROKER_NO_CLIENT_PUBLISH", "")),
                         help="feed mode: clients only listen, backends publish over HTTP "

@@ -55,6 +55,14 @@ def encode_message(message):
         raise ValueError("nested too deeply") from None
 
 
+def raw_message(encoded):
+    """The raw websocket's payload (UTF-8) for a message ``encoded`` by
+    :func:`encode_message`: a string as itself, any other value as its JSON."""
+    if encoded[:1] == '"':
+        return json.loads(encoded).encode()
+    return encoded.encode()
+
+
 def script_string(text):
     """``text`` as a JavaScript string literal that is safe inside an HTML
     ``<script>`` element: JSON with ASCII escapes (no raw U+2028 or U+2029),

@@ -16,10 +16,16 @@ Rules this module keeps:
 * Delivery latency costs two clock reads per flush and none per message or
   subscriber: the publish that schedules a flush notes the time, and the
   flush counts each of its messages in :class:`LatencyHistogram` at the age of
-  that oldest message (an upper bound for every message of the batch).
+  that oldest message (an upper bound for every message of the batch). A
+  relay's batch comes with the age of its first message.
 * A new subscriber gets the replay buffer (the last N flushed messages) before
   any live batch; since replay is recorded at flush time, nothing published
   before it joined arrives twice.
+* With a relay (the cluster backplane, :mod:`broker.backplane`), a published
+  message is encoded and handed to the relay, never sent from here: the hub
+  sends only what the relay gives back through :meth:`Hub.deliver`, one call
+  one batch, so every broker of a cluster sends one sequence. A relay that
+  cannot take a message raises, and the publisher sees it.
 
 No socket, no HTTP: a subscriber is an object with ``transport`` (a name for
 the counters), ``form`` (the name of the :class:`Batch` attribute it takes,
@@ -42,15 +48,16 @@ class Batch:
     """Messages flushed together; each wire form is built once, when first asked for.
 
     ``encoded`` holds each message's JSON text, ``raw`` its UTF-8 bytes as the
-    raw websocket sends it (a string as itself, any other value as JSON).
+    raw websocket sends it (a string as itself, any other value as JSON),
+    derived from ``encoded`` when not given.
     """
 
-    __slots__ = ("encoded", "raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
+    __slots__ = ("encoded", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
                  "_raw_websocket")
 
-    def __init__(self, encoded, raw):
+    def __init__(self, encoded, raw=None):
         self.encoded = encoded
-        self.raw = raw
+        self._raw = raw
         self._sockjs_body = None
         self._sockjs_frame = None
         self._sockjs_websocket = None
@@ -62,6 +69,12 @@ class Batch:
     def form(self, name):
         """The wire form a subscriber asked for by ``name``; None asks for the batch itself."""
         return self if name is None else getattr(self, name)
+
+    @property
+    def raw(self):
+        if self._raw is None:
+            self._raw = [frames.raw_message(e) for e in self.encoded]
+        return self._raw
 
     @property
     def sockjs_body(self):
@@ -142,10 +155,13 @@ class Hub:
 
     ``schedule(callback)`` must run ``callback`` soon on the event loop
     (``IOLoop.add_callback``); the hub calls it at most once per flush.
+    ``relay(encoded)``, if given, takes every published message instead of the
+    local flush (see the module's rules).
     """
 
-    def __init__(self, schedule, replay=0, clock=time.monotonic):
+    def __init__(self, schedule, replay=0, clock=time.monotonic, relay=None):
         self._schedule = schedule
+        self._relay = relay
         self._clock = clock
         self._groups = {}
         self._pending_encoded = []
@@ -173,8 +189,7 @@ class Hub:
         self._groups.setdefault(subscriber.form, {})[subscriber] = subscriber.write
         self.by_transport[subscriber.transport] += 1
         if self._replay:
-            encoded, raw = zip(*self._replay)
-            batch = Batch(list(encoded), list(raw))
+            batch = Batch(list(self._replay))
             if subscriber.write(batch.form(subscriber.form)):
                 self.messages_out += len(batch)
             else:
@@ -190,10 +205,15 @@ class Hub:
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or
-        no UTF-8 text (NaN, bytes, a string with a lone surrogate).
+        no UTF-8 text (NaN, bytes, a string with a lone surrogate); with a
+        relay, whatever the relay raises when it cannot take the message.
         """
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
+        if self._relay is not None:
+            self._relay(encoded)
+            self.messages_in += 1
+            return len(self)
         self._pending_encoded.append(encoded)
         self._pending_raw.append(raw)
         self.messages_in += 1
@@ -211,8 +231,21 @@ class Hub:
         batch = Batch(self._pending_encoded, self._pending_raw)
         self._pending_encoded = []
         self._pending_raw = []
+        self._send(batch, self._oldest_pending)
+
+    def deliver(self, encoded, age=0.0):
+        """Send ``encoded`` (a list of JSON texts, in the relay's order) now, as
+        one batch; ``age``: seconds since the first of them was published."""
+        self._send(Batch(encoded), self._clock() - age)
+
+    def remember(self, encoded):
+        """Add ``encoded`` (JSON texts, oldest first) to the replay buffer without sending it:
+        the room's history from before this broker started."""
         if self._replay is not None:
-            self._replay.extend(zip(batch.encoded, batch.raw))
+            self._replay.extend(encoded)
+
+    def _send(self, batch, oldest):
+        self.remember(batch.encoded)
         self.flushes += 1
         slow = []
         reached = 0
@@ -222,7 +255,7 @@ class Hub:
             slow += [s for s, write in writers if not write(data)]
             reached += len(writers)
         self.messages_out += len(batch) * (reached - len(slow))
-        self.latency.observe(self._clock() - self._oldest_pending, len(batch))
+        self.latency.observe(self._clock() - oldest, len(batch))
         for subscriber in slow:
             self.drop(subscriber, SLOW_CONSUMER)
 

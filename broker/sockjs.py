@@ -15,6 +15,7 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports
+from broker.cluster import Unavailable
 from broker.hub import TOO_MANY_MESSAGES
 from broker.origins import OriginPolicy
 from broker.token_bucket import TokenBucket
@@ -151,6 +152,8 @@ class BroadcastConnection(SockJSConnection):
             return
         try:
             self.hub.publish(message)
+        except Unavailable as error:
+            LOG.debug("dropped a %s message: %s", self.transport, error)
         except ValueError as error:
             LOG.debug("closing %s session: %s", self.transport, error)
             self.session.close(*INVALID_MESSAGE)

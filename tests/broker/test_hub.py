@@ -23,6 +23,12 @@ class Recorder:
         self.closed = (code, reason)
 
 
+class FormRecorder(Recorder):
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+
+
 @pytest.fixture
 def scheduled():
     return []
@@ -190,11 +196,6 @@ def test_unpublishable_message_is_refused_and_queues_nothing(scheduled, message)
 
 
 def test_subscribers_get_their_form_built_once_per_flush(scheduled):
-    class FormRecorder(Recorder):
-        def __init__(self, form):
-            super().__init__()
-            self.form = form
-
     hub = Hub(scheduled.append)
     sockjs = [FormRecorder("sockjs_websocket") for _ in range(3)]
     raw, whole = FormRecorder("raw_websocket"), FormRecorder(None)
@@ -208,3 +209,67 @@ def test_subscribers_get_their_form_built_once_per_flush(scheduled):
     assert raw.batches == [b"\x81\x02hi"]
     assert whole.batches == [['"hi"']]
     assert hub.messages_out == 5
+
+
+class Relay:
+    """Stands in for the backplane: keeps what the hub hands over, or refuses it."""
+
+    def __init__(self):
+        self.taken = []
+        self.refusal = None
+
+    def __call__(self, encoded):
+        if self.refusal is not None:
+            raise self.refusal
+        self.taken.append(encoded)
+
+
+def test_with_a_relay_a_publish_is_only_handed_over(scheduled):
+    relay = Relay()
+    hub = Hub(scheduled.append, relay=relay)
+    a = Recorder()
+    hub.subscribe(a)
+    assert hub.publish("1") == 1
+    hub.publish({"two": 2})
+    assert relay.taken == ['"1"', '{"two":2}']
+    assert scheduled == [] and a.batches == []
+    assert (hub.messages_in, hub.messages_out) == (2, 0)
+
+
+def test_with_a_relay_bad_messages_and_refusals_reach_the_publisher(scheduled):
+    relay = Relay()
+    hub = Hub(scheduled.append, relay=relay)
+    with pytest.raises(ValueError):
+        hub.publish("\ud800")
+    relay.refusal = ConnectionError("down")
+    with pytest.raises(ConnectionError):
+        hub.publish("1")
+    assert relay.taken == [] and hub.messages_in == 0
+
+
+def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
+    hub = Hub(scheduled.append, replay=2, relay=Relay())
+    a = Recorder()
+    raw = FormRecorder("raw_websocket")
+    hub.subscribe(a)
+    hub.subscribe(raw)
+    hub.deliver(['"1"', '{"n":2}'], age=0.003)
+    hub.deliver(['"3"'])
+    assert a.batches == [['"1"', '{"n":2}'], ['"3"']]
+    assert [count for _, count in hub.latency.cumulative()][4:6] == [1, 3], "3 ms, then at once"
+    assert raw.batches == [b"\x81\x011\x81\x07{\"n\":2}", b"\x81\x013"]
+    assert (hub.flushes, hub.messages_out) == (2, 6)
+    late = Recorder()
+    hub.subscribe(late)
+    assert late.batches == [['{"n":2}', '"3"']]
+
+
+def test_remembered_history_is_replayed_but_not_sent(scheduled):
+    hub = Hub(scheduled.append, replay=2, relay=Relay())
+    early = Recorder()
+    hub.subscribe(early)
+    hub.remember(['"1"', '"2"', '"3"'])
+    assert early.batches == [] and hub.flushes == 0
+    late = Recorder()
+    hub.subscribe(late)
+    assert late.batches == [['"2"', '"3"']]

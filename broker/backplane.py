@@ -1,0 +1,187 @@
+"""The cluster backplane: brokers share one room through a Redis Stream.
+
+Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
+
+* One stream per room. A message published at this broker (by a client or
+  ``POST /publish``) is appended with XADD, trimmed to about
+  :data:`STREAM_MAXLEN` entries, as its JSON text: encoded once, by the hub,
+  and never again on the way through Redis.
+* What the hub hands over in one event-loop iteration goes out as one
+  pipeline. At most one pipeline is in flight, so the messages of one
+  publisher reach the stream in the order they were published.
+* Nothing is delivered from here to the hub but what a blocking XREAD returns,
+  from the last id delivered: every broker delivers the stream's order, and
+  what one XREAD returns is one hub batch (one encode, one frame per batch).
+* At start the stream's tail (XREVRANGE) fills the hub's replay buffer and
+  sets where reading starts, so a broker started later replays what other
+  brokers published before it.
+* When Redis fails, the backplane is down: messages are refused (the hub's
+  publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
+  and the reader retries with backoff; once Redis answers it resumes after the
+  last id it delivered, so what Redis still holds is neither lost nor
+  delivered twice. A pipeline that fails fails the ``POST /publish`` requests
+  waiting on it; whether Redis applied it first cannot be known.
+
+The stream is trusted: only brokers write to it, and an entry's text goes to
+every client as it is.
+"""
+
+import asyncio
+import logging
+import time
+
+import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from broker.cluster import Backoff, BackplaneState
+
+LOG = logging.getLogger("broker.backplane")
+
+STREAM_MAXLEN = 10000
+READ_COUNT = 1000
+BLOCK_MS = 1000
+# A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
+SOCKET_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
+FIELD = b"m"
+FAILURES = (RedisError, OSError)
+
+
+def stream_key(prefix):
+    """The Redis key of the room served at ``prefix``."""
+    return "sockjs-broker:" + prefix
+
+
+class Backplane:
+    """The room's stream at the Redis of ``url``; the hub's relay once :meth:`start` ran."""
+
+    def __init__(self, url, prefix, replay=0):
+        self.state = BackplaneState(stream_key(prefix), lambda: int(time.time() * 1000))
+        self.key = self.state.key
+        self.replay = replay
+        self.maxlen = max(STREAM_MAXLEN, replay)
+        # No retries inside the client: the reader reconnects with its own backoff, and a
+        # failed publish is answered at once.
+        self._redis = redis.asyncio.from_url(
+            url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 0), lib_name=None, lib_version=None)
+        self._backoff = Backoff()
+        self._hub = None
+        self._pending = []
+        self._pending_written = None
+        self._writer = None
+        self._reader = None
+        self._stopping = None
+
+    async def start(self, hub):
+        """Deliver to ``hub`` from now on: read the stream's tail once (so that
+        replay is ready before the broker listens), then keep reading."""
+        self._hub = hub
+        self._stopping = asyncio.Event()
+        try:
+            await self._load_tail()
+        except FAILURES as error:
+            self._went_down(error)
+        self._reader = asyncio.ensure_future(self._read_forever())
+
+    async def stop(self):
+        """Let the pipeline in flight finish, close the connections, stop reading.
+
+        Closing ends the blocked XREAD at once; cancelling the reader instead
+        can leave it stuck inside redis-py (seen with 6.4 on CPython 3.11).
+        """
+        self._stopping.set()
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+        await self._redis.aclose()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+    def append(self, encoded):
+        """Queue one JSON text for the next pipeline (the hub's relay); raises
+        :class:`broker.cluster.Unavailable` while Redis is not up."""
+        if not self.state.is_up:
+            raise self.state.refuse()
+        self._pending.append(encoded)
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write())
+
+    def written(self):
+        """A future that is done when everything appended so far is in the stream,
+        or fails with :class:`broker.cluster.Unavailable`."""
+        if self._pending_written is None:
+            self._pending_written = asyncio.get_running_loop().create_future()
+        return self._pending_written
+
+    def stats(self):
+        return self.state.stats()
+
+    async def _write(self):
+        # A task's first step runs in the next loop iteration: by then the whole
+        # iteration's messages are pending, and go in one pipeline.
+        try:
+            while self._pending:
+                batch, written = self._pending, self._pending_written
+                self._pending, self._pending_written = [], None
+                pipe = self._redis.pipeline(transaction=False)
+                for encoded in batch:
+                    pipe.xadd(self.key, {FIELD: encoded}, maxlen=self.maxlen, approximate=True)
+                try:
+                    await pipe.execute()
+                except FAILURES as error:
+                    LOG.warning("%d messages not published: %s", len(batch), error)
+                    refused = self.state.refuse(len(batch))
+                    if written is not None:
+                        written.set_exception(refused)
+                else:
+                    self.state.published += len(batch)
+                    if written is not None:
+                        written.set_result(None)
+        finally:
+            self._writer = None
+
+    async def _load_tail(self):
+        entries = await self._redis.xrevrange(self.key, count=max(self.replay, 1))
+        self._hub.remember([fields[FIELD].decode() for _, fields in reversed(entries[:self.replay])])
+        self.state.read(entries[0][0].decode() if entries else "0-0")
+        self._came_up()
+
+    async def _read_forever(self):
+        while not self._stopping.is_set():
+            try:
+                if self.state.last_id is None:
+                    await self._load_tail()
+                elif not self.state.is_up:
+                    await self._redis.ping()
+                    self._came_up()
+                reply = await self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT,
+                                                block=BLOCK_MS)
+            except FAILURES as error:
+                if self._stopping.is_set():
+                    return
+                self._went_down(error)
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), self._backoff.next())
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            if reply:
+                self._deliver(reply[0][1])
+
+    def _deliver(self, entries):
+        age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
+        try:
+            self._hub.deliver([fields[FIELD].decode() for _, fields in entries], age)
+        except Exception:
+            # As for any event-loop callback: log it, and the reading goes on.
+            LOG.exception("delivering %d messages up to %s failed", len(entries), self.state.last_id)
+
+    def _came_up(self):
+        self._backoff.reset()
+        if self.state.came_up():
+            LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
+
+    def _went_down(self, error):
+        reason = "Redis: %s" % (error or type(error).__name__)
+        if self.state.went_down(reason):
+            LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)

@@ -1,0 +1,123 @@
+"""The backplane's bookkeeping, without its I/O: state, stream ids, backoff.
+
+Rules kept here (the Redis I/O in :mod:`broker.backplane` follows them):
+
+* The backplane is ``connecting`` until its first successful command, ``up``
+  while Redis answers, ``down`` (with the reason) from the first failure until
+  a command succeeds again; each return to ``up`` after ``down`` counts as a
+  reconnect.
+* While it is not up, a message offered to it is refused with
+  :class:`Unavailable` and counted; nothing is queued for later.
+* ``last_id`` is the id of the newest stream entry delivered; reading resumes
+  after it, so an entry is delivered at most once and, while Redis keeps it,
+  at least once. Ids only grow.
+* Retries wait 0.05 s, doubling up to 2 s, the same on every broker
+  (deterministic; a handful of brokers need no jitter); the first success
+  resets the wait.
+"""
+
+CONNECTING = "connecting"
+UP = "up"
+DOWN = "down"
+
+
+class Unavailable(Exception):
+    """The backplane cannot take a message now; the text says why."""
+
+
+def stream_id(text):
+    """A Redis stream id (``"1700000000000-3"``, str or bytes) as a comparable pair."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii")
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class Backoff:
+    """Waits between reconnect attempts: ``first`` seconds, doubling up to ``cap``."""
+
+    def __init__(self, first=0.05, cap=2.0):
+        self.first = first
+        self.cap = cap
+        self._next = first
+
+    def next(self):
+        """The wait before the next attempt."""
+        wait = self._next
+        self._next = min(self._next * 2, self.cap)
+        return wait
+
+    def reset(self):
+        self._next = self.first
+
+
+class BackplaneState:
+    """What the backplane knows of itself, as plain data for ``/stats`` and metrics.
+
+    ``clock`` is wall-clock milliseconds (stream ids carry Redis's wall clock):
+    ``lag_ms`` is how old the newest delivered entry was when it was delivered.
+    """
+
+    def __init__(self, key, clock_ms):
+        self.key = key
+        self._clock_ms = clock_ms
+        self.state = CONNECTING
+        self.reason = "connecting to Redis"
+        self.last_id = None
+        self.lag_ms = None
+        self.reconnects = 0
+        self.refused = 0
+        self.published = 0
+        self.delivered = 0
+
+    @property
+    def is_up(self):
+        return self.state == UP
+
+    def came_up(self):
+        """A command succeeded: returns True if this ends an outage or the first connect."""
+        if self.state == UP:
+            return False
+        if self.state == DOWN:
+            self.reconnects += 1
+        self.state = UP
+        self.reason = None
+        return True
+
+    def went_down(self, reason):
+        """A command failed: returns True if this starts an outage."""
+        started = self.state != DOWN
+        self.state = DOWN
+        self.reason = reason
+        return started
+
+    def refuse(self, count=1):
+        """Count ``count`` messages refused, and return the :class:`Unavailable` to raise."""
+        self.refused += count
+        return Unavailable("the cluster backplane is %s: %s" % (self.state, self.reason))
+
+    def read(self, last_id):
+        """Entries up to ``last_id`` were read without delivery (the tail at start)."""
+        self.last_id = last_id
+
+    def deliver(self, first_id, last_id, count):
+        """``count`` entries from ``first_id`` to ``last_id`` are delivered:
+        returns the age of the first in seconds (when it was added to the stream)."""
+        now_ms = self._clock_ms()
+        self.last_id = last_id
+        self.delivered += count
+        self.lag_ms = max(0, now_ms - stream_id(last_id)[0])
+        return max(0, now_ms - stream_id(first_id)[0]) / 1000
+
+    def stats(self):
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "stream": self.key,
+            "last_id": self.last_id,
+            "lag_ms": self.lag_ms,
+            "reconnects": self.reconnects,
+            "published": self.published,
+            "delivered": self.delivered,
+            "refused": self.refused,
+        }
