@@ -80,20 +80,20 @@ class PublishHandler(_JSONHandler):
 class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
     session counts until it expires), the open TCP connections and refusals
-    (``limits``) and, on PyPy, the collector's counters."""
+    (``limits``) and the collector policy's counters."""
 
-    def initialize(self, hub, router, limits, gc_trigger=None):
+    def initialize(self, hub, router, limits, gc_policy=None):
         self.hub = hub
         self.router = router
         self.limits = limits
-        self.gc_trigger = gc_trigger
+        self.gc_policy = gc_policy
 
     def get(self):
         stats = self.hub.stats()
         stats["sessions"] = self.router.stats.sess_active
         stats.update(self.limits.stats())
-        if self.gc_trigger is not None:
-            stats["gc"] = self.gc_trigger.stats()
+        if self.gc_policy is not None:
+            stats["gc"] = self.gc_policy.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

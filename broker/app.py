@@ -16,6 +16,7 @@ from broker.hub import Hub
 from broker.origins import OriginPolicy
 from broker.limits import Limits, default_max_connections
 from broker.listener import ClientAddressCheck, Listener
+from broker.pinger import PingWheel
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -33,13 +34,18 @@ def _log_request(handler):
         1000.0 * request.request_time())
 
 
-def application_settings(max_message_size, ws_ping_interval=0, ws_ping_timeout=0):
-    """Tornado settings shared by every application the broker builds. With a
-    ping interval, Tornado pings every websocket and closes one whose answer is
-    over ``ws_ping_timeout`` late (cut to the interval, as Tornado requires)."""
-    return {"websocket_max_message_size": max_message_size, "log_function": _log_request,
-            "websocket_ping_interval": ws_ping_interval,
-            "websocket_ping_timeout": min(ws_ping_timeout, ws_ping_interval)}
+def application_settings(max_message_size):
+    """Tornado settings shared by every application the broker builds (Tornado's
+    own websocket pings stay off: :mod:`broker.pinger` pings)."""
+    return {"websocket_max_message_size": max_message_size, "log_function": _log_request}
+
+
+def ping_wheel(config):
+    """The :class:`PingWheel` of ``config``'s ping interval and timeout (cut to
+    the interval), or None when websockets are not pinged."""
+    if not config.ws_ping_interval:
+        return None
+    return PingWheel(config.ws_ping_interval, min(config.ws_ping_timeout, config.ws_ping_interval))
 
 
 def max_body_size(max_message_size):
@@ -48,23 +54,23 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_trigger=None):
-    """The Tornado application: the SockJS service at ``config.prefix`` and the API;
-    ``limits`` (see :mod:`broker.limits`) and ``gc_trigger`` (see
+def make_app(config, hub, limits, gc_policy=None, pings=None):
+    """The Tornado application: the SockJS service at ``config.prefix``, its
+    websockets pinged by ``pings`` (a :class:`PingWheel`, or None), and the API;
+    ``limits`` (see :mod:`broker.limits`) and ``gc_policy`` (see
     :mod:`broker.collector`) add their counters to ``/stats``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
-                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate)
+                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size)),
-        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger)),
+        (r"/stats", api.StatsHandler, dict(hub=hub, router=router, limits=limits, gc_policy=gc_policy)),
         (r"/healthz", api.HealthHandler),
     ]
-    return Application(routes, **application_settings(config.max_message_size, config.ws_ping_interval,
-                                                      config.ws_ping_timeout))
+    return Application(routes, **application_settings(config.max_message_size))
 
 
 def raise_open_files_limit():
@@ -116,18 +122,25 @@ async def serve_until_signalled(server, host, port, name, path):
 
 
 async def run(config, open_files):
-    gc_trigger = collector.install()
     hub = Hub(IOLoop.current().add_callback, replay=config.replay)
     limits = connection_limits(config, open_files)
-    listener = make_server(config, make_app(config, hub, limits, gc_trigger), limits)
+    gc_policy = collector.install(limits)
+    pings = ping_wheel(config)
+    listener = make_server(config, make_app(config, hub, limits, gc_policy, pings), limits)
     hub.sample()
-    sampler = PeriodicCallback(hub.sample, 1000)
-    sampler.start()
+    timers = [PeriodicCallback(hub.sample, 1000)]
+    if pings is not None:
+        timers.append(PeriodicCallback(pings.tick, 1000 * pings.tick_seconds))
+    if hasattr(gc_policy, "audit_if_due"):
+        timers.append(PeriodicCallback(gc_policy.audit_if_due, 1000))
+    for timer in timers:
+        timer.start()
     await serve_until_signalled(listener, config.host, config.port, "broker", config.prefix)
     LOG.info("shutting down: closing %d sessions", len(hub))
     for connection in hub:
         connection.disconnect(*GOING_AWAY)
-    sampler.stop()
+    for timer in timers:
+        timer.stop()
     # Close frames are already in the kernel or in Tornado's buffers; one short
     # pause lets the loop write what is buffered before the process exits.
     await asyncio.sleep(SHUTDOWN_GRACE)

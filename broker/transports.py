@@ -140,6 +140,36 @@ class _PrebuiltWriter:
         if self._backlog is not None and self.session is not None:
             self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
 
+PING_FRAME = b"\x89\x00"
+
+
+class _Pinged:
+    """Mixin for websocket handlers: pinged by the router's wheel (see
+    :mod:`broker.pinger`) from the upgrade to the close; one whose pong is
+    late is closed as Tornado would ("ping timed out")."""
+
+    awaiting_pong = False
+
+    def _join_pings(self):
+        if self.server.pings is not None:
+            self.server.pings.add(self)
+
+    def ping_due(self):
+        self.awaiting_pong = True
+        self.write_prebuilt(PING_FRAME)
+
+    def on_pong(self, data):
+        self.awaiting_pong = False
+
+    def ping_timed_out(self):
+        self.close(reason="ping timed out")
+
+    def on_close(self):
+        if self.server.pings is not None:
+            self.server.pings.discard(self)
+        super().on_close()
+
+
 class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not
     allow is refused with 403 before the upgrade; one connection reads at most
@@ -153,11 +183,12 @@ class _WebSocketPolicy:
         return _internals.guard(super().get_websocket_protocol())
 
 
-class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, base.WebSocketTransport):
+class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _PrebuiltWriter, base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
         if self._attach_stream():
+            self._join_pings()
             super().open(session_id)
 
     prebuilt_form = "sockjs_websocket"
@@ -178,7 +209,7 @@ class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, 
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter,
+class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _PrebuiltWriter,
                             base.RawWebSocketTransport):
     """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
 
@@ -188,6 +219,7 @@ class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWrite
 
     def open(self):
         if self._attach_stream():
+            self._join_pings()
             super().open()
 
     def session_closed(self):
