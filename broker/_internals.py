@@ -30,6 +30,11 @@ def unsent_bytes(stream):
     return len(stream._write_buffer)
 
 
+def forget_cookies(request):
+    """Drop the cookies ``request`` parsed (Tornado keeps them for the request's life)."""
+    request.__dict__.pop("_cookies", None)
+
+
 def close_after_response(request):
     """Close the connection once the response to ``request`` is finished, even
     if the client asked for keep-alive."""
