@@ -44,14 +44,14 @@ only a reference cycle among them is never collected. Rules:
   ``burst`` connections were admitted since the last freeze. With ``burst`` =
   64, the connections a full collection can still meet cost it about
   64 x 150 objects x 0.75 us = 7 ms at most.
-* A closed connection is freed by reference counting, frozen or not: the
-  broker leaves no reference cycle behind a closed connection (the churn test
-  checks it). Cycles that do form among frozen objects (an exception's
+* A closed connection is freed by reference counting, frozen or not: a
+  websocket that closes leaves no reference cycle (measured with the
+  collector off, BENCHMARKS.rst), and the churn test checks that churned
+  connections leave nothing behind with freezing on. Cycles that do form among frozen objects (an exception's
   traceback holds its frame) are found by an audit: when the interpreter's
   allocated memory blocks (``sys.getallocatedblocks()``, free to read) have
   grown ``growth`` times since the last audit (or since their lowest after
-  it), the frozen objects are counted
-  (about 15 ms per million). More than ``slack`` times what the start-up
+  it), the frozen objects are counted (about 15 ms per million). More than ``slack`` times what the start-up
   base and the open connections account for (objects per connection as
   measured at the first audit, then on each freshly collected heap) means
   frozen garbage: everything is thawed, collected once and frozen again, and
