@@ -32,6 +32,11 @@ def unsent_bytes(stream):
     return 0 if buffer is None else len(buffer)
 
 
+def forget_cookies(request):
+    """Drop the cookies ``request`` parsed (Tornado keeps them for the request's life)."""
+    request.__dict__.pop("_cookies", None)
+
+
 def close_after_response(request):
     """Close the connection once the response to ``request`` is finished, even
     if the client asked for keep-alive."""

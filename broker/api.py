@@ -90,14 +90,14 @@ class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
     session counts until it expires), the websockets holding back bytes and
     the bounds that cut them (``slow_consumers``), the open TCP connections
-    and refusals (``limits``), on PyPy the collector's counters and, in a
+    and refusals (``limits``), the collector policy's counters and, in a
     cluster, the backplane's state."""
 
-    def initialize(self, hub, router, limits, gc_trigger=None, backplane=None):
+    def initialize(self, hub, router, limits, gc_policy=None, backplane=None):
         self.hub = hub
         self.router = router
         self.limits = limits
-        self.gc_trigger = gc_trigger
+        self.gc_policy = gc_policy
         self.backplane = backplane
 
     def get(self):
@@ -106,8 +106,8 @@ class StatsHandler(_JSONHandler):
         stats["slow_consumers"] = {"behind": self.router.behind, "max_buffer": self.router.max_buffer,
                                    "write_timeout_s": self.router.write_timeout}
         stats.update(self.limits.stats())
-        if self.gc_trigger is not None:
-            stats["gc"] = self.gc_trigger.stats()
+        if self.gc_policy is not None:
+            stats["gc"] = self.gc_policy.stats()
         if self.backplane is not None:
             stats["backplane"] = self.backplane.stats()
         stats["interpreter"] = interpreter()

@@ -16,6 +16,7 @@ from broker.hub import Hub
 from broker.origins import OriginPolicy
 from broker.limits import Limits, default_max_connections
 from broker.listener import ClientAddressCheck, Listener
+from broker.pinger import PingWheel
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -33,13 +34,18 @@ def _log_request(handler):
         1000.0 * request.request_time())
 
 
-def application_settings(max_message_size, ws_ping_interval=0, ws_ping_timeout=0):
-    """Tornado settings shared by every application the broker builds. With a
-    ping interval, Tornado pings every websocket and closes one whose answer is
-    over ``ws_ping_timeout`` late (cut to the interval, as Tornado requires)."""
-    return {"websocket_max_message_size": max_message_size, "log_function": _log_request,
-            "websocket_ping_interval": ws_ping_interval,
-            "websocket_ping_timeout": min(ws_ping_timeout, ws_ping_interval)}
+def application_settings(max_message_size):
+    """Tornado settings shared by every application the broker builds (Tornado's
+    own websocket pings stay off: :mod:`broker.pinger` pings)."""
+    return {"websocket_max_message_size": max_message_size, "log_function": _log_request}
+
+
+def ping_wheel(config):
+    """The :class:`PingWheel` of ``config``'s ping interval and timeout (cut to
+    the interval), or None when websockets are not pinged."""
+    if not config.ws_ping_interval:
+        return None
+    return PingWheel(config.ws_ping_interval, min(config.ws_ping_timeout, config.ws_ping_interval))
 
 
 def max_body_size(max_message_size):
@@ -48,28 +54,28 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_trigger=None, backplane=None):
-    """The Tornado application: the SockJS service at ``config.prefix`` and the API;
-    ``limits`` (see :mod:`broker.limits`), ``gc_trigger`` (see
+def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None):
+    """The Tornado application: the SockJS service at ``config.prefix``, its
+    websockets pinged by ``pings`` (a :class:`PingWheel`, or None), and the API;
+    ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
     :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
-                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate)
+                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
               backplane=backplane)),
         (r"/stats", api.StatsHandler,
-         dict(hub=hub, router=router, limits=limits, gc_trigger=gc_trigger, backplane=backplane)),
+         dict(hub=hub, router=router, limits=limits, gc_policy=gc_policy, backplane=backplane)),
         (r"/healthz", api.HealthHandler, dict(backplane=backplane)),
         (r"/metrics", metrics.MetricsHandler,
-         dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_trigger, backplane)))),
+         dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_policy, backplane)))),
     ]
-    return Application(routes, **application_settings(config.max_message_size, config.ws_ping_interval,
-                                                      config.ws_ping_timeout))
+    return Application(routes, **application_settings(config.max_message_size))
 
 
 def raise_open_files_limit():
@@ -130,22 +136,29 @@ def cluster_backplane(config):
 
 
 async def run(config, open_files):
-    gc_trigger = collector.install()
     backplane = cluster_backplane(config)
     hub = Hub(IOLoop.current().add_callback, replay=config.replay,
               relay=backplane.append if backplane else None)
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
-    listener = make_server(config, make_app(config, hub, limits, gc_trigger, backplane), limits)
+    gc_policy = collector.install(limits)
+    pings = ping_wheel(config)
+    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings), limits)
     hub.sample()
-    sampler = PeriodicCallback(hub.sample, 1000)
-    sampler.start()
+    timers = [PeriodicCallback(hub.sample, 1000)]
+    if pings is not None:
+        timers.append(PeriodicCallback(pings.tick, 1000 * pings.tick_seconds))
+    if hasattr(gc_policy, "audit_if_due"):
+        timers.append(PeriodicCallback(gc_policy.audit_if_due, 1000))
+    for timer in timers:
+        timer.start()
     await serve_until_signalled(listener, config.host, config.port, "broker", config.prefix)
     LOG.info("shutting down: closing %d sessions", len(hub))
     for connection in hub:
         connection.disconnect(*GOING_AWAY)
-    sampler.stop()
+    for timer in timers:
+        timer.stop()
     if backplane is not None:
         await backplane.stop()
     # Close frames are already in the kernel or in Tornado's buffers; one short

@@ -57,6 +57,8 @@ class Limits:
         self.max_connections = max_connections
         self.max_per_client = max_per_client
         self.open = 0
+        self.admitted = 0  # in all, since the start: the collector watches both
+        self.released = 0
         self.per_client = {}
         self.refused = {MAX_CONNECTIONS: 0, PER_IP: 0}
         self.accept_pauses = 0  # counted by the listener, shown with the rest
@@ -71,6 +73,7 @@ class Limits:
                 return self._refuse(PER_IP)
             self.per_client[client] = held + 1
         self.open += 1
+        self.admitted += 1
         return None
 
     def reassign(self, old, new):
@@ -89,6 +92,7 @@ class Limits:
     def release(self, client):
         """An admitted connection of ``client`` has closed."""
         self.open -= 1
+        self.released += 1
         if self.max_per_client:
             self._forget(client)
 

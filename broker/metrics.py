@@ -21,18 +21,26 @@ from tornado.web import RequestHandler
 from broker.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
 PREFIX = "sockjs_broker_"
+GC_HELP = {
+    "major_started": "PyPy major collections started by the broker's trigger",
+    "major_finished": "PyPy major collections finished",
+    "freezes": "Times CPython's tracked objects were frozen out of the collector's walks",
+    "audits": "Audits of the frozen objects for cycles kept alive",
+    "thaws": "Times the frozen objects were thawed and collected",
+}
 
 
 class BrokerCollector:
     """The figures of one broker: ``hub``, ``router`` (its SockJS sessions),
-    ``limits`` (TCP connections and refusals), and, where given, ``gc_trigger``
-    (see :mod:`broker.collector`) and ``backplane`` (anything with ``stats()``)."""
+    ``limits`` (TCP connections and refusals), and, where given, ``gc_policy``
+    (see :mod:`broker.collector`: each of its counters) and ``backplane``
+    (anything with ``stats()``)."""
 
-    def __init__(self, hub, router, limits, gc_trigger=None, backplane=None):
+    def __init__(self, hub, router, limits, gc_policy=None, backplane=None):
         self.hub = hub
         self.router = router
         self.limits = limits
-        self.gc_trigger = gc_trigger
+        self.gc_policy = gc_policy
         self.backplane = backplane
 
     def collect(self):
@@ -67,12 +75,10 @@ class BrokerCollector:
         yield CounterMetricFamily(PREFIX + "accept_pauses", "Times the broker stopped accepting "
                                   "for a moment (out of descriptors)", value=limits.accept_pauses)
         yield self.latency()
-        if self.gc_trigger is not None:
-            gc = self.gc_trigger.stats()
-            yield CounterMetricFamily(PREFIX + "gc_major_started", "PyPy major collections "
-                                      "started by the broker's trigger", value=gc["major_started"])
-            yield CounterMetricFamily(PREFIX + "gc_major_finished", "PyPy major collections "
-                                      "finished", value=gc["major_finished"])
+        if self.gc_policy is not None:
+            for name, value in sorted(self.gc_policy.stats().items()):
+                yield CounterMetricFamily(PREFIX + "gc_" + name, GC_HELP.get(name, name.replace("_", " ")),
+                                          value=value)
         if self.backplane is not None:
             yield from backplane_metrics(self.backplane.stats())
 

@@ -54,12 +54,13 @@ class BrokerRouter(SockJSRouter):
     dropped as a slow consumer too; ``origins`` (a
     :class:`broker.origins.OriginPolicy`) says which pages may use the service;
     ``client_rate`` is how many messages a second one client may publish (0:
-    no limit), in bursts of up to twice as many. ``behind`` counts the
-    websockets holding bytes the kernel would not take yet.
+    no limit), in bursts of up to twice as many; ``pings`` (a
+    :class:`broker.pinger.PingWheel`, or None) pings every websocket.
+    ``behind`` counts the websockets holding bytes the kernel would not take yet.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
-                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0):
+                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
@@ -70,6 +71,7 @@ class BrokerRouter(SockJSRouter):
         self.origins = origins
         self.client_rate = client_rate
         self.behind = 0
+        self.pings = pings
 
     @property
     def urls(self):

@@ -26,6 +26,7 @@ import re
 import urllib.parse
 
 from sockjs.tornado import transports as base
+from sockjs.tornado.session import ConnectionInfo
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
 from tornado.ioloop import IOLoop
@@ -176,6 +177,53 @@ def _mark_retrieved(future):
     if not future.cancelled():
         future.exception()
 
+PING_FRAME = b"\x89\x00"
+
+
+class _Pinged:
+    """Mixin for websocket handlers: pinged by the router's wheel (see
+    :mod:`broker.pinger`) from the upgrade to the close; one whose pong is
+    late is closed as Tornado would ("ping timed out")."""
+
+    awaiting_pong = False
+
+    def _join_pings(self):
+        if self.server.pings is not None:
+            self.server.pings.add(self)
+
+    def ping_due(self):
+        self.awaiting_pong = True
+        self.write_prebuilt(PING_FRAME)
+
+    def on_pong(self, data):
+        self.awaiting_pong = False
+
+    def ping_timed_out(self):
+        self.close(reason="ping timed out")
+
+    def on_close(self):
+        if self.server.pings is not None:
+            self.server.pings.discard(self)
+        super().on_close()
+
+
+class _ShedsRequest:
+    """Mixin for websocket handlers: once the session has opened, the
+    request's headers and cookies, and the session's connection info, are
+    dropped down to the client's address and path. A websocket answers no
+    further request, and a SockJS connection is handed its connection info
+    whole in ``on_open``; afterwards they only cost memory (about 2 KiB per
+    connection on CPython, BENCHMARKS.rst)."""
+
+    def _shed_request(self):
+        request = self.request
+        request.headers.clear()
+        _internals.forget_cookies(request)
+        session = self.session
+        if session is not None and session.conn_info is not None:
+            session.conn_info = ConnectionInfo(session.conn_info.ip, {}, {}, {}, session.conn_info.path)
+
+
 class _WebSocketPolicy:
     """Mixin for websocket handlers: a page of an origin the policy does not
     allow is refused with 403 before the upgrade; one connection reads at most
@@ -189,12 +237,15 @@ class _WebSocketPolicy:
         return _internals.guard(super().get_websocket_protocol())
 
 
-class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, base.WebSocketTransport):
+class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _ShedsRequest, _PrebuiltWriter,
+                         base.WebSocketTransport):
     """SockJS over websocket (``/<server>/<session>/websocket``)."""
 
     def open(self, session_id):
         if self._attach_stream():
+            self._join_pings()
             super().open(session_id)
+            self._shed_request()
 
     prebuilt_form = "sockjs_websocket"
 
@@ -214,7 +265,7 @@ class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter, 
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
 
-class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWriter,
+class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _ShedsRequest, _PrebuiltWriter,
                             base.RawWebSocketTransport):
     """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
 
@@ -224,7 +275,9 @@ class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _PrebuiltWrite
 
     def open(self):
         if self._attach_stream():
+            self._join_pings()
             super().open()
+            self._shed_request()
 
     def session_closed(self):
         code, reason = self.session.get_close_reason() if self.session else (1000, "")

@@ -2,9 +2,15 @@
 
 For each server in turn: launch it pinned to the server CPU, run the sweep
 with this process pinned to the client CPU, measure its CPU per delivered
-message at one fixed load, stop it; then, on a fresh instance, its RSS per idle
-connection. Last, the bare send loop (:mod:`loadtest.floor`) gives the floor
-under the same load. A contender that cannot run here is skipped with the
+message and round trips at each fixed load (1,000 x 100, 10,000 x 10 and
+19,000 x 5 msgs/s by default), stop it; then, on a fresh instance, its RSS per
+idle connection (19,000 by default). Last, the bare send loop
+(:mod:`loadtest.floor`) gives the floor under the first fixed load.
+
+One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
+is a descriptor, and a process may open 20,000 here): larger loads are spread
+over ``--procs`` processes, all pinned to the client CPU, and over
+``--source-addresses`` (one source address has about 28,000 ports). A contender that cannot run here is skipped with the
 reason; the others are still measured.
 
 ``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
@@ -13,15 +19,18 @@ round trips and losses of every server at one load, beside the floor.
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import json
 import subprocess
 import sys
 
-from loadtest import (affinity, arguments, client, contenders, method, procstat, records, report, results, runner,
-                      runtime, servers, summary, sweep)
+from loadtest import (affinity, arguments, contenders, method, procstat, records, report, results, runner,
+                      runtime, servers, summary, sweep, workers)
 from loadtest.errors import Interrupted, ServerGone
 
+CONNECTIONS_PER_PROC = 10000
+DEFAULT_LOADS = ((1000, 100.0), (10000, 10.0), (19000, 5.0))
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5
 LAUNCH_TIMEOUT_S = 30.0
@@ -76,12 +85,17 @@ def build_parser():
                         help="seconds per step (default %(default)g)")
     parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
                         help="seconds of quiet before each step (default %(default)g)")
-    parser.add_argument("--cpu-load", type=parse_load, default=(1000, 100.0), metavar="CLIENTSxRATE",
-                        help="fixed load for CPU per delivered message (default 1000x100)")
+    parser.add_argument("--cpu-load", type=arguments.comma_list(parse_load), default=list(DEFAULT_LOADS),
+                        metavar="CLIENTSxRATE[,...]",
+                        help="fixed loads for CPU per delivered message and round trips; the floor runs "
+                        "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
     parser.add_argument("--cpu-seconds", type=arguments.positive_float, default=10.0,
-                        help="how long the fixed load and the floor run (default 10)")
-    parser.add_argument("--idle-connections", type=arguments.positive_int, default=5000,
-                        help="connections held open for RSS per idle connection (default 5000)")
+                        help="how long each fixed load and the floor run (default 10)")
+    parser.add_argument("--idle-connections", type=arguments.positive_int, default=19000,
+                        help="connections held open for RSS per idle connection (default 19000)")
+    parser.add_argument("--procs", type=arguments.positive_int,
+                        help="client processes for each sweep level, fixed load and the idle "
+                        "connections (default: one per %d connections)" % CONNECTIONS_PER_PROC)
     parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
                         help="comma-separated, from %s (default: all; the floor comes with cpu)"
                         % ",".join(MEASURES))
@@ -128,26 +142,31 @@ class Compare:
                                           cpu=args.server_cpu))
             options = sweep.Options(server.url, levels=args.levels, rates=args.rates, duration=args.step_seconds,
                                     pause=args.pause, transport=args.transport, server=contender.label,
-                                    server_pid=server.pid, source_addresses=args.source_addresses or ())
+                                    server_pid=server.pid, source_addresses=args.source_addresses or (),
+                                    procs=client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
             if "sweep" in args.measure:
                 steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
                 if steps is None:
                     return False
+            measured = True
             if "cpu" in args.measure:
-                clients, rate = args.cpu_load
-                ends = []
-                fixed_load = dataclasses.replace(options, levels=[clients], rates=[rate], duration=args.cpu_seconds)
-                fixed = self._run(sweep.sweep(fixed_load, on_level=ends.append, on_progress=self.status.progress))
-                if fixed is None:
-                    return False
-                if not fixed:
-                    self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
-                        contender.label, clients, rate, ends[-1].end))
-                    return False
-                self.out.write(records.CpuPerMsg.of_step(fixed[0]))
-                self.status.message("%s: %s us of server CPU per delivered message at %dx%g" % (
-                    contender.label, fixed[0].server_cpu_us_per_msg, clients, rate))
-            return True
+                for clients, rate in args.cpu_load:
+                    ends = []
+                    fixed_load = dataclasses.replace(options, levels=[clients], rates=[rate],
+                                                     duration=args.cpu_seconds, procs=client_procs(args, clients))
+                    fixed = self._run(sweep.sweep(fixed_load, on_level=ends.append,
+                                                  on_progress=self.status.progress))
+                    if fixed is None:
+                        return False
+                    if not fixed:
+                        self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
+                            contender.label, clients, rate, ends[-1].end))
+                        measured = False
+                        continue
+                    self.out.write(records.CpuPerMsg.of_step(fixed[0]))
+                    self.status.message("%s: %s us of server CPU per delivered message at %dx%g, p99 %s ms" % (
+                        contender.label, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
+            return measured
         finally:
             server.stop()
 
@@ -161,7 +180,8 @@ class Compare:
                 self.out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
                                               cpu=self.args.server_cpu))
             record = self._run(idle_rss(server, contender.label, self.args.idle_connections,
-                                        self.args.transport, self.args.source_addresses))
+                                        self.args.transport, self.args.source_addresses,
+                                        client_procs(self.args, self.args.idle_connections), self.args.client_cpu))
             if record is None:
                 return False
             self.out.write(record)
@@ -172,8 +192,8 @@ class Compare:
             server.stop()
 
     def floor(self):
-        """Run the bare send loop under the fixed load, pinned like the servers."""
-        clients, rate = self.args.cpu_load
+        """Run the bare send loop under the first fixed load, pinned like the servers."""
+        clients, rate = self.args.cpu_load[0]
         try:
             python, _ = contenders.cpython("loadtest.floor")
         except contenders.Unavailable as reason:
@@ -216,13 +236,23 @@ class Compare:
         self.status.message("%s, %d clients: %s" % (record.server, record.level, record.end))
 
 
-async def idle_rss(server, label, count, transport="sockjs", source_addresses=None):
-    """Open ``count`` connections, hold them idle until the server's RSS settles: the :class:`~loadtest.records.IdleRss`."""
+def client_procs(args, connections):
+    """``--procs``, or one client process per CONNECTIONS_PER_PROC of ``connections``."""
+    return args.procs or -(-connections // CONNECTIONS_PER_PROC)
+
+
+async def idle_rss(server, label, count, transport="sockjs", source_addresses=None, procs=1, client_cpu=None):
+    """Open ``count`` connections from ``procs`` client processes (pinned to
+    ``client_cpu``), hold them idle until the server's RSS settles: the
+    :class:`~loadtest.records.IdleRss`."""
     before = procstat.rss_kb(server.pid)
-    group = client.ClientGroup(server.url, transport, source_addresses)
+    groups, shares = workers.make_groups(server.url, transport, list(source_addresses or ()), count, procs,
+                                         [client_cpu] if client_cpu is not None else None)
     try:
-        failures = await group.connect(count)
-        opened = len(group.alive())
+        failures = collections.Counter()
+        for failed in await asyncio.gather(*(group.connect(share) for group, share in zip(groups, shares))):
+            failures.update(failed)
+        opened = sum(group.alive_count() for group in groups)
         if not opened:
             raise ServerGone("no idle connection opened to %s: %s" % (server.url, failures))
         loop = asyncio.get_event_loop()
@@ -238,7 +268,8 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
     except procstat.ProcessGone as error:
         raise ServerGone(str(error)) from None
     finally:
-        group.close()
+        for group in groups:
+            group.close()
     return records.IdleRss(server=label, connections=opened, rss_kb=rss, rss_before_kb=before,
                            rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
 

@@ -110,9 +110,17 @@ def subtitle(results):
     return " · ".join(parts)
 
 
-def cost_rows(results):
-    """Per server: CPU per delivered message at the fixed load and RSS per idle connection, with ratios."""
-    cpu = {r["server"]: r for r in results.cpu_per_msg}
+def fixed_loads(results):
+    """The ``(clients, rate)`` of every fixed load measured, in the order first met."""
+    return list(dict.fromkeys((r["level"], r["rate"]) for r in results.cpu_per_msg))
+
+
+def cost_rows(results, load=None):
+    """Per server: CPU per delivered message at the fixed ``load`` (default:
+    the first one) and RSS per idle connection, with ratios."""
+    loads = fixed_loads(results)
+    load = load or (loads[0] if loads else None)
+    cpu = {r["server"]: r for r in results.cpu_per_msg if (r["level"], r["rate"]) == load}
     rss = {r["server"]: r for r in results.idle_rss}
     floor = results.floor.get("cpu_us_per_send") if results.floor else None
     rows = []
@@ -193,19 +201,20 @@ def summary_rst(results):
         )
         if not all(c.limited for c in capacity):
             sections[-1] += "\n\n``+``: still realtime at the sweep's highest rate, so the limit lies above."
-    costs = cost_rows(results)
-    if costs:
-        load = results.cpu_per_msg[0] if results.cpu_per_msg else None
+    for index, load in enumerate(fixed_loads(results) or [None]):
+        costs = cost_rows(results, load)
+        if not costs:
+            continue
         title = "Cost per delivered message"
         if load:
-            title += " at %d clients x %s msgs/s" % (load["level"], _rate(load["rate"]))
-        if results.floor and results.floor.get("cpu_us_per_send") is not None:
+            title += " at %d clients x %s msgs/s" % (load[0], _rate(load[1]))
+        if index == 0 and results.floor and results.floor.get("cpu_us_per_send") is not None:
             title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
         headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
                    "lost", "idle KiB/conn", "vs %s" % REFERENCE)
         rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
-                 _times(c["vs_floor"]), _number(c["p50_ms"]), _number(c["p99_ms"]), c["lost"],
-                 _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
+                 _times(c["vs_floor"]) if index == 0 else None, _number(c["p50_ms"]), _number(c["p99_ms"]),
+                 c["lost"], _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
         sections.append(title + "\n\n" + rst_table(headers, rows))
     if results.soaks:
         sections.append(_soak_section(results))

@@ -105,11 +105,12 @@ def _bar_figure(title, xlabel, ylabel, results, bars, value_format, reference=No
 
 
 def cpu_figure(results):
-    """Server CPU per delivered message at the fixed load, with the bare send loop as the floor."""
+    """Server CPU per delivered message at the first fixed load, with the bare send loop as the floor."""
     records = [r for r in results.cpu_per_msg if r.get("cpu_us_per_msg") is not None]
     if not records:
         return None
     load = records[0]
+    records = [r for r in records if (r["level"], r["rate"]) == (load["level"], load["rate"])]
     xlabel = "server, at %s clients x %s msgs/s sent = %s deliveries/s" % (
         "{:,}".format(load["level"]), "{:,.0f}".format(load["rate"]), "{:,.0f}".format(load["level"] * load["rate"]))
     reference = None

@@ -103,3 +103,11 @@ def test_websocket_frames_are_still_read_through_read_bytes():
     assert re.search(r"^\s*data = await self\._read_bytes\(2\)", source, re.M), \
         "WebSocketProtocol13._receive_frame no longer begins with the 2-byte header read"
     assert issubclass(_internals._GuardedProtocol, websocket.WebSocketProtocol13)
+
+
+def test_forget_cookies_drops_what_the_request_parsed():
+    request = httputil.HTTPServerRequest(method="GET", uri="/", headers=httputil.HTTPHeaders({"Cookie": "a=1"}))
+    assert request.cookies["a"].value == "1"
+    _internals.forget_cookies(request)
+    assert "_cookies" not in vars(request), "HTTPServerRequest no longer caches its cookies in _cookies"
+    assert request.cookies["a"].value == "1", "parsed again on demand"

@@ -13,8 +13,8 @@ from loadtest import records as schema
 
 TINY = [
     "--servers", "sockjs-tornado,sockjs-node", "--levels", "4", "--rates", "5",
-    "--step-seconds", "0.4", "--pause", "0.1", "--cpu-load", "8x10", "--cpu-seconds", "0.5",
-    "--idle-connections", "30",
+    "--step-seconds", "0.4", "--pause", "0.1", "--cpu-load", "8x10,6x5", "--cpu-seconds", "0.5",
+    "--idle-connections", "30", "--procs", "2",
 ]
 
 
@@ -35,19 +35,21 @@ def test_compare_measures_each_server_and_the_floor(tmp_path):
     assert [r["server"] for r in by_type["server"]] == servers
     assert [r["runtime"].split()[0] for r in by_type["server"]] == ["CPython", "Node"]
     assert all(r["cpu"] == 0 for r in by_type["server"])
-    for kind in ("level", "cpu_per_msg", "idle_rss"):
+    for kind in ("level", "idle_rss"):
         assert [r["server"] for r in by_type[kind]] == servers, kind
+    assert [r["server"] for r in by_type["cpu_per_msg"]] == [server for server in servers for _ in range(2)]
     for step in by_type["step"]:
         assert (step["level"], step["rate"], step["lost"]) == (4, 5.0, 0)
         assert step["received"] == step["sent"] * 4
-    for fixed in by_type["cpu_per_msg"]:
-        assert (fixed["level"], fixed["rate"], fixed["lost"]) == (8, 10.0, 0)
+    for fixed, load in zip(by_type["cpu_per_msg"], [(8, 10.0), (6, 5.0)] * 2):
+        assert (fixed["level"], fixed["rate"], fixed["lost"]) == load + (0,)
         assert fixed["cpu_us_per_msg"] is not None
     for idle in by_type["idle_rss"]:
         assert idle["connections"] == 30 and idle["rss_kb"] >= idle["rss_before_kb"]
     (floor,) = by_type["floor"]
     assert floor["connections"] == 8 and floor["drain_ok"]
     assert "vs sockjs-node" in done.stdout
+    assert "at 6 clients x 5 msgs/s" in done.stdout
 
 
 def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):

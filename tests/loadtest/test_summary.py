@@ -21,6 +21,16 @@ def test_the_floor_is_in_the_title_and_the_ratios():
     assert "5.00x" in table
 
 
+def test_each_fixed_load_gets_its_own_cost_table_the_floor_only_the_first():
+    second = dict(CPU_PER_MSG, level=19000, rate=5.0, cpu_us_per_msg=9.0, rtt_ms={"p50": 1.5, "p99": 3.0})
+    records = [{"type": "run"}, CPU_PER_MSG, second, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
+    table = summary.summary_rst(summary.Results(records))
+    assert "Cost per delivered message at 8 clients x 10 msgs/s; floor (bare send loop): 2.50 us per send\n" in table
+    assert "Cost per delivered message at 19000 clients x 5 msgs/s\n" in table
+    assert table.index("12.50") < table.index("9.00")
+    assert "3.6x" not in table and table.count("5.00x") == 1
+
+
 def test_a_soak_gets_a_row_per_server_with_its_growth_and_verdict(soak_records):
     table = summary.summary_rst(summary.Results(soak_records))
     lines = table.splitlines()
