@@ -162,13 +162,7 @@ def open_websocket(host, port, path, rcvbuf=None):
         sock.connect((host, port))
         key = websocket.new_key()
         sock.sendall(websocket.handshake_request("%s:%d" % (host, port), path, key))
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(4096)
-            if not chunk:
-                raise ConnectionError("closed during the handshake")
-            data += chunk
-        head, _, data = data.partition(b"\r\n\r\n")
+        head, data = read_head(sock)
         websocket.check_handshake_response(head, key)
         while not data[2:3] == b"o":
             chunk = sock.recv(4096)
@@ -257,15 +251,21 @@ class Publisher:
             sock.close()
 
 
-def read_response_status(sock):
-    """The status of the one response due on ``sock``, its body read and dropped."""
+def read_head(sock):
+    """(status line and headers, what followed them) of the response due on ``sock``."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(4096)
         if not chunk:
-            raise ConnectionError("the broker closed a publishing connection")
+            raise ConnectionError("the broker closed the connection before its answer")
         data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def read_response_status(sock):
+    """The status of the one response due on ``sock``, its body read and dropped."""
+    head, body = read_head(sock)
     lines = head.split(b"\r\n")
     length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
     while len(body) < length:
