@@ -76,7 +76,7 @@ class GetOnly:
 
 
 class _GuardedProtocol(websocket.WebSocketProtocol13):
-    """Tornado's websocket protocol with two guards it lacks:
+    """Tornado's websocket protocol with three guards it lacks:
 
     * it yields to the event loop once it has read READ_BUDGET (Tornado 6.5
       reads a connection for as long as it has data, so one flooding client

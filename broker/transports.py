@@ -82,9 +82,9 @@ class _PrebuiltWriter:
     is done. Tornado keeps a Future and more per write, far more than a small
     frame's bytes; the backlog keeps a reference to each frame, which every
     connection behind shares. So a slow connection costs at most its unsent
-    bytes (``max_buffer``) and a constant. A connection whose write has not finished for
-    ``write_timeout`` seconds has stopped reading: it is dropped as a slow
-    consumer, like one over ``max_buffer``, and aborted.
+    bytes (``max_buffer``) and a constant. A connection whose write has not
+    finished for ``write_timeout`` seconds has stopped reading: it is dropped
+    as a slow consumer, like one over ``max_buffer``, and aborted.
     """
 
     def _attach_stream(self):
@@ -176,6 +176,7 @@ class _PrebuiltWriter:
 def _mark_retrieved(future):
     if not future.cancelled():
         future.exception()
+
 
 PING_FRAME = b"\x89\x00"
 
