@@ -53,9 +53,9 @@ def build_parser():
         "attack costs the others: a flooding chat client against canaries' round trips, and clients "
         "that never read against the broker's memory and its write timeout.",
     )
-    parser.add_argument("--servers", type=parse_brokers, default=list(BROKERS),
+    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
                         help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
-    parser.add_argument("--attacks", type=parse_attacks, default=list(ATTACKS),
+    parser.add_argument("--attacks", type=arguments.names_from("attack", ATTACKS), default=list(ATTACKS),
                         help="comma-separated, from %s (default: both)" % ",".join(ATTACKS))
     parser.add_argument("--canaries", type=arguments.positive_int, default=50,
                         help="flood: well-behaved clients timing round trips (default %(default)s)")
@@ -74,22 +74,6 @@ def build_parser():
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU each broker runs on (default 0)")
     parser.add_argument("--client-cpu", type=int, default=1, help="CPU the attack runs on (default 1)")
     return parser
-
-
-def parse_brokers(text):
-    return _choices(text, BROKERS)
-
-
-def parse_attacks(text):
-    return _choices(text, ATTACKS)
-
-
-def _choices(text, known):
-    chosen = [item.strip() for item in text.split(",") if item.strip()]
-    unknown = [item for item in chosen if item not in known]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError("choose from %s" % ",".join(known))
-    return chosen
 
 
 class Broker:

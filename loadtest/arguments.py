@@ -37,6 +37,22 @@ def non_negative_float(text):
     return value
 
 
+def names_from(what, known):
+    """A type: a non-empty comma-separated list of names from ``known``; an
+    unknown one is refused with ``unknown <what> <name> (known: ...)``."""
+
+    def parse(text):
+        chosen = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in chosen if name not in known]
+        if unknown or not chosen:
+            raise argparse.ArgumentTypeError(
+                "unknown %s %s (known: %s)" % (what, ", ".join(unknown) or "''", ", ".join(known)))
+        return chosen
+
+    parse.__name__ = "comma-separated %s names" % what  # argparse names it in errors
+    return parse
+
+
 def comma_list(parse_item):
     """A type: a non-empty comma-separated list, each item read by ``parse_item``."""
 

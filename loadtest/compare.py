@@ -49,22 +49,8 @@ def parse_load(text):
     return load
 
 
-def parse_servers(text):
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in contenders.NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            "unknown server %s (known: %s)" % (", ".join(unknown) or "''", ", ".join(contenders.NAMES)))
-    return names
-
-
-def parse_measures(text):
-    chosen = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in MEASURES]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            "unknown measurement %s (known: %s)" % (", ".join(unknown) or "''", ", ".join(MEASURES)))
-    return chosen
+parse_servers = arguments.names_from("server", contenders.NAMES)
+parse_measures = arguments.names_from("measurement", MEASURES)
 
 
 def build_parser():
