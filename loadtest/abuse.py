@@ -12,7 +12,7 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   measured.
 - ``stalled``: ``--stalled`` websocket clients open, read their open frame and
   never read again (a 4 KiB receive buffer); a backend publishes ``--message-bytes`` messages at
-  ``--publish-rate`` through ``POST /publish`` (:class:`Publisher`) until the broker has cut them
+  ``--publish-rate`` through ``POST /publish`` (:class:`loadtest.publisher.Publisher`) until the broker has cut them
   all, or ``--write-timeout`` + 30 s. The broker's RSS and ``/stats`` are
   sampled every ``SAMPLE_S``: the cost is its peak RSS less its RSS before the
   stalled clients connected, against ``stalled x --max-buffer + 50 MB``; each
@@ -34,6 +34,7 @@ import time
 import urllib.parse
 
 from loadtest import affinity, arguments, compare, contenders, endpoints, procstat, report, sweep, websocket
+from loadtest.publisher import Publisher, read_head
 
 ATTACKS = ("flood", "stalled")
 BROKERS = ("broker-cpython", "broker-pypy")
@@ -207,59 +208,6 @@ def _rtt(step):
 
 # -- stalled -----------------------------------------------------------------------------------------
 
-class Publisher:
-    """``POST /publish`` of one ``message`` over ``PUBLISHERS`` keep-alive
-    connections, one request in flight on each, so that what arrives in one
-    event-loop iteration goes out in one flush, as a backend's would."""
-
-    def __init__(self, broker, message):
-        self.request = (b"POST /publish HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
-                        b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
-                        % (broker.host.encode(), broker.port, broker.token.encode(), len(message), message))
-        self.sockets = [socket.create_connection((broker.host, broker.port), timeout=10)
-                        for _ in range(PUBLISHERS)]
-
-    def publish(self, count):
-        """Publish up to ``count`` messages (one per connection); how many were accepted."""
-        sockets = self.sockets[:count]
-        for sock in sockets:
-            sock.sendall(self.request)
-        for sock in sockets:
-            status = read_response_status(sock)
-            if status != 200:
-                raise RuntimeError("POST /publish answered %d" % status)
-        return len(sockets)
-
-    def close(self):
-        for sock in self.sockets:
-            sock.close()
-
-
-def read_head(sock):
-    """(status line and headers, what followed them) of the response due on ``sock``."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise ConnectionError("the broker closed the connection before its answer")
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head, rest
-
-
-def read_response_status(sock):
-    """The status of the one response due on ``sock``, its body read and dropped."""
-    head, body = read_head(sock)
-    lines = head.split(b"\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
-    while len(body) < length:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise ConnectionError("the broker closed a publishing connection")
-        body += chunk
-    return int(lines[0].split()[1])
-
-
 def run_stalled(broker, args):
     """Memory and cut times of ``args.stalled`` clients that never read."""
     stats = broker.stats()
@@ -269,7 +217,8 @@ def run_stalled(broker, args):
     path = endpoints.endpoint_path(broker.server.url, "sockjs")
     stalled = [open_websocket(broker.host, broker.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
     connected_mb = broker.rss_mb()
-    publisher = Publisher(broker, b"x" * args.message_bytes)
+    message = b"x" * args.message_bytes
+    publisher = Publisher(broker.host, broker.port, broker.token, PUBLISHERS)
     started = time.monotonic()
     deadline = started + write_timeout + 30
     published = 0
@@ -281,7 +230,7 @@ def run_stalled(broker, args):
             now = time.monotonic()
             due = int((now - started) * args.publish_rate) + 1
             if published < due:
-                published += publisher.publish(due - published)
+                published += publisher.publish([message] * min(PUBLISHERS, due - published))
             if now >= next_sample:
                 next_sample = now + SAMPLE_S
                 peak_mb = max(peak_mb, broker.rss_mb())

@@ -41,17 +41,22 @@ class Server:
         return "".join(self._output)
 
     def stop(self, timeout=5.0):
-        """Send SIGTERM, wait up to ``timeout`` seconds, then SIGKILL. Returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        """:func:`stop_process`, then close its output. Returns the exit code."""
+        stop_process(self.process, timeout)
         self._reader.join(1.0)
         self.process.stdout.close()
         return self.process.returncode
+
+
+def stop_process(process, timeout=5.0):
+    """Send SIGTERM to a child ``process`` still running, wait up to ``timeout`` seconds, then SIGKILL."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):

@@ -1,16 +1,12 @@
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 
 import pytest
 
+from loadtest import redis_server
 from loadtest.servers import launch
 
 pytest.register_assert_rewrite("sockjs_clients", "deployment")
@@ -84,72 +80,22 @@ def start_broker(start_server):
         assert "Traceback" not in server.output, server.output[-4000:]
 
 
-REDIS_SERVER = shutil.which("redis-server", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")
-
-
-class RedisServer:
-    """Debian's ``redis-server`` as a child process on a free 127.0.0.1 port.
-
-    Without ``directory`` it keeps nothing on disk (``--save '' --appendonly
-    no``); with one it writes an append-only file there, fsynced before each
-    answer, so that a restart keeps every acknowledged write.
-    """
-
-    def __init__(self, directory=None):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = "redis://127.0.0.1:%d/0" % self.port
-        persistence = (["--appendonly", "yes", "--appendfsync", "always", "--dir", str(directory)]
-                       if directory else ["--appendonly", "no"])
-        self.argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                     "--daemonize", "no", "--loglevel", "warning"] + persistence
-        self.process = None
-        self.start()
-
-    def start(self, timeout=10.0):
-        """Start it (again, on the same port) and wait until it answers PING."""
-        self.process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while not self.answers():
-            assert self.process.poll() is None, "redis-server exited with %s" % self.process.returncode
-            assert time.monotonic() < deadline, "redis-server silent after %.0fs" % timeout
-            time.sleep(0.01)
-
-    def answers(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"PING\r\n")
-                return conn.recv(64) == b"+PONG\r\n"
-        except OSError:
-            return False
-
-    def kill(self):
-        """SIGKILL: Redis vanishes at once, as in a crash."""
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.kill()
+@pytest.fixture
+def redis_installed():
+    """Skips the test where redis-server is missing, except in CI, which installs it (and fails)."""
+    if redis_server.REDIS_SERVER is None:
+        if os.environ.get("CI"):
+            pytest.fail(redis_server.HOWTO, pytrace=False)
+        pytest.skip(redis_server.HOWTO)
 
 
 @pytest.fixture
-def start_redis():
-    """Start redis-server processes (``directory``: persist there); each is stopped after the test.
-    Skipped where redis-server is missing, except in CI, which installs it."""
-    if REDIS_SERVER is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: apt-get install redis-server", pytrace=False)
-        pytest.skip("redis-server is missing: apt-get install redis-server")
+def start_redis(redis_installed):
+    """Start redis-server processes (``directory``: persist there); each is stopped after the test."""
     started = []
 
     def start(directory=None):
-        server = RedisServer(directory)
+        server = redis_server.RedisServer(directory)
         started.append(server)
         return server
 

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import time
 
+from loadtest.servers import stop_process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
 HAPROXY = "/usr/sbin/haproxy"
@@ -120,11 +122,5 @@ class HAProxy:
             time.sleep(0.05)
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()

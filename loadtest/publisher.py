@@ -1,0 +1,71 @@
+"""A backend publishing to the broker over HTTP: ``POST /publish`` on keep-alive connections.
+
+Rules:
+
+- A :class:`Publisher` holds ``connections`` keep-alive sockets to one broker
+  and has at most one request in flight on each: what it sends at once
+  arrives in one event-loop iteration and goes out in one flush, as a
+  backend's publishes would.
+- Every answer is read to its end, so a connection stays usable; anything but
+  ``200`` raises :class:`PublishRefused` with the status and the broker's reason.
+- Blocking sockets with a timeout: a publisher is driven once per tick of its
+  caller, never on a load client's event loop.
+"""
+
+import socket
+
+from loadtest.errors import LoadTestError
+
+
+class PublishRefused(LoadTestError):
+    """The broker answered ``POST /publish`` with something other than 200."""
+
+
+class Publisher:
+    """``POST /publish`` to the broker at ``host:port`` over ``connections`` keep-alive sockets."""
+
+    def __init__(self, host, port, token=None, connections=1, timeout=10.0):
+        self._head = b"POST /publish HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
+        if token:
+            self._head += b"Authorization: Bearer %s\r\n" % token.encode()
+        self.sockets = [socket.create_connection((host, port), timeout=timeout) for _ in range(connections)]
+
+    def publish(self, messages):
+        """Publish ``messages`` (bytes, at most one per connection), all sent before any answer is read."""
+        sockets = self.sockets[:len(messages)]
+        for sock, message in zip(sockets, messages):
+            sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(message), message))
+        for sock in sockets:
+            status, body = read_response(sock)
+            if status != 200:
+                raise PublishRefused("POST /publish answered %d: %s" % (status, body.decode("utf-8", "replace")))
+        return len(sockets)
+
+    def close(self):
+        for sock in self.sockets:
+            sock.close()
+
+
+def read_head(sock):
+    """(status line and headers, what followed them) of the response due on ``sock``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection before its answer")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def read_response(sock):
+    """``(status, body)`` of the one response due on ``sock``."""
+    head, body = read_head(sock)
+    lines = head.split(b"\r\n")
+    length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("the broker closed a publishing connection")
+        body += chunk
+    return int(lines[0].split()[1]), body
