@@ -3,7 +3,7 @@ import sys
 from loadtest import cli
 
 SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest", "compare": "loadtest.compare",
-               "soak": "loadtest.soak", "abuse": "loadtest.abuse"}
+               "soak": "loadtest.soak", "abuse": "loadtest.abuse", "feed": "loadtest.feed"}
 
 
 def main(argv):

@@ -90,7 +90,7 @@ async def _open_http(url, transport, count, opened, failures, kind):
 async def wave(url, pid, label, number, size, hold, counted):
     """Wave ``number``: open, hold, drop; its :class:`~loadtest.records.ChurnWave` (``counted``: the server has ``/stats``)."""
     failures = collections.Counter()
-    websockets = client.ClientGroup(url, "sockjs")
+    websockets = client.ClientGroup([url], "sockjs")
     streams, polls = [], []
     try:
         websocket_failures, _, _ = await asyncio.gather(

@@ -11,7 +11,7 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m loadtest",
         description="Round-trip latency sweep of a SockJS broadcast server "
-        "(subcommands: ping, selftest, compare, soak; see `python -m loadtest compare --help` "
+        "(subcommands: ping, selftest, compare, soak, abuse, feed; see `python -m loadtest compare --help` "
         "and `python -m loadtest soak --help`).",
         epilog="Without --rate each level steps from %d to %d msgs/s, x%.2f a step, until the "
         "server is overloaded (a connection lost, a message not back within %g s, or a mean "

@@ -11,6 +11,10 @@ Rules:
   share of one step's messages round-robin, paced evenly over the step, waits
   for them back and returns a :class:`loadtest.method.Partial` that
   :mod:`loadtest.sweep` merges. The rules it applies are :mod:`loadtest.method`'s.
+- A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
+  several servers of one cluster share the load evenly.
+- A group of listeners (``listen``) sends nothing: it times the feed's messages
+  (:mod:`loadtest.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
 """
 
 import asyncio
@@ -67,6 +71,7 @@ class Connection(asyncio.BufferedProtocol):
         self.protocol = protocol
         self.histogram = histogram
         self.received = 0
+        self.sampled = 0
         self.local_address = None
         self._transport = None
         self._read_view = memoryview(read_buffer)
@@ -129,14 +134,12 @@ class Connection(asyncio.BufferedProtocol):
 
 
 class ClientGroup:
-    """The connections one process opens to ``url``, and the steps it runs with them."""
+    """The connections one process opens to ``urls`` (SockJS prefixes), and the steps it runs with them."""
 
-    def __init__(self, url, transport="sockjs", source_addresses=None, first_id=0):
-        parts = urllib.parse.urlsplit(url)
-        self.url = url
+    def __init__(self, urls, transport="sockjs", source_addresses=None, first_id=0, listen=False):
+        self.urls = list(urls)
         self.transport = transport
-        self.host = parts.hostname
-        self.port = parts.port or 80
+        self.listen = listen
         self.source_addresses = source_addresses or []
         self.next_id = first_id
         self.connections = []
@@ -161,15 +164,21 @@ class ClientGroup:
                 if sum(failures.values()) >= CONNECTING_AT_ONCE:
                     failures["not attempted"] += 1
                     return
-                protocol = ClientProtocol(client_id, "%s:%d" % (self.host, self.port),
-                                          endpoints.endpoint_path(self.url, self.transport), self.transport == "sockjs")
+                url = self.urls[client_id % len(self.urls)]
+                parts = urllib.parse.urlsplit(url)
+                host, port = parts.hostname, parts.port or 80
+                path = endpoints.endpoint_path(url, self.transport)
+                if self.listen:
+                    protocol = ClientProtocol.listener("%s:%d" % (host, port), path, self.transport == "sockjs")
+                else:
+                    protocol = ClientProtocol(client_id, "%s:%d" % (host, port), path, self.transport == "sockjs")
                 conn = Connection(protocol, self.histogram, self._read_buffer)
                 local = None
                 if self.source_addresses:
                     local = (self.source_addresses[client_id % len(self.source_addresses)], 0)
                 try:
                     await asyncio.wait_for(
-                        loop.create_connection(lambda: conn, self.host, self.port, local_addr=local),
+                        loop.create_connection(lambda: conn, host, port, local_addr=local),
                         timeout,
                     )
                     await asyncio.wait_for(asyncio.shield(conn.opened), timeout)
@@ -260,6 +269,29 @@ class ClientGroup:
             loop_lag_ms=self.lag.summary_ms(),
             end=end,
         )
+
+    async def take_sample(self, expected=None):
+        """What arrived since the last sample: a :class:`loadtest.method.FeedPartial`.
+
+        ``expected``: the messages every connection should have had by now (the
+        feed's total); connections alive with fewer count as ``short`` by the
+        difference, with more as ``extra``.
+        """
+        histogram, self.histogram = self.histogram, method.new_histogram()
+        received = 0
+        short = extra = 0
+        dropped = collections.Counter()
+        for conn in self.connections:
+            conn.histogram = self.histogram
+            received += conn.received - conn.sampled
+            conn.sampled = conn.received
+            if not conn.alive:
+                dropped[conn.closed_reason] += 1
+            elif expected is not None:
+                short += max(0, expected - conn.received)
+                extra += max(0, conn.received - expected)
+        return method.FeedPartial(received=received, histogram=histogram, alive=len(self.connections) - sum(
+            dropped.values()), drop_reasons=dict(dropped), short=short, extra=extra)
 
     def close(self):
         for conn in self.connections:

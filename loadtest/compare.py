@@ -232,7 +232,7 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
     ``client_cpu``), hold them idle until the server's RSS settles: the
     :class:`~loadtest.records.IdleRss`."""
     before = procstat.rss_kb(server.pid)
-    groups, shares = workers.make_groups(server.url, transport, list(source_addresses or ()), count, procs,
+    groups, shares = workers.make_groups([server.url], transport, list(source_addresses or ()), count, procs,
                                          [client_cpu] if client_cpu is not None else None)
     try:
         failures = collections.Counter()

@@ -152,6 +152,34 @@ class Partial:
 
 
 @dataclasses.dataclass(frozen=True)
+class FeedPartial:
+    """What one group of listeners had of the feed since its last sample
+    (:meth:`loadtest.client.ClientGroup.take_sample`): messages, their delivery
+    times, connections alive and lost, and at the end how many messages the
+    alive ones lack (``short``) or had twice (``extra``)."""
+
+    received: int
+    histogram: HdrHistogram
+    alive: int
+    drop_reasons: Dict[str, int]
+    short: int
+    extra: int
+
+
+def merge_feed(partials):
+    """One :class:`FeedPartial` of every group's: counts added, histograms merged."""
+    histogram = new_histogram()
+    drop_reasons = {}
+    for part in partials:
+        histogram.add(part.histogram)
+        for reason, count in part.drop_reasons.items():
+            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    return FeedPartial(received=sum(part.received for part in partials), histogram=histogram,
+                       alive=sum(part.alive for part in partials), drop_reasons=drop_reasons,
+                       short=sum(part.short for part in partials), extra=sum(part.extra for part in partials))
+
+
+@dataclasses.dataclass(frozen=True)
 class Merged:
     """One step's figures, every client group's partial added up (:func:`merge_partials`)."""
 

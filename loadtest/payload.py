@@ -4,12 +4,15 @@ A message is the ASCII string ``"<client>:<seq>:<t_us>"``: the sender's id, its
 sequence number and its send time in microseconds of the sender's monotonic
 clock. It needs no JSON escaping, so in a SockJS frame ``a["m1","m2",...]`` every
 message is exactly two ``"`` characters, and a client finds its own messages by
-searching for ``"<client>:``.
+searching for ``"<client>:``. A backend's messages (``POST /publish``, the
+feed of ``python -m loadtest feed``) carry the sender id :data:`FEED_ID`, which
+no client has, so every listener finds and times them the same way.
 """
 
 SOCKJS_OPEN = 0x6F  # o
 SOCKJS_ARRAY = 0x61  # a
 SOCKJS_CLOSE = 0x63  # c
+FEED_ID = -1
 
 
 def message(client_id, seq, t_us):

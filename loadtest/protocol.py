@@ -10,6 +10,8 @@ Rules (the sans-I/O shape of python-websockets):
   and, over SockJS, the open frame ``o`` is in), :class:`Delivered` (one per read:
   the messages counted, and the client's own messages among them that were
   still pending, as ``(seq, sent_us)``), :class:`Closed` (with a short reason).
+  A listener (:meth:`ClientProtocol.listener`) sends nothing; its "own"
+  messages are the feed's, every one of them timed.
   Nothing follows Closed.
 - Messages are counted, never JSON-decoded (:mod:`loadtest.payload`): frames
   are parsed in place by offsets (:mod:`loadtest.websocket`). This is the load
@@ -70,7 +72,8 @@ class ClientProtocol:
     ``sockjs``: the SockJS websocket transport (an open frame first, messages in
     ``a[...]`` arrays); otherwise a raw websocket, one message per text frame.
     ``pending`` maps the sequence number of every message sent and not yet back
-    to its send time in microseconds; ``outgoing`` holds the bytes waiting for
+    to its send time in microseconds (None for a listener, which times every
+    message of its marker); ``outgoing`` holds the bytes waiting for
     :meth:`data_to_send`.
     """
 
@@ -87,6 +90,13 @@ class ClientProtocol:
         self._buffer = b""
         self._fragments = None
         self.outgoing = [websocket.handshake_request(host, path, self._key)]
+
+    @classmethod
+    def listener(cls, host, path, sockjs=True):
+        """A client that only listens, timing every message of the feed (:data:`loadtest.payload.FEED_ID`)."""
+        protocol = cls(payload.FEED_ID, host, path, sockjs)
+        protocol.pending = None
+        return protocol
 
     @property
     def alive(self):
@@ -199,9 +209,11 @@ class ClientProtocol:
         return events
 
     def _own(self, found, own):
-        """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were pending."""
+        """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were pending
+        (all of them, for a listener)."""
+        pending = self.pending
         for mine in found:
-            if self.pending.pop(mine[0], None) is not None:
+            if pending is None or pending.pop(mine[0], None) is not None:
                 if own is None:
                     own = []
                 own.append(mine)

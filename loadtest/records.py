@@ -9,7 +9,7 @@ Rules:
 - Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_kb`` KiB, ``_mb``
   MiB, ``_us`` microseconds; ``rate`` is msgs/s sent in total; ``*_cpu`` and
   ``cpu_load`` are shares of one core.
-- ``rtt_ms`` is ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
+- ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
   ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.End`.
 - Records are written by :class:`loadtest.results.ResultsFile` and read back as
   plain dicts (:func:`loadtest.results.read`); :func:`parse` makes a record of one.
@@ -228,8 +228,48 @@ class Churn(Record):
     verdict: str
 
 
+@dataclasses.dataclass(frozen=True)
+class FeedSample(Record):
+    """One sample of a feed (see :mod:`loadtest.feed`): what was published and delivered since the last,
+    how late, and every process of the cluster's RSS and CPU (share of one core) by name."""
+
+    TYPE: ClassVar[str] = "feed_sample"
+    server: str
+    elapsed_s: float
+    published: int
+    received: int
+    alive: int
+    delivery_ms: Dict[str, Optional[float]]
+    rss_kb: Dict[str, int]
+    cpu: Dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Feed(Record):
+    """A feed summed up: the cluster, the audience, every delivery's lateness, what was lost."""
+
+    TYPE: ClassVar[str] = "feed"
+    server: str
+    brokers: int
+    clients: int
+    connected: int
+    connect_s: float
+    rate: float
+    duration_s: float
+    published: int
+    received: int
+    short: int
+    extra: int
+    dropped: int
+    drop_reasons: Dict[str, int]
+    delivery_ms: Dict[str, Optional[float]]
+    connected_rss_kb: Dict[str, int]
+    final_rss_kb: Dict[str, int]
+    end: str
+
+
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,
-                                      ChurnWave, Churn)}
+                                      ChurnWave, Churn, FeedSample, Feed)}
 
 
 def parse(line):

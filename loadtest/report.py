@@ -1,4 +1,4 @@
-"""What a person sees: the status line while a sweep or a soak runs, the table at the end."""
+"""What a person sees: the status line while a sweep or a soak runs, the table at the end, a feed's lines."""
 
 import sys
 import time
@@ -35,6 +35,33 @@ def format_table(steps):
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def cluster_rss(rss_kb):
+    """The RSS of a cluster's processes by name: ``brokers 5 x 450 MB (2,250 MB), redis 4 MB``."""
+    brokers = [kb for name, kb in rss_kb.items() if name.startswith("broker")]
+    text = "brokers %d x %s MB (%s MB)" % (len(brokers), _num(sum(brokers) / len(brokers) / 1024),
+                                           _num(sum(brokers) / 1024))
+    if "redis" in rss_kb:
+        text += ", redis %s MB" % _num(rss_kb["redis"] / 1024)
+    return text
+
+
+def feed_sample_line(sample):
+    """One line per :class:`loadtest.records.FeedSample`."""
+    delivery = sample.delivery_ms
+    return "%s  %5.0f s  published %d  delivered %s  p50 %s  p99 %s  max %s ms  RSS %s" % (
+        sample.server, sample.elapsed_s, sample.published, _num(sample.received), _ms(delivery["p50"]),
+        _ms(delivery["p99"]), _ms(delivery["max"]), cluster_rss(sample.rss_kb))
+
+
+def feed_verdict_line(record):
+    """The line a person reads when a feed (a :class:`loadtest.records.Feed`) ends."""
+    delivery = record.delivery_ms
+    return ("%s x%d: %s listeners, %d published, delivered p50 %s p99 %s max %s ms; %d missing, %d twice, "
+            "%d dropped (%s)" % (record.server, record.brokers, _num(record.connected), record.published,
+                                 _ms(delivery["p50"]), _ms(delivery["p99"]), _ms(delivery["max"]), record.short,
+                                 record.extra, record.dropped, record.end))
 
 
 def _num(value):

@@ -18,7 +18,7 @@ from loadtest.errors import ConnectError, LoadTestError
 
 async def absorb(url, connections, seconds, warmup):
     """``(delivered/s, client CPU share, mean loop lag ms)`` of ``connections`` clients of the source at ``url``."""
-    group = client.ClientGroup(url)
+    group = client.ClientGroup([url])
     try:
         failures = await group.connect(connections)
         if failures:

@@ -110,7 +110,8 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
     async def run_level(groups, shares, level):
         """Connect, then step through the schedule; returns the level's ``end`` text."""
         _progress(on_progress, level=level, phase="connecting", opened=0)
-        failures = await _connect(groups, shares, level, on_progress)
+        failures = await workers.connect_groups(
+            groups, shares, lambda opened: _progress(on_progress, level=level, phase="connecting", opened=opened))
         if failures:
             summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
             if sum(failures.values()) >= level:
@@ -135,7 +136,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
         return End.SWEEP_DONE.text()
 
     for level in options.levels:
-        groups, shares = workers.make_groups(options.url, options.transport, list(options.source_addresses), level,
+        groups, shares = workers.make_groups([options.url], options.transport, list(options.source_addresses), level,
                                              options.procs, list(options.client_cpus))
         try:
             end = await run_level(groups, shares, level)
@@ -150,7 +151,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
 async def _check_still_accepting(url, transport, probe):
     """After every connection dropped: raise :class:`ServerGone` unless a new one opens."""
     probe.check()
-    group = client.ClientGroup(url, transport)
+    group = client.ClientGroup([url], transport)
     try:
         failures = await group.connect(1)
     finally:
@@ -170,25 +171,6 @@ def _probe_state(probe):
 def _progress(on_progress, **state):
     if on_progress is not None:
         on_progress(state)
-
-
-async def _connect(groups, shares, level, on_progress):
-    opened = [0] * len(groups)
-
-    def track(index):
-        def seen(count):
-            opened[index] = count
-            _progress(on_progress, level=level, phase="connecting", opened=sum(opened))
-        return seen
-
-    results = await asyncio.gather(
-        *(group.connect(share, track(i)) for i, (group, share) in enumerate(zip(groups, shares)))
-    )
-    failures = {}
-    for result in results:
-        for reason, count in result.items():
-            failures[reason] = failures.get(reason, 0) + count
-    return failures
 
 
 async def _run_step(groups, rate, duration, total, on_progress, level):

@@ -1,7 +1,7 @@
 """``--procs N``: client groups in worker processes, driven from the sweep's loop.
 
 A :class:`RemoteGroup` offers the interface of :class:`loadtest.client.ClientGroup`
-(``connect``, ``alive_count``, ``run_step``, ``close``); behind it a spawned process
+(``connect``, ``alive_count``, ``run_step``, ``take_sample``, ``close``); behind it a spawned process
 runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded.
 """
 
@@ -16,15 +16,15 @@ from loadtest import affinity, client
 from loadtest.errors import WorkerLost
 
 
-def _worker(pipe, url, transport, source_addresses, first_id, cpu):
+def _worker(pipe, urls, transport, source_addresses, first_id, listen, cpu):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cpu is not None:
         affinity.pin(0, cpu)
-    asyncio.run(_serve(pipe, url, transport, source_addresses, first_id))
+    asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, listen))
 
 
-async def _serve(pipe, url, transport, source_addresses, first_id):
-    group = client.ClientGroup(url, transport, source_addresses, first_id)
+async def _serve(pipe, urls, transport, source_addresses, first_id, listen):
+    group = client.ClientGroup(urls, transport, source_addresses, first_id, listen)
     loop = asyncio.get_event_loop()
     commands = asyncio.Queue()
     serving = asyncio.current_task()
@@ -47,6 +47,9 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
                 partial = await group.run_step(*command[1:])
                 pipe.send(("step", dataclasses.replace(partial, histogram=partial.histogram.encode()),
                            group.alive_count()))
+            elif command[0] == "sample":
+                partial = await group.take_sample(command[1])
+                pipe.send(("sample", dataclasses.replace(partial, histogram=partial.histogram.encode())))
             else:
                 return
     except (asyncio.CancelledError, ConnectionError):
@@ -59,11 +62,11 @@ async def _serve(pipe, url, transport, source_addresses, first_id):
 class RemoteGroup:
     """A :class:`loadtest.client.ClientGroup` in a spawned process, pinned to ``cpu``."""
 
-    def __init__(self, url, transport, source_addresses, first_id, cpu):
+    def __init__(self, urls, transport, source_addresses, first_id, cpu, listen=False):
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
-            target=_worker, args=(child, url, transport, source_addresses, first_id, cpu), daemon=True)
+            target=_worker, args=(child, list(urls), transport, source_addresses, first_id, listen, cpu), daemon=True)
         self._process.start()
         child.close()
         self._alive = 0
@@ -100,6 +103,12 @@ class RemoteGroup:
         _, partial, self._alive = await self._reply()
         return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
 
+    async def take_sample(self, expected=None):
+        self._pipe.send(("sample", expected))
+        _, partial = await self._reply()
+        self._alive = partial.alive
+        return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
+
     def close(self):
         try:
             self._pipe.send(("close",))
@@ -112,19 +121,44 @@ class RemoteGroup:
         self._pipe.close()
 
 
-def make_groups(url, transport, source_addresses, level, procs, cpus=None):
-    """Up to ``procs`` groups sharing ``level`` connections: in this process when ``procs`` is 1.
+def make_groups(urls, transport, source_addresses, level, procs, cpus=None, listen=False):
+    """Up to ``procs`` groups sharing ``level`` connections to ``urls``: in this process when ``procs`` is 1.
 
     A worker with no connection would end every step at once, so there are never
-    more workers than connections.
+    more workers than connections. Client ids run on from one worker to the
+    next, so the connections of all workers together go to ``urls`` in turn.
     """
     if procs == 1:
-        return [client.ClientGroup(url, transport, source_addresses)], [level]
+        return [client.ClientGroup(urls, transport, source_addresses, listen=listen)], [level]
     shares = [level // procs + (1 if i < level % procs else 0) for i in range(min(procs, level))]
     groups = []
     first_id = 0
     for i, share in enumerate(shares):
         cpu = cpus[i % len(cpus)] if cpus else None
-        groups.append(RemoteGroup(url, transport, source_addresses, first_id, cpu))
+        groups.append(RemoteGroup(urls, transport, source_addresses, first_id, cpu, listen))
         first_id += share
     return groups, shares
+
+
+async def connect_groups(groups, shares, on_progress=None):
+    """Open ``shares[i]`` connections in ``groups[i]``, all groups at once; ``{reason: count}`` of the failures.
+
+    ``on_progress(opened)`` gets the number opened so far, over all groups.
+    """
+    opened = [0] * len(groups)
+
+    def track(index):
+        def seen(count):
+            opened[index] = count
+            if on_progress is not None:
+                on_progress(sum(opened))
+        return seen
+
+    results = await asyncio.gather(
+        *(group.connect(share, track(i)) for i, (group, share) in enumerate(zip(groups, shares)))
+    )
+    failures = {}
+    for result in results:
+        for reason, count in result.items():
+            failures[reason] = failures.get(reason, 0) + count
+    return failures

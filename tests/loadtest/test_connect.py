@@ -10,7 +10,7 @@ from loadtest import client
 
 def connect(url, count, **options):
     async def run():
-        group = client.ClientGroup(url, source_addresses=options.pop("source_addresses", None))
+        group = client.ClientGroup([url], source_addresses=options.pop("source_addresses", None))
         try:
             failures = await group.connect(count, **options)
             return failures, [conn.local_address[0] for conn in group.alive()]

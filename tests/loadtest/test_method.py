@@ -103,6 +103,19 @@ def test_partials_of_client_groups_add_up_to_one_step():
     assert total.end is End.LATE
 
 
+def test_samples_of_listener_groups_add_up():
+    histograms = [method.new_histogram(), method.new_histogram()]
+    histograms[0].record_value(1000)
+    histograms[1].record_value(3000)
+    total = method.merge_feed([
+        method.FeedPartial(received=10, histogram=histograms[0], alive=5, drop_reasons={}, short=0, extra=1),
+        method.FeedPartial(received=7, histogram=histograms[1], alive=3, drop_reasons={"timeout": 2}, short=4,
+                           extra=0),
+    ])
+    assert (total.received, total.alive, total.drop_reasons, total.short, total.extra) == (17, 8, {"timeout": 2}, 4, 1)
+    assert total.histogram.get_total_count() == 2 and total.histogram.get_max_value() >= 3000
+
+
 def test_a_step_record_says_overloaded_and_client_bound():
     figures = method.ServerFigures.of(cpu_s=0.5, duration_s=2.0, received=1000, rss_kb=4096)
     assert (figures.cpu, figures.rss_kb, figures.cpu_us_per_msg) == (0.25, 4096, 500.0)

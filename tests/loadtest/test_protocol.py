@@ -71,6 +71,17 @@ def test_own_messages_come_back_with_their_send_times_and_others_are_only_counte
     assert list(protocol.receive_data(array(b"1:1:1"))) == [Delivered(1, ())]
 
 
+def test_a_listener_times_every_message_of_the_feed_and_sends_nothing():
+    protocol = ClientProtocol.listener("127.0.0.1:8080", "/broadcast/000/abc/websocket")
+    events = protocol.receive_data(handshake_answer(protocol) + server_frame(b"o"))
+    assert list(events) == [OPENED]
+    feed = payload.message(payload.FEED_ID, 1, 1000), payload.message(payload.FEED_ID, 2, 2000)
+    events = protocol.receive_data(array(feed[0], payload.message(7, 1, 5), feed[1]))
+    assert list(events) == [Delivered(3, [(1, 1000), (2, 2000)])]
+    assert list(protocol.receive_data(array(feed[0]))) == [Delivered(1, [(1, 1000)])]  # each delivery is timed
+    assert protocol.data_to_send() == b""
+
+
 def test_raw_messages_are_one_per_frame():
     protocol = opened(sockjs=False)
     protocol.send(1000)

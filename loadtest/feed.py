@@ -1,0 +1,257 @@
+"""``python -m loadtest feed``: a backend publishes, a large audience listens, over a cluster of brokers.
+
+Rules (BENCHMARKS.rst, "C100K"):
+
+- For each broker in ``--servers``, a fresh cluster of ``--brokers`` processes
+  (:mod:`loadtest.cluster`: with more than one, Redis joins them), broker ``i``
+  pinned to ``--server-cpus[i % n]``.
+- ``--clients`` listeners open SockJS websockets, spread over the brokers in
+  turn and over ``--procs`` client processes pinned to ``--client-cpus`` in
+  turn. They send nothing. If any fails to connect, the run ends there.
+- Then a backend publishes ``--rate`` msgs/s through ``POST /publish``, to the
+  brokers in turn, for ``--duration`` seconds. Each message carries its publish
+  time (:data:`loadtest.payload.FEED_ID` as the sender), and every listener
+  times each delivery against it: one machine, one monotonic clock.
+- Every ``--sample`` seconds, a ``feed_sample`` record: messages published and
+  delivered since the last, the delivery times' percentiles, and the RSS and
+  CPU of every process of the cluster.
+- After the last publish the listeners get ``LOSS_AFTER_S`` to catch up; then
+  every connection still open must have had every message once. The ``feed``
+  record counts the missing (``short``), the doubled (``extra``) and the
+  connections dropped, with their reasons. Every loop ends by a deadline.
+"""
+
+import argparse
+import asyncio
+import secrets
+import sys
+import time
+import urllib.parse
+
+from loadtest import (arguments, client, cluster, compare, method, payload, procstat, records, report, results,
+                      runner, servers, workers)
+from loadtest.errors import ServerGone
+from loadtest.method import End
+from loadtest.publisher import Publisher
+
+BROKERS = ("broker-cpython", "broker-pypy")
+DRAIN_CHECK_S = 0.25
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest feed",
+        description="Start a cluster of brokers (Redis between them when there is more than one), connect "
+        "an audience of listening websocket clients spread over them, publish through POST /publish at a "
+        "steady rate, and time every delivery to every listener; count what is lost.",
+    )
+    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
+                        help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
+    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
+                        help="broker processes per cluster (default %(default)s)")
+    parser.add_argument("--clients", type=arguments.positive_int, default=2000,
+                        help="listening connections in all (default %(default)s)")
+    parser.add_argument("--rate", type=arguments.positive_float, default=1.0,
+                        help="messages published per second (default %(default)g)")
+    parser.add_argument("--duration", type=arguments.positive_float, default=60.0,
+                        help="seconds of publishing (default %(default)g)")
+    parser.add_argument("--sample", type=arguments.positive_float, default=10.0,
+                        help="seconds per sample (default %(default)g)")
+    parser.add_argument("--procs", type=arguments.positive_int,
+                        help="client processes (default: one per %d connections)" % compare.CONNECTIONS_PER_PROC)
+    parser.add_argument("--server-cpus", type=arguments.comma_list(int), default=[0],
+                        help="CPUs the brokers run on, broker i on the i-th in turn (default 0)")
+    parser.add_argument("--client-cpus", type=arguments.comma_list(int), default=[1],
+                        help="CPUs the client processes run on, in turn (default 1)")
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    return parser
+
+
+class ClusterProbe:
+    """RSS and CPU share of every process of a cluster, by name, between two samples."""
+
+    def __init__(self, pids):
+        self.pids = pids
+        self._cpu = {}
+        self._at = None
+        self.cpu()
+
+    def rss_kb(self):
+        return {name: self._read(procstat.rss_kb, name) for name in self.pids}
+
+    def cpu(self):
+        """Each process's CPU since the last call, as a share of one core."""
+        now = time.monotonic()
+        used = {name: self._read(procstat.cpu_seconds, name) for name in self.pids}
+        shares = {name: round((used[name] - self._cpu[name]) / (now - self._at), 4) for name in self.pids
+                  if self._at is not None and now > self._at}
+        self._cpu, self._at = used, now
+        return shares
+
+    def _read(self, what, name):
+        try:
+            return what(self.pids[name])
+        except procstat.ProcessGone as exc:
+            raise ServerGone("%s died: %s" % (name, exc)) from None
+
+
+class Feed:
+    """One feed against one cluster: connect, publish and sample, drain, sum up."""
+
+    def __init__(self, label, cluster_, token, args, out, status):
+        self.label = label
+        self.cluster = cluster_
+        self.token = token
+        self.args = args
+        self.out = out
+        self.status = status
+        self.probe = ClusterProbe(cluster_.pids())
+        self.histogram = method.new_histogram()
+        self.received = 0
+
+    async def run(self):
+        """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
+        args = self.args
+        groups, shares = workers.make_groups(self.cluster.urls, "sockjs", [], args.clients,
+                                             compare.client_procs(args, args.clients), args.client_cpus, listen=True)
+        try:
+            started = time.monotonic()
+            failures = await workers.connect_groups(groups, shares, lambda opened: self.status.progress(
+                {"level": args.clients, "phase": "connecting", "opened": opened}))
+            connect_s = round(time.monotonic() - started, 1)
+            connected_rss = self.probe.rss_kb()
+            if failures:
+                text = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
+                return self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
+                                     await _sample(groups))
+            self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
+                self.label, args.clients, len(self.cluster.brokers), connect_s, report.cluster_rss(connected_rss)))
+            published, elapsed = await self._publish(groups)
+            last = await self._drain(groups, published, elapsed)
+            return self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
+        finally:
+            for group in groups:
+                group.close()
+
+    async def _publish(self, groups):
+        """Publish for ``--duration`` seconds, sampling as it goes; ``(published, seconds)``.
+
+        Message ``k`` (from 0) is due ``k / rate`` seconds after the start.
+        """
+        args = self.args
+        publishers = [Publisher(*_host_port(url), self.token) for url in self.cluster.urls]
+        loop = asyncio.get_event_loop()
+        total = max(1, int(round(args.rate * args.duration)))
+        published = sampled = 0
+        self.probe.cpu()
+        start = loop.time()
+        next_sample = start + args.sample
+        try:
+            while published < total:
+                now = loop.time()
+                due = min(total, int((now - start) * args.rate) + 1)
+                while published < due:
+                    published += 1
+                    message = payload.message(payload.FEED_ID, published, client.now_us())
+                    publishers[published % len(publishers)].publish([message])
+                if now >= next_sample:
+                    self._record(await _sample(groups), now - start, published - sampled)
+                    sampled = published
+                    next_sample += args.sample
+                await asyncio.sleep(max(0.0, min(start + published / args.rate, next_sample) - loop.time()))
+        finally:
+            for publisher in publishers:
+                publisher.close()
+        await asyncio.sleep(max(0.0, start + args.duration - loop.time()))
+        elapsed = loop.time() - start
+        self._record(await _sample(groups), elapsed, published - sampled)
+        return published, elapsed
+
+    async def _drain(self, groups, published, elapsed):
+        """Wait until every listener has every message or ``LOSS_AFTER_S`` passed; the last sample."""
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + method.LOSS_AFTER_S
+        while True:
+            last = await _sample(groups, expected=published)
+            self._record(last, elapsed, 0)
+            if last.short == 0 or loop.time() >= deadline:
+                return last
+            await asyncio.sleep(DRAIN_CHECK_S)
+
+    def _record(self, part, elapsed, published):
+        """Count ``part`` in and write its sample record (a drain's empty checks are not written)."""
+        self.histogram.add(part.histogram)
+        self.received += part.received
+        if not (part.received or published or part.drop_reasons):
+            return
+        sample = records.FeedSample(
+            server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
+            alive=part.alive, delivery_ms=method.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb(),
+            cpu=self.probe.cpu())
+        self.out.write(sample)
+        self.status.message(report.feed_sample_line(sample))
+
+    def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
+        record = records.Feed(
+            server=self.label, brokers=len(self.cluster.brokers), clients=self.args.clients,
+            connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=self.args.rate,
+            duration_s=round(elapsed, 1), published=published, received=self.received, short=last.short,
+            extra=last.extra, dropped=sum(last.drop_reasons.values()), drop_reasons=last.drop_reasons,
+            delivery_ms=method.rtt_summary(self.histogram), connected_rss_kb=connected_rss,
+            final_rss_kb=self.probe.rss_kb(), end=end)
+        self.out.write(record)
+        return record
+
+
+async def _sample(groups, expected=None):
+    return method.merge_feed(await asyncio.gather(*(group.take_sample(expected) for group in groups)))
+
+
+def _host_port(url):
+    parts = urllib.parse.urlsplit(url)
+    return parts.hostname, parts.port
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    status = report.StatusLine()
+    chosen = compare.resolve_all(args.servers, status)
+    if not chosen:
+        status.message("no broker to run")
+        return 1
+    compare.prepare_client(args.client_cpus[0])
+    out_path = args.out or results.default_path()
+    clean = 0
+    with results.ResultsFile(out_path) as out:
+        out.write(results.run_record(None, "sockjs", ["python", "-m", "loadtest", "feed"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        for contender in chosen:
+            token = secrets.token_hex(16)
+            status.message("%s x%d (%s): %s" % (contender.label, args.brokers, contender.runtime,
+                                                " ".join(contender.argv)))
+            try:
+                running = cluster.launch(contender, args.brokers, args.server_cpus, ["--publish-token", token])
+            except (servers.ServerError, OSError) as error:
+                status.message("%s: did not start, skipped: %s" % (contender.label, error))
+                continue
+            try:
+                for i, broker in enumerate(running.brokers):
+                    out.write(records.Server(server="%s/broker%d" % (contender.label, i + 1),
+                                             runtime=contender.runtime, pid=broker.pid,
+                                             cpu=args.server_cpus[i % len(args.server_cpus)]))
+                outcome = runner.run_interruptible(
+                    Feed(contender.label, running, token, args, out, status).run())
+            finally:
+                running.stop()
+            if outcome.interrupted:
+                status.message("interrupted: what was measured is in %s" % out_path)
+                return 130
+            if outcome.error is not None:
+                status.message("%s: ended: %s" % (contender.label, outcome.error))
+                continue
+            status.message(report.feed_verdict_line(outcome.value))
+            clean += outcome.value.end == End.COMPLETED.text() and not (
+                outcome.value.short or outcome.value.extra or outcome.value.dropped)
+    status.message("results: %s" % out_path)
+    return 0 if clean == len(chosen) else 1
