@@ -179,8 +179,8 @@ def run_flood(broker, label, args):
             process.start()
             attackers.append(process)
 
-    options = sweep.Options(broker.server.url, levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
-                            duration=args.seconds, pause=1.0, server=label, server_pid=broker.server.pid,
+    options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
+                            duration=args.seconds, pause=1.0, server=label, server_pids=[broker.server.pid],
                             client_cpus=(args.client_cpu,), stop_at_overload=False)
     before = broker.stats()
     sweep.run_sweep(options, on_step=on_step)
@@ -299,9 +299,10 @@ def main(argv=None):
             status.message("skipped %s" % reason)
             continue
         for attack in args.attacks:
-            server = compare.launch(contender, args.server_cpu, status)
-            if server is None:
+            running = compare.launch(contender, [args.server_cpu], status)
+            if running is None:
                 continue
+            server, = running.servers
             broker = Broker(server, token)
             status.message("%s (%s): %s" % (name, contender.runtime, attack))
             try:

@@ -18,9 +18,10 @@ def build_parser():
         "round trip above %g ms)." % (method.FIRST_RATE, method.LAST_RATE, method.RATE_RATIO,
                                      method.LOSS_AFTER_S, method.MAX_MEAN_RTT_MS),
     )
-    parser.add_argument("--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
-                        help="SockJS prefix of the server under test (default %(default)s, where "
-                        "python -m broker listens; loopback only)")
+    parser.add_argument("--url", type=arguments.comma_list(arguments.loopback_url), default=[arguments.DEFAULT_URL],
+                        help="SockJS prefix of the server under test (default %s, where python -m broker "
+                        "listens; loopback only); several, comma-separated, spread the clients over the "
+                        "brokers of a cluster in turn" % arguments.DEFAULT_URL)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--clients", type=arguments.positive_int, help="one concurrency level")
     which.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
@@ -34,13 +35,14 @@ def build_parser():
     parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
     parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
     parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
-    parser.add_argument("--server-pid", type=int, help="measure this process's CPU and RSS")
+    parser.add_argument("--server-pid", type=arguments.comma_list(int),
+                        help="measure this process's CPU and RSS; several, comma-separated, are summed")
     parser.add_argument("--procs", type=arguments.positive_int, default=sweep.Options.procs,
                         help="spread the clients over N processes")
     parser.add_argument("--client-cpu", type=arguments.comma_list(int),
                         help="pin the load client to this CPU; with --procs, a list: worker i "
                         "runs on the i-th CPU (round-robin)")
-    parser.add_argument("--server-cpu", type=int, help="pin --server-pid to this CPU")
+    parser.add_argument("--server-cpu", type=int, help="pin every --server-pid to this CPU")
     parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
                         help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     return parser
@@ -51,22 +53,22 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
-    if args.server_pid is not None:
+    for pid in args.server_pid or ():
         try:
-            procstat.cpu_seconds(args.server_pid)
+            procstat.cpu_seconds(pid)
         except procstat.ProcessGone:
-            parser.error("--server-pid %d: no such process" % args.server_pid)
+            parser.error("--server-pid %d: no such process" % pid)
     if args.client_cpu is not None:
         affinity.pin(0, args.client_cpu[0])
-    if args.server_cpu is not None:
-        affinity.pin(args.server_pid, args.server_cpu)
+    for pid in args.server_pid or ():
+        affinity.pin(pid, args.server_cpu)
     runtime.raise_open_files_limit()
-    label = args.label or urllib.parse.urlsplit(args.url).netloc
+    label = args.label or ",".join(urllib.parse.urlsplit(url).netloc for url in args.url)
     options = sweep.Options(
         args.url,
         levels=[args.clients] if args.clients is not None else (args.levels or method.DEFAULT_LEVELS),
         rates=[args.rate] if args.rate is not None else None, duration=args.duration, pause=args.pause,
-        transport=args.transport, server=label, server_pid=args.server_pid,
+        transport=args.transport, server=label, server_pids=args.server_pid or (),
         source_addresses=args.source_addresses or (), procs=args.procs, client_cpus=args.client_cpu or (),
     )
     out_path = args.out or results.default_path()
@@ -74,9 +76,10 @@ def main(argv=None):
     steps = []
 
     with results.ResultsFile(out_path) as out:
-        out.write(results.run_record(args.url, args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
-        out.write(records.Server(server=label, runtime=runtime.server_runtime(args.url, args.server_pid),
-                                 pid=args.server_pid, cpu=args.server_cpu))
+        pids = args.server_pid or [None]
+        out.write(results.run_record(",".join(args.url), args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
+        out.write(records.Server(server=label, runtime=runtime.server_runtime(args.url[0], pids[0]),
+                                 pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu))
 
         def on_step(step):
             steps.append(step)

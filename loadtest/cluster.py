@@ -1,60 +1,70 @@
-"""A broker cluster to measure: ``N`` broker processes of one contender sharing one room through Redis.
+"""A contender's processes, started as one: a single server, or brokers joined through Redis.
 
 Rules (README.rst, "Cluster through Redis"):
 
-- With one broker there is no Redis: the broker runs as it does alone, the
-  embedded default. With more, one ``redis-server`` without persistence is
-  started first (:class:`loadtest.redis_server.RedisServer`) and every broker
-  joins it with ``--redis``.
-- Broker ``i`` is pinned to ``cpus[i % len(cpus)]`` (unpinned without CPUs);
-  Redis runs unpinned, as the machine's other services do.
-- Every broker gets the same ``flags`` after the contender's own (a publish
-  token, say); each prints its listening line as a single broker does, so
+- A contender that is not ``joined`` runs as one process. A joined one
+  (``cluster-cpython``, ``cluster-pypy``) runs ``brokers`` processes, after one
+  ``redis-server`` without persistence (:class:`loadtest.redis_server.RedisServer`)
+  that every broker joins with ``--redis``; a cluster of one is a broker
+  paying for the backplane.
+- Process ``i`` is pinned to ``cpus[i % len(cpus)]`` and Redis to ``cpus[0]``
+  (nothing is pinned without CPUs): a cluster's processes share the server's
+  CPUs, as they would share a machine.
+- Every process gets the same ``flags`` after the contender's own (a publish
+  token, say); each prints its listening line as a single server does, so
   :func:`loadtest.servers.launch` starts them all.
-- :meth:`Cluster.stop` stops the brokers, then Redis; a cluster that fails to
+- :meth:`Cluster.stop` stops the servers, then Redis; a cluster that fails to
   start stops what it had started before raising.
 """
 
-from loadtest import servers
+from loadtest import affinity, servers
 from loadtest.redis_server import RedisServer
 
 
 class Cluster:
-    """Running brokers (:class:`loadtest.servers.Server`) and their Redis (None for one broker)."""
+    """Running servers (:class:`loadtest.servers.Server`) and their Redis (None when not joined)."""
 
-    def __init__(self, brokers, redis):
-        self.brokers = brokers
+    def __init__(self, servers_, redis):
+        self.servers = servers_
         self.redis = redis
 
     @property
     def urls(self):
-        """The SockJS prefix of every broker, in order."""
-        return [broker.url for broker in self.brokers]
+        """The SockJS prefix of every server, in order."""
+        return [server.url for server in self.servers]
 
     def pids(self):
-        """``{name: pid}`` of every process of the cluster: ``broker1``..., ``redis``."""
-        named = {"broker%d" % (i + 1): broker.pid for i, broker in enumerate(self.brokers)}
+        """``{name: pid}`` of every process: ``broker1``, ``broker2``..., then ``redis``."""
+        named = {"broker%d" % (i + 1): server.pid for i, server in enumerate(self.servers)}
         if self.redis is not None:
             named["redis"] = self.redis.pid
         return named
 
     def stop(self):
-        for broker in self.brokers:
-            broker.stop()
+        for server in self.servers:
+            server.stop()
         if self.redis is not None:
             self.redis.stop()
 
 
-def launch(contender, brokers, cpus=(), flags=(), timeout=60.0):
-    """Start ``brokers`` processes of the broker ``contender`` (a :class:`loadtest.contenders.Contender`)."""
-    redis = RedisServer() if brokers > 1 else None
+def launch(contender, brokers=1, cpus=(), flags=(), timeout=60.0):
+    """Start ``contender`` (a :class:`loadtest.contenders.Contender`): a :class:`Cluster`.
+
+    ``brokers`` above 1 needs a joined contender (ValueError otherwise).
+    """
+    if brokers > 1 and not contender.joined:
+        raise ValueError("%s runs as one process; a cluster needs cluster-cpython or cluster-pypy" % contender.label)
+    redis = RedisServer() if contender.joined else None
     cluster = Cluster([], redis)
-    joined = ["--redis", redis.url] if redis is not None else []
     try:
+        joined = []
+        if redis is not None:
+            affinity.pin(redis.pid, cpus[0] if cpus else None)
+            joined = ["--redis", redis.url]
         for i in range(brokers):
-            cpu = cpus[i % len(cpus)] if cpus else None
-            cluster.brokers.append(servers.launch(list(contender.argv) + list(flags) + joined, cpu=cpu,
-                                                  cwd=contender.cwd, timeout=timeout))
+            cluster.servers.append(servers.launch(
+                list(contender.argv) + list(flags) + joined, cpu=cpus[i % len(cpus)] if cpus else None,
+                cwd=contender.cwd, timeout=timeout))
     except BaseException:
         cluster.stop()
         raise

@@ -15,6 +15,11 @@ reason; the others are still measured.
 
 ``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
 round trips and losses of every server at one load, beside the floor.
+
+The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
+brokers joined through Redis, :mod:`loadtest.cluster`) run only when named.
+Their processes, Redis included, share the server CPU; the load client spreads
+its connections over the brokers, and their CPU and RSS are summed.
 """
 
 import argparse
@@ -25,8 +30,8 @@ import json
 import subprocess
 import sys
 
-from loadtest import (affinity, arguments, contenders, method, procstat, records, report, results, runner,
-                      runtime, servers, summary, sweep, workers)
+from loadtest import (affinity, arguments, cluster, contenders, method, procstat, records, report, results,
+                      runner, runtime, servers, summary, sweep, workers)
 from loadtest.errors import Interrupted, ServerGone
 
 CONNECTIONS_PER_PROC = 10000
@@ -59,8 +64,11 @@ def build_parser():
         description="Launch each contender pinned to one CPU, sweep it from the other, measure its CPU "
         "per delivered message and RSS per idle connection, and the bare send loop floor.",
     )
-    parser.add_argument("--servers", type=parse_servers, default=list(contenders.NAMES),
-                        help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
+    parser.add_argument("--servers", type=parse_servers, default=list(contenders.SINGLE),
+                        help="comma-separated, from %s (default: %s)" % (
+                            ",".join(contenders.NAMES), ",".join(contenders.SINGLE)))
+    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
+                        help="brokers of each cluster-* contender (default %(default)s)")
     parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
                         default=list(method.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, method.DEFAULT_LEVELS)))
@@ -120,15 +128,15 @@ class Compare:
     def _under_load(self, contender):
         """Sweep, then the fixed load, on one server process."""
         args = self.args
-        server = launch(contender, args.server_cpu, self.status)
-        if server is None:
+        running = launch(contender, [args.server_cpu], self.status, args.brokers)
+        if running is None:
             return False
         try:
-            self.out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
-                                          cpu=args.server_cpu))
-            options = sweep.Options(server.url, levels=args.levels, rates=args.rates, duration=args.step_seconds,
+            self.out.write(server_record(contender, running, args.server_cpu))
+            options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
                                     pause=args.pause, transport=args.transport, server=contender.label,
-                                    server_pid=server.pid, source_addresses=args.source_addresses or (),
+                                    server_pids=list(running.pids().values()),
+                                    source_addresses=args.source_addresses or (),
                                     procs=client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
             if "sweep" in args.measure:
                 steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
@@ -154,18 +162,17 @@ class Compare:
                         contender.label, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
             return measured
         finally:
-            server.stop()
+            running.stop()
 
     def _idle(self, contender, record_server):
-        """RSS per idle connection, on a fresh server process."""
-        server = launch(contender, self.args.server_cpu, self.status)
-        if server is None:
+        """RSS per idle connection, on fresh server processes."""
+        running = launch(contender, [self.args.server_cpu], self.status, self.args.brokers)
+        if running is None:
             return False
         try:
             if record_server:
-                self.out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
-                                              cpu=self.args.server_cpu))
-            record = self._run(idle_rss(server, contender.label, self.args.idle_connections,
+                self.out.write(server_record(contender, running, self.args.server_cpu))
+            record = self._run(idle_rss(running, contender.label, self.args.idle_connections,
                                         self.args.transport, self.args.source_addresses,
                                         client_procs(self.args, self.args.idle_connections), self.args.client_cpu))
             if record is None:
@@ -175,7 +182,7 @@ class Compare:
                 contender.label, record.rss_per_conn_kb, record.connections))
             return True
         finally:
-            server.stop()
+            running.stop()
 
     def floor(self):
         """Run the bare send loop under the first fixed load, pinned like the servers."""
@@ -227,12 +234,17 @@ def client_procs(args, connections):
     return args.procs or -(-connections // CONNECTIONS_PER_PROC)
 
 
-async def idle_rss(server, label, count, transport="sockjs", source_addresses=None, procs=1, client_cpu=None):
-    """Open ``count`` connections from ``procs`` client processes (pinned to
-    ``client_cpu``), hold them idle until the server's RSS settles: the
+async def idle_rss(running, label, count, transport="sockjs", source_addresses=None, procs=1, client_cpu=None):
+    """Open ``count`` connections to a :class:`loadtest.cluster.Cluster` from ``procs`` client processes
+    (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
     :class:`~loadtest.records.IdleRss`."""
-    before = procstat.rss_kb(server.pid)
-    groups, shares = workers.make_groups([server.url], transport, list(source_addresses or ()), count, procs,
+    pids = list(running.pids().values())
+
+    def rss_kb():
+        return sum(procstat.rss_kb(pid) for pid in pids)
+
+    before = rss_kb()
+    groups, shares = workers.make_groups(running.urls, transport, list(source_addresses or ()), count, procs,
                                          [client_cpu] if client_cpu is not None else None)
     try:
         failures = collections.Counter()
@@ -240,17 +252,17 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
             failures.update(failed)
         opened = sum(group.alive_count() for group in groups)
         if not opened:
-            raise ServerGone("no idle connection opened to %s: %s" % (server.url, failures))
+            raise ServerGone("no idle connection opened to %s: %s" % (", ".join(running.urls), failures))
         loop = asyncio.get_event_loop()
         deadline = loop.time() + IDLE_SETTLE_S
-        rss = procstat.rss_kb(server.pid)
+        rss = rss_kb()
         while loop.time() < deadline:
             await asyncio.sleep(IDLE_SAMPLE_S)
-            latest = procstat.rss_kb(server.pid)
+            latest = rss_kb()
             if abs(latest - rss) <= rss * 0.002:
                 break
             rss = latest
-        rss = procstat.rss_kb(server.pid)
+        rss = rss_kb()
     except procstat.ProcessGone as error:
         raise ServerGone(str(error)) from None
     finally:
@@ -260,13 +272,21 @@ async def idle_rss(server, label, count, transport="sockjs", source_addresses=No
                            rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
 
 
-def launch(contender, cpu, status):
-    """Start ``contender`` pinned to ``cpu``: its :class:`loadtest.servers.Server`, or None (said why)."""
+def launch(contender, cpus, status, brokers=1, flags=()):
+    """Start ``contender`` on ``cpus`` (``brokers`` processes if it is a cluster; see
+    :func:`loadtest.cluster.launch`): its :class:`loadtest.cluster.Cluster`, or None (said why)."""
     try:
-        return servers.launch(contender.argv, cpu=cpu, cwd=contender.cwd, timeout=LAUNCH_TIMEOUT_S)
+        return cluster.launch(contender, brokers if contender.joined else 1, cpus, flags, timeout=LAUNCH_TIMEOUT_S)
     except (servers.ServerError, OSError) as error:
         status.message("%s: did not start, skipped: %s" % (contender.label, error))
         return None
+
+
+def server_record(contender, running, cpu):
+    """The :class:`~loadtest.records.Server` of a launched contender (no pid for a cluster of several processes)."""
+    pids = list(running.pids().values())
+    return records.Server(server=contender.label, runtime=contender.runtime, pid=pids[0] if len(pids) == 1 else None,
+                          cpu=cpu)
 
 
 def resolve_all(names, status):

@@ -1,8 +1,11 @@
 """The servers ``compare`` measures: how to launch each one and what it runs on.
 
 ``resolve(name)`` returns a :class:`Contender` ready to hand to
-:func:`loadtest.servers.launch`, or raises :class:`Unavailable` with a message
-saying what is missing and how to get it.
+:func:`loadtest.cluster.launch`, or raises :class:`Unavailable` with a message
+saying what is missing and how to get it. ``cluster-cpython`` and
+``cluster-pypy`` are the brokers joined through Redis: a cluster of one
+measures what the backplane costs a broker, of several what a room spread
+over processes costs.
 """
 
 import os
@@ -28,7 +31,9 @@ PYPY_HOWTO = (
     "apt-get install pypy3 pypy3-venv && pypy3 -m venv .venv-pypy && .venv-pypy/bin/pip install -e ."
     % " and ".join(os.path.relpath(path, REPO_ROOT) for path in PYPY_CANDIDATES)
 )
-NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado")
+NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "cluster-cpython", "cluster-pypy")
+# What compare and soak run unless told otherwise: one process each.
+SINGLE = NAMES[:4]
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 # The load client's clients publish far faster than any person: the brokers run
 # without their per-client publish rate limit.
@@ -47,24 +52,26 @@ class Unavailable(LoadTestError):
 
 
 class Contender:
-    """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``."""
+    """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``;
+    ``joined``: its processes join through Redis (``--redis``)."""
 
-    def __init__(self, label, argv, runtime, cwd=REPO_ROOT):
+    def __init__(self, label, argv, runtime, cwd=REPO_ROOT, joined=False):
         self.label = label
         self.argv = argv
         self.runtime = runtime
         self.cwd = cwd
+        self.joined = joined
 
     def __repr__(self):
-        return "Contender(%r, %r, %r)" % (self.label, self.argv, self.runtime)
+        return "Contender(%r, %r, %r%s)" % (self.label, self.argv, self.runtime, ", joined=True" if self.joined else "")
 
 
 def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS):
     """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
     brokers run with ``broker_flags``."""
-    if name == "broker-cpython":
-        return _cpython_contender(name, "broker", broker_flags)
-    if name == "broker-pypy":
+    if name in ("broker-cpython", "cluster-cpython"):
+        return _cpython_contender(name, "broker", broker_flags, joined=name.startswith("cluster-"))
+    if name in ("broker-pypy", "cluster-pypy"):
         python = pypy()
         if python is None:
             raise Unavailable("%s: %s" % (name, PYPY_HOWTO))
@@ -72,7 +79,8 @@ def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS):
             runtime = probe(python, "broker")
         except Unavailable as reason:
             raise Unavailable("%s: %s" % (name, reason))
-        return Contender(name, [python, "-m", "broker"] + LISTEN + list(broker_flags), runtime)
+        return Contender(name, [python, "-m", "broker"] + LISTEN + list(broker_flags), runtime,
+                         joined=name.startswith("cluster-"))
     if name == "sockjs-node":
         return _node_contender(name, npm_timeout)
     if name == "sockjs-tornado":
@@ -143,12 +151,12 @@ def probe(python, module):
     return done.stdout.strip()
 
 
-def _cpython_contender(name, module, flags=()):
+def _cpython_contender(name, module, flags=(), joined=False):
     try:
         python, runtime = cpython(module)
     except Unavailable as reason:
         raise Unavailable("%s: %s" % (name, reason))
-    return Contender(name, [python, "-m", module] + LISTEN + list(flags), runtime)
+    return Contender(name, [python, "-m", module] + LISTEN + list(flags), runtime, joined=joined)
 
 
 def _node_contender(name, npm_timeout):

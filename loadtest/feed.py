@@ -2,9 +2,9 @@
 
 Rules (BENCHMARKS.rst, "C100K"):
 
-- For each broker in ``--servers``, a fresh cluster of ``--brokers`` processes
-  (:mod:`loadtest.cluster`: with more than one, Redis joins them), broker ``i``
-  pinned to ``--server-cpus[i % n]``.
+- Each of ``--servers`` is started afresh (:mod:`loadtest.cluster`): a
+  ``broker-*`` alone, a ``cluster-*`` as ``--brokers`` processes joined through
+  Redis; broker ``i`` is pinned to ``--server-cpus[i % n]``, Redis to the first.
 - ``--clients`` listeners open SockJS websockets, spread over the brokers in
   turn and over ``--procs`` client processes pinned to ``--client-cpus`` in
   turn. They send nothing. If any fails to connect, the run ends there.
@@ -28,27 +28,28 @@ import sys
 import time
 import urllib.parse
 
-from loadtest import (arguments, client, cluster, compare, method, payload, procstat, records, report, results,
-                      runner, servers, workers)
+from loadtest import (arguments, client, compare, method, payload, procstat, records, report, results, runner,
+                      workers)
 from loadtest.errors import ServerGone
 from loadtest.method import End
 from loadtest.publisher import Publisher
 
-BROKERS = ("broker-cpython", "broker-pypy")
+BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
+CLUSTERS = BROKERS[2:]
 DRAIN_CHECK_S = 0.25
 
 
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m loadtest feed",
-        description="Start a cluster of brokers (Redis between them when there is more than one), connect "
+        description="Start a broker, or a cluster of brokers joined through Redis, connect "
         "an audience of listening websocket clients spread over them, publish through POST /publish at a "
         "steady rate, and time every delivery to every listener; count what is lost.",
     )
-    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
-                        help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
+    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(CLUSTERS),
+                        help="comma-separated, from %s (default: %s)" % (",".join(BROKERS), ",".join(CLUSTERS)))
     parser.add_argument("--brokers", type=arguments.positive_int, default=2,
-                        help="broker processes per cluster (default %(default)s)")
+                        help="broker processes of each cluster-* server (default %(default)s)")
     parser.add_argument("--clients", type=arguments.positive_int, default=2000,
                         help="listening connections in all (default %(default)s)")
     parser.add_argument("--rate", type=arguments.positive_float, default=1.0,
@@ -125,7 +126,7 @@ class Feed:
                 return self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
                                      await _sample(groups))
             self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
-                self.label, args.clients, len(self.cluster.brokers), connect_s, report.cluster_rss(connected_rss)))
+                self.label, args.clients, len(self.cluster.servers), connect_s, report.cluster_rss(connected_rss)))
             published, elapsed = await self._publish(groups)
             last = await self._drain(groups, published, elapsed)
             return self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
@@ -193,7 +194,7 @@ class Feed:
 
     def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
         record = records.Feed(
-            server=self.label, brokers=len(self.cluster.brokers), clients=self.args.clients,
+            server=self.label, brokers=len(self.cluster.servers), clients=self.args.clients,
             connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=self.args.rate,
             duration_s=round(elapsed, 1), published=published, received=self.received, short=last.short,
             extra=last.extra, dropped=sum(last.drop_reasons.values()), drop_reasons=last.drop_reasons,
@@ -228,18 +229,12 @@ def main(argv=None):
             sys.argv[2:] if argv is None else argv)))
         for contender in chosen:
             token = secrets.token_hex(16)
-            status.message("%s x%d (%s): %s" % (contender.label, args.brokers, contender.runtime,
-                                                " ".join(contender.argv)))
-            try:
-                running = cluster.launch(contender, args.brokers, args.server_cpus, ["--publish-token", token])
-            except (servers.ServerError, OSError) as error:
-                status.message("%s: did not start, skipped: %s" % (contender.label, error))
+            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+            running = compare.launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
+            if running is None:
                 continue
             try:
-                for i, broker in enumerate(running.brokers):
-                    out.write(records.Server(server="%s/broker%d" % (contender.label, i + 1),
-                                             runtime=contender.runtime, pid=broker.pid,
-                                             cpu=args.server_cpus[i % len(args.server_cpus)]))
+                out.write(compare.server_record(contender, running, args.server_cpus[0]))
                 outcome = runner.run_interruptible(
                     Feed(contender.label, running, token, args, out, status).run())
             finally:

@@ -43,8 +43,9 @@ def build_parser():
         % (memory.FLAT_SHARE * 100, memory.FLAT_MIN_MB),
     )
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--servers", type=compare.parse_servers, default=list(contenders.NAMES),
-                       help="comma-separated, from %s (default: all)" % ",".join(contenders.NAMES))
+    which.add_argument("--servers", type=arguments.names_from("server", contenders.SINGLE),
+                       default=list(contenders.SINGLE),
+                       help="comma-separated, from %s (default: all)" % ",".join(contenders.SINGLE))
     which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
                        "instead of launching them; needs --server-pid")
     parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
@@ -124,8 +125,8 @@ class Soak:
         count = samples_for(args.duration, args.sample)
         planned = count * args.sample
         samples, ends, baseline = [], [], []
-        load = sweep.Options(url, levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
-                             transport=args.transport, server=label, server_pid=pid,
+        load = sweep.Options([url], levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
+                             transport=args.transport, server=label, server_pids=[pid],
                              source_addresses=args.source_addresses or (), stop_at_overload=False)
 
         def on_step(step):
@@ -241,15 +242,15 @@ def main(argv=None):
                 held += run.server(label, args.url, args.server_pid)
             for contender in chosen:
                 status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-                server = compare.launch(contender, args.server_cpu, status)
-                if server is None:
+                running = compare.launch(contender, [args.server_cpu], status)
+                if running is None:
                     continue
                 try:
-                    out.write(records.Server(server=contender.label, runtime=contender.runtime, pid=server.pid,
-                                             cpu=args.server_cpu))
+                    out.write(compare.server_record(contender, running, args.server_cpu))
+                    server, = running.servers
                     held += run.server(contender.label, server.url, server.pid)
                 finally:
-                    server.stop()
+                    running.stop()
         except Interrupted:
             status.message("interrupted: what was measured is in %s" % out_path)
             return 130

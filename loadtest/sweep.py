@@ -31,31 +31,31 @@ PROGRESS_S = 0.5
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """One sweep of the server at ``url`` (a SockJS prefix).
+    """One sweep of the server at ``urls`` (SockJS prefixes: one, or every broker of a cluster).
 
     ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rate_schedule`);
     ``duration`` and ``pause``: seconds per step and of quiet before it;
     ``transport``: ``sockjs`` or ``raw``; ``server``: its label in the records;
-    ``server_pid``: to measure its CPU and RSS; ``source_addresses``: local
+    ``server_pids``: its processes, whose CPU and RSS are measured (summed); ``source_addresses``: local
     addresses to spread connections over; ``procs``: client processes, pinned to
     ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded step.
     """
 
-    url: str
+    urls: Tuple[str, ...]
     levels: Tuple[int, ...] = method.DEFAULT_LEVELS
     rates: Optional[Tuple[float, ...]] = None
     duration: float = 10.0
     pause: float = 2.0
     transport: str = "sockjs"
     server: str = "server"
-    server_pid: Optional[int] = None
+    server_pids: Tuple[int, ...] = ()
     source_addresses: Tuple[str, ...] = ()
     procs: int = 1
     client_cpus: Tuple[int, ...] = ()
     stop_at_overload: bool = True
 
     def __post_init__(self):
-        for name in ("levels", "rates", "source_addresses", "client_cpus"):  # lists given: kept as tuples
+        for name in ("urls", "levels", "rates", "server_pids", "source_addresses", "client_cpus"):  # lists given: kept as tuples
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
@@ -67,31 +67,30 @@ class Options:
 
 
 class ServerProbe:
-    """CPU and RSS of the server process between two moments (all None without a pid).
+    """CPU and RSS of the server's processes, summed, between two moments (all None without pids).
 
-    Raises :class:`ServerGone` as soon as the process has exited.
+    Raises :class:`ServerGone` as soon as one of them has exited.
     """
 
-    def __init__(self, pid):
-        self.pid = pid
+    def __init__(self, pids):
+        self.pids = pids
         self._cpu = None
 
     def _read(self, what):
         try:
-            return what(self.pid)
+            return sum(what(pid) for pid in self.pids)
         except procstat.ProcessGone as exc:
             raise ServerGone("the server died: %s" % exc) from None
 
     def check(self):
-        if self.pid is not None:
-            self._read(procstat.cpu_seconds)
+        self._read(procstat.cpu_seconds)
 
     def start(self):
-        self._cpu = self._read(procstat.cpu_seconds) if self.pid is not None else None
+        self._cpu = self._read(procstat.cpu_seconds)
 
     def stop(self, duration, received):
         """The :class:`loadtest.method.ServerFigures` since :meth:`start`."""
-        if self.pid is None:
+        if not self.pids:
             return method.ServerFigures()
         used = self._read(procstat.cpu_seconds) - self._cpu
         return method.ServerFigures.of(used, duration, received, self._read(procstat.rss_kb))
@@ -103,7 +102,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
     ``on_step(step)`` and ``on_level(level)`` get each record as it is made;
     ``on_progress(state)`` a dict (``level``, ``phase`` and what the phase has).
     """
-    probe = ServerProbe(options.server_pid)
+    probe = ServerProbe(options.server_pids)
     steps = []
     schedule = options.schedule
 
@@ -115,7 +114,8 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
         if failures:
             summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
             if sum(failures.values()) >= level:
-                raise ServerGone("no connection to %s opened: %s%s" % (options.url, summary, _probe_state(probe)))
+                raise ServerGone("no connection to %s opened: %s%s" % (
+                    ", ".join(options.urls), summary, _probe_state(probe)))
             return End.CONNECTIONS_FAILED.text(summary)
         for rate in schedule:
             _progress(on_progress, level=level, phase="pause", rate=rate)
@@ -130,13 +130,13 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
             if on_step is not None:
                 on_step(record)
             if merged.end is End.ALL_LOST:
-                await _check_still_accepting(options.url, options.transport, probe)
+                await _check_still_accepting(options.urls, options.transport, probe)
             if record.overloaded and (options.stop_at_overload or not any(g.alive_count() for g in groups)):
                 return End.OVERLOADED.text(record.overload_reason)
         return End.SWEEP_DONE.text()
 
     for level in options.levels:
-        groups, shares = workers.make_groups([options.url], options.transport, list(options.source_addresses), level,
+        groups, shares = workers.make_groups(options.urls, options.transport, list(options.source_addresses), level,
                                              options.procs, list(options.client_cpus))
         try:
             end = await run_level(groups, shares, level)
@@ -148,10 +148,10 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
     return steps
 
 
-async def _check_still_accepting(url, transport, probe):
+async def _check_still_accepting(urls, transport, probe):
     """After every connection dropped: raise :class:`ServerGone` unless a new one opens."""
     probe.check()
-    group = client.ClientGroup([url], transport)
+    group = client.ClientGroup(urls[:1], transport)
     try:
         failures = await group.connect(1)
     finally:

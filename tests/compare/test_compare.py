@@ -93,3 +93,25 @@ def test_a_fixed_load_that_cannot_connect_says_why(tmp_path):
     )
     assert done.returncode == 1
     assert "sockjs-tornado: no CPU per delivered message at 200x10: connections failed" in done.stderr
+
+
+def test_a_cluster_is_one_contender_with_its_processes_summed(tmp_path, redis_installed):
+    out = tmp_path / "cluster.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "cluster-cpython", "--brokers", "2",
+         "--measure", "sweep,idle", "--levels", "6", "--rates", "10", "--step-seconds", "0.5", "--pause", "0.1",
+         "--idle-connections", "40", "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    by_type = collections.defaultdict(list)
+    for line in out.read_text().splitlines():
+        record = json.loads(line)
+        by_type[record["type"]].append(record)
+    (server,) = by_type["server"]
+    assert (server["server"], server["pid"], server["cpu"]) == ("cluster-cpython", None, 0)
+    (step,) = by_type["step"]
+    assert (step["lost"], step["received"]) == (0, step["sent"] * 6)  # each message reached both brokers' clients
+    assert step["server_rss_kb"] > 2 * 20 * 1024  # two brokers and Redis, summed
+    (idle,) = by_type["idle_rss"]
+    assert idle["connections"] == 40 and idle["rss_before_kb"] > 2 * 20 * 1024

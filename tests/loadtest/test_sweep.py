@@ -27,8 +27,8 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
     steps, levels = [], []
     before = stats(broker_server)["messages_out"]
     returned = sweep.run_sweep(
-        Options(broker_server.url, levels=[10, 20], rates=[20, 50], duration=1.0, pause=0.1, transport=transport,
-                server="broker", server_pid=broker_server.pid),
+        Options([broker_server.url], levels=[10, 20], rates=[20, 50], duration=1.0, pause=0.1, transport=transport,
+                server="broker", server_pids=[broker_server.pid]),
         on_step=steps.append, on_level=levels.append,
     )
     assert returned == steps
@@ -49,7 +49,7 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
 
 
 def test_clients_spread_over_worker_processes_merge_their_figures(broker_server):
-    steps = sweep.run_sweep(Options(broker_server.url, levels=[9], rates=[30], duration=1.0, pause=0.1, procs=2))
+    steps = sweep.run_sweep(Options([broker_server.url], levels=[9], rates=[30], duration=1.0, pause=0.1, procs=2))
     step = steps[0]
     assert step.sent == 30
     assert step.received == 30 * 9
@@ -59,7 +59,7 @@ def test_clients_spread_over_worker_processes_merge_their_figures(broker_server)
 
 def test_more_worker_processes_than_clients_leaves_none_idle(broker_server):
     levels = []
-    steps = sweep.run_sweep(Options(broker_server.url, levels=[2], rates=[10], duration=0.5, pause=0.1, procs=3),
+    steps = sweep.run_sweep(Options([broker_server.url], levels=[2], rates=[10], duration=0.5, pause=0.1, procs=3),
                             on_level=levels.append)
     assert levels[0].end == "sweep done"
     assert steps[0].received == steps[0].sent * 2 > 0
@@ -68,7 +68,7 @@ def test_more_worker_processes_than_clients_leaves_none_idle(broker_server):
 def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
-    sweep.run_sweep(Options(server.url, levels=[3], rates=[2, 20, 40], duration=1.0, pause=0.1),
+    sweep.run_sweep(Options([server.url], levels=[3], rates=[2, 20, 40], duration=1.0, pause=0.1),
                     on_step=steps.append, on_level=levels.append)
     assert [s.rate for s in steps] == [2, 20]
     assert not steps[0].overloaded
@@ -81,7 +81,7 @@ def test_a_slow_server_overloads_and_ends_the_level(slow_server):
 def test_a_held_load_goes_on_past_an_overloaded_step(slow_server):
     server = slow_server(0.2)
     steps, levels = [], []
-    sweep.run_sweep(Options(server.url, levels=[3], rates=[20, 2], duration=1.0, pause=0, stop_at_overload=False),
+    sweep.run_sweep(Options([server.url], levels=[3], rates=[20, 2], duration=1.0, pause=0, stop_at_overload=False),
                     on_step=steps.append, on_level=levels.append)
     assert [(s.rate, s.overloaded) for s in steps] == [(20, True), (2, False)]
     assert steps[1].received == steps[1].sent * 3
@@ -150,4 +150,4 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
 
 def test_an_unreachable_server_is_a_clear_error():
     with pytest.raises(ServerGone, match="refused"):
-        sweep.run_sweep(Options("http://127.0.0.1:9/broadcast", levels=[3], rates=[1], duration=0.2, pause=0))
+        sweep.run_sweep(Options(["http://127.0.0.1:9/broadcast"], levels=[3], rates=[1], duration=0.2, pause=0))
