@@ -65,8 +65,8 @@ def build_parser():
                         default=list(method.DEFAULT_LEVELS),
                         help="concurrency levels (default %s)" % ",".join(map(str, method.DEFAULT_LEVELS)))
     parser.add_argument("--rates", type=arguments.comma_list(arguments.positive_float),
-                        help="total msgs/s of each step (default: geometric from %d to %d)"
-                        % (method.FIRST_RATE, method.LAST_RATE))
+                        help="total msgs/s of each step (default: rising until the server or the "
+                        "client is overloaded; see python -m loadtest --help)")
     parser.add_argument("--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
                         help="seconds per step (default %(default)g)")
     parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
