@@ -13,10 +13,12 @@ def build_parser():
         description="Round-trip latency sweep of a SockJS broadcast server "
         "(subcommands: ping, selftest, compare, soak, abuse, feed; see `python -m loadtest compare --help` "
         "and `python -m loadtest soak --help`).",
-        epilog="Without --rate each level steps from %d to %d msgs/s, x%.2f a step, until the "
-        "server is overloaded (a connection lost, a message not back within %g s, or a mean "
-        "round trip above %g ms)." % (method.FIRST_RATE, method.LAST_RATE, method.RATE_RATIO,
-                                     method.LOSS_AFTER_S, method.MAX_MEAN_RTT_MS),
+        epilog="Without --rate each level of N clients starts near %s deliveries/s (N x rate, 1 msg/s "
+        "at least) and raises the rate x%.2f a step until the server is overloaded (a connection lost, "
+        "a message not back within %g s, or a mean round trip above %g ms), or the client is "
+        "(client-bound), at most to %s msgs/s and %s deliveries/s." % (
+            "{:,}".format(method.FIRST_DELIVERIES_PER_S), method.RATE_RATIO, method.LOSS_AFTER_S,
+            method.MAX_MEAN_RTT_MS, "{:,}".format(method.MAX_RATE), "{:,}".format(method.MAX_DELIVERIES_PER_S)),
     )
     parser.add_argument("--url", type=arguments.comma_list(arguments.loopback_url), default=[arguments.DEFAULT_URL],
                         help="SockJS prefix of the server under test (default %s, where python -m broker "

@@ -1,7 +1,8 @@
 """``python -m loadtest compare``: measure every contender in one run, into one results file.
 
 For each server in turn: launch it pinned to the server CPU, run the sweep
-with this process pinned to the client CPU, measure its CPU per delivered
+(25 to 10,000 clients by default, each level until the server or the client
+is overloaded) with this process pinned to the client CPU, measure its CPU per delivered
 message and round trips at each fixed load (1,000 x 100, 10,000 x 10 and
 19,000 x 5 msgs/s by default), stop it; then, on a fresh instance, its RSS per
 idle connection (19,000 by default). Last, the bare send loop
@@ -30,11 +31,12 @@ import json
 import subprocess
 import sys
 
-from loadtest import (affinity, arguments, cluster, contenders, method, procstat, records, report, results,
-                      runner, runtime, servers, summary, sweep, workers)
+from loadtest import (affinity, arguments, cluster, contenders, procstat, records, report, results, runner,
+                      runtime, servers, summary, sweep, workers)
 from loadtest.errors import Interrupted, ServerGone
 
 CONNECTIONS_PER_PROC = 10000
+LEVELS = (25, 100, 500, 1000, 5000, 10000)
 DEFAULT_LOADS = ((1000, 100.0), (10000, 10.0), (19000, 5.0))
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5
@@ -69,12 +71,11 @@ def build_parser():
                             ",".join(contenders.NAMES), ",".join(contenders.SINGLE)))
     parser.add_argument("--brokers", type=arguments.positive_int, default=2,
                         help="brokers of each cluster-* contender (default %(default)s)")
-    parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
-                        default=list(method.DEFAULT_LEVELS),
-                        help="concurrency levels (default %s)" % ",".join(map(str, method.DEFAULT_LEVELS)))
+    parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int), default=list(LEVELS),
+                        help="concurrency levels (default %s)" % ",".join(map(str, LEVELS)))
     parser.add_argument("--rates", type=arguments.comma_list(arguments.positive_float),
-                        help="total msgs/s of each step (default: geometric from %d to %d)"
-                        % (method.FIRST_RATE, method.LAST_RATE))
+                        help="total msgs/s of each step (default: rising until the server or the "
+                        "client is overloaded; see python -m loadtest --help)")
     parser.add_argument("--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
                         help="seconds per step (default %(default)g)")
     parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,

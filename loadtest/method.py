@@ -2,15 +2,25 @@
 
 Rules (README.rst, "Load testing"; BENCHMARKS.rst):
 
-- A level holds N connections; its rates rise geometrically from ``FIRST_RATE``
-  to ``LAST_RATE`` msgs/s in total (:func:`rate_schedule`), each held for one step.
+- A level holds N connections; its rates (msgs/s in total) rise by ``RATE_RATIO``
+  a step (:func:`rate_schedule`), each held for one step, from where N x rate is
+  about ``FIRST_DELIVERIES_PER_S`` (1 msg/s at least) until a step breaks
+  (see below), or at most to the cap (:func:`rate_cap`): ``MAX_RATE`` msgs/s and
+  ``MAX_DELIVERIES_PER_S``, which bound a step's messages and its deliveries.
+  The level's end says which (:func:`level_end`, :func:`cap_end`).
 - A step ends early when every connection is lost or a message is not back
   within ``LOSS_AFTER_S`` (:func:`step_end`); a message sent more than that
   before the step's end and still unanswered is lost (:func:`lost_messages`).
 - A step shows the server overloaded when a connection dropped, a message was
   lost, or the mean round trip exceeds ``MAX_MEAN_RTT_MS`` (:func:`overload_reason`).
-- A step is client-bound when the client, not the server, was saturated: its CPU
-  at ``CLIENT_BOUND_CPU`` of a core or its loop ``CLIENT_BOUND_LAG_MS`` late.
+- A step is client-bound when the client was saturated: its CPU at
+  ``CLIENT_BOUND_CPU`` of a core or its loop ``CLIENT_BOUND_LAG_MS`` late.
+- A step that broke (overloaded, or past realtime: mean round trip above
+  ``REALTIME_MS``) is the client's limit, not the server's, when it was
+  client-bound and the server was not saturated, its CPU below
+  ``SERVER_SATURATED_CPU`` of its core or unknown (:func:`client_limited`).
+  A sweep's level ends at such a step (client-bound) or at an overloaded one
+  (:func:`ends_sweep`): past the server's realtime it goes on to overload.
 - Round trips go into an HDR histogram, 1 us to 60 s, 3 significant digits.
 - How a step, a level or a soak ended is an :class:`End`, written as the text
   results files have always carried.
@@ -28,13 +38,16 @@ from hdrh.histogram import HdrHistogram
 from loadtest import records
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 500, 1000, 2000)
-FIRST_RATE = 1
-LAST_RATE = 800
+FIRST_DELIVERIES_PER_S = 1000
 RATE_RATIO = math.sqrt(2)
+MAX_RATE = 100000
+MAX_DELIVERIES_PER_S = 10000000
 LOSS_AFTER_S = 5.0
 MAX_MEAN_RTT_MS = 1500.0
 CLIENT_BOUND_CPU = 0.9
 CLIENT_BOUND_LAG_MS = 10.0
+SERVER_SATURATED_CPU = 0.9
+REALTIME_MS = 200.0
 RTT_HIGHEST_US = 60 * 1000 * 1000
 
 
@@ -48,7 +61,9 @@ class End(enum.Enum):
     ALL_LOST = "every connection lost"
     LATE = "a message not back within %g s" % LOSS_AFTER_S
     SWEEP_DONE = "sweep done"
+    CAP_REACHED = "the sweep's cap reached"
     OVERLOADED = "overloaded"
+    CLIENT_BOUND = "client-bound"
     CONNECTIONS_FAILED = "connections failed"
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
@@ -71,14 +86,22 @@ def new_histogram():
     return HdrHistogram(1, RTT_HIGHEST_US, 3)
 
 
-def rate_schedule(first=FIRST_RATE, last=LAST_RATE, ratio=RATE_RATIO):
-    """Total rates (msgs/s) for one level: geometric from ``first`` to ``last``, whole numbers."""
+def rate_cap(level):
+    """The highest total rate (msgs/s) a sweep offers ``level`` connections."""
+    return max(1, min(MAX_RATE, MAX_DELIVERIES_PER_S // level))
+
+
+def rate_schedule(level):
+    """Total rates (msgs/s) for one level, whole numbers: geometric from about
+    ``FIRST_DELIVERIES_PER_S`` / ``level`` (at least 1) to :func:`rate_cap`."""
+    last = rate_cap(level)
+    first = min(last, max(1, int(round(FIRST_DELIVERIES_PER_S / level))))
     rates = []
     rate = float(first)
     while rate < last:
         if not rates or int(round(rate)) > rates[-1]:
             rates.append(int(round(rate)))
-        rate *= ratio
+        rate *= RATE_RATIO
     rates.append(last)
     return rates
 
@@ -232,6 +255,42 @@ def overload_reason(merged, mean_rtt_ms):
     if merged.end is not None:
         return merged.end.value
     return None
+
+
+def past_realtime(overloaded, mean_rtt_ms):
+    """Whether a step broke: overloaded, or its mean round trip above ``REALTIME_MS`` (or unknown)."""
+    return overloaded or mean_rtt_ms is None or mean_rtt_ms > REALTIME_MS
+
+
+def client_limited(client_bound, server_cpu):
+    """Whether a step that broke shows the client's limit rather than the server's:
+    the client was saturated and the server (its CPU a share of one core, None when unknown) was not."""
+    return client_bound and (server_cpu is None or server_cpu < SERVER_SATURATED_CPU)
+
+
+def ends_sweep(step):
+    """Whether a sweep's level ends at ``step`` (a :class:`loadtest.records.Step`): overloaded, or past
+    realtime with the client, not the server, saturated (further steps would measure the client)."""
+    return step.overloaded or (past_realtime(False, step.rtt_ms["mean"])
+                               and client_limited(step.client_bound, step.server_cpu))
+
+
+def level_end(step):
+    """The ``end`` text of a level whose sweep stops at ``step`` (see :func:`ends_sweep`):
+    client-bound when :func:`client_limited`, otherwise overloaded."""
+    if not client_limited(step.client_bound, step.server_cpu):
+        return End.OVERLOADED.text(step.overload_reason)
+    reason = step.overload_reason or "mean round trip %s ms > %.0f ms" % (
+        "?" if step.rtt_ms["mean"] is None else "%.0f" % step.rtt_ms["mean"], REALTIME_MS)
+    return End.CLIENT_BOUND.text("at %s msgs/s (client CPU %.0f %%, loop lag %.1f ms; server CPU %s): %s" % (
+        "{:,.0f}".format(step.rate), step.client_cpu * 100, step.loop_lag_ms["mean"],
+        "unknown" if step.server_cpu is None else "%.0f %%" % (step.server_cpu * 100), reason))
+
+
+def cap_end(level, rate):
+    """The ``end`` text of a level whose sweep reached the cap at ``rate`` msgs/s without overload."""
+    return End.CAP_REACHED.text("%s msgs/s x %d clients = %s deliveries/s" % (
+        "{:,.0f}".format(rate), level, "{:,.0f}".format(rate * level)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,14 +8,16 @@ beside the figures.
 
 import collections
 
+from loadtest import method
 from loadtest.memory import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
-from loadtest.method import End
+from loadtest.method import REALTIME_MS, End
 
-REALTIME_MS = 200.0
 REFERENCE = "sockjs-node"
+SERVER = "server"
+CLIENT = "client-bound"
 
 Curve = collections.namedtuple("Curve", "server level points")
-Capacity = collections.namedtuple("Capacity", "server level msgs_per_s ratio limited")
+Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate ratio limit")
 
 
 class Results:
@@ -30,6 +32,7 @@ class Results:
             elif "server" in record:
                 self.runtimes.setdefault(record["server"], None)
         self.steps = [r for r in records if r["type"] == "step"]
+        self.level_ends = {(r["server"], r["level"]): r["end"] for r in records if r["type"] == "level"}
         self.cpu_per_msg = [r for r in records if r["type"] == "cpu_per_msg"]
         self.idle_rss = [r for r in records if r["type"] == "idle_rss"]
         self.floor = next((r for r in records if r["type"] == "floor"), None)
@@ -55,31 +58,37 @@ def curves(results, statistic="mean"):
 
 
 def realtime_capacity(results):
-    """For each server and level, the highest server msgs/s of a healthy step with mean RTT <= 200 ms.
+    """For each server and level, the highest server msgs/s of a healthy step with mean RTT <= ``REALTIME_MS``.
 
-    ``ratio`` compares it with sockjs-node at the same level (None without a reference);
-    ``limited`` is False when no step of the level went past realtime, so the figure
-    is the sweep's top rate rather than the server's limit.
+    ``rate`` is the msgs/s that step offered; ``ratio`` compares its msgs/s with
+    sockjs-node's at the same level (None without a reference); ``limit`` says
+    what stopped it: ``SERVER`` or ``CLIENT`` by the first step past realtime
+    (:func:`loadtest.method.client_limited`), else the level's end (an
+    :class:`End`, None without one): the server's limit then lies above.
     """
     best = collections.OrderedDict()
-    limited = set()
+    broke = {}
     for server in results.servers:
         for step in results.steps:
             if step["server"] != server:
                 continue
             key = (server, step["level"])
             best.setdefault(key, None)
-            mean = step["rtt_ms"]["mean"]
-            if step["overloaded"] or mean is None or mean > REALTIME_MS:
-                limited.add(key)
-                continue
-            if best[key] is None or step["server_msgs_per_s"] > best[key]:
-                best[key] = step["server_msgs_per_s"]
+            if method.past_realtime(step["overloaded"], step["rtt_ms"]["mean"]):
+                broke.setdefault(key, step)
+            elif best[key] is None or step["server_msgs_per_s"] > best[key]["server_msgs_per_s"]:
+                best[key] = step
     rows = []
-    for (server, level), value in best.items():
+    for (server, level), step in best.items():
+        value = step and step["server_msgs_per_s"]
         reference = best.get((REFERENCE, level))
-        ratio = value / reference if value is not None and reference else None
-        rows.append(Capacity(server, level, value, ratio, (server, level) in limited))
+        ratio = value / reference["server_msgs_per_s"] if value is not None and reference else None
+        if (server, level) in broke:
+            at = broke[(server, level)]
+            limit = CLIENT if method.client_limited(at.get("client_bound"), at.get("server_cpu")) else SERVER
+        else:
+            limit = End.of(results.level_ends.get((server, level), ""))
+        rows.append(Capacity(server, level, value, step and step["rate"], ratio, limit))
     return rows
 
 
@@ -176,7 +185,11 @@ def _rate(value):
 def _capacity(row):
     if row.msgs_per_s is None:
         return None
-    return _rate(row.msgs_per_s) + ("" if row.limited else "+")
+    return _rate(row.msgs_per_s) + ("" if row.limit == SERVER else "+")
+
+
+def _limit(row):
+    return row.limit.value if isinstance(row.limit, End) else row.limit
 
 
 def _times(value):
@@ -195,12 +208,15 @@ def summary_rst(results):
         sections.append(
             "Highest server messages/s with mean round trip <= %.0f ms\n\n" % REALTIME_MS
             + rst_table(
-                ("server", "clients", "msgs/s", "vs %s" % REFERENCE),
-                [(c.server, c.level, _capacity(c), _times(c.ratio)) for c in capacity],
+                ("server", "clients", "msgs/s", "rate/s", "vs %s" % REFERENCE, "stopped by"),
+                [(c.server, c.level, _capacity(c), _rate(c.rate), _times(c.ratio), _limit(c)) for c in capacity],
             )
         )
-        if not all(c.limited for c in capacity):
-            sections[-1] += "\n\n``+``: still realtime at the sweep's highest rate, so the limit lies above."
+        sections[-1] += (
+            "\n\nmsgs/s: delivered by the server; rate/s: sent by the clients in total. Stopped by: ``%s``\n"
+            "when the next step was past realtime with the server saturated or the client not; ``%s``\n"
+            "when the client, not the server, was saturated there (a faster client goes further); otherwise\n"
+            "what ended the level. ``+``: not stopped by the server, so its limit lies above." % (SERVER, CLIENT))
     for index, load in enumerate(fixed_loads(results) or [None]):
         costs = cost_rows(results, load)
         if not costs:

@@ -5,9 +5,11 @@ Rules:
 - One frozen :class:`Options` says what to run; its defaults are the method's
   (``python -m loadtest``, ``compare`` and ``soak`` only set what they change).
 - A level opens its connections (over ``procs`` processes), then steps through
-  the rates; it ends at the first overloaded step unless ``stop_at_overload`` is
-  off, in which case it goes on with the connections left until none is. The
-  rules deciding it are :mod:`loadtest.method`'s.
+  the rates; it ends at the first overloaded step, or the first past realtime
+  because the client, not the server, was saturated (client-bound), unless
+  ``stop_at_overload`` is off, in which case it goes on with the connections
+  left until none is. Without given rates it goes on until then, or to the
+  method's cap, and says so. The rules deciding it are :mod:`loadtest.method`'s.
 - Every step record goes to ``on_step`` as soon as it is measured and every
   level's end to ``on_level``, so a run that stops keeps what it measured.
 - A server that dies or stops accepting connections raises
@@ -33,12 +35,12 @@ PROGRESS_S = 0.5
 class Options:
     """One sweep of the server at ``urls`` (SockJS prefixes: one, or every broker of a cluster).
 
-    ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rate_schedule`);
+    ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rate_schedule` of each level);
     ``duration`` and ``pause``: seconds per step and of quiet before it;
     ``transport``: ``sockjs`` or ``raw``; ``server``: its label in the records;
     ``server_pids``: its processes, whose CPU and RSS are measured (summed); ``source_addresses``: local
     addresses to spread connections over; ``procs``: client processes, pinned to
-    ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded step.
+    ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded (or client-bound) step.
     """
 
     urls: Tuple[str, ...]
@@ -60,10 +62,9 @@ class Options:
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
 
-    @property
-    def schedule(self):
-        """The rates of every level's steps."""
-        return list(self.rates) if self.rates else method.rate_schedule()
+    def schedule(self, level):
+        """The rates of the steps of ``level``."""
+        return list(self.rates) if self.rates else method.rate_schedule(level)
 
 
 class ServerProbe:
@@ -104,7 +105,6 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
     """
     probe = ServerProbe(options.server_pids)
     steps = []
-    schedule = options.schedule
 
     async def run_level(groups, shares, level):
         """Connect, then step through the schedule; returns the level's ``end`` text."""
@@ -117,7 +117,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
                 raise ServerGone("no connection to %s opened: %s%s" % (
                     ", ".join(options.urls), summary, _probe_state(probe)))
             return End.CONNECTIONS_FAILED.text(summary)
-        for rate in schedule:
+        for rate in options.schedule(level):
             _progress(on_progress, level=level, phase="pause", rate=rate)
             await asyncio.sleep(options.pause)
             probe.check()
@@ -131,9 +131,10 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
                 on_step(record)
             if merged.end is End.ALL_LOST:
                 await _check_still_accepting(options.urls, options.transport, probe)
-            if record.overloaded and (options.stop_at_overload or not any(g.alive_count() for g in groups)):
-                return End.OVERLOADED.text(record.overload_reason)
-        return End.SWEEP_DONE.text()
+            if (method.ends_sweep(record) if options.stop_at_overload
+                    else record.overloaded and not any(g.alive_count() for g in groups)):
+                return method.level_end(record)
+        return End.SWEEP_DONE.text() if options.rates else method.cap_end(level, rate)
 
     for level in options.levels:
         groups, shares = workers.make_groups(options.urls, options.transport, list(options.source_addresses), level,

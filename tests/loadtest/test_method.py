@@ -8,12 +8,21 @@ from loadtest import method
 from loadtest.method import End
 
 
-def test_rate_schedule_is_geometric_between_the_bounds():
-    rates = method.rate_schedule()
-    assert rates[0] == method.FIRST_RATE and rates[-1] == method.LAST_RATE
+@pytest.mark.parametrize("level", [1, 2, 25, 100, 1000, 10000])
+def test_rate_schedule_rises_geometrically_from_a_thousand_deliveries_to_the_cap(level):
+    rates = method.rate_schedule(level)
+    assert rates[0] == max(1, round(method.FIRST_DELIVERIES_PER_S / level))
+    assert rates[-1] == method.rate_cap(level)
     assert rates == sorted(set(rates))
     assert all(b / a <= 2.01 for a, b in zip(rates, rates[1:]))
-    assert len(rates) < 25
+    assert len(rates) <= 40
+
+
+def test_the_cap_bounds_both_the_messages_sent_and_the_deliveries():
+    assert method.rate_cap(1) == method.rate_cap(25) == method.MAX_RATE
+    assert method.rate_cap(10000) * 10000 == method.MAX_DELIVERIES_PER_S
+    assert method.rate_cap(method.MAX_DELIVERIES_PER_S * 2) == 1
+    assert method.rate_schedule(10000)[-3:] == [512, 724, 1000]
 
 
 def merged(**changes):
@@ -139,3 +148,33 @@ def test_ends_are_written_and_read_as_the_text_results_files_carry():
                       ("interrupted", End.INTERRUPTED), ("a message not back within 5 s", End.LATE)]:
         assert End.of(text) is end
     assert End.of("something else") is None
+
+
+def test_a_broken_step_is_the_clients_limit_only_when_the_client_was_saturated_and_the_server_not():
+    assert not method.past_realtime(False, method.REALTIME_MS)
+    assert method.past_realtime(False, method.REALTIME_MS + 1) and method.past_realtime(True, 1.0)
+    assert method.past_realtime(False, None)
+    assert method.client_limited(True, 0.5) and method.client_limited(True, None)
+    assert not method.client_limited(True, method.SERVER_SATURATED_CPU)
+    assert not method.client_limited(False, 0.1)
+
+
+def test_a_level_ends_overloaded_or_client_bound_by_its_last_step():
+    server_bound = method.step_record("s", 10, 1131, merged(client_cpu=0.95, lost=2),
+                                      method.ServerFigures(cpu=0.97))
+    assert method.level_end(server_bound) == "overloaded: 2 messages not back within 5 s"
+    client_bound = method.step_record("s", 10, 1131, merged(client_cpu=0.95, lost=2),
+                                      method.ServerFigures(cpu=0.6))
+    text = method.level_end(client_bound)
+    assert End.of(text) is End.CLIENT_BOUND
+    assert text == ("client-bound: at 1,131 msgs/s (client CPU 95 %, loop lag 1.0 ms; server CPU 60 %): "
+                    "2 messages not back within 5 s")
+    unknown = method.step_record("s", 10, 5, merged(loop_lag_ms={"mean": 12.0, "max": 30.0}, lost=1),
+                                 method.ServerFigures())
+    assert "server CPU unknown" in method.level_end(unknown)
+
+
+def test_a_level_that_reaches_the_cap_says_so():
+    text = method.cap_end(10000, 1000)
+    assert text == "the sweep's cap reached: 1,000 msgs/s x 10000 clients = 10,000,000 deliveries/s"
+    assert End.of(text) is End.CAP_REACHED

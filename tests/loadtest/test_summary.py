@@ -1,6 +1,7 @@
 """The summary table, which needs no matplotlib."""
 
 from loadtest import summary
+from loadtest.method import End
 
 CPU_PER_MSG = {"type": "cpu_per_msg", "server": "sockjs-node", "level": 8, "rate": 10.0, "cpu_us_per_msg": 12.5,
                "rtt_ms": {"p50": 1.0, "p99": 2.0}, "lost": 0}
@@ -65,3 +66,45 @@ def test_rss_series_is_minutes_and_mb_per_server_in_the_order_measured(soak_reco
 def test_results_without_a_soak_have_no_soak_section():
     table = summary.summary_rst(summary.Results([{"type": "run"}, CPU_PER_MSG]))
     assert "held load" not in table and "Churn" not in table
+
+
+def level_steps(server, level, *steps):
+    """Step records of one level: ``(msgs/s, rate, mean ms, overloaded, client_bound, server_cpu)`` each."""
+    return [{"type": "step", "server": server, "level": level, "server_msgs_per_s": msgs, "rate": rate,
+             "rtt_ms": {"mean": mean}, "overloaded": overloaded, "client_bound": client_bound,
+             "server_cpu": server_cpu} for msgs, rate, mean, overloaded, client_bound, server_cpu in steps]
+
+
+def test_realtime_capacity_names_what_stopped_each_level():
+    records = (
+        level_steps("knee", 100, (1000, 10, 1.0, False, False, 0.1), (2000, 20, 350.0, False, True, 0.95),
+                    (2500, 28, 2000.0, True, True, 0.99))
+        + level_steps("client", 100, (1000, 10, 1.0, False, True, 0.3), (1900, 20, 9.0, False, True, 0.5),
+                      (2000, 28, 1600.0, True, True, 0.6))
+        + level_steps("sockjs-node", 100, (1000, 10, 1.0, False, False, 0.2), (1500, 14, 80.0, False, False, 0.9),
+                      (1600, 20, 900.0, False, False, 0.99))
+        + level_steps("capped", 100, (1000, 10, 1.0, False, False, 0.2))
+        + [{"type": "level", "server": "client", "level": 100, "end": "client-bound: at 28 msgs/s"},
+           {"type": "level", "server": "capped", "level": 100, "end": "the sweep's cap reached: 10 msgs/s"}]
+    )
+    rows = {row.server: row for row in summary.realtime_capacity(summary.Results(records))}
+    assert (rows["knee"].msgs_per_s, rows["knee"].rate, rows["knee"].limit) == (1000, 10, summary.SERVER)
+    assert (rows["client"].msgs_per_s, rows["client"].rate, rows["client"].limit) == (1900, 20, summary.CLIENT)
+    assert rows["sockjs-node"].limit == summary.SERVER  # past realtime, not yet overloaded
+    assert rows["capped"].limit is End.CAP_REACHED
+    assert rows["client"].ratio == 1900 / 1500
+    table = summary.summary_rst(summary.Results(records))
+    cells = {line.split()[0]: line.split() for line in table.splitlines() if line.split()[:1] and
+             line.split()[0] in rows}
+    assert cells["knee"] == ["knee", "100", "1,000", "10", "0.67x", "server"]
+    assert cells["client"] == ["client", "100", "1,900+", "20", "1.27x", "client-bound"]
+    assert cells["capped"][2] == "1,000+" and cells["capped"][-3:] == ["sweep's", "cap", "reached"]
+    assert "``+``: not stopped by the server" in table
+
+
+def test_old_results_whose_sweep_stopped_at_its_top_rate_keep_their_plus():
+    records = level_steps("broker", 25, (19961, 800, 0.5, False, False, 0.1)) + [
+        {"type": "level", "server": "broker", "level": 25, "end": "sweep done"}]
+    (row,) = summary.realtime_capacity(summary.Results(records))
+    assert row.limit is End.SWEEP_DONE
+    assert "19,961+" in summary.summary_rst(summary.Results(records))

@@ -48,6 +48,32 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
     assert delivered == sum(step.received for step in steps)
 
 
+def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker):
+    """Small buffers make the broker cut a client as soon as it falls behind, so
+    the level ends well below the cap however fast the machine."""
+    broker = start_broker("--client-rate", "0", "--send-buffer", "4096", "--max-buffer", "16384").server
+    steps, levels = [], []
+    started = time.monotonic()
+    sweep.run_sweep(Options(broker.url, levels=[100], duration=0.25, pause=0, server="broker",
+                            server_pid=broker.pid), on_step=steps.append, on_level=levels.append)
+    took = time.monotonic() - started
+    rates = [step.rate for step in steps]
+    assert rates == method.rate_schedule(100)[:len(steps)] and rates[0] == 10
+    assert 800 < rates[-1] < method.rate_cap(100)
+    assert [method.ends_sweep(step) for step in steps] == [False] * (len(steps) - 1) + [True]
+    assert method.End.of(levels[0].end) in (method.End.OVERLOADED, method.End.CLIENT_BOUND)
+    assert levels[0].end == method.level_end(steps[-1])
+    assert took < 60, "%d steps in %.0f s" % (len(steps), took)
+
+
+def test_a_sweep_that_reaches_the_cap_says_so(broker_server, monkeypatch):
+    monkeypatch.setattr(method, "MAX_RATE", 20)
+    levels = []
+    steps = sweep.run_sweep(Options(broker_server.url, levels=[2], duration=0.2, pause=0), on_level=levels.append)
+    assert [(step.rate, step.overloaded) for step in steps] == [(20, False)]
+    assert levels[0].end == "the sweep's cap reached: 20 msgs/s x 2 clients = 40 deliveries/s"
+
+
 def test_clients_spread_over_worker_processes_merge_their_figures(broker_server):
     steps = sweep.run_sweep(Options([broker_server.url], levels=[9], rates=[30], duration=1.0, pause=0.1, procs=2))
     step = steps[0]

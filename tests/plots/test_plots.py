@@ -88,14 +88,14 @@ def test_realtime_capacity_is_the_best_healthy_step_against_sockjs_node(compared
 
 
 def test_realtime_capacity_ignores_slow_and_overloaded_steps():
-    step = {"type": "step", "server": "s", "level": 10, "overloaded": False}
+    step = {"type": "step", "server": "s", "level": 10, "rate": 10, "overloaded": False}
     records = [
         dict(step, server_msgs_per_s=100.0, rtt_ms={"mean": 5.0}),
         dict(step, server_msgs_per_s=300.0, rtt_ms={"mean": 250.0}),
         dict(step, server_msgs_per_s=400.0, rtt_ms={"mean": 20.0}, overloaded=True),
     ]
     (row,) = summary.realtime_capacity(summary.Results(records))
-    assert (row.msgs_per_s, row.ratio, row.limited) == (100.0, None, True)
+    assert (row.msgs_per_s, row.ratio, row.limit) == (100.0, None, summary.SERVER)
 
 
 def test_figures_without_measurements_are_skipped(tmp_path):
