@@ -57,6 +57,8 @@ class Options:
     stop_at_overload: bool = True
 
     def __post_init__(self):
+        if isinstance(self.urls, str):
+            raise TypeError("urls is a sequence of SockJS prefixes, not one string: %r" % self.urls)
         for name in ("urls", "levels", "rates", "server_pids", "source_addresses", "client_cpus"):  # lists given: kept as tuples
             value = getattr(self, name)
             if value is not None:

@@ -54,8 +54,8 @@ def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker):
     broker = start_broker("--client-rate", "0", "--send-buffer", "4096", "--max-buffer", "16384").server
     steps, levels = [], []
     started = time.monotonic()
-    sweep.run_sweep(Options(broker.url, levels=[100], duration=0.25, pause=0, server="broker",
-                            server_pid=broker.pid), on_step=steps.append, on_level=levels.append)
+    sweep.run_sweep(Options([broker.url], levels=[100], duration=0.25, pause=0, server="broker",
+                            server_pids=[broker.pid]), on_step=steps.append, on_level=levels.append)
     took = time.monotonic() - started
     rates = [step.rate for step in steps]
     assert rates == method.rate_schedule(100)[:len(steps)] and rates[0] == 10
@@ -69,7 +69,7 @@ def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker):
 def test_a_sweep_that_reaches_the_cap_says_so(broker_server, monkeypatch):
     monkeypatch.setattr(method, "MAX_RATE", 20)
     levels = []
-    steps = sweep.run_sweep(Options(broker_server.url, levels=[2], duration=0.2, pause=0), on_level=levels.append)
+    steps = sweep.run_sweep(Options([broker_server.url], levels=[2], duration=0.2, pause=0), on_level=levels.append)
     assert [(step.rate, step.overloaded) for step in steps] == [(20, False)]
     assert levels[0].end == "the sweep's cap reached: 20 msgs/s x 2 clients = 40 deliveries/s"
 
