@@ -15,6 +15,12 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
 * At start the stream's tail (XREVRANGE) fills the hub's replay buffer and
   sets where reading starts, so a broker started later replays what other
   brokers published before it.
+* While the broker keeps up, a read is one blocking XREAD. When one comes
+  back full (the broker is behind, and the trim may overtake it), or while
+  its position in the stream is unknown (at start, after an outage), the read
+  is made again inside MULTI with XINFO STREAM, so that entries trimmed
+  before this broker read them are counted (:mod:`broker.cluster`) and logged:
+  a broker too slow for the stream's length cannot lose messages unseen.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -154,8 +160,7 @@ class Backplane:
                 elif not self.state.is_up:
                     await self._redis.ping()
                     self._came_up()
-                reply = await self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT,
-                                                block=BLOCK_MS)
+                entries = await self._read()
             except FAILURES as error:
                 if self._stopping.is_set():
                     return
@@ -165,8 +170,29 @@ class Backplane:
                 except asyncio.TimeoutError:
                     pass
                 continue
-            if reply:
-                self._deliver(reply[0][1])
+            if entries:
+                self._deliver(entries)
+
+    async def _read(self):
+        """The entries after ``last_id``: see the module's rules for when the read is counted."""
+        if self.state.position is not None:
+            reply = await self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT, block=BLOCK_MS)
+            if not reply or len(reply[0][1]) < READ_COUNT:
+                return reply[0][1] if reply else []
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xinfo_stream(self.key)
+        pipe.xread({self.key: self.state.last_id}, count=READ_COUNT)
+        info, reply = await pipe.execute(raise_on_error=False)
+        if isinstance(reply, Exception):
+            raise reply
+        entries = reply[0][1] if reply else []
+        if isinstance(info, Exception):  # no stream yet: nothing was ever added
+            info = {"entries-added": 0, "length": 0}
+        lost = self.state.counted(len(entries), len(entries) == READ_COUNT, info["entries-added"], info["length"])
+        if lost:
+            LOG.warning("%d messages were trimmed from stream %s before this broker read them (it fell more "
+                        "than %d behind): its clients missed them", lost, self.key, self.maxlen)
+        return entries
 
     def _deliver(self, entries):
         age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))

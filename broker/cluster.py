@@ -11,6 +11,15 @@ Rules kept here (the Redis I/O in :mod:`broker.backplane` follows them):
 * ``last_id`` is the id of the newest stream entry delivered; reading resumes
   after it, so an entry is delivered at most once and, while Redis keeps it,
   at least once. Ids only grow.
+* ``position`` is how many entries the stream had ever been given up to
+  ``last_id`` (Redis's ``entries-added``): known once a read made together with
+  the stream's counters came back short of a full batch, kept by counting
+  what is delivered, and unknown again after an outage (Redis may have come
+  back with another history). Brokers only append, so the stream holds the
+  last ``length`` of ``entries-added`` entries; when a counted read finds
+  ``position`` below ``entries-added - length``, entries were trimmed before
+  this broker read them: its clients missed them, and they are counted in
+  ``trimmed_unread``.
 * Retries wait 0.05 s, doubling up to 2 s, the same on every broker
   (deterministic; a handful of brokers need no jitter); the first success
   resets the wait.
@@ -64,6 +73,8 @@ class BackplaneState:
         self.state = CONNECTING
         self.reason = "connecting to Redis"
         self.last_id = None
+        self.position = None
+        self.trimmed_unread = 0
         self.lag_ms = None
         self.reconnects = 0
         self.refused = 0
@@ -80,6 +91,7 @@ class BackplaneState:
             return False
         if self.state == DOWN:
             self.reconnects += 1
+            self.position = None
         self.state = UP
         self.reason = None
         return True
@@ -100,12 +112,28 @@ class BackplaneState:
         """Entries up to ``last_id`` were read without delivery (the tail at start)."""
         self.last_id = last_id
 
+    def counted(self, count, full, added, length):
+        """``count`` entries (``full``: as many as a read may return) were read
+        after ``last_id`` together with the stream's ``entries-added`` and
+        ``length``; returns how many entries were trimmed before they were read."""
+        head = added - length
+        lost = 0
+        if self.position is not None:
+            lost = max(0, head - self.position)
+            self.trimmed_unread += lost
+            self.position = max(self.position, head)
+        elif not full:
+            self.position = added - count
+        return lost
+
     def deliver(self, first_id, last_id, count):
         """``count`` entries from ``first_id`` to ``last_id`` are delivered:
         returns the age of the first in seconds (when it was added to the stream)."""
         now_ms = self._clock_ms()
         self.last_id = last_id
         self.delivered += count
+        if self.position is not None:
+            self.position += count
         self.lag_ms = max(0, now_ms - stream_id(last_id)[0])
         return max(0, now_ms - stream_id(first_id)[0]) / 1000
 
@@ -117,6 +145,7 @@ class BackplaneState:
             "last_id": self.last_id,
             "lag_ms": self.lag_ms,
             "reconnects": self.reconnects,
+            "trimmed_unread": self.trimmed_unread,
             "published": self.published,
             "delivered": self.delivered,
             "refused": self.refused,

@@ -64,6 +64,30 @@ def test_delivery_moves_the_cursor_and_measures_lag(state):
     assert state.lag_ms == 0
 
 
+def test_entries_trimmed_before_they_were_read_are_counted(state):
+    state.read("0-0")
+    assert state.counted(1000, True, 5000, 5000) == 0  # behind, position unknown: nothing can be told yet
+    state.deliver("1-0", "1-999", 1000)
+    assert state.position is None
+    assert state.counted(200, False, 5200, 5200) == 0  # caught up: the position is the stream's count
+    state.deliver("2-0", "2-199", 200)
+    assert state.position == 5200
+    assert state.counted(1000, True, 17200, 10100) == 1900  # 7,100 trimmed, of which 1,900 never read
+    state.deliver("9-0", "9-999", 1000)
+    assert (state.position, state.stats()["trimmed_unread"]) == (8100, 1900)
+    assert state.counted(1000, True, 17300, 10000) == 0  # behind, but what was trimmed had been read
+
+
+def test_an_outage_forgets_the_position(state):
+    state.came_up()
+    state.counted(3, False, 3, 3)
+    state.deliver("1-0", "1-2", 3)
+    assert state.position == 3
+    state.went_down("Redis: gone")
+    state.came_up()
+    assert state.position is None
+
+
 def test_without_redis_nothing_of_redis_is_imported():
     code = ("import sys; from broker import app; from broker.config import parse_args; "
             "assert app.cluster_backplane(parse_args([], environ={})) is None; "
