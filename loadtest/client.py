@@ -146,6 +146,7 @@ class ClientGroup:
         self.histogram = method.new_histogram()
         self.lag = LagMonitor()
         self._read_buffer = bytearray(READ_BUFFER_BYTES)
+        self._sampled_cpu_s = _cpu_seconds()
 
     async def connect(self, count, on_progress=None, timeout=CONNECT_TIMEOUT_S):
         """Open ``count`` more connections, at most ``CONNECTING_AT_ONCE`` at a time.
@@ -278,6 +279,7 @@ class ClientGroup:
         difference, with more as ``extra``.
         """
         histogram, self.histogram = self.histogram, method.new_histogram()
+        cpu_s, self._sampled_cpu_s = self._sampled_cpu_s, _cpu_seconds()
         received = 0
         short = extra = 0
         dropped = collections.Counter()
@@ -291,7 +293,8 @@ class ClientGroup:
                 short += max(0, expected - conn.received)
                 extra += max(0, conn.received - expected)
         return method.FeedPartial(received=received, histogram=histogram, alive=len(self.connections) - sum(
-            dropped.values()), drop_reasons=dict(dropped), short=short, extra=extra)
+            dropped.values()), drop_reasons=dict(dropped), short=short, extra=extra,
+            cpu_s=self._sampled_cpu_s - cpu_s)
 
     def close(self):
         for conn in self.connections:

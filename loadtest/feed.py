@@ -109,6 +109,7 @@ class Feed:
         self.probe = ClusterProbe(cluster_.pids())
         self.histogram = method.new_histogram()
         self.received = 0
+        self._sampled_at = None
 
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
@@ -144,7 +145,9 @@ class Feed:
         loop = asyncio.get_event_loop()
         total = max(1, int(round(args.rate * args.duration)))
         published = sampled = 0
+        await _sample(groups)  # what connecting cost is no sample's
         self.probe.cpu()
+        self._sampled_at = time.monotonic()
         start = loop.time()
         next_sample = start + args.sample
         try:
@@ -185,10 +188,12 @@ class Feed:
         self.received += part.received
         if not (part.received or published or part.drop_reasons):
             return
+        now = time.monotonic()
+        interval, self._sampled_at = now - self._sampled_at, now
         sample = records.FeedSample(
             server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
             alive=part.alive, delivery_ms=method.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb(),
-            cpu=self.probe.cpu())
+            cpu=self.probe.cpu(), client_cpu=round(part.cpu_s / interval, 4))
         self.out.write(sample)
         self.status.message(report.feed_sample_line(sample))
 

@@ -179,7 +179,8 @@ class FeedPartial:
     """What one group of listeners had of the feed since its last sample
     (:meth:`loadtest.client.ClientGroup.take_sample`): messages, their delivery
     times, connections alive and lost, and at the end how many messages the
-    alive ones lack (``short``) or had twice (``extra``)."""
+    alive ones lack (``short``) or had twice (``extra``); the CPU seconds its
+    process used meanwhile."""
 
     received: int
     histogram: HdrHistogram
@@ -187,10 +188,11 @@ class FeedPartial:
     drop_reasons: Dict[str, int]
     short: int
     extra: int
+    cpu_s: float
 
 
 def merge_feed(partials):
-    """One :class:`FeedPartial` of every group's: counts added, histograms merged."""
+    """One :class:`FeedPartial` of every group's: counts and CPU added, histograms merged."""
     histogram = new_histogram()
     drop_reasons = {}
     for part in partials:
@@ -199,7 +201,8 @@ def merge_feed(partials):
             drop_reasons[reason] = drop_reasons.get(reason, 0) + count
     return FeedPartial(received=sum(part.received for part in partials), histogram=histogram,
                        alive=sum(part.alive for part in partials), drop_reasons=drop_reasons,
-                       short=sum(part.short for part in partials), extra=sum(part.extra for part in partials))
+                       short=sum(part.short for part in partials), extra=sum(part.extra for part in partials),
+                       cpu_s=sum(part.cpu_s for part in partials))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -231,7 +231,8 @@ class Churn(Record):
 @dataclasses.dataclass(frozen=True)
 class FeedSample(Record):
     """One sample of a feed (see :mod:`loadtest.feed`): what was published and delivered since the last,
-    how late, and every process of the cluster's RSS and CPU (share of one core) by name."""
+    how late, every process of the cluster's RSS and CPU (share of one core) by name, and the CPU of
+    the client processes together."""
 
     TYPE: ClassVar[str] = "feed_sample"
     server: str
@@ -242,6 +243,7 @@ class FeedSample(Record):
     delivery_ms: Dict[str, Optional[float]]
     rss_kb: Dict[str, int]
     cpu: Dict[str, float]
+    client_cpu: float
 
 
 @dataclasses.dataclass(frozen=True)

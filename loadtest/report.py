@@ -50,9 +50,9 @@ def cluster_rss(rss_kb):
 def feed_sample_line(sample):
     """One line per :class:`loadtest.records.FeedSample`."""
     delivery = sample.delivery_ms
-    return "%s  %5.0f s  published %d  delivered %s  p50 %s  p99 %s  max %s ms  RSS %s" % (
+    return "%s  %5.0f s  published %d  delivered %s  p50 %s  p99 %s  max %s ms  client cpu %s  RSS %s" % (
         sample.server, sample.elapsed_s, sample.published, _num(sample.received), _ms(delivery["p50"]),
-        _ms(delivery["p99"]), _ms(delivery["max"]), cluster_rss(sample.rss_kb))
+        _ms(delivery["p99"]), _ms(delivery["max"]), _pct(sample.client_cpu), cluster_rss(sample.rss_kb))
 
 
 def feed_verdict_line(record):

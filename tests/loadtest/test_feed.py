@@ -32,7 +32,8 @@ def test_every_listener_of_every_broker_gets_every_message_once(tmp_path, redis_
     assert summary.end == "completed"
     samples = found["feed_sample"]
     assert sum(s.published for s in samples) == 20 and sum(s.received for s in samples) == 60 * 20
-    assert set(samples[0].rss_kb) == {"broker1", "broker2", "broker3", "redis"}
+    assert set(samples[0].rss_kb) == set(samples[0].cpu) == {"broker1", "broker2", "broker3", "redis"}
+    assert min(s.client_cpu for s in samples) >= 0 and max(s.client_cpu for s in samples) > 0
     (server,) = found["server"]
     assert (server.server, server.pid) == ("cluster-cpython", None)
 

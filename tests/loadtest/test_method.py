@@ -117,11 +117,13 @@ def test_samples_of_listener_groups_add_up():
     histograms[0].record_value(1000)
     histograms[1].record_value(3000)
     total = method.merge_feed([
-        method.FeedPartial(received=10, histogram=histograms[0], alive=5, drop_reasons={}, short=0, extra=1),
+        method.FeedPartial(received=10, histogram=histograms[0], alive=5, drop_reasons={}, short=0, extra=1,
+                           cpu_s=0.5),
         method.FeedPartial(received=7, histogram=histograms[1], alive=3, drop_reasons={"timeout": 2}, short=4,
-                           extra=0),
+                           extra=0, cpu_s=0.25),
     ])
     assert (total.received, total.alive, total.drop_reasons, total.short, total.extra) == (17, 8, {"timeout": 2}, 4, 1)
+    assert total.cpu_s == 0.75  # client processes sharing a core: their CPU adds up
     assert total.histogram.get_total_count() == 2 and total.histogram.get_max_value() >= 3000
 
 
