@@ -184,7 +184,9 @@ PING_FRAME = b"\x89\x00"
 class _Pinged:
     """Mixin for websocket handlers: pinged by the router's wheel (see
     :mod:`broker.pinger`) from the upgrade to the close; one whose pong is
-    late is closed as Tornado would ("ping timed out")."""
+    late is sent a close frame ("ping timed out") and cut at once: a peer that
+    does not answer pings would not answer the close frame either, and Tornado
+    would hold the connection 5 s more waiting for it."""
 
     awaiting_pong = False
 
@@ -201,6 +203,7 @@ class _Pinged:
 
     def ping_timed_out(self):
         self.close(reason="ping timed out")
+        self.cut()
 
     def on_close(self):
         if self.server.pings is not None:
