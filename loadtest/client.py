@@ -15,8 +15,12 @@ Rules:
   several servers of one cluster share the load evenly.
 - A group of listeners (``listen``) sends nothing: it times the feed's messages
   (:mod:`loadtest.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
+  A feed's messages arrive in bursts, one per listener at once: their delivery
+  times go into a :class:`LatencyLog` during the burst, and into a histogram
+  only when sampled, so recording one costs the burst an append.
 """
 
+import array
 import asyncio
 import collections
 import errno
@@ -57,6 +61,13 @@ def failure_reason(exc):
             return "reset by the server"
         return exc.strerror or str(exc)
     return "%s: %s" % (type(exc).__name__, exc)
+
+
+class LatencyLog(array.array):
+    """Delivery times in microseconds, as they come: ``LatencyLog("q")``, with a
+    histogram's ``record_value``."""
+
+    record_value = array.array.append
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -143,7 +154,7 @@ class ClientGroup:
         self.source_addresses = source_addresses or []
         self.next_id = first_id
         self.connections = []
-        self.histogram = method.new_histogram()
+        self.histogram = LatencyLog("q") if listen else method.new_histogram()
         self.lag = LagMonitor()
         self._read_buffer = bytearray(READ_BUFFER_BYTES)
         self._sampled_cpu_s = _cpu_seconds()
@@ -272,13 +283,16 @@ class ClientGroup:
         )
 
     async def take_sample(self, expected=None):
-        """What arrived since the last sample: a :class:`loadtest.method.FeedPartial`.
+        """What a group of listeners had since the last sample: a :class:`loadtest.method.FeedPartial`.
 
         ``expected``: the messages every connection should have had by now (the
         feed's total); connections alive with fewer count as ``short`` by the
         difference, with more as ``extra``.
         """
-        histogram, self.histogram = self.histogram, method.new_histogram()
+        delays, self.histogram = self.histogram, LatencyLog("q")
+        histogram = method.new_histogram()
+        for delay in delays:
+            histogram.record_value(delay)
         cpu_s, self._sampled_cpu_s = self._sampled_cpu_s, _cpu_seconds()
         received = 0
         short = extra = 0
