@@ -103,12 +103,9 @@ def held_figures(stats):
 
 async def watch_stats(url, every, latest):
     """Keep the server's :func:`held_figures` in ``latest[0]``, read every
-    ``every`` seconds, until cancelled; stops at once if the server has no ``/stats``."""
+    ``every`` seconds until cancelled (None while ``/stats`` does not answer)."""
     while True:
-        stats = await churn.server_stats(url)
-        if stats is None and not latest:
-            return
-        latest[:] = [held_figures(stats)]
+        latest[:] = [held_figures(await churn.server_stats(url))]
         await asyncio.sleep(every)
 
 
