@@ -181,6 +181,7 @@ class Soak:
                 await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
             finally:
                 watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
 
         outcome = runner.run_interruptible(held())
         if ends:

@@ -69,6 +69,7 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
     assert summary["verdict"] in ("flat", "growing")
     assert (summary["lost"], summary["dropped"], summary["end"]) == (0, 0, "completed")
     assert "broker  soak  0:00 left  RSS " in stderr
+    assert "Traceback" not in stderr and "Task was destroyed" not in stderr, stderr
     assert "broker: RSS " in stderr and ": %s (completed)" % summary["verdict"] in stderr
 
 
