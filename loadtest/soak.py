@@ -9,9 +9,9 @@ Rules (BENCHMARKS.rst, "Soak"):
   the time under load at its end, and ``server_held``: what a server with
   ``/stats`` said it held at most one sample earlier (messages buffered for
   slow clients, the GC's heap; :func:`held_figures`), so that buffering and
-  heap growth can be told from memory outside both. Lost messages and dropped connections are
-  recorded and the load goes on with the connections left; it ends early only
-  when every connection is lost or the server dies.
+  heap growth can be told from memory outside both. Lost messages and
+  dropped connections are recorded and the load goes on with the connections
+  left; it ends early only when every connection is lost or the server dies.
 - One ``soak`` record per server sums it up (:func:`loadtest.memory.growth`
   from the end of ``--warmup``), also when the soak ends early or is interrupted.
 - The servers are launched and pinned as ``compare`` launches them, one after
