@@ -88,10 +88,11 @@ class PublishHandler(_JSONHandler):
 
 class StatsHandler(_JSONHandler):
     """The hub's counters, the SockJS sessions alive (an abandoned polling
-    session counts until it expires), the websockets holding back bytes and
-    the bounds that cut them (``slow_consumers``), the open TCP connections
-    and refusals (``limits``), the collector policy's counters and, in a
-    cluster, the backplane's state."""
+    session counts until it expires), the websockets holding back bytes, how
+    many bytes, and the bounds that cut them (``slow_consumers``), the open
+    TCP connections and refusals (``limits``), the collector policy's
+    counters (on PyPy with the GC's heap) and, in a cluster, the backplane's
+    state."""
 
     def initialize(self, hub, router, limits, gc_policy=None, backplane=None):
         self.hub = hub
@@ -103,11 +104,14 @@ class StatsHandler(_JSONHandler):
     def get(self):
         stats = self.hub.stats()
         stats["sessions"] = self.router.stats.sess_active
-        stats["slow_consumers"] = {"behind": self.router.behind, "max_buffer": self.router.max_buffer,
+        stats["slow_consumers"] = {"behind": len(self.router.behind), "unsent_bytes": self.router.unsent_bytes(),
+                                   "max_buffer": self.router.max_buffer,
                                    "write_timeout_s": self.router.write_timeout}
         stats.update(self.limits.stats())
         if self.gc_policy is not None:
             stats["gc"] = self.gc_policy.stats()
+            if hasattr(self.gc_policy, "heap"):
+                stats["gc"]["heap"] = self.gc_policy.heap()
         if self.backplane is not None:
             stats["backplane"] = self.backplane.stats()
         stats["interpreter"] = interpreter()

@@ -88,17 +88,21 @@ class MajorCollectionTrigger:
     collection and answers True when a major collection should start now;
     ``after_major(live)`` says one has finished, leaving ``live`` bytes. Until
     the first major collection, the first minor collection sets the baseline.
+    :meth:`heap` reports the last of each figure.
     """
 
     def __init__(self, growth=DEFAULT_GROWTH, floor=DEFAULT_FLOOR):
         self.growth = growth
         self.floor = floor
         self.baseline = None
+        self.used = None
+        self.live = None
         self.collecting = False
         self.started = 0
         self.finished = 0
 
     def after_minor(self, used):
+        self.used = used
         if self.baseline is None:
             self.baseline = used
             return False
@@ -110,12 +114,19 @@ class MajorCollectionTrigger:
 
     def after_major(self, live):
         self.collecting = False
-        self.baseline = live
+        self.baseline = self.live = live
         self.finished += 1
 
     def stats(self):
         """Major collections started by this rule, and finished by whoever started them."""
         return {"major_started": self.started, "major_finished": self.finished}
+
+    def heap(self):
+        """Bytes the GC held after the last minor collection (garbage not yet
+        collected included), and after the last major one (what was live);
+        None until there was one. Memory the process holds beyond the first
+        is outside the GC's accounting."""
+        return {"used_bytes": self.used, "live_bytes": self.live}
 
 
 class FreezePolicy:

@@ -56,7 +56,8 @@ class BrokerRouter(SockJSRouter):
     ``client_rate`` is how many messages a second one client may publish (0:
     no limit), in bursts of up to twice as many; ``pings`` (a
     :class:`broker.pinger.PingWheel`, or None) pings every websocket.
-    ``behind`` counts the websockets holding bytes the kernel would not take yet.
+    ``behind`` holds the websockets holding bytes the kernel would not take
+    yet, and :meth:`unsent_bytes` adds up those bytes.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
@@ -70,8 +71,13 @@ class BrokerRouter(SockJSRouter):
         self.write_timeout = write_timeout
         self.origins = origins
         self.client_rate = client_rate
-        self.behind = 0
+        self.behind = set()
         self.pings = pings
+
+    def unsent_bytes(self):
+        """Bytes the websockets behind hold for their clients, each at most
+        ``max_buffer`` and a frame."""
+        return sum(handler.unsent_bytes() for handler in self.behind)
 
     @property
     def urls(self):

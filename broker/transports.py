@@ -128,7 +128,7 @@ class _PrebuiltWriter:
             return True
         self._backlog = []
         self._backlog_bytes = 0
-        self.server.behind += 1
+        self.server.behind.add(self)
         self._stream.write(data).add_done_callback(self._written)
         loop = IOLoop.current()
         self._deadline = loop.call_later(self.server.write_timeout, self._timed_out)
@@ -137,12 +137,17 @@ class _PrebuiltWriter:
     def _written(self, future):
         """Tornado has sent everything it held: hand it the backlog, or catch up."""
         IOLoop.current().remove_timeout(self._deadline)
-        self.server.behind -= 1
+        self.server.behind.discard(self)
         backlog, self._backlog = self._backlog, None
         if future.exception() is not None or self._stream.closed():
             return
         if backlog:
             self._fall_behind(b"".join(backlog))
+
+    def unsent_bytes(self):
+        """Bytes this connection holds for its client: Tornado's and the backlog's."""
+        backlog = self._backlog_bytes if self._backlog is not None else 0
+        return backlog + _internals.unsent_bytes(self._stream)
 
     def _timed_out(self):
         """Nothing read for ``write_timeout``: dropped, and the connection

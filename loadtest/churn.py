@@ -34,15 +34,19 @@ SETTLE_POLL_S = 0.25
 STATS_TIMEOUT_S = 2.0
 
 
-async def session_count(url):
-    """``connections_total`` from the ``/stats`` of the server of ``url``, or None where it has none."""
+async def server_stats(url):
+    """The ``/stats`` document of the server of ``url``, or None where it has none."""
     try:
         status, document = await sessions.get_json(url, "/stats", STATS_TIMEOUT_S)
     except (OSError, asyncio.TimeoutError, ConnectError):
         return None
-    if status != 200 or not isinstance(document, dict):
-        return None
-    count = document.get("connections_total")
+    return document if status == 200 and isinstance(document, dict) else None
+
+
+async def session_count(url):
+    """``connections_total`` from the ``/stats`` of the server of ``url``, or None where it has none."""
+    document = await server_stats(url)
+    count = None if document is None else document.get("connections_total")
     return count if isinstance(count, int) else None
 
 

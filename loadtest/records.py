@@ -158,15 +158,18 @@ class Floor(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SoakSample(Step):
-    """One sample of a soak: a held load's step, and the time under load at its end."""
+    """One sample of a soak: a held load's step, the time under load at its end
+    and, from a server with ``/stats``, what it held then
+    (:func:`loadtest.soak.held_figures`; None for older files and other servers)."""
 
     TYPE: ClassVar[str] = "soak_sample"
     elapsed_s: float
+    server_held: Optional[Dict[str, Optional[int]]] = None
 
     @classmethod
-    def of_step(cls, step, elapsed_s):
+    def of_step(cls, step, elapsed_s, server_held=None):
         return cls(**{field.name: getattr(step, field.name) for field in dataclasses.fields(step)},
-                   elapsed_s=elapsed_s)
+                   elapsed_s=elapsed_s, server_held=server_held)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,9 +6,12 @@ Rules (BENCHMARKS.rst, "Soak"):
   run as back-to-back steps of ``--sample`` seconds, so the duration is rounded
   up to whole samples. Each step is one ``soak_sample`` record: the step record
   (server RSS and CPU, deliveries/s, round trips, losses) plus ``elapsed_s``,
-  the time under load at its end. Lost messages and dropped connections are
-  recorded and the load goes on with the connections left; it ends early only
-  when every connection is lost or the server dies.
+  the time under load at its end, and ``server_held``: what a server with
+  ``/stats`` said it held at most one sample earlier (messages buffered for
+  slow clients, the GC's heap; :func:`held_figures`), so that buffering and
+  heap growth can be told from memory outside both. Lost messages and
+  dropped connections are recorded and the load goes on with the connections
+  left; it ends early only when every connection is lost or the server dies.
 - One ``soak`` record per server sums it up (:func:`loadtest.memory.growth`
   from the end of ``--warmup``), also when the soak ends early or is interrupted.
 - The servers are launched and pinned as ``compare`` launches them, one after
@@ -19,6 +22,7 @@ Rules (BENCHMARKS.rst, "Soak"):
 """
 
 import argparse
+import asyncio
 import math
 import sys
 import urllib.parse
@@ -79,6 +83,33 @@ def samples_for(duration, sample):
     return max(1, int(math.ceil(duration / sample - 1e-9)))
 
 
+def held_figures(stats):
+    """What a server's ``/stats`` says it held, in KiB: the websockets behind
+    (``behind``) and the bytes they hold for their clients (``unsent_kb``),
+    and on PyPy the GC's heap after the last minor collection (``gc_used_kb``)
+    and what was live after the last major one (``gc_live_kb``). Memory in
+    the RSS beyond these is neither buffered messages nor the GC's heap.
+    None without ``/stats``; a figure the server does not give is None."""
+    if stats is None:
+        return None
+    slow = stats.get("slow_consumers") or {}
+    heap = (stats.get("gc") or {}).get("heap") or {}
+
+    def kb(value):
+        return None if value is None else value // 1024
+
+    return {"behind": slow.get("behind"), "unsent_kb": kb(slow.get("unsent_bytes")),
+            "gc_used_kb": kb(heap.get("used_bytes")), "gc_live_kb": kb(heap.get("live_bytes"))}
+
+
+async def watch_stats(url, every, latest):
+    """Keep the server's :func:`held_figures` in ``latest[0]``, read every
+    ``every`` seconds until cancelled (None while ``/stats`` does not answer)."""
+    while True:
+        latest[:] = [held_figures(await churn.server_stats(url))]
+        await asyncio.sleep(every)
+
+
 def soak_record(server, args, samples, end):
     """The :class:`~loadtest.records.Soak` of one server: the load, what its samples add up to, how it ended."""
     return records.Soak(
@@ -124,14 +155,14 @@ class Soak:
         args = self.args
         count = samples_for(args.duration, args.sample)
         planned = count * args.sample
-        samples, ends, baseline = [], [], []
+        samples, ends, baseline, held_now = [], [], [], []
         load = sweep.Options([url], levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
                              transport=args.transport, server=label, server_pids=[pid],
                              source_addresses=args.source_addresses or (), stop_at_overload=False)
 
         def on_step(step):
             elapsed = (samples[-1].elapsed_s if samples else 0.0) + step.duration_s
-            sample = records.SoakSample.of_step(step, round(elapsed, 3))
+            sample = records.SoakSample.of_step(step, round(elapsed, 3), held_now[0] if held_now else None)
             samples.append(sample)
             self.out.write(sample)
             self.status.soak(label, planned - elapsed, sample, fresh=True)
@@ -146,7 +177,12 @@ class Soak:
         async def held():
             if args.churn:
                 baseline.append(await churn.session_count(url))
-            await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
+            watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now))
+            try:
+                await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
+            finally:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
 
         outcome = runner.run_interruptible(held())
         if ends:

@@ -52,6 +52,17 @@ def test_a_major_collection_started_by_pypy_itself_also_resets_the_baseline():
     assert trigger.after_minor(81 * MB)
 
 
+def test_the_heap_is_the_last_minor_and_major_collections_figures():
+    trigger = MajorCollectionTrigger(growth=2.0, floor=10 * MB)
+    assert trigger.heap() == {"used_bytes": None, "live_bytes": None}
+    trigger.after_minor(100 * MB)
+    trigger.after_minor(120 * MB)
+    assert trigger.heap() == {"used_bytes": 120 * MB, "live_bytes": None}
+    trigger.after_major(40 * MB)
+    trigger.after_minor(50 * MB)
+    assert trigger.heap() == {"used_bytes": 50 * MB, "live_bytes": 40 * MB}
+
+
 def test_everything_is_frozen_after_a_full_collection():
     policy = FreezePolicy(burst=64)
     assert not policy.after_collection(0, admitted=0)

@@ -115,8 +115,11 @@ def test_small_messages_reach_the_write_timeout_not_megabytes_of_kernel_buffer(s
             publisher.send("%020d" % sent)
             assert publisher.receive() == ["%020d" % sent]
             sent += 1
+    held = broker.stats()["slow_consumers"]
+    assert 0 < held["unsent_bytes"] <= count * held["max_buffer"]
     wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == count, timeout=write_timeout + 1)
     assert broker.stats()["slow_consumers"]["behind"] == 0
+    assert broker.stats()["slow_consumers"]["unsent_bytes"] == 0
     publisher.send("still here")
     assert publisher.receive() == ["still here"]
     for ws in stalled:

@@ -22,10 +22,19 @@ def test_the_committed_reference_results_read_as_records_field_for_field():
 def test_a_soak_sample_is_its_step_and_the_time_under_load():
     with open(REFERENCE) as f:
         step = records.parse(next(json.loads(line) for line in f if '"type": "step"' in line))
-    sample = records.SoakSample.of_step(step, 12.5).as_dict()
-    assert list(sample) == list(step.as_dict()) + ["elapsed_s"]
-    assert dict(sample, type="step", elapsed_s=None) == dict(step.as_dict(), elapsed_s=None)
-    assert sample["type"] == "soak_sample" and sample["elapsed_s"] == 12.5
+    held = {"behind": 0, "unsent_kb": 0, "gc_used_kb": None, "gc_live_kb": None}
+    sample = records.SoakSample.of_step(step, 12.5, held).as_dict()
+    assert list(sample) == list(step.as_dict()) + ["elapsed_s", "server_held"]
+    assert dict(sample, type="step", elapsed_s=None, server_held=None) == dict(
+        step.as_dict(), elapsed_s=None, server_held=None)
+    assert sample["type"] == "soak_sample" and sample["elapsed_s"] == 12.5 and sample["server_held"] == held
+
+
+def test_a_soak_sample_written_before_server_held_still_reads():
+    with open(REFERENCE) as f:
+        step = records.parse(next(json.loads(line) for line in f if '"type": "step"' in line))
+    old = dict(step.as_dict(), type="soak_sample", elapsed_s=5.0)
+    assert records.parse(old).server_held is None
 
 
 def test_a_line_with_other_fields_is_no_record():

@@ -54,6 +54,11 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
         assert sample["server_rss_kb"] > 0 and sample["server_cpu"] is not None
         assert 0 < sample["rtt_ms"]["p50"] <= sample["rtt_ms"]["p99"]
         assert sample["server_msgs_per_s"] == pytest.approx(sample["received"] / sample["duration_s"], rel=0.01)
+    # The broker's /stats is read from the start of the load: nothing held back at this load.
+    for sample in samples[1:]:
+        held = sample["server_held"]
+        assert (held["behind"], held["unsent_kb"]) == (0, 0)
+        assert held["gc_used_kb"] is None or held["gc_used_kb"] > 0
     (summary,) = by_type(records, "soak")
     assert summary["samples"] == 4 and summary["duration_s"] == samples[-1]["elapsed_s"]
     assert (summary["clients"], summary["rate"], summary["sample_s"], summary["warmup_s"]) == (10, 20.0, 1.0, 1.0)
@@ -64,6 +69,7 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
     assert summary["verdict"] in ("flat", "growing")
     assert (summary["lost"], summary["dropped"], summary["end"]) == (0, 0, "completed")
     assert "broker  soak  0:00 left  RSS " in stderr
+    assert "Traceback" not in stderr and "Task was destroyed" not in stderr, stderr
     assert "broker: RSS " in stderr and ": %s (completed)" % summary["verdict"] in stderr
 
 
@@ -129,6 +135,18 @@ def test_bad_arguments_are_refused_before_anything_runs(argv, message, capsys, t
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_held_figures_are_the_buffered_bytes_and_the_gc_heap_in_kib():
+    pypy = {"slow_consumers": {"behind": 2, "unsent_bytes": 10240, "max_buffer": 1 << 20},
+            "gc": {"major_started": 1, "major_finished": 1,
+                   "heap": {"used_bytes": 64 << 20, "live_bytes": None}}}
+    assert soak.held_figures(pypy) == {"behind": 2, "unsent_kb": 10, "gc_used_kb": 65536, "gc_live_kb": None}
+    cpython = {"slow_consumers": {"behind": 0, "unsent_bytes": 0}, "gc": {"freezes": 3}}
+    assert soak.held_figures(cpython) == {"behind": 0, "unsent_kb": 0, "gc_used_kb": None, "gc_live_kb": None}
+    assert soak.held_figures({"connections_total": 0}) == dict.fromkeys(["behind", "unsent_kb", "gc_used_kb",
+                                                                          "gc_live_kb"])
+    assert soak.held_figures(None) is None
 
 
 def test_the_duration_is_rounded_up_to_whole_samples():
