@@ -193,12 +193,7 @@ class FeedPartial:
 
 def merge_feed(partials):
     """One :class:`FeedPartial` of every group's: counts and CPU added, histograms merged."""
-    histogram = new_histogram()
-    drop_reasons = {}
-    for part in partials:
-        histogram.add(part.histogram)
-        for reason, count in part.drop_reasons.items():
-            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    histogram, drop_reasons = _merge_histograms_and_drops(partials)
     return FeedPartial(received=sum(part.received for part in partials), histogram=histogram,
                        alive=sum(part.alive for part in partials), drop_reasons=drop_reasons,
                        short=sum(part.short for part in partials), extra=sum(part.extra for part in partials),
@@ -223,12 +218,7 @@ class Merged:
 
 def merge_partials(partials):
     """One step's figures from the :class:`Partial` of every client group."""
-    histogram = new_histogram()
-    drop_reasons = {}
-    for part in partials:
-        histogram.add(part.histogram)
-        for reason, count in part.drop_reasons.items():
-            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    histogram, drop_reasons = _merge_histograms_and_drops(partials)
     ends = [part.end for part in partials if part.end is not None]
     return Merged(
         duration_s=max(part.duration_s for part in partials),
@@ -245,6 +235,17 @@ def merge_partials(partials):
         },
         end=ends[0] if ends else None,
     )
+
+
+def _merge_histograms_and_drops(partials):
+    """The histogram of every partial's, and their dropped connections' reasons added up."""
+    histogram = new_histogram()
+    drop_reasons = {}
+    for part in partials:
+        histogram.add(part.histogram)
+        for reason, count in part.drop_reasons.items():
+            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    return histogram, drop_reasons
 
 
 def overload_reason(merged, mean_rtt_ms):
