@@ -102,12 +102,18 @@ def held_figures(stats):
             "gc_used_kb": kb(heap.get("used_bytes")), "gc_live_kb": kb(heap.get("live_bytes"))}
 
 
-async def watch_stats(url, every, latest):
+async def watch_stats(url, every, latest, stopped):
     """Keep the server's :func:`held_figures` in ``latest[0]``, read every
-    ``every`` seconds until cancelled (None while ``/stats`` does not answer)."""
-    while True:
+    ``every`` seconds until the event ``stopped`` is set (None while ``/stats``
+    does not answer). The event, not a cancellation, ends it: before Python
+    3.12, ``asyncio.wait_for`` loses a cancellation that comes as what it waits
+    for completes, and the soak then waited for this loop for ever."""
+    while not stopped.is_set():
         latest[:] = [held_figures(await churn.server_stats(url))]
-        await asyncio.sleep(every)
+        try:
+            await asyncio.wait_for(stopped.wait(), every)
+        except asyncio.TimeoutError:
+            pass
 
 
 def soak_record(server, args, samples, end):
@@ -177,10 +183,12 @@ class Soak:
         async def held():
             if args.churn:
                 baseline.append(await churn.session_count(url))
-            watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now))
+            stopped = asyncio.Event()
+            watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now, stopped))
             try:
                 await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
             finally:
+                stopped.set()
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
 
