@@ -31,7 +31,7 @@ import json
 import subprocess
 import sys
 
-from loadtest import (affinity, arguments, cluster, contenders, procstat, records, report, results, runner,
+from loadtest import (affinity, arguments, cluster, contenders, records, report, results, runner,
                       runtime, servers, summary, sweep, workers)
 from loadtest.errors import Interrupted, ServerGone
 
@@ -239,12 +239,8 @@ async def idle_rss(running, label, count, transport="sockjs", source_addresses=N
     """Open ``count`` connections to a :class:`loadtest.cluster.Cluster` from ``procs`` client processes
     (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
     :class:`~loadtest.records.IdleRss`."""
-    pids = list(running.pids().values())
-
-    def rss_kb():
-        return sum(procstat.rss_kb(pid) for pid in pids)
-
-    before = rss_kb()
+    probe = sweep.ServerProbe(list(running.pids().values()))
+    before = probe.rss_kb()
     groups, shares = workers.make_groups(running.urls, transport, list(source_addresses or ()), count, procs,
                                          [client_cpu] if client_cpu is not None else None)
     try:
@@ -256,16 +252,14 @@ async def idle_rss(running, label, count, transport="sockjs", source_addresses=N
             raise ServerGone("no idle connection opened to %s: %s" % (", ".join(running.urls), failures))
         loop = asyncio.get_event_loop()
         deadline = loop.time() + IDLE_SETTLE_S
-        rss = rss_kb()
+        rss = probe.rss_kb()
         while loop.time() < deadline:
             await asyncio.sleep(IDLE_SAMPLE_S)
-            latest = rss_kb()
+            latest = probe.rss_kb()
             if abs(latest - rss) <= rss * 0.002:
                 break
             rss = latest
-        rss = rss_kb()
-    except procstat.ProcessGone as error:
-        raise ServerGone(str(error)) from None
+        rss = probe.rss_kb()
     finally:
         for group in groups:
             group.close()

@@ -81,13 +81,14 @@ class ClusterProbe:
         return {name: self._read(procstat.rss_kb, name) for name in self.pids}
 
     def cpu(self):
-        """Each process's CPU since the last call, as a share of one core."""
+        """``(shares, seconds)``: each process's CPU since the last call as a share
+        of one core, and the seconds since that call."""
         now = time.monotonic()
         used = {name: self._read(procstat.cpu_seconds, name) for name in self.pids}
-        shares = {name: round((used[name] - self._cpu[name]) / (now - self._at), 4) for name in self.pids
-                  if self._at is not None and now > self._at}
+        seconds = now - self._at if self._at is not None else 0.0
+        shares = {name: round((used[name] - self._cpu[name]) / seconds, 4) for name in self.pids if seconds > 0}
         self._cpu, self._at = used, now
-        return shares
+        return shares, seconds
 
     def _read(self, what, name):
         try:
@@ -109,7 +110,6 @@ class Feed:
         self.probe = ClusterProbe(cluster_.pids())
         self.histogram = method.new_histogram()
         self.received = 0
-        self._sampled_at = None
 
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
@@ -147,7 +147,6 @@ class Feed:
         published = sampled = 0
         await _sample(groups)  # what connecting cost is no sample's
         self.probe.cpu()
-        self._sampled_at = time.monotonic()
         start = loop.time()
         next_sample = start + args.sample
         try:
@@ -188,12 +187,11 @@ class Feed:
         self.received += part.received
         if not (part.received or published or part.drop_reasons):
             return
-        now = time.monotonic()
-        interval, self._sampled_at = now - self._sampled_at, now
+        cpu, seconds = self.probe.cpu()
         sample = records.FeedSample(
             server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
             alive=part.alive, delivery_ms=method.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb(),
-            cpu=self.probe.cpu(), client_cpu=round(part.cpu_s / interval, 4))
+            cpu=cpu, client_cpu=round(part.cpu_s / seconds, 4))
         self.out.write(sample)
         self.status.message(report.feed_sample_line(sample))
 

@@ -8,8 +8,10 @@ Rules:
   backend's publishes would.
 - Every answer is read to its end, so a connection stays usable; anything but
   ``200`` raises :class:`PublishRefused` with the status and the broker's reason.
-- Blocking sockets with a timeout: a publisher is driven once per tick of its
-  caller, never on a load client's event loop.
+- Blocking sockets with a timeout: a publish holds its caller until the
+  broker has answered (at most ``timeout``). Callers publish a few messages a
+  tick (``abuse``'s loop, ``feed``'s event loop, whose listeners then wait
+  that long to be read).
 """
 
 import socket

@@ -88,6 +88,10 @@ class ServerProbe:
     def check(self):
         self._read(procstat.cpu_seconds)
 
+    def rss_kb(self):
+        """The processes' RSS now, summed."""
+        return self._read(procstat.rss_kb)
+
     def start(self):
         self._cpu = self._read(procstat.cpu_seconds)
 
@@ -96,7 +100,7 @@ class ServerProbe:
         if not self.pids:
             return method.ServerFigures()
         used = self._read(procstat.cpu_seconds) - self._cpu
-        return method.ServerFigures.of(used, duration, received, self._read(procstat.rss_kb))
+        return method.ServerFigures.of(used, duration, received, self.rss_kb())
 
 
 async def sweep(options, on_step=None, on_level=None, on_progress=None):
