@@ -7,8 +7,11 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   :data:`STREAM_MAXLEN` entries, as its JSON text: encoded once, by the hub,
   and never again on the way through Redis.
 * What the hub hands over in one event-loop iteration goes out as one
-  pipeline. At most one pipeline is in flight, so the messages of one
-  publisher reach the stream in the order they were published.
+  MULTI/EXEC transaction. Redis appends its entries at once, so the blocked
+  XREAD of every broker gets them in one reply (one batch, one frame); a
+  plain pipeline would wake the readers after its first XADD. At most one
+  transaction is in flight, so the messages of one publisher reach the
+  stream in the order they were published.
 * Nothing is delivered from here to the hub but what a blocking XREAD returns,
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
@@ -25,7 +28,7 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
   last id it delivered, so what Redis still holds is neither lost nor
-  delivered twice. A pipeline that fails fails the ``POST /publish`` requests
+  delivered twice. A transaction that fails fails the ``POST /publish`` requests
   waiting on it; whether Redis applied it first cannot be known.
 
 The stream is trusted: only brokers write to it, and an entry's text goes to
@@ -92,7 +95,7 @@ class Backplane:
         self._reader = asyncio.ensure_future(self._read_forever())
 
     async def stop(self):
-        """Let the pipeline in flight finish, close the connections, stop reading.
+        """Let the transaction in flight finish, close the connections, stop reading.
 
         Closing ends the blocked XREAD at once; cancelling the reader instead
         can leave it stuck inside redis-py (seen with 6.4 on CPython 3.11).
@@ -104,7 +107,7 @@ class Backplane:
         await asyncio.gather(self._reader, return_exceptions=True)
 
     def append(self, encoded):
-        """Queue one JSON text for the next pipeline (the hub's relay); raises
+        """Queue one JSON text for the next transaction (the hub's relay); raises
         :class:`broker.cluster.Unavailable` while Redis is not up."""
         if not self.state.is_up:
             raise self.state.refuse()
@@ -124,12 +127,12 @@ class Backplane:
 
     async def _write(self):
         # A task's first step runs in the next loop iteration: by then the whole
-        # iteration's messages are pending, and go in one pipeline.
+        # iteration's messages are pending, and go in one transaction.
         try:
             while self._pending:
                 batch, written = self._pending, self._pending_written
                 self._pending, self._pending_written = [], None
-                pipe = self._redis.pipeline(transaction=False)
+                pipe = self._redis.pipeline(transaction=True)
                 for encoded in batch:
                     pipe.xadd(self.key, {FIELD: encoded}, maxlen=self.maxlen, approximate=True)
                 try:

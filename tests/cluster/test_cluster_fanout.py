@@ -45,3 +45,15 @@ def test_concurrent_publishers_at_three_brokers_give_every_client_one_sequence(s
         assert s["backplane"]["state"] == "up" and s["backplane"]["delivered"] == len(first)
         assert s["flushes"] <= len(first)
     assert sum(s["messages_in"] for s in stats) == len(first)
+
+
+def test_what_a_client_sends_in_one_frame_reaches_another_broker_as_one_frame(start_redis, start_cluster):
+    # The three messages go to Redis in one pipeline; were they three XADDs, the
+    # other broker's blocked XREAD would be answered after the first of them.
+    brokers = start_cluster(start_redis(), 2)
+    with WebSocketClient(brokers[0].url) as sender, WebSocketClient(brokers[1].url) as listener:
+        for round_ in range(5):
+            batch = ["r%d:%d" % (round_, n) for n in range(3)]
+            sender.send(*batch)
+            assert listener.receive() == batch
+            assert sender.receive() == batch
