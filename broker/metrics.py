@@ -5,6 +5,8 @@ Rules this module keeps:
 * Nothing is counted here: :class:`BrokerCollector` reads the counters the hub,
   the router, the limits, the collector and the backplane keep anyway, at
   scrape time. The hot path never calls into prometheus-client.
+* PyPy's heap figures appear once the GC has them (after its first minor,
+  then major, collection).
 * Every broker has its own registry (no global state): its own figures, the
   process's (CPU, memory, open files) and the interpreter's.
 * A backplane, when the broker has one, is shown from its ``stats()`` dict:
@@ -74,11 +76,17 @@ class BrokerCollector:
         yield refused
         yield CounterMetricFamily(PREFIX + "accept_pauses", "Times the broker stopped accepting "
                                   "for a moment (out of descriptors)", value=limits.accept_pauses)
+        yield GaugeMetricFamily(PREFIX + "connections_behind", "Websockets holding bytes the kernel "
+                                "would not take yet", value=len(self.router.behind))
+        yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets behind hold for "
+                                "their clients", value=self.router.unsent_bytes())
         yield self.latency()
         if self.gc_policy is not None:
             for name, value in sorted(self.gc_policy.stats().items()):
                 yield CounterMetricFamily(PREFIX + "gc_" + name, GC_HELP.get(name, name.replace("_", " ")),
                                           value=value)
+            if hasattr(self.gc_policy, "heap"):
+                yield from gc_heap_metrics(self.gc_policy.heap())
         if self.backplane is not None:
             yield from backplane_metrics(self.backplane.stats())
 
@@ -92,6 +100,14 @@ class BrokerCollector:
         family.add_metric([], [(floatToGoString(bound), count) for bound, count in histogram.cumulative()],
                           histogram.sum)
         return family
+
+
+def gc_heap_metrics(heap):
+    """PyPy's heap, from the collector policy's ``heap()``: each figure it has yet."""
+    for key, help_text in (("used_bytes", "Bytes PyPy's GC held after the last minor collection"),
+                           ("live_bytes", "Bytes live after PyPy's last major collection")):
+        if heap[key] is not None:
+            yield GaugeMetricFamily(PREFIX + "gc_heap_" + key, help_text, value=heap[key])
 
 
 def backplane_metrics(stats):

@@ -6,7 +6,7 @@ import types
 import websocket
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.metrics import BrokerCollector, backplane_metrics
+from broker.metrics import BrokerCollector, backplane_metrics, gc_heap_metrics
 from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, wait_until
 
 AUTH = {"Authorization": "Bearer s3cret"}
@@ -31,6 +31,8 @@ def test_figures_move_as_clients_connect_and_messages_flow(broker):
     assert value(before, "sockjs_broker_delivery_latency_seconds_count") == 0
     assert value(before, "sockjs_broker_disconnects_total", reason="slow_consumer") == 0
     assert value(before, "process_resident_memory_bytes") > 0
+    assert value(before, "sockjs_broker_connections_behind") == 0
+    assert value(before, "sockjs_broker_unsent_bytes") == 0
     assert value(before, "python_info", implementation=platform.python_implementation(),
                  major=platform.python_version_tuple()[0], minor=platform.python_version_tuple()[1],
                  patchlevel=platform.python_version_tuple()[2],
@@ -96,6 +98,14 @@ def test_openmetrics_is_served_to_a_scraper_that_asks_for_it(broker):
         assert response.read().rstrip().endswith(b"# EOF")
 
 
+def test_pypy_heap_figures_appear_once_the_gc_has_them():
+    assert [f.name for f in gc_heap_metrics({"used_bytes": None, "live_bytes": None})] == []
+    families = list(gc_heap_metrics({"used_bytes": 64 << 20, "live_bytes": None}))
+    assert [(f.name, f.samples[0].value) for f in families] == [("sockjs_broker_gc_heap_used_bytes", 64 << 20)]
+    families = list(gc_heap_metrics({"used_bytes": 64 << 20, "live_bytes": 40 << 20}))
+    assert [f.name for f in families] == ["sockjs_broker_gc_heap_used_bytes", "sockjs_broker_gc_heap_live_bytes"]
+
+
 def test_a_backplane_shows_its_state_and_numbers():
     families = {f.name: f for f in backplane_metrics({"state": "reconnecting", "lag": 42, "connected": False,
                                                       "last_error": "Connection refused"})}
@@ -111,7 +121,7 @@ def test_the_collector_asks_the_backplane_at_each_scrape():
     from broker.limits import Limits
     asked = []
     backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
-    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0))
+    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0)
     collector = BrokerCollector(Hub(lambda callback: None), router, Limits(10), backplane=backplane)
     for _ in range(2):
         names = [family.name for family in collector.collect()]

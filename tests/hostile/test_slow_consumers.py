@@ -5,6 +5,7 @@ import json
 import socket
 
 import websocket
+from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest.procstat import rss_kb
 
@@ -117,6 +118,10 @@ def test_small_messages_reach_the_write_timeout_not_megabytes_of_kernel_buffer(s
             sent += 1
     held = broker.stats()["slow_consumers"]
     assert 0 < held["unsent_bytes"] <= count * held["max_buffer"]
+    metrics = {sample.name: sample.value for family in text_string_to_metric_families(broker.request("GET", "/metrics")[1])
+               for sample in family.samples}
+    assert 0 < metrics["sockjs_broker_connections_behind"] <= count
+    assert 0 < metrics["sockjs_broker_unsent_bytes"] <= count * held["max_buffer"]
     wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == count, timeout=write_timeout + 1)
     assert broker.stats()["slow_consumers"]["behind"] == 0
     assert broker.stats()["slow_consumers"]["unsent_bytes"] == 0
