@@ -11,8 +11,6 @@ with the reason.
 
 import hmac
 import json
-import platform
-import sys
 
 from tornado.httputil import responses
 from tornado.web import RequestHandler
@@ -20,15 +18,7 @@ from tornado.web import RequestHandler
 import broker
 from broker import frames
 from broker.cluster import Unavailable
-
-
-def interpreter():
-    """``CPython 3.11.7`` or ``PyPy 7.3.11 (Python 3.9.16)``."""
-    name = platform.python_implementation()
-    if name == "PyPy":
-        v = sys.pypy_version_info
-        return "PyPy %d.%d.%d (Python %s)" % (v.major, v.minor, v.micro, platform.python_version())
-    return "%s %s" % (name, platform.python_version())
+from broker.runtime import interpreter
 
 
 class _JSONHandler(RequestHandler):

@@ -2,7 +2,6 @@
 
 import asyncio
 import logging
-import resource
 import signal
 
 from tornado.httpserver import HTTPServer
@@ -17,6 +16,7 @@ from broker.origins import OriginPolicy
 from broker.limits import Limits, default_max_connections
 from broker.listener import ClientAddressCheck, Listener
 from broker.pinger import PingWheel
+from broker.runtime import raise_open_files_limit
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -76,14 +76,6 @@ def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None):
          dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_policy, backplane)))),
     ]
     return Application(routes, **application_settings(config.max_message_size))
-
-
-def raise_open_files_limit():
-    """Every connection is a file descriptor: use the whole hard limit, and return it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def connection_limits(config, open_files):

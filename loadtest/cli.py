@@ -4,6 +4,7 @@ import argparse
 import sys
 import urllib.parse
 
+from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, method, procstat, records, report, results, runner, runtime, sweep
 
 
@@ -64,7 +65,7 @@ def main(argv=None):
         affinity.pin(0, args.client_cpu[0])
     for pid in args.server_pid or ():
         affinity.pin(pid, args.server_cpu)
-    runtime.raise_open_files_limit()
+    raise_open_files_limit()
     label = args.label or ",".join(urllib.parse.urlsplit(url).netloc for url in args.url)
     options = sweep.Options(
         args.url,

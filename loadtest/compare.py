@@ -31,8 +31,9 @@ import json
 import subprocess
 import sys
 
+from broker.runtime import raise_open_files_limit
 from loadtest import (affinity, arguments, cluster, contenders, records, report, results, runner,
-                      runtime, servers, summary, sweep, workers)
+                      servers, summary, sweep, workers)
 from loadtest.errors import Interrupted, ServerGone
 
 CONNECTIONS_PER_PROC = 10000
@@ -298,7 +299,7 @@ def resolve_all(names, status):
 def prepare_client(cpu):
     """Pin this process (the load client) to ``cpu`` and let it open as many files as it may."""
     affinity.pin(0, cpu)
-    runtime.raise_open_files_limit()
+    raise_open_files_limit()
 
 
 def check_cpus(parser, args):

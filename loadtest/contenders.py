@@ -43,7 +43,7 @@ BROKER_FLAGS = ["--client-rate", "0"]
 # module it will serve imports, then prints the interpreter's name and version.
 _PROBE = (
     "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from loadtest.runtime import interpreter; print(interpreter())"
+    "from broker.runtime import interpreter; print(interpreter())"
 )
 
 

@@ -26,7 +26,8 @@ import sys
 import time
 
 from broker.frames import websocket_frame
-from loadtest import affinity, records, runtime
+from broker.runtime import interpreter
+from loadtest import affinity, records
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
@@ -57,7 +58,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
         os.close(drain_gone)
         _, status = os.waitpid(drain_pid, 0)
     return records.Floor(connections=connections, rate=rate, frame_bytes=len(websocket_frame(PAYLOAD)), cpu=cpu,
-                         runtime=runtime.interpreter(), drain_ok=os.waitstatus_to_exitcode(status) == 0, **sent)
+                         runtime=interpreter(), drain_ok=os.waitstatus_to_exitcode(status) == 0, **sent)
 
 
 def _accept(listener, connections, drain_gone, timeout=30.0):

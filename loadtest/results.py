@@ -11,7 +11,8 @@ import os
 import sys
 
 import loadtest
-from loadtest import procstat, records, runtime
+from broker.runtime import interpreter
+from loadtest import procstat, records
 
 
 def default_path(directory="results"):
@@ -24,7 +25,7 @@ def run_record(url, transport, command=None):
     return records.Run(
         started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         command=list(sys.argv if command is None else command),
-        client={"interpreter": runtime.interpreter(), "version": loadtest.__version__},
+        client={"interpreter": interpreter(), "version": loadtest.__version__},
         machine=procstat.machine(),
         url=url,
         transport=transport,

@@ -1,40 +1,20 @@
-"""What a process runs on: this one's interpreter and open-files limit, a server's runtime.
+"""What a server runs on, as the load client finds out.
 
 Rules:
 
-- :func:`interpreter` names this interpreter exactly as the broker's ``/stats``
-  does (``CPython 3.11.7``, ``PyPy 7.3.11 (Python 3.9.16)``): results files put
-  the two side by side, and ``compare`` tells CPython from PyPy by the prefix.
-- Standard library only: ``compare`` imports this module in every candidate
-  interpreter it probes, before it knows what that interpreter has installed.
+- A server's runtime is named as :func:`broker.runtime.interpreter` names
+  this process's: the broker says it in ``/stats``; any other server is
+  named by its executable.
+- Standard library only, as :mod:`broker.runtime`.
 """
 
 import json
-import platform
-import resource
-import sys
 import urllib.parse
 import urllib.request
 
 from loadtest import procstat
 
 STATS_TIMEOUT_S = 2.0
-
-
-def interpreter():
-    """``CPython 3.11.7`` or ``PyPy 7.3.11 (Python 3.9.16)``."""
-    name = platform.python_implementation()
-    if name == "PyPy":
-        v = sys.pypy_version_info
-        return "PyPy %d.%d.%d (Python %s)" % (v.major, v.minor, v.micro, platform.python_version())
-    return "%s %s" % (name, platform.python_version())
-
-
-def raise_open_files_limit():
-    """Every connection is a file descriptor: use the whole hard limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def server_runtime(url, pid):

@@ -12,7 +12,8 @@ import asyncio
 import os
 import sys
 
-from loadtest import affinity, arguments, client, runtime, servers
+from broker.runtime import interpreter
+from loadtest import affinity, arguments, client, servers
 from loadtest.errors import ConnectError, LoadTestError
 
 
@@ -67,7 +68,7 @@ def main(argv=None):
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
-          % (runtime.interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
+          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
              args.seconds))
     print("%10s  %14s  %10s  %14s  %12s" % (
         "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))

@@ -2,6 +2,7 @@
 
 import pytest
 
+from broker.runtime import interpreter
 from loadtest import runtime
 
 
@@ -13,7 +14,7 @@ def test_the_server_runtime_comes_from_stats_at_the_root(broker_server, prefix):
 
 def test_the_client_names_its_interpreter_as_the_broker_does(broker_server):
     """The broker runs on this interpreter: its ``/stats`` and the client must agree to the letter."""
-    assert runtime.server_runtime(broker_server.url, None) == runtime.interpreter()
+    assert runtime.server_runtime(broker_server.url, None) == interpreter()
 
 
 def test_without_stats_the_runtime_is_the_executable(broker_server):
