@@ -11,7 +11,10 @@ Rules (BENCHMARKS.rst, "C100K"):
 - Then a backend publishes ``--rate`` msgs/s through ``POST /publish``, to the
   brokers in turn, for ``--duration`` seconds. Each message carries its publish
   time (:data:`loadtest.payload.FEED_ID` as the sender), and every listener
-  times each delivery against it: one machine, one monotonic clock.
+  times each delivery against it: one machine, one monotonic clock. A publish
+  waits for its answer in a thread, so the listeners of the feed's own process
+  are read meanwhile; one not answered in 10 s ends the run
+  (:class:`loadtest.publisher.PublishFailed`).
 - Every ``--sample`` seconds, a ``feed_sample`` record: messages published and
   delivered since the last, the delivery times' percentiles, and the RSS and
   CPU of every process of the cluster.
@@ -156,7 +159,7 @@ class Feed:
                 while published < due:
                     published += 1
                     message = payload.message(payload.FEED_ID, published, client.now_us())
-                    publishers[published % len(publishers)].publish([message])
+                    await loop.run_in_executor(None, publishers[published % len(publishers)].publish, [message])
                 if now >= next_sample:
                     self._record(await _sample(groups), now - start, published - sampled)
                     sampled = published

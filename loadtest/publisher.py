@@ -7,11 +7,12 @@ Rules:
   arrives in one event-loop iteration and goes out in one flush, as a
   backend's publishes would.
 - Every answer is read to its end, so a connection stays usable; anything but
-  ``200`` raises :class:`PublishRefused` with the status and the broker's reason.
-- Blocking sockets with a timeout: a publish holds its caller until the
-  broker has answered (at most ``timeout``). Callers publish a few messages a
-  tick (``abuse``'s loop, ``feed``'s event loop, whose listeners then wait
-  that long to be read).
+  ``200`` raises :class:`PublishFailed` with the status and the broker's reason,
+  and so does a connection that breaks or a broker that has not answered
+  within ``timeout``.
+- Blocking sockets: a publish holds its caller until the broker has answered.
+  ``abuse`` calls it from its own loop, ``feed`` from a thread beside its
+  event loop, whose listeners are read meanwhile.
 """
 
 import socket
@@ -19,8 +20,8 @@ import socket
 from loadtest.errors import LoadTestError
 
 
-class PublishRefused(LoadTestError):
-    """The broker answered ``POST /publish`` with something other than 200."""
+class PublishFailed(LoadTestError):
+    """``POST /publish`` was answered with something other than 200, or not answered in time."""
 
 
 class Publisher:
@@ -30,17 +31,23 @@ class Publisher:
         self._head = b"POST /publish HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
         if token:
             self._head += b"Authorization: Bearer %s\r\n" % token.encode()
+        self.timeout = timeout
         self.sockets = [socket.create_connection((host, port), timeout=timeout) for _ in range(connections)]
 
     def publish(self, messages):
         """Publish ``messages`` (bytes, at most one per connection), all sent before any answer is read."""
         sockets = self.sockets[:len(messages)]
-        for sock, message in zip(sockets, messages):
-            sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(message), message))
-        for sock in sockets:
-            status, body = read_response(sock)
+        try:
+            for sock, message in zip(sockets, messages):
+                sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(message), message))
+            answers = [read_response(sock) for sock in sockets]
+        except socket.timeout:
+            raise PublishFailed("POST /publish: no answer within %g s" % self.timeout) from None
+        except OSError as error:
+            raise PublishFailed("POST /publish: %s" % (error.strerror or error)) from None
+        for status, body in answers:
             if status != 200:
-                raise PublishRefused("POST /publish answered %d: %s" % (status, body.decode("utf-8", "replace")))
+                raise PublishFailed("POST /publish answered %d: %s" % (status, body.decode("utf-8", "replace")))
         return len(sockets)
 
     def close(self):
