@@ -64,7 +64,8 @@ def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None):
     router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
-                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings)
+                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings,
+                          limits=limits)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,

@@ -188,14 +188,16 @@ def build_parser(environ=os.environ):
                         "before the broker notices [BROKER_SEND_BUFFER, default %(default)s]")
     parser.add_argument("--max-connections", type=_max_connections, metavar="N",
                         default=env("BROKER_MAX_CONNECTIONS", "auto"),
-                        help="open TCP connections (HTTP and websocket) allowed; more are "
-                        "answered 503 and closed; auto is the open-files limit less 2%% "
+                        help="open TCP connections (HTTP and websocket) allowed, and as many "
+                        "polling and streaming sessions; more are answered 503 and closed "
+                        "(a session: closed as it opens); auto is the open-files limit less 2%% "
                         "(at least 64) kept for the broker's own files "
                         "[BROKER_MAX_CONNECTIONS, default auto]")
     parser.add_argument("--max-connections-per-ip", type=_non_negative, metavar="N",
                         default=env("BROKER_MAX_CONNECTIONS_PER_IP", str(defaults.max_connections_per_ip)),
-                        help="open TCP connections allowed per client address (IPv6: per /64); "
-                        "more are answered 503 and closed; 0 for no limit "
+                        help="open TCP connections allowed per client address (IPv6: per /64), "
+                        "and as many polling and streaming sessions; more are refused as "
+                        "--max-connections says; 0 for no limit "
                         "[BROKER_MAX_CONNECTIONS_PER_IP, default %(default)s]")
     parser.add_argument("--client-address-header", type=_header_name, metavar="NAME",
                         default=env("BROKER_CLIENT_ADDRESS_HEADER") or None,

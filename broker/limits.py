@@ -3,13 +3,18 @@
 Rules this module keeps:
 
 * A connection is a TCP connection, that is a file descriptor: an HTTP
-  keep-alive connection, a streaming response or a websocket. SockJS sessions
-  are not connections here (a polling session holds none between requests).
+  keep-alive connection, a streaming response or a websocket.
 * ``admit`` counts a new connection or says why it is refused: the broker is
   at ``max_connections``, or its client is at ``max_per_client``. Each refusal
   is counted by that reason; a refused connection is never counted as open.
 * Every admitted connection is released exactly once, with the client it is
   attributed to at that moment.
+* A SockJS session of a polling or streaming transport is counted apart
+  (``admit_session``), against the same two numbers: it is a subscriber
+  like a websocket, but holds no connection between its requests, so
+  without a count of its own one client could open thousands of them over
+  one keep-alive connection, each to be sent every message until it
+  expires. Sessions are refused and released as connections are.
 * A client is an address: IPv4 as it is, an IPv4-mapped IPv6 address as its
   IPv4 address, any other IPv6 address by its /64 (one subscriber's network:
   a single host may hold all of it). ``None`` is a client not known yet, as
@@ -27,6 +32,8 @@ import ipaddress
 
 MAX_CONNECTIONS = "max_connections"
 PER_IP = "per_ip"
+MAX_SESSIONS = "max_sessions"
+SESSIONS_PER_IP = "sessions_per_ip"
 RESERVED_DESCRIPTORS = 64
 
 
@@ -50,8 +57,9 @@ def client_key(address):
 
 
 class Limits:
-    """The open connections, against ``max_connections`` in all and
-    ``max_per_client`` per client (0: no per-client limit)."""
+    """The open connections and the polling and streaming sessions, each
+    against ``max_connections`` in all and ``max_per_client`` per client
+    (0: no per-client limit)."""
 
     def __init__(self, max_connections, max_per_client=0):
         self.max_connections = max_connections
@@ -60,33 +68,44 @@ class Limits:
         self.admitted = 0  # in all, since the start: the collector watches both
         self.released = 0
         self.per_client = {}
-        self.refused = {MAX_CONNECTIONS: 0, PER_IP: 0}
+        self.sessions = 0
+        self.sessions_per_client = {}
+        self.refused = {MAX_CONNECTIONS: 0, PER_IP: 0, MAX_SESSIONS: 0, SESSIONS_PER_IP: 0}
         self.accept_pauses = 0  # counted by the listener, shown with the rest
 
     def admit(self, client):
         """Count a new connection from ``client``; None, or the reason it is refused."""
         if self.open >= self.max_connections:
             return self._refuse(MAX_CONNECTIONS)
-        if client is not None and self.max_per_client:
-            held = self.per_client.get(client, 0)
-            if held >= self.max_per_client:
-                return self._refuse(PER_IP)
-            self.per_client[client] = held + 1
+        if not self._hold(self.per_client, client):
+            return self._refuse(PER_IP)
         self.open += 1
         self.admitted += 1
         return None
+
+    def admit_session(self, client):
+        """Count a new polling or streaming session of ``client``; None, or the reason it is refused."""
+        if self.sessions >= self.max_connections:
+            return self._refuse(MAX_SESSIONS)
+        if not self._hold(self.sessions_per_client, client):
+            return self._refuse(SESSIONS_PER_IP)
+        self.sessions += 1
+        return None
+
+    def release_session(self, client):
+        """An admitted session of ``client`` has closed."""
+        self.sessions -= 1
+        if self.max_per_client:
+            self._forget(self.sessions_per_client, client)
 
     def reassign(self, old, new):
         """Attribute an open connection of client ``old`` to client ``new``
         instead; None, or the reason it is refused (it then stays ``old``'s)."""
         if new == old or not self.max_per_client:
             return None
-        if new is not None:
-            held = self.per_client.get(new, 0)
-            if held >= self.max_per_client:
-                return self._refuse(PER_IP)
-            self.per_client[new] = held + 1
-        self._forget(old)
+        if not self._hold(self.per_client, new):
+            return self._refuse(PER_IP)
+        self._forget(self.per_client, old)
         return None
 
     def release(self, client):
@@ -94,7 +113,7 @@ class Limits:
         self.open -= 1
         self.released += 1
         if self.max_per_client:
-            self._forget(client)
+            self._forget(self.per_client, client)
 
     def stats(self):
         return {
@@ -107,11 +126,21 @@ class Limits:
         self.refused[reason] += 1
         return reason
 
-    def _forget(self, client):
+    def _hold(self, counts, client):
+        """Count one more for ``client`` in ``counts``; False if it is at the per-client limit."""
+        if client is None or not self.max_per_client:
+            return True
+        held = counts.get(client, 0)
+        if held >= self.max_per_client:
+            return False
+        counts[client] = held + 1
+        return True
+
+    def _forget(self, counts, client):
         if client is None:
             return
-        held = self.per_client[client] - 1
+        held = counts[client] - 1
         if held:
-            self.per_client[client] = held
+            counts[client] = held
         else:
-            del self.per_client[client]
+            del counts[client]

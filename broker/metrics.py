@@ -69,7 +69,8 @@ class BrokerCollector:
         cuts.add_metric(["rate_limited"], hub.dropped[TOO_MANY_MESSAGES])
         yield cuts
         refused = CounterMetricFamily(PREFIX + "refused_connections", "TCP connections or "
-                                      "requests refused with 503, by the limit reached",
+                                      "requests refused with 503, and polling or streaming sessions "
+                                      "closed as they opened, by the limit reached",
                                       labels=["reason"])
         for reason, count in sorted(limits.refused.items()):
             refused.add_metric([reason], count)

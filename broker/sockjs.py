@@ -17,6 +17,7 @@ from sockjs.tornado.util import bytes_to_str
 from broker import static, transports
 from broker.cluster import Unavailable
 from broker.hub import TOO_MANY_MESSAGES
+from broker.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.origins import OriginPolicy
 from broker.token_bucket import TokenBucket
 
@@ -37,6 +38,10 @@ TRANSPORT_OVERRIDES = {
 LOG = logging.getLogger("broker.sockjs")
 
 INVALID_MESSAGE = (1007, "Invalid message")
+SESSION_REFUSALS = {
+    SESSIONS_PER_IP: (3010, "Too many sessions from your address"),
+    MAX_SESSIONS: (3011, "The server is at its session limit"),
+}
 
 DEFAULT_SETTINGS = {
     "jsessionid": False,
@@ -55,13 +60,16 @@ class BrokerRouter(SockJSRouter):
     :class:`broker.origins.OriginPolicy`) says which pages may use the service;
     ``client_rate`` is how many messages a second one client may publish (0:
     no limit), in bursts of up to twice as many; ``pings`` (a
-    :class:`broker.pinger.PingWheel`, or None) pings every websocket.
+    :class:`broker.pinger.PingWheel`, or None) pings every websocket;
+    ``limits`` (a :class:`broker.limits.Limits`, or None) admits the polling
+    and streaming sessions.
     ``behind`` holds the websockets holding bytes the kernel would not take
     yet, and :meth:`unsent_bytes` adds up those bytes.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
-                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None):
+                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None,
+                 limits=None):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
@@ -73,6 +81,7 @@ class BrokerRouter(SockJSRouter):
         self.client_rate = client_rate
         self.behind = set()
         self.pings = pings
+        self.limits = limits
 
     def unsent_bytes(self):
         """Bytes the websockets behind hold for their clients, each at most
@@ -135,21 +144,37 @@ class BrokerSession(session.Session):
 class BroadcastConnection(SockJSConnection):
     """One client in the room: a hub subscriber for as long as its session is
     open; one that publishes faster than the router's ``client_rate`` is
-    dropped, and its websocket, if it has one, cut at once."""
+    dropped, and its websocket, if it has one, cut at once. A polling or
+    streaming session the router's limits refuse is closed as it opens
+    (``SESSION_REFUSALS``), and never subscribed."""
+
+    hub = None
+    counted = False
 
     def on_open(self, info):
         session = self.session
-        self.hub = session.server.hub
-        self.transport = session.transport_name
+        server = session.server
         handler = session.handler
+        self.transport = session.transport_name
         self.form = getattr(handler, "prebuilt_form", None)
+        if self.form is None and server.limits is not None:
+            # A websocket is counted as the connection it is; a session of
+            # requests is counted on its own, for the client of this first one.
+            self.client = getattr(handler.request.connection.stream, "client", None)
+            refusal = server.limits.admit_session(self.client)
+            if refusal is not None:
+                LOG.debug("refused a %s session of %s: %s", self.transport, self.client, refusal)
+                session.close(*SESSION_REFUSALS[refusal])
+                return
+            self.counted = True
+        self.hub = server.hub
         self.write = handler.write_prebuilt if self.form else self._write_queued
-        rate = session.server.client_rate
+        rate = server.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         self.hub.subscribe(self)
 
     def on_message(self, message):
-        if self.session.is_closed:
+        if self.session.is_closed or self.hub is None:
             return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
@@ -167,9 +192,11 @@ class BroadcastConnection(SockJSConnection):
             self.session.close(*INVALID_MESSAGE)
 
     def on_close(self):
-        hub = getattr(self, "hub", None)
-        if hub is not None:
-            hub.unsubscribe(self)
+        if self.hub is not None:
+            self.hub.unsubscribe(self)
+        if self.counted:
+            self.counted = False
+            self.session.server.limits.release_session(self.client)
 
     def disconnect(self, code, reason):
         self.session.close(code, reason)

@@ -26,8 +26,8 @@ def test_the_total_limit_refuses_and_counts():
     limits = Limits(2)
     assert limits.admit("a") is None and limits.admit("b") is None
     assert limits.admit("c") == "max_connections"
-    assert limits.stats() == {"tcp_connections": 2, "refused": {"max_connections": 1, "per_ip": 0},
-                              "accept_pauses": 0}
+    assert limits.stats() == {"tcp_connections": 2, "accept_pauses": 0, "refused": {
+        "max_connections": 1, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0}}
     limits.release("a")
     assert limits.admit("c") is None
     assert limits.per_client == {}, "nothing is kept per client without a per-client limit"
@@ -38,12 +38,29 @@ def test_the_per_client_limit_refuses_that_client_only():
     assert limits.admit("a") is None and limits.admit("a") is None
     assert limits.admit("a") == "per_ip"
     assert limits.admit("b") is None
-    assert limits.refused == {"max_connections": 0, "per_ip": 1}
+    assert limits.refused == {"max_connections": 0, "per_ip": 1, "max_sessions": 0, "sessions_per_ip": 0}
     limits.release("a")
     assert limits.admit("a") is None
     for client in ("a", "a", "b"):
         limits.release(client)
     assert limits.open == 0 and limits.per_client == {}
+
+
+def test_sessions_are_counted_apart_from_connections_against_the_same_limits():
+    limits = Limits(3, max_per_client=2)
+    assert limits.admit("a") is None
+    assert limits.admit_session("a") is None and limits.admit_session("a") is None
+    assert limits.admit_session("a") == "sessions_per_ip", "one connection, but two sessions already"
+    assert limits.admit("a") is None, "connections are a count of their own"
+    assert limits.admit_session("b") is None
+    assert limits.admit_session(None) == "max_sessions"
+    assert limits.refused == {"max_connections": 0, "per_ip": 0, "max_sessions": 1, "sessions_per_ip": 1}
+    limits.release_session("a")
+    assert limits.admit_session("a") is None
+    for client in ("a", "a", "b"):
+        limits.release_session(client)
+    assert limits.sessions == 0 and limits.sessions_per_client == {}
+    assert limits.open == 2 and limits.per_client == {"a": 2}
 
 
 def test_behind_a_proxy_a_connection_moves_to_the_client_its_request_names():

@@ -1,6 +1,8 @@
 """--max-connections and --max-connections-per-ip: a connection over a limit is
 answered 503 with a short body and closed at once, counted in /stats, and
-everyone within the limits is still served."""
+everyone within the limits is still served. Polling and streaming sessions,
+which hold no connection between requests, are counted against the same
+limits on their own: one over them is closed as it opens."""
 
 import json
 
@@ -8,7 +10,7 @@ import pytest
 import websocket
 
 from probes import Canary, closed, connect, get, open_fds
-from sockjs_clients import wait_until
+from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
 
 
 def stats_on(broker, monitor):
@@ -32,7 +34,7 @@ def test_connections_over_the_limit_are_refused_with_503(start_broker):
             assert "Connection: close" in headers
         canary.round_trip()
         stats = stats_on(broker, monitor)
-        assert stats["refused"] == {"max_connections": 30, "per_ip": 0}
+        assert stats["refused"] == {"max_connections": 30, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0}
         assert stats["tcp_connections"] == 20
         assert open_fds(broker.server.pid) <= baseline + 20
 
@@ -60,7 +62,7 @@ def test_one_address_gets_its_share_and_no_more(start_broker):
         wait_until(lambda: open_fds(broker.server.pid) <= baseline)
         assert get(broker, "/healthz", source="127.0.0.3")[0] == 200
         canary.round_trip()
-        assert stats_on(broker, monitor)["refused"] == {"max_connections": 0, "per_ip": 200}
+        assert stats_on(broker, monitor)["refused"] == {"max_connections": 0, "per_ip": 200, "max_sessions": 0, "sessions_per_ip": 0}
 
         held.pop().close()
         wait_until(lambda: stats_on(broker, monitor)["tcp_connections"] == 2 + 4)
@@ -97,7 +99,7 @@ def test_behind_a_proxy_the_configured_header_names_the_client(start_broker):
     with pytest.raises(websocket.WebSocketBadStatusException) as refused:
         websocket.create_connection(url, timeout=5, header=header)
     assert refused.value.status_code == 503
-    assert broker.stats()["refused"] == {"max_connections": 0, "per_ip": 3}
+    assert broker.stats()["refused"] == {"max_connections": 0, "per_ip": 3, "max_sessions": 0, "sessions_per_ip": 0}
     for sock in sockets:
         sock.close()
 
@@ -109,3 +111,43 @@ def test_without_the_flag_the_header_is_not_trusted(start_broker):
     assert status == 503 and "from your address" in body
     for sock in held:
         sock.close()
+
+
+def refused_session(kind, url):
+    """The close frame a new session of ``kind`` gets once it has opened: (code, reason)."""
+    client = kind(url).open()
+    with pytest.raises(Closed) as refused:
+        client.receive()
+    client.close()
+    return refused.value.code, refused.value.reason
+
+
+def test_one_address_gets_its_share_of_polling_sessions_and_no_more(start_broker):
+    broker = start_broker("--max-connections-per-ip", "3", "--publish-token", "t")
+    polling = [XhrPollingClient(broker.url).open() for _ in range(3)]
+    wait_until(lambda: broker.stats()["connections_total"] == 3)
+    for kind in (XhrPollingClient, XhrStreamingClient):
+        assert refused_session(kind, broker.url) == (3010, "Too many sessions from your address")
+    with WebSocketClient(broker.url) as websocket_client:  # a websocket is counted as its connection
+        assert broker.request("POST", "/publish", b"to the admitted", {"Authorization": "Bearer t"})[0] == 200
+        for client in polling + [websocket_client]:
+            assert client.collect(1) == ["to the admitted"]
+    stats = broker.stats()
+    assert stats["connections_total"] == 3
+    assert stats["refused"]["sessions_per_ip"] == 2
+    # Abandoned sessions expire (5 s after their last poll), and their places are free again.
+    wait_until(lambda: broker.stats()["connections_total"] == 0, timeout=15)
+    polling = [XhrPollingClient(broker.url).open() for _ in range(3)]
+    wait_until(lambda: broker.stats()["connections_total"] == 3)
+    assert refused_session(XhrPollingClient, broker.url)[0] == 3010
+
+
+def test_the_server_holds_at_most_max_connections_polling_sessions(start_broker):
+    broker = start_broker("--max-connections", "4")
+    polling = [XhrPollingClient(broker.url).open() for _ in range(4)]
+    wait_until(lambda: broker.stats()["connections_total"] == 4)
+    assert refused_session(XhrPollingClient, broker.url) == (3011, "The server is at its session limit")
+    assert broker.stats()["refused"]["max_sessions"] == 1
+    polling[0].send("still served")
+    for client in polling:
+        assert client.collect(1) == ["still served"]
