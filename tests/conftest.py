@@ -62,14 +62,15 @@ def start_server():
 
 @pytest.fixture
 def start_broker(start_server):
-    """Start brokers with extra flags (and, by keyword, extra environment, and
-    an open-files limit, soft and hard, set with ``prlimit``). Each is stopped
-    after the test, and fails it if it logged a traceback, up to its exit."""
+    """Start brokers with extra flags (and, by keyword, extra environment, an
+    open-files limit, soft and hard, set with ``prlimit``, and options for the
+    interpreter). Each is stopped after the test, and fails it if it logged a
+    traceback, up to its exit."""
     started = []
 
-    def start(*flags, env=None, open_files=None):
+    def start(*flags, env=None, open_files=None, interpreter_options=()):
         limit = ["prlimit", "--nofile=%d:%d" % (open_files, open_files)] if open_files else []
-        server = start_server(*limit, sys.executable, "-m", "broker", "--host", "127.0.0.1",
+        server = start_server(*limit, sys.executable, *interpreter_options, "-m", "broker", "--host", "127.0.0.1",
                               "--port", "0", "--log-level", "warning", *flags, env=env)
         started.append(server)
         return RunningBroker(server)

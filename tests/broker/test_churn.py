@@ -7,6 +7,8 @@ brought the broker to its working size, the last two equal waves together grow
 it by less than half of what one wave's clients cost while connected.
 """
 
+import platform
+
 from loadtest.procstat import rss_kb
 
 from sockjs_clients import ALL, WebSocketClient, XhrPollingClient, JsonpClient, wait_until
@@ -20,6 +22,12 @@ EXPIRY_S = 15.0
 # has. Collecting at 1.2 times shows the plateau sooner and hides no leak, since
 # leaked memory survives every collection. CPython ignores it.
 PROMPT_COLLECTIONS = {"PYPY_GC_MAJOR_COLLECT": "1.2"}
+# PyPy's JIT goes on compiling new paths for many waves, and its machine code
+# is memory the RSS cannot tell from a leak: measured over 16 waves, the RSS
+# rose about 0.8 MB a wave from the sixth on while the GC's live heap stayed at
+# 32 to 35 MB; without the JIT the RSS was flat from the fifth wave. The broker
+# is tested without it, so that what remains is what the broker keeps.
+INTERPRETER_OPTIONS = ["--jit", "off"] if platform.python_implementation() == "PyPy" else []
 
 
 def wave(broker):
@@ -42,7 +50,7 @@ def at_baseline(broker):
 
 
 def test_churn_returns_stats_to_baseline_and_rss_to_a_plateau(start_broker):
-    broker = start_broker(env=PROMPT_COLLECTIONS)
+    broker = start_broker(env=PROMPT_COLLECTIONS, interpreter_options=INTERPRETER_OPTIONS)
     assert at_baseline(broker)
     before = rss_kb(broker.server.pid)
     rss, peaks = [], []
