@@ -48,8 +48,8 @@ def test_concurrent_publishers_at_three_brokers_give_every_client_one_sequence(s
 
 
 def test_what_a_client_sends_in_one_frame_reaches_another_broker_as_one_frame(start_redis, start_cluster):
-    # The three messages go to Redis in one pipeline; were they three XADDs, the
-    # other broker's blocked XREAD would be answered after the first of them.
+    # The three messages go to Redis in one MULTI/EXEC; sent as a plain pipeline
+    # of XADDs, the other broker's blocked XREAD would be answered after the first.
     brokers = start_cluster(start_redis(), 2)
     with WebSocketClient(brokers[0].url) as sender, WebSocketClient(brokers[1].url) as listener:
         for round_ in range(5):
