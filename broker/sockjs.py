@@ -174,7 +174,7 @@ class BroadcastConnection(SockJSConnection):
         self.hub.subscribe(self)
 
     def on_message(self, message):
-        if self.session.is_closed or self.hub is None:
+        if self.session.is_closed:
             return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
