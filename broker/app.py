@@ -34,10 +34,9 @@ def _log_request(handler):
         1000.0 * request.request_time())
 
 
-def application_settings(max_message_size):
-    """Tornado settings shared by every application the broker builds (Tornado's
-    own websocket pings stay off: :mod:`broker.pinger` pings)."""
-    return {"websocket_max_message_size": max_message_size, "log_function": _log_request}
+def application_settings():
+    """Tornado settings shared by every application the broker builds."""
+    return {"log_function": _log_request}
 
 
 def ping_wheel(config):
@@ -76,7 +75,7 @@ def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None):
         (r"/metrics", metrics.MetricsHandler,
          dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_policy, backplane)))),
     ]
-    return Application(routes, **application_settings(config.max_message_size))
+    return Application(routes, **application_settings())
 
 
 def connection_limits(config, open_files):

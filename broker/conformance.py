@@ -48,7 +48,7 @@ def make_app():
         router = BrokerRouter(connection, prefix, dict(settings, response_limit=RESPONSE_LIMIT),
                               max_message_size=MAX_MESSAGE_SIZE)
         routes += router.urls
-    return Application(routes, **application_settings(MAX_MESSAGE_SIZE))
+    return Application(routes, **application_settings())
 
 
 async def run(host, port):

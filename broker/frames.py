@@ -11,8 +11,8 @@ A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
 string literal from :func:`script_string`, which no message can end early.
 
 A server's websocket frame is never masked (RFC 6455 section 5.1), so one
-built frame can be written to every connection as the same bytes; a
-client's frame always is, and carries no reserved opcode.
+built frame can be written to every connection as the same bytes (a
+client's frames are read by :mod:`broker.rfc6455`).
 """
 
 import json
@@ -22,11 +22,7 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=
 _SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 TEXT = 0x1
-CLOSE = 0x8
 _FIN = 0x80
-_MASKED = 0x80
-_OPCODE = 0x0F
-_DEFINED_OPCODES = frozenset((0x0, 0x1, 0x2, 0x8, 0x9, 0xA))
 
 
 def decode_json(text):
@@ -81,14 +77,3 @@ def websocket_frame(payload, opcode=TEXT):
     else:
         header = struct.pack("!BBQ", _FIN | opcode, 127, length)
     return header + payload
-
-
-def client_header_violation(header):
-    """Why the first two bytes of a client's websocket frame break RFC 6455
-    (section 5.1: clients mask every frame; 5.2: opcodes 3-7 and B-F are
-    reserved), or None when they do not."""
-    if (header[0] & _OPCODE) not in _DEFINED_OPCODES:
-        return "reserved opcode"
-    if not header[1] & _MASKED:
-        return "unmasked client frame"
-    return None

@@ -16,7 +16,8 @@ Rules this module keeps:
   that arrive meanwhile wait in the kernel's backlog.
 * An admitted connection is released when its socket closes, whoever closes
   it: :class:`CountedStream` overrides ``close_fd``, the one place every
-  IOStream's descriptor ends.
+  IOStream's descriptor ends, and a websocket, which takes the socket over
+  and closes it itself, calls the stream's ``release_function()``.
 * Every admitted connection's kernel send buffer is ``send_buffer`` bytes
   (0: the kernel's autotuning), so a client that stops reading soon leaves
   its bytes waiting in the broker, where ``--max-buffer`` and
@@ -29,6 +30,7 @@ Rules this module keeps:
   proxy added; earlier ones are the client's own word.
 """
 
+import functools
 import logging
 import socket
 
@@ -107,6 +109,12 @@ class CountedStream(IOStream):
                 pass
         super().close_fd()
         self.limits.release(self.client)
+
+    def release_function(self):
+        """What releases this connection from ``limits``, for a protocol that
+        takes the socket over and closes it itself (a websocket); it holds
+        nothing of the stream."""
+        return functools.partial(self.limits.release, self.client)
 
 
 class Listener:

@@ -14,7 +14,7 @@ from sockjs.tornado import static as stock_static
 from sockjs.tornado import transports as stock
 from sockjs.tornado.util import bytes_to_str
 
-from broker import static, transports
+from broker import static, transports, websocket
 from broker.cluster import Unavailable
 from broker.hub import TOO_MANY_MESSAGES
 from broker.limits import MAX_SESSIONS, SESSIONS_PER_IP
@@ -22,8 +22,8 @@ from broker.origins import OriginPolicy
 from broker.token_bucket import TokenBucket
 
 TRANSPORT_OVERRIDES = {
-    stock.WebSocketTransport: transports.WebSocketTransport,
-    stock.RawWebSocketTransport: transports.RawWebSocketTransport,
+    stock.WebSocketTransport: websocket.WebSocketTransport,
+    stock.RawWebSocketTransport: websocket.RawWebSocketTransport,
     stock.XhrSendHandler: transports.XhrSendHandler,
     stock.JSONPSendHandler: transports.JSONPSendHandler,
     stock.XhrPollingTransport: transports.XhrPollingTransport,
@@ -52,8 +52,7 @@ DEFAULT_SETTINGS = {
 class BrokerRouter(SockJSRouter):
     """A SockJS router serving the broker's transports.
 
-    ``max_message_size`` bounds what one send request may carry (websocket
-    frames are bounded by the application's ``websocket_max_message_size``);
+    ``max_message_size`` bounds what one send request or websocket message may carry;
     ``max_buffer`` bounds the unsent bytes of one connection, and a websocket
     that has not taken its pending bytes for ``write_timeout`` seconds is
     dropped as a slow consumer too; ``origins`` (a

@@ -1,45 +1,28 @@
-"""sockjs-tornado transports, with the broker's fixes and its websocket fast path.
+"""sockjs-tornado's HTTP transports, with the broker's fixes.
 
 Each class here replaces the sockjs-tornado handler it subclasses, for every
 router the broker builds (see ``broker.sockjs.TRANSPORT_OVERRIDES``), so the
-production broker and the conformance services share one code path.
-
-Websocket fast path: a broadcast batch already holds its websocket frame as
-bytes. ``write_prebuilt`` sends those bytes straight to the socket when
-Tornado is not writing to the connection (the common case), with no
-per-connection encoding, framing or Future. The rest of a partial write, and
-any write while Tornado's buffer still holds bytes, goes through
-``IOStream.write``, which keeps the byte order. permessage-deflate is never
-offered (``get_compression_options`` returns None, Tornado's default), so every
-connection takes the same unmasked, uncompressed bytes.
+production broker and the conformance services share one code path. The
+websocket transports are the broker's own (:mod:`broker.websocket`).
 
 Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
 SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
 here follow the protocol: ``no-transform`` caching headers, validated
-callback names, ``/**/``-prefixed JSONP, an exact eventsource type, bare 405s
-on websocket URLs, close codes on the raw websocket, one frame per poll, and
-HTTP/1.0 streams that end by closing. README.rst (Conformance) has the list.
+callback names, ``/**/``-prefixed JSONP, an exact eventsource type, one frame
+per poll, and HTTP/1.0 streams that end by closing. README.rst (Conformance)
+has the list.
 """
 
-import logging
 import re
 import urllib.parse
 
 from sockjs.tornado import transports as base
-from sockjs.tornado.session import ConnectionInfo
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
-from tornado.ioloop import IOLoop
-from tornado.iostream import StreamClosedError
-from tornado.websocket import WebSocketClosedError
 
 from broker import _internals, frames
-from broker.hub import SLOW_CONSUMER
-
-LOG = logging.getLogger("broker.transports")
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
-BINARY_FRAME = (1003, "SockJS carries text frames only")
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 
@@ -67,233 +50,6 @@ class ServiceHeaders:
         headers = self.request.headers.get("Access-Control-Request-Headers")
         if headers:
             self.set_header("Access-Control-Allow-Headers", headers)
-
-
-class _PrebuiltWriter:
-    """Mixin for websocket handlers: write shared, prebuilt frames to the socket.
-
-    The socket's ``send`` and the stream's ``writing`` are looked up once,
-    when the connection opens. A closed socket's ``send`` raises OSError, so a
-    connection closed meanwhile costs one call.
-
-    A connection the kernel cannot take everything from falls behind: what is
-    left goes to Tornado as one write, and everything after it gathers in a
-    backlog, joined and handed to Tornado as one write when the previous one
-    is done. Tornado keeps a Future and more per write, far more than a small
-    frame's bytes; the backlog keeps a reference to each frame, which every
-    connection behind shares. So a slow connection costs at most its unsent
-    bytes (``max_buffer``) and a constant. A connection whose write has not
-    finished for ``write_timeout`` seconds has stopped reading: it is dropped
-    as a slow consumer, like one over ``max_buffer``, and aborted.
-    """
-
-    def _attach_stream(self):
-        """Look up the stream's writers; False if the client has already gone
-        (it may close right after the handshake, before ``open`` runs)."""
-        connection = self.ws_connection
-        if connection is None or connection.stream.closed():
-            return False
-        stream = connection.stream
-        self._stream = stream
-        self._writing = stream.writing
-        self._send = stream.socket.send
-        self._backlog = None
-        self._deadline = None
-        return True
-
-    def write_prebuilt(self, data):
-        """Send ``data``; False when the connection's unsent bytes are over the bound."""
-        backlog = self._backlog
-        if backlog is not None:
-            if self._backlog_bytes + _internals.unsent_bytes(self._stream) > self.server.max_buffer:
-                return False
-            backlog.append(data)
-            self._backlog_bytes += len(data)
-            return True
-        if self._writing():
-            return self._fall_behind(data)
-        try:
-            sent = self._send(data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self._stream.close()
-            return True
-        if sent != len(data):
-            return self._fall_behind(memoryview(data)[sent:])
-        return True
-
-    def _fall_behind(self, data):
-        if self._stream.closed():
-            return True
-        self._backlog = []
-        self._backlog_bytes = 0
-        self.server.behind.add(self)
-        self._stream.write(data).add_done_callback(self._written)
-        loop = IOLoop.current()
-        self._deadline = loop.call_later(self.server.write_timeout, self._timed_out)
-        return True
-
-    def _written(self, future):
-        """Tornado has sent everything it held: hand it the backlog, or catch up."""
-        IOLoop.current().remove_timeout(self._deadline)
-        self.server.behind.discard(self)
-        backlog, self._backlog = self._backlog, None
-        if future.exception() is not None or self._stream.closed():
-            return
-        if backlog:
-            self._fall_behind(b"".join(backlog))
-
-    def unsent_bytes(self):
-        """Bytes this connection holds for its client: Tornado's and the backlog's."""
-        backlog = self._backlog_bytes if self._backlog is not None else 0
-        return backlog + _internals.unsent_bytes(self._stream)
-
-    def _timed_out(self):
-        """Nothing read for ``write_timeout``: dropped, and the connection
-        aborted at once, since its close frame would wait behind the rest."""
-        if self._backlog is not None and self.session is not None:
-            self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
-            self.cut()
-
-    def cut(self):
-        """Close the connection now, without waiting for the client to answer
-        the close frame (Tornado waits 5 s, reading what it sends meanwhile):
-        for a client cut for what it did, whose close frame is written if the
-        kernel takes it."""
-        self._stream.close()
-
-    def write_message(self, message, binary=False):
-        """Tornado's, for the frames sockjs-tornado writes (open, close,
-        heartbeat). sockjs-tornado handles a closed connection as an IOError
-        and drops the Future: a websocket already closing raises IOError here
-        (Tornado raises WebSocketClosedError), and a Future that fails because
-        the connection closed first is retrieved here, not logged as a Task
-        exception never retrieved."""
-        try:
-            future = super().write_message(message, binary)
-        except WebSocketClosedError:
-            raise StreamClosedError() from None
-        future.add_done_callback(_mark_retrieved)
-        return future
-
-
-def _mark_retrieved(future):
-    if not future.cancelled():
-        future.exception()
-
-
-PING_FRAME = b"\x89\x00"
-
-
-class _Pinged:
-    """Mixin for websocket handlers: pinged by the router's wheel (see
-    :mod:`broker.pinger`) from the upgrade to the close; one whose pong is
-    late is sent a close frame ("ping timed out") and cut at once: a peer that
-    does not answer pings would not answer the close frame either, and Tornado
-    would hold the connection 5 s more waiting for it."""
-
-    awaiting_pong = False
-
-    def _join_pings(self):
-        if self.server.pings is not None:
-            self.server.pings.add(self)
-
-    def ping_due(self):
-        self.awaiting_pong = True
-        self.write_prebuilt(PING_FRAME)
-
-    def on_pong(self, data):
-        self.awaiting_pong = False
-
-    def ping_timed_out(self):
-        self.close(reason="ping timed out")
-        self.cut()
-
-    def on_close(self):
-        if self.server.pings is not None:
-            self.server.pings.discard(self)
-        super().on_close()
-
-
-class _ShedsRequest:
-    """Mixin for websocket handlers: once the session has opened, the
-    request's headers and cookies, and the session's connection info, are
-    dropped down to the client's address and path. A websocket answers no
-    further request, and a SockJS connection is handed its connection info
-    whole in ``on_open``; afterwards they only cost memory (about 2 KiB per
-    connection on CPython, BENCHMARKS.rst)."""
-
-    def _shed_request(self):
-        request = self.request
-        request.headers.clear()
-        _internals.forget_cookies(request)
-        session = self.session
-        if session is not None and session.conn_info is not None:
-            session.conn_info = ConnectionInfo(session.conn_info.ip, {}, {}, {}, session.conn_info.path)
-
-
-class _WebSocketPolicy:
-    """Mixin for websocket handlers: a page of an origin the policy does not
-    allow is refused with 403 before the upgrade; one connection reads at most
-    ``_internals.READ_BUDGET`` bytes per event-loop iteration, and a frame no
-    client may send closes it with 1002."""
-
-    def check_origin(self, origin):
-        return self.server.origins.allows(origin, self.request.host)
-
-    def get_websocket_protocol(self):
-        return _internals.guard(super().get_websocket_protocol())
-
-
-class WebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _ShedsRequest, _PrebuiltWriter,
-                         base.WebSocketTransport):
-    """SockJS over websocket (``/<server>/<session>/websocket``)."""
-
-    def open(self, session_id):
-        if self._attach_stream():
-            self._join_pings()
-            super().open(session_id)
-            self._shed_request()
-
-    prebuilt_form = "sockjs_websocket"
-
-    def on_message(self, message):
-        if not message or not self.session:
-            return
-        if isinstance(message, bytes):
-            LOG.debug("closing websocket %s: binary frame", self.request.remote_ip)
-            self.close(*BINARY_FRAME)
-            return
-        try:
-            messages = frames.decode_json(message)
-        except ValueError:
-            LOG.debug("closing websocket %s: broken JSON", self.request.remote_ip)
-            self.abort_connection()
-            return
-        self.session.on_messages(messages if isinstance(messages, list) else (messages,))
-
-
-class RawWebSocketTransport(_internals.GetOnly, _WebSocketPolicy, _Pinged, _ShedsRequest, _PrebuiltWriter,
-                            base.RawWebSocketTransport):
-    """Plain websocket (``/websocket``): one text frame per message, no SockJS framing.
-
-    With no SockJS close frame to carry them, the session's close code and
-    reason travel in the websocket close frame.
-    """
-
-    def open(self):
-        if self._attach_stream():
-            self._join_pings()
-            super().open()
-            self._shed_request()
-
-    def session_closed(self):
-        code, reason = self.session.get_close_reason() if self.session else (1000, "")
-        _internals.detach(self)
-        self.close(code, reason)
-
-    prebuilt_form = "raw_websocket"
 
 
 class _SendHandler(ServiceHeaders):

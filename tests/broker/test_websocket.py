@@ -1,12 +1,15 @@
-"""The websocket handshake the fast path relies on."""
+"""Websockets after the upgrade: what the fast path relies on, and what the socket carries."""
 
 import base64
 import os
 import socket
+import struct
+import urllib.parse
 
 import pytest
 
-from sockjs_clients import session_url
+from loadtest.websocket import OP_CLOSE, OP_TEXT, client_frame, handshake_request, parse_frames
+from sockjs_clients import session_url, wait_until
 
 
 @pytest.mark.parametrize("endpoint", ["sockjs", "raw"])
@@ -26,3 +29,49 @@ def test_permessage_deflate_is_never_negotiated(broker, endpoint):
     head = response.split(b"\r\n\r\n")[0].decode().lower()
     assert head.startswith("http/1.1 101")
     assert "sec-websocket-extensions" not in head
+
+
+def _handshake(broker, path, then=b""):
+    """A raw socket that sent the upgrade for ``path`` and ``then`` in one write,
+    and has read the 101 answer; returns the socket and the bytes read past it."""
+    host, port = broker.origin[len("http://"):].split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ==") + then)
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += sock.recv(4096)
+    head, _, rest = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock, rest
+
+
+def _read_frames(sock, rest, count):
+    """The first ``count`` server frames as (opcode, payload)."""
+    buffer = rest
+    while True:
+        found, _ = parse_frames(buffer)
+        if len(found) >= count:
+            return [(opcode, buffer[start:end]) for opcode, _, start, end in found[:count]]
+        data = sock.recv(65536)
+        assert data, "closed after %r" % buffer
+        buffer += data
+
+
+def test_frames_sent_with_the_upgrade_request_are_not_lost(broker):
+    """A client may send frames before it has read the 101: they arrive in
+    the same read as the request, and the broker hands them to the websocket."""
+    path = session_url(broker.url)[len(broker.origin):] + "/websocket"
+    sock, rest = _handshake(broker, path, then=client_frame(b'["early"]'))
+    with sock:
+        assert _read_frames(sock, rest, 2) == [(OP_TEXT, b"o"), (OP_TEXT, b'a["early"]')]
+
+
+def test_a_client_close_is_answered_and_the_connection_closed(broker):
+    sock, rest = _handshake(broker, urllib.parse.urlsplit(broker.url).path + "/websocket")
+    with sock:
+        sock.sendall(client_frame(struct.pack("!H", 1001) + b"leaving", OP_CLOSE))
+        assert _read_frames(sock, rest, 1) == [(OP_CLOSE, struct.pack("!H", 1001))]
+        sock.settimeout(5)
+        while sock.recv(4096):
+            pass
+    wait_until(lambda: broker.stats()["connections_total"] == 0)

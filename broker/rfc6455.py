@@ -1,0 +1,224 @@
+"""The server's side of RFC 6455, without I/O: the handshake's answer and the client's frames.
+
+Rules this module keeps:
+
+* Nothing here touches a socket or a clock. :func:`handshake_refusal` and
+  :func:`accept_value` decide the answer to an upgrade request from its
+  headers; a :class:`ServerProtocol` is fed the bytes read from one
+  connection (:meth:`~ServerProtocol.receive_data`) and returns what they
+  mean as events (:meth:`~ServerProtocol.events`). The caller does the I/O.
+* Events are ``(kind, value)`` tuples, in the order the frames came: TEXT
+  with the message as ``str``, BINARY with ``bytes``, PING and PONG with
+  their payload, CLOSE with ``(code, reason)`` (code 1005 when the client
+  gave none), and last, if the client broke the protocol, FAIL with the
+  ``(code, reason)`` to close with. After CLOSE or FAIL nothing is parsed.
+* A client's frame is masked, sets no reserved bit, uses no reserved
+  opcode; a control frame is final and carries at most 125 bytes; a
+  continuation follows a fragment, and a new message does not interrupt
+  one. Breaking any of these fails with 1002; a message over ``max_size``
+  bytes (its fragments together) with 1009, as soon as its header says so;
+  text that is not UTF-8 with 1007. No extension is ever negotiated.
+* :meth:`~ServerProtocol.events` parses at most ``budget`` bytes' worth of
+  frames per call, each frame counting FRAME_COST more, so one connection
+  flooding small frames gets no more of the event loop than one sending
+  large ones; ``more`` says that whole frames may be left for the next call.
+"""
+
+import base64
+import hashlib
+import struct
+
+TEXT = 0x1
+BINARY = 0x2
+CLOSE = 0x8
+PING = 0x9
+PONG = 0xA
+FAIL = -1
+
+NO_STATUS = 1005
+FRAME_COST = 512
+
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_CONTINUATION = 0x0
+_DEFINED_OPCODES = frozenset((_CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG))
+_UNPACK_16 = struct.Struct("!H").unpack_from
+_UNPACK_64 = struct.Struct("!Q").unpack_from
+_MAX_CONTROL = 125
+
+
+def _sendable_code(code):
+    """Whether a close frame may carry ``code`` (RFC 6455 section 7.4)."""
+    return 1000 <= code <= 1003 or 1007 <= code <= 1014 or 3000 <= code <= 4999
+
+
+def handshake_refusal(headers):
+    """Why the upgrade request with ``headers`` (a case-insensitive mapping)
+    cannot be accepted, as ``(status, body, extra headers)``, or None.
+
+    The checks and answers are sockjs-tornado's and Tornado's, in their order
+    (the SockJS protocol test suite checks the first two)."""
+    if headers.get("Upgrade", "").lower() != "websocket":
+        return 400, 'Can "Upgrade" only to "WebSocket".', {"Connection": "Close"}
+    if "upgrade" not in (part.strip().lower() for part in headers.get("Connection", "").split(",")):
+        return 400, '"Connection" must be "Upgrade".', {"Connection": "Close"}
+    if headers.get("Sec-WebSocket-Version") != "13":
+        return 426, "", {"Sec-WebSocket-Version": "13"}
+    if not headers.get("Host") or not headers.get("Sec-WebSocket-Key"):
+        return 400, "Missing/Invalid WebSocket headers", {}
+    return None
+
+
+def accept_value(key):
+    """The ``Sec-WebSocket-Accept`` answer to the client's ``key`` (str)."""
+    return base64.b64encode(hashlib.sha1(key.encode("latin-1") + _GUID).digest()).decode()
+
+
+def close_payload(code, reason=""):
+    """The payload of a close frame: ``code`` and ``reason``, or nothing for
+    NO_STATUS (a close frame that answers one without a code)."""
+    if code == NO_STATUS:
+        return b""
+    return struct.pack("!H", code) + reason.encode()[:_MAX_CONTROL - 2]
+
+
+def _unmask(payload, mask):
+    length = len(payload)
+    if not length:
+        return b""
+    repeated = (mask * (length // 4 + 1))[:length]
+    return (int.from_bytes(payload, "little") ^ int.from_bytes(repeated, "little")).to_bytes(length, "little")
+
+
+class ServerProtocol:
+    """The frames of one client, as events; see the module's rules."""
+
+    __slots__ = ("max_size", "more", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size", "_done")
+
+    def __init__(self, max_size):
+        self.max_size = max_size
+        self.more = False
+        self._buffer = bytearray()
+        self._fragments = None
+        self._fragment_opcode = 0
+        self._fragment_size = 0
+        self._done = False
+
+    def receive_data(self, data):
+        """Take ``data``, bytes read from the client; after CLOSE or FAIL they are dropped."""
+        if not self._done:
+            self._buffer += data
+
+    @property
+    def buffered(self):
+        """Bytes received and not parsed yet."""
+        return len(self._buffer)
+
+    def events(self, budget):
+        """The events of the whole frames received, up to ``budget`` (see the rules)."""
+        buffer = self._buffer
+        size = len(buffer)
+        pos = 0
+        out = []
+        while size - pos >= 2 and budget > 0 and not self._done:
+            first = buffer[pos]
+            second = buffer[pos + 1]
+            opcode = first & 0x0F
+            if first & 0x70:
+                return self._fail(out, 1002, "reserved bits set")
+            if opcode not in _DEFINED_OPCODES:
+                return self._fail(out, 1002, "reserved opcode")
+            if not second & 0x80:
+                return self._fail(out, 1002, "unmasked client frame")
+            length = second & 0x7F
+            start = pos + 2
+            if length == 126:
+                if size - start < 2:
+                    break
+                length = _UNPACK_16(buffer, start)[0]
+                start += 2
+            elif length == 127:
+                if size - start < 8:
+                    break
+                length = _UNPACK_64(buffer, start)[0]
+                start += 8
+            final = first & 0x80
+            if opcode >= CLOSE:
+                if length > _MAX_CONTROL or not final:
+                    return self._fail(out, 1002, "fragmented or oversized control frame")
+            elif length + self._fragment_size > self.max_size:
+                return self._fail(out, 1009, "Message too big")
+            end = start + 4 + length
+            if end > size:
+                break
+            payload = _unmask(buffer[start + 4:end], bytes(buffer[start:start + 4]))
+            pos = end
+            budget -= length + FRAME_COST
+            if opcode >= CLOSE:
+                if not self._control(out, opcode, payload):
+                    break
+            elif not self._data(out, opcode, final, payload):
+                break
+        del buffer[:pos]
+        self.more = budget <= 0 and len(buffer) >= 2 and not self._done
+        return out
+
+    def _data(self, out, opcode, final, payload):
+        if opcode == _CONTINUATION:
+            if self._fragments is None:
+                self._fail(out, 1002, "continuation of no message")
+                return False
+            self._fragments.append(payload)
+            self._fragment_size += len(payload)
+            if not final:
+                return True
+            opcode = self._fragment_opcode
+            payload = b"".join(self._fragments)
+            self._fragments = None
+            self._fragment_size = 0
+        elif self._fragments is not None:
+            self._fail(out, 1002, "a new message inside a fragmented one")
+            return False
+        elif not final:
+            self._fragments = [payload]
+            self._fragment_opcode = opcode
+            self._fragment_size = len(payload)
+            return True
+        if opcode == TEXT:
+            try:
+                payload = payload.decode("utf-8")
+            except UnicodeDecodeError:
+                self._fail(out, 1007, "Invalid UTF-8")
+                return False
+        out.append((opcode, payload))
+        return True
+
+    def _control(self, out, opcode, payload):
+        if opcode != CLOSE:
+            out.append((opcode, payload))
+            return True
+        if not payload:
+            code, reason = NO_STATUS, ""
+        elif len(payload) < 2 or not _sendable_code(_UNPACK_16(payload, 0)[0]):
+            self._fail(out, 1002, "invalid close code")
+            return False
+        else:
+            code = _UNPACK_16(payload, 0)[0]
+            try:
+                reason = payload[2:].decode("utf-8")
+            except UnicodeDecodeError:
+                self._fail(out, 1007, "Invalid UTF-8")
+                return False
+        out.append((CLOSE, (code, reason)))
+        self._end()
+        return False
+
+    def _fail(self, out, code, reason):
+        out.append((FAIL, (code, reason)))
+        self._end()
+        self.more = False
+        return out
+
+    def _end(self):
+        self._done = True
+        self._buffer = bytearray()
+        self._fragments = None

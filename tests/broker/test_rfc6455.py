@@ -1,0 +1,110 @@
+"""The server's side of RFC 6455 without sockets: handshake answers and client frames."""
+
+import struct
+
+import pytest
+from tornado.httputil import HTTPHeaders
+
+from broker import rfc6455
+from loadtest.websocket import client_frame
+
+UPGRADE = {"Host": "example.com", "Upgrade": "websocket", "Connection": "keep-alive, Upgrade",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13"}
+
+
+def events(*chunks, max_size=1024, budget=1 << 20):
+    protocol = rfc6455.ServerProtocol(max_size)
+    out = []
+    for chunk in chunks:
+        protocol.receive_data(chunk)
+        out += protocol.events(budget)
+    return out
+
+
+def frame(payload, opcode=rfc6455.TEXT, final=True):
+    """A masked client frame; ``final`` False makes it a fragment."""
+    data = bytearray(client_frame(payload, opcode))
+    if not final:
+        data[0] &= 0x7F
+    return bytes(data)
+
+
+def test_the_accept_value_is_the_rfcs_example():
+    assert rfc6455.accept_value("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def test_a_complete_upgrade_is_accepted():
+    assert rfc6455.handshake_refusal(HTTPHeaders(UPGRADE)) is None
+
+
+@pytest.mark.parametrize("change, status, body", [
+    ({"Upgrade": "h2c"}, 400, 'Can "Upgrade" only to "WebSocket".'),
+    ({"Connection": "keep-alive"}, 400, '"Connection" must be "Upgrade".'),
+    ({"Sec-WebSocket-Version": "8"}, 426, ""),
+    ({"Sec-WebSocket-Key": ""}, 400, "Missing/Invalid WebSocket headers"),
+])
+def test_a_broken_upgrade_is_refused_with_the_reason(change, status, body):
+    refusal = rfc6455.handshake_refusal(HTTPHeaders(dict(UPGRADE, **change)))
+    assert refusal[:2] == (status, body)
+
+
+def test_text_and_binary_messages_arrive_whole_across_reads():
+    data = frame("héllo".encode()) + frame(b"\x00\x01", rfc6455.BINARY) + frame(b"x" * 300)
+    assert events(data[:1], data[1:7], data[7:]) == [
+        (rfc6455.TEXT, "héllo"), (rfc6455.BINARY, b"\x00\x01"), (rfc6455.TEXT, "x" * 300)]
+
+
+def test_fragments_make_one_message_and_control_frames_may_come_between():
+    data = (frame(b"one ", final=False) + frame(b"ping", rfc6455.PING)
+            + frame(b"two ", 0x0, final=False) + frame(b"three", 0x0))
+    assert events(data) == [(rfc6455.PING, b"ping"), (rfc6455.TEXT, "one two three")]
+
+
+def test_close_frames_give_their_code_and_reason_and_end_the_parse():
+    data = frame(struct.pack("!H", 1001) + b"bye", rfc6455.CLOSE) + frame(b"after")
+    assert events(data) == [(rfc6455.CLOSE, (1001, "bye"))]
+    assert events(frame(b"", rfc6455.CLOSE)) == [(rfc6455.CLOSE, (rfc6455.NO_STATUS, ""))]
+
+
+@pytest.mark.parametrize("data, code", [
+    (b"\x81\x05hello", 1002),                                          # unmasked
+    (b"\x83\x80abcd", 1002),                                           # reserved opcode
+    (b"\xc1\x80abcd", 1002),                                           # RSV1: no extension was agreed
+    (frame(b"ping", rfc6455.PING, final=False), 1002),                 # fragmented control frame
+    (frame(b"p" * 126, rfc6455.PING), 1002),                           # control frame over 125 bytes
+    (frame(b"tail", 0x0), 1002),                                       # continuation of nothing
+    (frame(b"a", final=False) + frame(b"b"), 1002),                    # new message inside a fragmented one
+    (frame(struct.pack("!H", 999), rfc6455.CLOSE), 1002),              # close code no endpoint may send
+    (frame(b"\x03", rfc6455.CLOSE), 1002),                             # a one-byte close payload
+    (frame(b"\xff\xfe"), 1007),                                        # text that is not UTF-8
+    (frame(struct.pack("!H", 1000) + b"\xff", rfc6455.CLOSE), 1007),   # close reason not UTF-8
+    (frame(b"x" * 1025), 1009),                                        # over max_size
+    (frame(b"x" * 600, final=False) + frame(b"x" * 600, 0x0), 1009),   # over max_size in fragments
+])
+def test_a_broken_frame_fails_with_its_close_code(data, code):
+    got = events(data + frame(b"never parsed"))
+    assert got[-1][0] == rfc6455.FAIL and got[-1][1][0] == code, got
+    assert all(kind != rfc6455.TEXT or value != "never parsed" for kind, value in got)
+
+
+def test_an_oversized_message_fails_from_its_header_alone():
+    header = b"\x81\xff" + struct.pack("!Q", 1 << 62) + b"mask"
+    assert events(header) == [(rfc6455.FAIL, (1009, "Message too big"))]
+
+
+def test_nothing_is_parsed_after_a_failure():
+    protocol = rfc6455.ServerProtocol(1024)
+    protocol.receive_data(b"\x81\x05hello")
+    assert protocol.events(1 << 20)[0][0] == rfc6455.FAIL
+    protocol.receive_data(frame(b"late"))
+    assert protocol.events(1 << 20) == [] and protocol.buffered == 0
+
+
+def test_the_budget_bounds_the_frames_parsed_per_call():
+    protocol = rfc6455.ServerProtocol(1024)
+    protocol.receive_data(frame(b"") * 100)
+    first = protocol.events(10 * rfc6455.FRAME_COST)
+    assert len(first) == 10 and protocol.more
+    rest = protocol.events(1 << 20)
+    assert len(rest) == 90 and not protocol.more
+    assert rest[0] == (rfc6455.TEXT, "")
