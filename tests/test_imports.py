@@ -42,6 +42,8 @@ def test_the_packages_keep_the_contract(tmp_path):
     (("loadtest/compare.py", "from plots import figures"), "loadtest.compare -> plots.figures"),
     (("broker/hub.py", "from loadtest import payload"), "broker.hub -> loadtest.payload"),
     (("loadtest/client.py", "import tornado.iostream"), "loadtest.client -> tornado"),
+    (("broker/rfc6455.py", "import socket"), "broker.rfc6455 -> socket"),
+    (("broker/hub.py", "from tornado.ioloop import IOLoop"), "broker.hub -> tornado"),
 ])
 def test_an_import_the_wrong_way_breaks_it(tmp_path, added, broken):
     done = lint_imports(tmp_path, added)
