@@ -44,7 +44,8 @@ def test_a_flooding_client_is_cut_at_its_rate_and_counted(start_broker):
 
 
 def test_one_connection_cannot_hold_the_event_loop(start_broker):
-    """Tornado 6.5 (PyPy's) reads a websocket for as long as it has data."""
+    """A websocket is read for at most one budget per event-loop turn, however
+    much it sends, so the HTTP API and other clients are still served."""
     broker = start_broker("--client-rate", "0", "--publish-token", "t")
     flooder = websocket.create_connection("ws" + broker.url[4:] + "/websocket", timeout=5)
     frames = masked_frame(json.dumps("x")) * 2000
