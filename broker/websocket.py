@@ -3,8 +3,8 @@
 Tornado's websocket keeps, for a connection's whole life, its request
 handler, the request and its HTTP connection, an IOStream, and a chain of
 seven suspended coroutines from the HTTP server's request loop down to the
-frame reader: about 18 KB a connection on CPython, and tens of tracked
-objects for the garbage collector (BENCHMARKS.rst, "C10K"). A websocket
+frame reader: about 18 KB a connection on CPython, and over a hundred
+objects for the garbage collector to track (BENCHMARKS.rst, "C10K"). A websocket
 needs none of it once the handshake is answered. Here a request handler
 answers the upgrade (:class:`WebSocketTransport`,
 :class:`RawWebSocketTransport`), takes the socket from Tornado, and hands it
@@ -20,8 +20,9 @@ Rules this module keeps:
   they are parsed, on the next turn. So one client holds the loop for one
   budget at a time, and its buffer holds at most a budget and a frame.
 * Writing: every frame, the broadcasts' prebuilt ones and the session's
-  own (open, heartbeat, close), pongs and close frames, goes through
-  :meth:`WebSocket.write_prebuilt`, in order. What the kernel does not take
+  own (open, heartbeat, close), pongs and close frames, goes out in the
+  order written, through :meth:`WebSocket.write_prebuilt` (the session's own
+  frames and close frames even past the bound). What the kernel does not take
   waits in a backlog, written with one ``sendmsg`` per writable event; a
   backlog over the router's ``max_buffer`` refuses more (the hub drops the
   slow consumer), and one not emptied for ``write_timeout`` seconds is
