@@ -72,6 +72,32 @@ def test_stalled_clients_are_cut_off_and_others_get_everything(start_broker):
         sock.close()
 
 
+def test_a_cut_client_that_reads_again_learns_why(start_broker):
+    """Its backlog is full, yet the session's close frame still goes behind it:
+    a client that reads on finds ``c[3008,"Slow consumer"]`` after the messages
+    it was sent, not a bare close."""
+    broker = start_broker("--max-buffer", "64KiB", "--client-rate", "0")
+    publisher = WebSocketClient(broker.url).open()
+    stalled = stalled_websocket(broker.url)
+    wait_until(lambda: broker.stats()["connections_total"] == 2)
+    for i in range(1000):
+        if broker.stats()["slow_consumer_disconnects"]:
+            break
+        publisher.send("%d %s" % (i, MESSAGE))
+        assert publisher.receive() == ["%d %s" % (i, MESSAGE)]
+    assert broker.stats()["slow_consumer_disconnects"] == 1
+    frames = []
+    try:
+        while len(frames) < 1000:
+            frames.append(stalled.recv())
+    except websocket.WebSocketConnectionClosedException:
+        pass
+    sockjs_frames = [frame for frame in frames if frame]  # websocket-client returns a close frame as ""
+    assert sockjs_frames[-1] == 'c[3008,"Slow consumer"]', sockjs_frames[-2:]
+    assert all(frame.startswith("a[") for frame in sockjs_frames[:-1])
+    stalled.close()
+
+
 def test_clients_that_stop_reading_are_cut_after_the_write_timeout(start_broker):
     """Below --max-buffer, but not taking their bytes: cut --write-timeout
     seconds after they fell behind, while a reading client loses nothing."""
