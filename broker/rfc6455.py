@@ -18,6 +18,8 @@ Rules this module keeps:
   one. Breaking any of these fails with 1002; a message over ``max_size``
   bytes (its fragments together) with 1009, as soon as its header says so;
   text that is not UTF-8 with 1007. No extension is ever negotiated.
+* A message's fragments are joined as they come, in one buffer of at most
+  ``max_size`` bytes, however many fragments there are (empty ones too).
 * :meth:`~ServerProtocol.events` parses at most ``budget`` bytes' worth of
   frames per call, each frame counting FRAME_COST more, so one connection
   flooding small frames gets no more of the event loop than one sending
@@ -75,10 +77,14 @@ def accept_value(key):
 
 def close_payload(code, reason=""):
     """The payload of a close frame: ``code`` and ``reason``, or nothing for
-    NO_STATUS (a close frame that answers one without a code)."""
+    NO_STATUS (a close frame that answers one without a code). A reason too
+    long for a control frame is cut at a character's boundary, so it stays UTF-8."""
     if code == NO_STATUS:
         return b""
-    return struct.pack("!H", code) + reason.encode()[:_MAX_CONTROL - 2]
+    encoded = reason.encode()
+    if len(encoded) > _MAX_CONTROL - 2:
+        encoded = encoded[:_MAX_CONTROL - 2].decode("utf-8", "ignore").encode()
+    return struct.pack("!H", code) + encoded
 
 
 def _unmask(payload, mask):
@@ -145,7 +151,7 @@ class ServerProtocol:
             if opcode >= CLOSE:
                 if length > _MAX_CONTROL or not final:
                     return self._fail(out, 1002, "fragmented or oversized control frame")
-            elif length + self._fragment_size > self.max_size:
+            elif length + (self._fragment_size if opcode == _CONTINUATION else 0) > self.max_size:
                 return self._fail(out, 1009, "Message too big")
             end = start + 4 + length
             if end > size:
@@ -167,19 +173,19 @@ class ServerProtocol:
             if self._fragments is None:
                 self._fail(out, 1002, "continuation of no message")
                 return False
-            self._fragments.append(payload)
+            self._fragments += payload
             self._fragment_size += len(payload)
             if not final:
                 return True
             opcode = self._fragment_opcode
-            payload = b"".join(self._fragments)
+            payload = bytes(self._fragments)
             self._fragments = None
             self._fragment_size = 0
         elif self._fragments is not None:
             self._fail(out, 1002, "a new message inside a fragmented one")
             return False
         elif not final:
-            self._fragments = [payload]
+            self._fragments = bytearray(payload)
             self._fragment_opcode = opcode
             self._fragment_size = len(payload)
             return True

@@ -74,6 +74,7 @@ def test_close_frames_give_their_code_and_reason_and_end_the_parse():
     (frame(b"p" * 126, rfc6455.PING), 1002),                           # control frame over 125 bytes
     (frame(b"tail", 0x0), 1002),                                       # continuation of nothing
     (frame(b"a", final=False) + frame(b"b"), 1002),                    # new message inside a fragmented one
+    (frame(b"a" * 600, final=False) + frame(b"b" * 600), 1002),        # the same, both under max_size
     (frame(struct.pack("!H", 999), rfc6455.CLOSE), 1002),              # close code no endpoint may send
     (frame(b"\x03", rfc6455.CLOSE), 1002),                             # a one-byte close payload
     (frame(b"\xff\xfe"), 1007),                                        # text that is not UTF-8
@@ -85,6 +86,32 @@ def test_a_broken_frame_fails_with_its_close_code(data, code):
     got = events(data + frame(b"never parsed"))
     assert got[-1][0] == rfc6455.FAIL and got[-1][1][0] == code, got
     assert all(kind != rfc6455.TEXT or value != "never parsed" for kind, value in got)
+
+
+def test_empty_fragments_cost_no_memory():
+    """A message held open by endless empty continuations keeps one buffer,
+    not one entry per fragment."""
+    tracemalloc = pytest.importorskip("tracemalloc", reason="PyPy has no tracemalloc")
+    protocol = rfc6455.ServerProtocol(1024)
+    protocol.receive_data(frame(b"a", final=False))
+    empties = frame(b"", 0x0, final=False) * 10000
+    tracemalloc.start()
+    try:
+        for _ in range(5):
+            protocol.receive_data(empties)
+            assert protocol.events(1 << 30) == []
+        grown = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert grown < 100 * 1024, "50,000 empty fragments kept %d bytes" % grown
+    protocol.receive_data(frame(b"b", 0x0))
+    assert protocol.events(1 << 20) == [(rfc6455.TEXT, "ab")]
+
+
+def test_a_long_close_reason_is_cut_at_a_character():
+    payload = rfc6455.close_payload(1000, "é" * 100)
+    assert len(payload) <= 125
+    assert payload[2:].decode("utf-8") == "é" * 61
 
 
 def test_an_oversized_message_fails_from_its_header_alone():
