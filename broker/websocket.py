@@ -26,14 +26,17 @@ Rules this module keeps:
   waits in a backlog, written with one ``sendmsg`` per writable event; a
   backlog over the router's ``max_buffer`` refuses more (the hub drops the
   slow consumer), and one not emptied for ``write_timeout`` seconds is
-  dropped as a slow consumer too, and its socket closed.
-* Closing: the server's close frame, then only the client's close frame is
-  awaited, CLOSE_TIMEOUT seconds at most; a client's close frame is answered
-  and the socket closed; a frame that breaks RFC 6455 is answered with its
-  close code; :meth:`WebSocket.cut` closes at once. However it ends, the
-  socket is closed and its connection released (event loop, ping wheel,
-  connection limits) at once, and the SockJS session is closed on the next
-  turn, never from inside a broadcast.
+  dropped as a slow consumer too, and its socket closed. While a backlog
+  waits, pings are not answered one by one: the latest is answered once it
+  is written (RFC 6455 section 5.5.3), so a client that pings without
+  reading queues nothing.
+* Closing: nothing is written after the server's close frame; then only the
+  client's close frame is awaited, CLOSE_TIMEOUT seconds at most. A client's
+  close frame is answered and the socket closed; a frame that breaks RFC 6455
+  is answered with its close code; :meth:`WebSocket.cut` closes at once.
+  However it ends, the socket is closed and its connection released (event
+  loop, ping wheel, connection limits) at once, and the SockJS session is
+  closed on the next turn, never from inside a broadcast.
 """
 
 import logging
@@ -73,7 +76,8 @@ class WebSocket:
     """
 
     __slots__ = ("server", "session", "awaiting_pong", "_sock", "_send", "_fd", "_protocol", "_release",
-                 "_info", "_reading", "_watching", "_backlog", "_backlog_bytes", "_deadline", "_closing")
+                 "_info", "_reading", "_watching", "_backlog", "_backlog_bytes", "_deadline", "_closing",
+                 "_pong_owed")
 
     name = None
     prebuilt_form = None
@@ -95,8 +99,12 @@ class WebSocket:
         self._backlog_bytes = 0
         self._deadline = None
         self._closing = None
+        self._pong_owed = None
         if server.settings["disable_nagle"]:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # reset already: the first read or write finds out and closes
+                pass
         IOLoop.current().add_handler(self._fd, self._on_events, _READ)
         if server.pings is not None:
             server.pings.add(self)
@@ -111,6 +119,8 @@ class WebSocket:
         """The session's own frames (open, heartbeat, close, a message sent to
         this client alone) are queued even past ``max_buffer``, as Tornado
         queued them: a slow consumer still gets told why it is dropped."""
+        if self._closing is not None:
+            return
         if isinstance(message, str):
             message = message.encode()
         self._write_unbounded(frames.websocket_frame(message, rfc6455.BINARY if binary else rfc6455.TEXT))
@@ -147,7 +157,10 @@ class WebSocket:
 
     def write_prebuilt(self, data):
         """Send ``data`` (bytes of whole frames); False when the connection's
-        unsent bytes are over the router's ``max_buffer``."""
+        unsent bytes are over the router's ``max_buffer``. Once the close frame
+        is written, ``data`` is dropped."""
+        if self._closing is not None:
+            return True
         backlog = self._backlog
         if backlog is not None:
             if self._backlog_bytes > self.server.max_buffer:
@@ -179,11 +192,15 @@ class WebSocket:
 
     def close(self, code=1000, reason=""):
         """Send a close frame, once, and wait at most CLOSE_TIMEOUT for the client's."""
-        if self._sock is None or self._closing is not None:
-            return
-        self._write_unbounded(frames.websocket_frame(rfc6455.close_payload(code, reason), rfc6455.CLOSE))
-        if self._sock is not None:
+        if self._write_close(code, reason):
             self._closing = IOLoop.current().call_later(CLOSE_TIMEOUT, self._close_now)
+
+    def _write_close(self, code, reason):
+        """Write the close frame unless one was; whether the socket is still open after writing it."""
+        if self._sock is None or self._closing is not None:
+            return False
+        self._write_unbounded(frames.websocket_frame(rfc6455.close_payload(code, reason), rfc6455.CLOSE))
+        return self._sock is not None
 
     def cut(self):
         """Close now, without waiting for the client: for a client cut for
@@ -195,7 +212,7 @@ class WebSocket:
         self.write_prebuilt(PING_FRAME)
 
     def ping_timed_out(self):
-        self.close(reason="ping timed out")
+        self._write_close(1000, "ping timed out")
         self.cut()
 
     # The event loop's side.
@@ -236,12 +253,12 @@ class WebSocket:
                 if self._closing is None:
                     self.on_binary(value)
             elif kind == rfc6455.PING:
-                self.write_prebuilt(frames.websocket_frame(value, rfc6455.PONG))
+                self._pong(value)
             elif kind == rfc6455.PONG:
                 self.awaiting_pong = False
             elif kind == rfc6455.CLOSE:
                 code, _ = value
-                self.close(code)
+                self._write_close(code, "")
                 self._close_now()
             else:
                 code, reason = value
@@ -259,6 +276,12 @@ class WebSocket:
         if not self._protocol.more and self._sock is not None:
             self._reading = True
             self._watch()
+
+    def _pong(self, payload):
+        if self._backlog is None:
+            self.write_prebuilt(frames.websocket_frame(payload, rfc6455.PONG))
+        else:
+            self._pong_owed = payload
 
     def _watch(self):
         events = (_READ if self._reading else 0) | (_WRITE if self._backlog is not None else 0)
@@ -305,12 +328,15 @@ class WebSocket:
         IOLoop.current().remove_timeout(self._deadline)
         self._deadline = None
         self._watch()
+        if self._pong_owed is not None:
+            payload, self._pong_owed = self._pong_owed, None
+            self._pong(payload)
 
     def _timed_out(self):
         """Nothing taken for ``write_timeout``: dropped, and cut, since its
         close frame would wait behind the rest."""
         self._deadline = None
-        if self.session is not None:
+        if self.session is not None and self.server.hub is not None:
             self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
         self.cut()
 

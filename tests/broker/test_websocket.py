@@ -8,8 +8,8 @@ import urllib.parse
 
 import pytest
 
-from loadtest.websocket import OP_CLOSE, OP_TEXT, client_frame, handshake_request, parse_frames
-from sockjs_clients import session_url, wait_until
+from loadtest.websocket import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, handshake_request, parse_frames
+from sockjs_clients import WebSocketClient, session_url, wait_until
 
 
 @pytest.mark.parametrize("endpoint", ["sockjs", "raw"])
@@ -33,7 +33,8 @@ def test_permessage_deflate_is_never_negotiated(broker, endpoint):
 
 def _handshake(broker, path, then=b""):
     """A raw socket that sent the upgrade for ``path`` and ``then`` in one write,
-    and has read the 101 answer; returns the socket and the bytes read past it."""
+    and has read the 101 answer; returns the socket and the bytes read past it
+    (a bytearray, for :func:`_read_frames` to add to)."""
     host, port = broker.origin[len("http://"):].split(":")
     sock = socket.create_connection((host, int(port)), timeout=5)
     sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ==") + then)
@@ -42,16 +43,16 @@ def _handshake(broker, path, then=b""):
         response += sock.recv(4096)
     head, _, rest = response.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 101"), head
-    return sock, rest
+    return sock, bytearray(rest)
 
 
-def _read_frames(sock, rest, count):
-    """The first ``count`` server frames as (opcode, payload)."""
-    buffer = rest
+def _read_frames(sock, buffer, count):
+    """The first ``count`` server frames in ``buffer`` as (opcode, payload),
+    reading into ``buffer`` until they are there."""
     while True:
         found, _ = parse_frames(buffer)
         if len(found) >= count:
-            return [(opcode, buffer[start:end]) for opcode, _, start, end in found[:count]]
+            return [(opcode, bytes(buffer[start:end])) for opcode, _, start, end in found[:count]]
         data = sock.recv(65536)
         assert data, "closed after %r" % buffer
         buffer += data
@@ -75,3 +76,29 @@ def test_a_client_close_is_answered_and_the_connection_closed(broker):
         while sock.recv(4096):
             pass
     wait_until(lambda: broker.stats()["connections_total"] == 0)
+
+
+def test_nothing_follows_the_servers_close_frame(broker):
+    """A SockJS websocket refuses a binary frame with 1003 and waits for the
+    client's close frame; broadcasts made meanwhile are not written after it
+    (RFC 6455 section 5.5.1: a browser would fail the connection)."""
+    path = session_url(broker.url)[len(broker.origin):] + "/websocket"
+    sock, received = _handshake(broker, path)
+    with sock:
+        sock.sendall(client_frame(b"\x00", OP_BINARY))
+        opened, closing = _read_frames(sock, received, 2)
+        assert opened == (OP_TEXT, b"o")
+        assert closing[0] == OP_CLOSE and closing[1][:2] == struct.pack("!H", 1003), closing
+        other = WebSocketClient(broker.url).open()
+        other.send("after the close frame")
+        assert other.receive() == ["after the close frame"]
+        sock.sendall(client_frame(struct.pack("!H", 1003), OP_CLOSE))
+        sock.settimeout(5)
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            received += data
+        found, _ = parse_frames(bytes(received))
+        assert [opcode for opcode, _, _, _ in found] == [OP_TEXT, OP_CLOSE], received
+        other.close()

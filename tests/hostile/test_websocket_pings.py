@@ -5,12 +5,14 @@ A peer whose pong is late is sent a close frame and cut at once (not given
 Tornado's 5 s to answer it), so a silent peer is gone within interval +
 timeout."""
 
+import socket
 import time
 
 import websocket
 
+from loadtest.websocket import OP_PING, OP_PONG, OP_TEXT, client_frame, handshake_request, parse_frames
 from probes import Canary, open_fds
-from sockjs_clients import session_url, wait_until
+from sockjs_clients import WebSocketClient, session_url, wait_until
 
 INTERVAL_S = 0.5
 TIMEOUT_S = 0.5
@@ -64,3 +66,47 @@ def test_silent_peers_are_closed_and_answering_ones_stay(start_broker):
             assert "canary" in ws.recv()
         for ws in idle + silent:
             ws.close()
+
+
+def test_a_client_behind_gets_one_pong_for_all_its_pings(start_broker):
+    """A client that stopped reading and pings: while the broker holds a
+    backlog for it, each pong would queue behind it too (48 bytes of memory for
+    2 counted), so only the latest ping is answered, once the backlog is written."""
+    broker = start_broker("--client-rate", "0", "--write-timeout", "60")
+    publisher = WebSocketClient(broker.url).open()
+    host, port = broker.origin[len("http://"):].split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(5)
+    sock.connect((host, int(port)))
+    path = session_url(broker.url)[len(broker.origin):] + "/websocket"
+    sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ=="))
+    with sock:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+        received = bytearray(head.partition(b"\r\n\r\n")[2])
+        wait_until(lambda: broker.stats()["connections_total"] == 2)
+        sent = 0
+        while broker.stats()["slow_consumers"]["behind"] == 0:
+            assert sent < 20000, "the broker never fell behind"
+            for _ in range(500):
+                publisher.send("%020d" % sent)
+                assert publisher.receive() == ["%020d" % sent]
+                sent += 1
+        sock.sendall(b"".join(client_frame(b"%d" % i, OP_PING) for i in range(1000)))
+        # Read in order after the pings: once the publisher has it, they were read too.
+        sock.sendall(client_frame(b'["after the pings"]'))
+        assert publisher.receive() == ["after the pings"]
+        while True:
+            found, _ = parse_frames(bytes(received))
+            pongs = [bytes(received[start:end]) for opcode, _, start, end in found if opcode == OP_PONG]
+            if pongs:
+                break
+            data = sock.recv(65536)
+            assert data, "closed"
+            received += data
+        texts = [bytes(received[start:end]) for opcode, _, start, end in found if opcode == OP_TEXT]
+        assert pongs == [b"999"], pongs[:5]
+        assert texts[-1] == b'a["after the pings"]'
+    publisher.close()
