@@ -48,9 +48,10 @@ only a reference cycle among them is never collected. Rules:
   64, the connections a full collection can still meet cost it about
   64 x 150 objects x 0.75 us = 7 ms at most.
 * A closed connection is freed by reference counting, frozen or not: a
-  websocket that closes leaves no reference cycle (measured with the
-  collector off, BENCHMARKS.rst), and the churn test checks that churned
-  connections leave nothing behind with freezing on. Cycles that do form among frozen objects (an exception's
+  websocket or a session of requests that closes leaves no reference cycle
+  (measured with the collector off, BENCHMARKS.rst;
+  ``tests/broker/test_sockjs_connection.py``), and the churn test checks that
+  churned connections leave nothing behind with freezing on. Cycles that do form among frozen objects (an exception's
   traceback holds its frame) are found by an audit: when the interpreter's
   allocated memory blocks (``sys.getallocatedblocks()``, free to read) have
   grown ``growth`` times since the last audit (or since their lowest after

@@ -193,6 +193,11 @@ class BroadcastConnection(SockJSConnection):
     def on_close(self):
         if self.hub is not None:
             self.hub.unsubscribe(self)
+        # A polling or streaming session's writer is this connection's own
+        # method: a reference cycle, which a frozen heap would keep (see
+        # broker.collector) until an audit. Without it the connection goes
+        # with its last reference.
+        self.write = None
         if self.counted:
             self.counted = False
             self.session.server.limits.release_session(self.client)
