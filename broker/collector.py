@@ -51,18 +51,19 @@ only a reference cycle among them is never collected. Rules:
   websocket or a session of requests that closes leaves no reference cycle
   (measured with the collector off, BENCHMARKS.rst;
   ``tests/broker/test_sockjs_connection.py``), and the churn test checks that
-  churned connections leave nothing behind with freezing on. Cycles that do form among frozen objects (an exception's
-  traceback holds its frame) are found by an audit: when the interpreter's
-  allocated memory blocks (``sys.getallocatedblocks()``, free to read) have
-  grown ``growth`` times since the last audit (or since their lowest after
-  it), the frozen objects are counted (about 15 ms per million). More than ``slack`` times what the start-up
-  base and the open connections account for (objects per connection as
-  measured at the first audit, then on each freshly collected heap) means
+  churned connections leave nothing behind with freezing on. Cycles that do
+  form among frozen objects (an exception's traceback holds its frame) are
+  found by an audit: when the interpreter's allocated memory blocks
+  (``sys.getallocatedblocks()``, free to read) have grown ``growth`` times
+  since the last audit (or since their lowest after it), the frozen objects
+  are counted (about 15 ms per million). More than ``slack`` times what the
+  start-up base and the open connections account for (objects per connection
+  as measured at the first audit, then on each freshly collected heap) means
   frozen garbage: everything is thawed, collected once and frozen again, and
-  the objects per connection measured anew. The first audit only measures:
-  it comes during the first burst of connections, when a full collection
-  would stall them all (174 ms at 10,000 connections). A broker that neither
-  leaks nor grows is never audited.
+  the objects per connection measured anew. The first audit only measures: it
+  comes during the first burst of connections, when a full collection would
+  stall them all (174 ms at 10,000 connections). A broker that neither leaks
+  nor grows is never audited.
 * Nothing is frozen before the broker has started: ``install`` collects and
   freezes what the start-up left (modules, classes) and calls that the base.
 
