@@ -10,12 +10,15 @@ raises :class:`Closed` on a ``c[...]`` frame, ``collect(n)`` gathers n messages.
 import http.client
 import json
 import random
+import socket
 import string
 import struct
 import time
 import urllib.parse
 
 import websocket
+
+from loadtest.websocket import handshake_request
 
 TIMEOUT = 5.0
 
@@ -27,6 +30,26 @@ class Closed(Exception):
         super().__init__(code, reason)
         self.code = code
         self.reason = reason
+
+
+def raw_websocket(origin, path, then=b"", receive_buffer=None):
+    """A plain socket that sent a websocket upgrade for ``path`` (and ``then``
+    in the same write) and read its 101 answer; returns the socket and the
+    bytes read past the answer, a bytearray to read further frames into.
+    ``receive_buffer`` sets SO_RCVBUF first, for a client that reads little."""
+    host, port = origin[len("http://"):].split(":")
+    sock = socket.socket()
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(TIMEOUT)
+    sock.connect((host, int(port)))
+    sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ==") + then)
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += sock.recv(4096)
+    head, _, rest = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock, bytearray(rest)
 
 
 def wait_until(predicate, timeout=TIMEOUT, interval=0.01):

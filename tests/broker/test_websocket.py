@@ -8,8 +8,8 @@ import urllib.parse
 
 import pytest
 
-from loadtest.websocket import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, handshake_request, parse_frames
-from sockjs_clients import WebSocketClient, session_url, wait_until
+from loadtest.websocket import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, parse_frames
+from sockjs_clients import WebSocketClient, raw_websocket, session_url, wait_until
 
 
 @pytest.mark.parametrize("endpoint", ["sockjs", "raw"])
@@ -31,24 +31,10 @@ def test_permessage_deflate_is_never_negotiated(broker, endpoint):
     assert "sec-websocket-extensions" not in head
 
 
-def _handshake(broker, path, then=b""):
-    """A raw socket that sent the upgrade for ``path`` and ``then`` in one write,
-    and has read the 101 answer; returns the socket and the bytes read past it
-    (a bytearray, for :func:`_read_frames` to add to)."""
-    host, port = broker.origin[len("http://"):].split(":")
-    sock = socket.create_connection((host, int(port)), timeout=5)
-    sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ==") + then)
-    response = b""
-    while b"\r\n\r\n" not in response:
-        response += sock.recv(4096)
-    head, _, rest = response.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 101"), head
-    return sock, bytearray(rest)
-
-
 def _read_frames(sock, buffer, count):
-    """The first ``count`` server frames in ``buffer`` as (opcode, payload),
-    reading into ``buffer`` until they are there."""
+    """The first ``count`` server frames in ``buffer`` (from
+    :func:`sockjs_clients.raw_websocket`) as (opcode, payload), reading into
+    ``buffer`` until they are there."""
     while True:
         found, _ = parse_frames(buffer)
         if len(found) >= count:
@@ -62,13 +48,13 @@ def test_frames_sent_with_the_upgrade_request_are_not_lost(broker):
     """A client may send frames before it has read the 101: they arrive in
     the same read as the request, and the broker hands them to the websocket."""
     path = session_url(broker.url)[len(broker.origin):] + "/websocket"
-    sock, rest = _handshake(broker, path, then=client_frame(b'["early"]'))
+    sock, rest = raw_websocket(broker.origin, path, then=client_frame(b'["early"]'))
     with sock:
         assert _read_frames(sock, rest, 2) == [(OP_TEXT, b"o"), (OP_TEXT, b'a["early"]')]
 
 
 def test_a_client_close_is_answered_and_the_connection_closed(broker):
-    sock, rest = _handshake(broker, urllib.parse.urlsplit(broker.url).path + "/websocket")
+    sock, rest = raw_websocket(broker.origin, urllib.parse.urlsplit(broker.url).path + "/websocket")
     with sock:
         sock.sendall(client_frame(struct.pack("!H", 1001) + b"leaving", OP_CLOSE))
         assert _read_frames(sock, rest, 1) == [(OP_CLOSE, struct.pack("!H", 1001))]
@@ -83,7 +69,7 @@ def test_nothing_follows_the_servers_close_frame(broker):
     client's close frame; broadcasts made meanwhile are not written after it
     (RFC 6455 section 5.5.1: a browser would fail the connection)."""
     path = session_url(broker.url)[len(broker.origin):] + "/websocket"
-    sock, received = _handshake(broker, path)
+    sock, received = raw_websocket(broker.origin, path)
     with sock:
         sock.sendall(client_frame(b"\x00", OP_BINARY))
         opened, closing = _read_frames(sock, received, 2)

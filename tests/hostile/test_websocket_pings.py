@@ -5,14 +5,13 @@ A peer whose pong is late is sent a close frame and cut at once (not given
 Tornado's 5 s to answer it), so a silent peer is gone within interval +
 timeout."""
 
-import socket
 import time
 
 import websocket
 
-from loadtest.websocket import OP_PING, OP_PONG, OP_TEXT, client_frame, handshake_request, parse_frames
+from loadtest.websocket import OP_PING, OP_PONG, OP_TEXT, client_frame, parse_frames
 from probes import Canary, open_fds
-from sockjs_clients import WebSocketClient, session_url, wait_until
+from sockjs_clients import WebSocketClient, raw_websocket, session_url, wait_until
 
 INTERVAL_S = 0.5
 TIMEOUT_S = 0.5
@@ -74,18 +73,9 @@ def test_a_client_behind_gets_one_pong_for_all_its_pings(start_broker):
     2 counted), so only the latest ping is answered, once the backlog is written."""
     broker = start_broker("--client-rate", "0", "--write-timeout", "60")
     publisher = WebSocketClient(broker.url).open()
-    host, port = broker.origin[len("http://"):].split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.settimeout(5)
-    sock.connect((host, int(port)))
     path = session_url(broker.url)[len(broker.origin):] + "/websocket"
-    sock.sendall(handshake_request("%s:%s" % (host, port), path, b"dGhlIHNhbXBsZSBub25jZQ=="))
+    sock, received = raw_websocket(broker.origin, path, receive_buffer=4096)
     with sock:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += sock.recv(4096)
-        received = bytearray(head.partition(b"\r\n\r\n")[2])
         wait_until(lambda: broker.stats()["connections_total"] == 2)
         sent = 0
         while broker.stats()["slow_consumers"]["behind"] == 0:
