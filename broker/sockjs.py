@@ -167,7 +167,8 @@ class BroadcastConnection(SockJSConnection):
                 return
             self.counted = True
         self.hub = server.hub
-        self.write = handler.write_prebuilt if self.form else self._write_queued
+        if self.form:
+            self.write = handler.write_prebuilt
         rate = server.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         self.hub.subscribe(self)
@@ -193,11 +194,6 @@ class BroadcastConnection(SockJSConnection):
     def on_close(self):
         if self.hub is not None:
             self.hub.unsubscribe(self)
-        # A polling or streaming session's writer is this connection's own
-        # method: a reference cycle, which a frozen heap would keep (see
-        # broker.collector) until an audit. Without it the connection goes
-        # with its last reference.
-        self.write = None
         if self.counted:
             self.counted = False
             self.session.server.limits.release_session(self.client)
@@ -205,8 +201,12 @@ class BroadcastConnection(SockJSConnection):
     def disconnect(self, code, reason):
         self.session.close(code, reason)
 
-    def _write_queued(self, batch):
-        """Polling and streaming sessions: the pre-encoded batch through the session queue."""
+    def write(self, batch):
+        """Polling and streaming sessions: the pre-encoded batch through the
+        session queue. A websocket's connection has its handler's prebuilt
+        writer instead, set as it opens. (Keeping a bound method of its own on
+        the connection would make a reference cycle, which a frozen heap keeps
+        until an audit: see broker.collector.)"""
         session = self.session
         if session.queued_bytes > session.server.max_buffer:
             return False
