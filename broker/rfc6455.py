@@ -11,7 +11,8 @@ Rules this module keeps:
   with the message as ``str``, BINARY with ``bytes``, PING and PONG with
   their payload, CLOSE with ``(code, reason)`` (code 1005 when the client
   gave none), and last, if the client broke the protocol, FAIL with the
-  ``(code, reason)`` to close with. After CLOSE or FAIL nothing is parsed.
+  ``(code, reason)`` to close with. After CLOSE or FAIL nothing is parsed,
+  and ``ended`` says which of the two it was.
 * A client's frame is masked, sets no reserved bit, uses no reserved
   opcode; a control frame is final and carries at most 125 bytes; a
   continuation follows a fragment, and a new message does not interrupt
@@ -98,20 +99,20 @@ def _unmask(payload, mask):
 class ServerProtocol:
     """The frames of one client, as events; see the module's rules."""
 
-    __slots__ = ("max_size", "more", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size", "_done")
+    __slots__ = ("max_size", "more", "ended", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size")
 
     def __init__(self, max_size):
         self.max_size = max_size
         self.more = False
+        self.ended = None
         self._buffer = bytearray()
         self._fragments = None
         self._fragment_opcode = 0
         self._fragment_size = 0
-        self._done = False
 
     def receive_data(self, data):
         """Take ``data``, bytes read from the client; after CLOSE or FAIL they are dropped."""
-        if not self._done:
+        if self.ended is None:
             self._buffer += data
 
     @property
@@ -125,7 +126,7 @@ class ServerProtocol:
         size = len(buffer)
         pos = 0
         out = []
-        while size - pos >= 2 and budget > 0 and not self._done:
+        while size - pos >= 2 and budget > 0 and self.ended is None:
             first = buffer[pos]
             second = buffer[pos + 1]
             opcode = first & 0x0F
@@ -165,7 +166,7 @@ class ServerProtocol:
             elif not self._data(out, opcode, final, payload):
                 break
         del buffer[:pos]
-        self.more = budget <= 0 and len(buffer) >= 2 and not self._done
+        self.more = budget <= 0 and len(buffer) >= 2 and self.ended is None
         return out
 
     def _data(self, out, opcode, final, payload):
@@ -215,16 +216,16 @@ class ServerProtocol:
                 self._fail(out, 1007, "Invalid UTF-8")
                 return False
         out.append((CLOSE, (code, reason)))
-        self._end()
+        self._end(CLOSE)
         return False
 
     def _fail(self, out, code, reason):
         out.append((FAIL, (code, reason)))
-        self._end()
+        self._end(FAIL)
         self.more = False
         return out
 
-    def _end(self):
-        self._done = True
+    def _end(self, how):
+        self.ended = how
         self._buffer = bytearray()
         self._fragments = None

@@ -32,11 +32,15 @@ Rules this module keeps:
   reading queues nothing.
 * Closing: nothing is written after the server's close frame; then only the
   client's close frame is awaited, CLOSE_TIMEOUT seconds at most. A client's
-  close frame is answered and the socket closed; a frame that breaks RFC 6455
-  is answered with its close code; :meth:`WebSocket.cut` closes at once.
-  However it ends, the socket is closed and its connection released (event
-  loop, ping wheel, connection limits) at once, and the SockJS session is
-  closed on the next turn, never from inside a broadcast.
+  close frame is answered, and the socket closed once the answer is written
+  (after the backlog, if any). A frame that breaks RFC 6455 is answered with
+  its close code, and once that is written the socket is shut for writing:
+  what the client still sends is read and dropped until it closes its side
+  (CLOSE_TIMEOUT at most), so that the close frame is not lost to a reset.
+  :meth:`WebSocket.cut` closes at once. However it ends, the socket is
+  closed and its connection released (event loop, ping wheel, connection
+  limits) at once, and the SockJS session is closed on the next turn, never
+  from inside a broadcast.
 """
 
 import logging
@@ -257,13 +261,13 @@ class WebSocket:
             elif kind == rfc6455.PONG:
                 self.awaiting_pong = False
             elif kind == rfc6455.CLOSE:
-                code, _ = value
-                self._write_close(code, "")
-                self._close_now()
+                self.close(value[0])
+                self._end_when_written()
             else:
                 code, reason = value
                 LOG.debug("closing websocket: %s", reason)
                 self.close(code, reason)
+                self._end_when_written()
         if protocol.more and self._sock is not None:
             self._reading = False
             self._watch()
@@ -276,6 +280,20 @@ class WebSocket:
         if not self._protocol.more and self._sock is not None:
             self._reading = True
             self._watch()
+
+    def _end_when_written(self):
+        """The client's side has ended (its close frame, or a broken one):
+        once the close frame is written, close, or after a broken frame shut
+        for writing (see the module's rules)."""
+        if self._sock is None or self._backlog is not None:
+            return
+        if self._protocol.ended == rfc6455.CLOSE:
+            self._close_now()
+            return
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self._close_now()
 
     def _pong(self, payload):
         if self._backlog is None:
@@ -328,7 +346,9 @@ class WebSocket:
         IOLoop.current().remove_timeout(self._deadline)
         self._deadline = None
         self._watch()
-        if self._pong_owed is not None:
+        if self._protocol.ended is not None:
+            self._end_when_written()
+        elif self._pong_owed is not None:
             payload, self._pong_owed = self._pong_owed, None
             self._pong(payload)
 

@@ -64,6 +64,37 @@ def test_a_client_close_is_answered_and_the_connection_closed(broker):
     wait_until(lambda: broker.stats()["connections_total"] == 0)
 
 
+def test_a_client_close_while_behind_is_answered_after_the_backlog(start_broker):
+    """A client that closes while the broker holds a backlog for it gets the
+    backlog, then the answer to its close frame, then the end of the stream."""
+    broker = start_broker("--client-rate", "0", "--write-timeout", "60")
+    publisher = WebSocketClient(broker.url).open()
+    sock, received = raw_websocket(broker.origin, urllib.parse.urlsplit(broker.url).path + "/websocket",
+                                   receive_buffer=4096)
+    with sock:
+        wait_until(lambda: broker.stats()["connections_total"] == 2)
+        sent = 0
+        while broker.stats()["slow_consumers"]["behind"] == 0:
+            assert sent < 20000, "the broker never fell behind"
+            for _ in range(500):
+                publisher.send("%020d" % sent)
+                assert publisher.receive() == ["%020d" % sent]
+                sent += 1
+        sock.sendall(client_frame(struct.pack("!H", 1001), OP_CLOSE))
+        sock.settimeout(5)
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            received += data
+    found, rest = parse_frames(bytes(received))
+    assert [opcode for opcode, _, _, _ in found] == [OP_TEXT] * sent + [OP_CLOSE], (len(found), sent)
+    opcode, _, start, end = found[-1]
+    assert received[start:end] == struct.pack("!H", 1001)
+    wait_until(lambda: broker.stats()["connections_total"] == 1)
+    publisher.close()
+
+
 def test_nothing_follows_the_servers_close_frame(broker):
     """A SockJS websocket refuses a binary frame with 1003 and waits for the
     client's close frame; broadcasts made meanwhile are not written after it
