@@ -6,12 +6,12 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   ``POST /publish``) is appended with XADD, trimmed to about
   :data:`STREAM_MAXLEN` entries, as its JSON text: encoded once, by the hub,
   and never again on the way through Redis.
-* What the hub hands over in one event-loop iteration goes out as one
-  MULTI/EXEC transaction. Redis appends its entries at once, so the blocked
-  XREAD of every broker gets them in one reply (one batch, one frame); a
-  plain pipeline would wake the readers after its first XADD. At most one
-  transaction is in flight, so the messages of one publisher reach the
-  stream in the order they were published.
+* What the hub hands over in one event-loop iteration goes out as one XADD,
+  or for several messages one MULTI/EXEC transaction. Redis appends its
+  entries at once, so the blocked XREAD of every broker gets them in one
+  reply (one batch, one frame); a plain pipeline would wake the readers after
+  its first XADD. At most one write is in flight, so the messages of one
+  publisher reach the stream in the order they were published.
 * Nothing is delivered from here to the hub but what a blocking XREAD returns,
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
@@ -24,6 +24,10 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   is made again inside MULTI with XINFO STREAM, so that entries trimmed
   before this broker read them are counted (:mod:`broker.cluster`) and logged:
   a broker too slow for the stream's length cannot lose messages unseen.
+* A Redis that does not answer within REPLY_TIMEOUT_S (stopped, or out of
+  reach without a reset) has failed: the connections are closed, which fails
+  what waits on them. One timer per call, not redis-py's socket timeout, which
+  costs a task and two timers per command.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -43,6 +47,7 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as NoAnswer
 
 from broker.cluster import Backoff, BackplaneState
 
@@ -52,7 +57,7 @@ STREAM_MAXLEN = 10000
 READ_COUNT = 1000
 BLOCK_MS = 1000
 # A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
-SOCKET_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
+REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
 FIELD = b"m"
 FAILURES = (RedisError, OSError)
 
@@ -60,6 +65,11 @@ FAILURES = (RedisError, OSError)
 def stream_key(prefix):
     """The Redis key of the room served at ``prefix``."""
     return "sockjs-broker:" + prefix
+
+
+def _redis_failure(error):
+    """How ``error``, from a call to Redis, is reported."""
+    return "Redis: %s" % (error or type(error).__name__)
 
 
 class Backplane:
@@ -71,11 +81,13 @@ class Backplane:
         self.replay = replay
         self.maxlen = max(STREAM_MAXLEN, replay)
         # No retries inside the client: the reader reconnects with its own backoff, and a
-        # failed publish is answered at once.
+        # failed publish is answered at once. No socket timeout: see :meth:`_answer`.
         self._redis = redis.asyncio.from_url(
-            url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S,
-            retry=Retry(NoBackoff(), 0), lib_name=None, lib_version=None)
+            url, socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
+            lib_version=None)
         self._backoff = Backoff()
+        self._silences = 0
+        self._disconnecting = None
         self._hub = None
         self._pending = []
         self._pending_written = None
@@ -127,19 +139,16 @@ class Backplane:
 
     async def _write(self):
         # A task's first step runs in the next loop iteration: by then the whole
-        # iteration's messages are pending, and go in one transaction.
+        # iteration's messages are pending, and go in one write.
         try:
             while self._pending:
                 batch, written = self._pending, self._pending_written
                 self._pending, self._pending_written = [], None
-                pipe = self._redis.pipeline(transaction=True)
-                for encoded in batch:
-                    pipe.xadd(self.key, {FIELD: encoded}, maxlen=self.maxlen, approximate=True)
                 try:
-                    await pipe.execute()
+                    await self._answer(self._append(batch))
                 except FAILURES as error:
                     LOG.warning("%d messages not published: %s", len(batch), error)
-                    refused = self.state.refuse(len(batch))
+                    refused = self.state.refuse(len(batch), _redis_failure(error))
                     if written is not None:
                         written.set_exception(refused)
                 else:
@@ -149,8 +158,41 @@ class Backplane:
         finally:
             self._writer = None
 
+    def _append(self, batch):
+        if len(batch) == 1:
+            return self._redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)
+        pipe = self._redis.pipeline(transaction=True)
+        for encoded in batch:
+            pipe.xadd(self.key, {FIELD: encoded}, maxlen=self.maxlen, approximate=True)
+        return pipe.execute()
+
+    async def _answer(self, call):
+        """What ``call`` (a coroutine on Redis) returns; if Redis does not answer
+        within REPLY_TIMEOUT_S, the connections are closed, and it fails with
+        redis-py's TimeoutError, as does every call they fail."""
+        silences = self._silences
+        timer = asyncio.get_running_loop().call_later(REPLY_TIMEOUT_S, self._silent)
+        try:
+            return await call
+        except FAILURES:
+            if self._silences != silences:
+                raise NoAnswer("no answer within %g s" % REPLY_TIMEOUT_S) from None
+            raise
+        finally:
+            timer.cancel()
+
+    def _silent(self):
+        self._silences += 1
+        self._disconnecting = asyncio.ensure_future(self._disconnect())
+
+    async def _disconnect(self):
+        try:
+            await self._redis.connection_pool.disconnect()
+        except FAILURES:  # closed all the same
+            pass
+
     async def _load_tail(self):
-        entries = await self._redis.xrevrange(self.key, count=max(self.replay, 1))
+        entries = await self._answer(self._redis.xrevrange(self.key, count=max(self.replay, 1)))
         self._hub.remember([fields[FIELD].decode() for _, fields in reversed(entries[:self.replay])])
         self.state.read(entries[0][0].decode() if entries else "0-0")
         self._came_up()
@@ -161,7 +203,7 @@ class Backplane:
                 if self.state.last_id is None:
                     await self._load_tail()
                 elif not self.state.is_up:
-                    await self._redis.ping()
+                    await self._answer(self._redis.ping())
                     self._came_up()
                 entries = await self._read()
             except FAILURES as error:
@@ -179,13 +221,14 @@ class Backplane:
     async def _read(self):
         """The entries after ``last_id``: see the module's rules for when the read is counted."""
         if self.state.position is not None:
-            reply = await self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT, block=BLOCK_MS)
+            reply = await self._answer(self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT,
+                                                         block=BLOCK_MS))
             if not reply or len(reply[0][1]) < READ_COUNT:
                 return reply[0][1] if reply else []
         pipe = self._redis.pipeline(transaction=True)
         pipe.xinfo_stream(self.key)
         pipe.xread({self.key: self.state.last_id}, count=READ_COUNT)
-        info, reply = await pipe.execute(raise_on_error=False)
+        info, reply = await self._answer(pipe.execute(raise_on_error=False))
         if isinstance(reply, Exception):
             raise reply
         entries = reply[0][1] if reply else []
@@ -211,6 +254,6 @@ class Backplane:
             LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
 
     def _went_down(self, error):
-        reason = "Redis: %s" % (error or type(error).__name__)
+        reason = _redis_failure(error)
         if self.state.went_down(reason):
             LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)

@@ -103,9 +103,12 @@ class BackplaneState:
         self.reason = reason
         return started
 
-    def refuse(self, count=1):
-        """Count ``count`` messages refused, and return the :class:`Unavailable` to raise."""
+    def refuse(self, count=1, reason=None):
+        """Count ``count`` messages refused, and return the :class:`Unavailable` to raise;
+        ``reason``: why their write failed (the backplane may still be up)."""
         self.refused += count
+        if reason is not None:
+            return Unavailable("the cluster backplane could not publish: %s" % reason)
         return Unavailable("the cluster backplane is %s: %s" % (self.state, self.reason))
 
     def read(self, last_id):

@@ -55,6 +55,13 @@ def test_a_refusal_is_counted_and_says_why(state):
     assert state.refused == 3
 
 
+def test_a_failed_write_is_refused_with_its_own_reason_while_up(state):
+    state.came_up()
+    refusal = state.refuse(2, "Redis: no answer within 3 s")
+    assert str(refusal) == "the cluster backplane could not publish: Redis: no answer within 3 s"
+    assert state.refused == 2 and state.is_up
+
+
 def test_delivery_moves_the_cursor_and_measures_lag(state):
     state.read("0-0")
     assert state.deliver("900-0", "940-2", 3) == 0.1

@@ -6,8 +6,10 @@ Redis persists to an append-only file here (fsynced before each answer), so that
 "acknowledged" means "in the stream", across its restart."""
 
 import contextlib
+import signal
 import threading
 
+from broker.backplane import REPLY_TIMEOUT_S
 from sockjs_clients import WebSocketClient, XhrStreamingClient, wait_until
 
 from cluster_clients import publish, receive_until
@@ -104,3 +106,30 @@ def test_a_broker_started_while_redis_is_away_joins_when_it_comes(start_redis, s
     with WebSocketClient(broker.url) as client:
         assert publish(broker, "on time")[0] == 200
         assert client.receive() == ["on time"]
+
+
+def test_a_redis_that_stops_answering_is_taken_as_gone(start_redis, start_cluster):
+    """A stopped Redis keeps its connections open and answers nothing: after
+    REPLY_TIMEOUT_S the broker takes it as gone, and it resumes when Redis does.
+    A publish refused meanwhile may still be applied when Redis resumes (its
+    XADD was sent), as after any failed write."""
+    redis = start_redis()
+    broker, = start_cluster(redis, 1)
+    with WebSocketClient(broker.url, timeout=20) as client:
+        assert publish(broker, "before")[0] == 200
+        assert client.receive() == ["before"]
+        redis.process.send_signal(signal.SIGSTOP)
+        try:
+            status, answer = publish(broker, "unanswered")
+            assert status == 503, (status, answer)
+            assert answer["error"] == "the cluster backplane could not publish: Redis: no answer within %g s" % (
+                REPLY_TIMEOUT_S), answer
+            status, answer = broker.request("GET", "/healthz")
+            assert status == 503 and answer["reason"] == "Redis: no answer within %g s" % REPLY_TIMEOUT_S, answer
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        wait_until(lambda: healthy(broker), timeout=10)
+        assert publish(broker, "after")[0] == 200
+        assert receive_until(client, "after") in (["unanswered", "after"], ["after"])
+        assert broker.stats()["backplane"]["state"] == "up"
+    assert broker.server.process.poll() is None, broker.server.output
