@@ -52,6 +52,30 @@ def raw_websocket(origin, path, then=b"", receive_buffer=None):
     return sock, bytearray(rest)
 
 
+def read_to_end(sock, received):
+    """Read ``sock`` into ``received`` (a bytearray) until the broker closes it."""
+    sock.settimeout(5)
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return received
+        received += data
+
+
+def fall_behind(broker, publisher):
+    """Broadcast numbered messages through ``publisher`` (a WebSocketClient)
+    until ``broker`` holds a backlog for a client that does not read; returns
+    how many were sent."""
+    sent = 0
+    while broker.stats()["slow_consumers"]["behind"] == 0:
+        assert sent < 20000, "the broker never fell behind"
+        for _ in range(500):
+            publisher.send("%020d" % sent)
+            assert publisher.receive() == ["%020d" % sent]
+            sent += 1
+    return sent
+
+
 def wait_until(predicate, timeout=TIMEOUT, interval=0.01):
     """Poll ``predicate`` until it is true; fail with its last value after ``timeout``."""
     deadline = time.monotonic() + timeout

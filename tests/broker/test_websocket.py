@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 
 from loadtest.websocket import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, parse_frames
-from sockjs_clients import WebSocketClient, raw_websocket, session_url, wait_until
+from sockjs_clients import WebSocketClient, fall_behind, raw_websocket, read_to_end, session_url, wait_until
 
 
 @pytest.mark.parametrize("endpoint", ["sockjs", "raw"])
@@ -73,21 +73,10 @@ def test_a_client_close_while_behind_is_answered_after_the_backlog(start_broker)
                                    receive_buffer=4096)
     with sock:
         wait_until(lambda: broker.stats()["connections_total"] == 2)
-        sent = 0
-        while broker.stats()["slow_consumers"]["behind"] == 0:
-            assert sent < 20000, "the broker never fell behind"
-            for _ in range(500):
-                publisher.send("%020d" % sent)
-                assert publisher.receive() == ["%020d" % sent]
-                sent += 1
+        sent = fall_behind(broker, publisher)
         sock.sendall(client_frame(struct.pack("!H", 1001), OP_CLOSE))
-        sock.settimeout(5)
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                break
-            received += data
-    found, rest = parse_frames(bytes(received))
+        read_to_end(sock, received)
+    found, _ = parse_frames(bytes(received))
     assert [opcode for opcode, _, _, _ in found] == [OP_TEXT] * sent + [OP_CLOSE], (len(found), sent)
     opcode, _, start, end = found[-1]
     assert received[start:end] == struct.pack("!H", 1001)
@@ -110,12 +99,6 @@ def test_nothing_follows_the_servers_close_frame(broker):
         other.send("after the close frame")
         assert other.receive() == ["after the close frame"]
         sock.sendall(client_frame(struct.pack("!H", 1003), OP_CLOSE))
-        sock.settimeout(5)
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                break
-            received += data
-        found, _ = parse_frames(bytes(received))
+        found, _ = parse_frames(bytes(read_to_end(sock, received)))
         assert [opcode for opcode, _, _, _ in found] == [OP_TEXT, OP_CLOSE], received
         other.close()
