@@ -197,6 +197,8 @@ class Compare:
         argv = [python, "-m", "loadtest.floor", "--connections", str(clients),
                 "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
                 "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
+        if self.args.source_addresses:
+            argv += ["--source-addresses", ",".join(self.args.source_addresses)]
         self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
         try:
             done = subprocess.run(argv, cwd=contenders.REPO_ROOT, capture_output=True, text=True,

@@ -13,6 +13,10 @@ by putting several messages in one frame.
 
     python -m loadtest.floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
 
+With ``--source-addresses`` the drain spreads its connections over those local
+addresses, as the load client does: one address has about 28,000 ports, fewer
+while the last run's connections are in TIME_WAIT.
+
 prints one JSON object, a :class:`loadtest.records.Floor` results line.
 """
 
@@ -27,13 +31,13 @@ import time
 
 from broker.frames import websocket_frame
 from broker.runtime import interpreter
-from loadtest import affinity, records
+from loadtest import affinity, arguments, records
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
 
 
-def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
+def measure(connections, rate, seconds, cpu=None, drain_cpu=None, source_addresses=()):
     """Run the send loop; its :class:`loadtest.records.Floor`."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
     address = listener.getsockname()
@@ -42,7 +46,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None):
     if drain_pid == 0:
         listener.close()
         os.close(drain_gone)
-        os._exit(_drain(address, connections, drain_cpu))
+        os._exit(_drain(address, connections, drain_cpu, source_addresses))
     os.close(drain_alive)
     try:
         affinity.pin(0, cpu)
@@ -106,13 +110,15 @@ def _send_rounds(peers, frame, rate, seconds):
     }
 
 
-def _drain(address, connections, cpu):
-    """Connect ``connections`` sockets to ``address`` and read until every one is closed."""
+def _drain(address, connections, cpu, source_addresses=()):
+    """Connect ``connections`` sockets to ``address`` (from ``source_addresses`` in
+    turn, if any) and read until every one is closed."""
     try:
         affinity.pin(0, cpu)
         selector = selectors.DefaultSelector()
-        for _ in range(connections):
-            sock = socket.create_connection(address, timeout=30)
+        for n in range(connections):
+            source = (source_addresses[n % len(source_addresses)], 0) if source_addresses else None
+            sock = socket.create_connection(address, timeout=30, source_address=source)
             sock.setblocking(False)
             selector.register(sock, selectors.EVENT_READ)
         open_count = connections
@@ -138,9 +144,11 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=10, help="how long to send (default 10)")
     parser.add_argument("--cpu", type=int, help="pin the sender to this CPU")
     parser.add_argument("--drain-cpu", type=int, help="pin the reader to this CPU")
+    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses, default=(),
+                        help="local loopback addresses for the reader's connections, e.g. 127.0.0.2-127.0.0.9")
     args = parser.parse_args(argv)
     try:
-        result = measure(args.connections, args.rate, args.seconds, args.cpu, args.drain_cpu)
+        result = measure(args.connections, args.rate, args.seconds, args.cpu, args.drain_cpu, args.source_addresses)
     except OSError as error:
         parser.exit(1, "floor: %s\n" % error)
     print(json.dumps(result.as_dict()), flush=True)
