@@ -1,7 +1,11 @@
 import json
 import resource
+import socket
 import subprocess
 import sys
+import threading
+
+from loadtest import floor
 
 
 def test_floor_sends_every_round_and_reports_cpu_per_send():
@@ -26,3 +30,20 @@ def test_a_drain_that_cannot_connect_ends_the_floor_at_once():
     assert done.returncode == 1
     assert "floor drain: [Errno 24] Too many open files" in done.stderr
     assert "floor: the drain exited after" in done.stderr
+
+
+def test_the_drain_spreads_its_connections_over_the_source_addresses():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(10)
+        results = []
+        drain = threading.Thread(target=lambda: results.append(
+            floor._drain(listener.getsockname(), 4, None, ["127.0.0.2", "127.0.0.3"])))
+        drain.start()
+        peers = [listener.accept()[0] for _ in range(4)]
+        sources = sorted(peer.getpeername()[0] for peer in peers)
+        for peer in peers:
+            peer.sendall(b"frame")
+            peer.close()
+        drain.join(10)
+    assert sources == ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"]
+    assert results == [0]
