@@ -52,9 +52,10 @@ def raw_websocket(origin, path, then=b"", receive_buffer=None):
     return sock, bytearray(rest)
 
 
-def read_to_end(sock, received):
-    """Read ``sock`` into ``received`` (a bytearray) until the broker closes it."""
-    sock.settimeout(5)
+def read_to_end(sock, received, timeout=5.0):
+    """Read ``sock`` into ``received`` (a bytearray) until the broker closes it;
+    socket.timeout if a read waits longer than ``timeout`` seconds."""
+    sock.settimeout(timeout)
     while True:
         data = sock.recv(65536)
         if not data:

@@ -12,7 +12,7 @@ import websocket
 
 from broker.websocket import CLOSE_TIMEOUT
 from sockjs_clients import (Closed, EventSourceClient, JsonpClient, RawWebSocketClient,
-                            WebSocketClient, XhrStreamingClient, session_url, wait_until)
+                            WebSocketClient, XhrStreamingClient, read_to_end, session_url, wait_until)
 
 
 @pytest.fixture
@@ -115,9 +115,7 @@ def test_garbage_frames_close_only_that_connection(broker, witnesses, garbage, c
         offender.read_frame()
     assert closed.value.code == code
     # The broker shuts its side after the close frame, without waiting for the client's.
-    offender.ws.sock.settimeout(CLOSE_TIMEOUT / 2)
-    while offender.ws.sock.recv(4096):
-        pass
+    read_to_end(offender.ws.sock, bytearray(), timeout=CLOSE_TIMEOUT / 2)
     still_served(broker, witnesses, "after garbage frame")
 
 
@@ -128,8 +126,7 @@ def test_garbage_http_gets_an_error_not_a_crash(broker, witnesses):
         with socket.create_connection((host, int(port)), timeout=5) as raw:
             raw.sendall(junk)
             raw.shutdown(socket.SHUT_WR)
-            while raw.recv(4096):
-                pass
+            read_to_end(raw, bytearray())
     still_served(broker, witnesses, "after garbage HTTP")
 
 
