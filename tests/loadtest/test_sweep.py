@@ -48,11 +48,15 @@ def test_small_sweep_against_the_broker_counts_every_delivery(broker_server, tra
     assert delivered == sum(step.received for step in steps)
 
 
-def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker):
+def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker, monkeypatch):
     """Small buffers make the broker cut a client as soon as it falls behind, so
     the level ends below the cap however fast the machine (the broker's
     batches grow with the rate: at 100 clients they carry millions of
-    deliveries a second, so only a buffer smaller than a few batches breaks)."""
+    deliveries a second, so only a buffer smaller than a few batches breaks).
+    The cap is raised tenfold: here the break comes between 58,000 msgs/s
+    and the default cap's 100,000, at the cap itself in one run of four."""
+    monkeypatch.setattr(method, "MAX_RATE", 10 * method.MAX_RATE)
+    monkeypatch.setattr(method, "MAX_DELIVERIES_PER_S", 10 * method.MAX_DELIVERIES_PER_S)
     broker = start_broker("--client-rate", "0", "--send-buffer", "4096", "--max-buffer", "2048").server
     steps, levels = [], []
     started = time.monotonic()
