@@ -91,3 +91,9 @@ def parse_source_addresses(text):
     if outside:
         raise argparse.ArgumentTypeError("must be loopback addresses (got %s)" % ", ".join(outside))
     return addresses
+
+
+def source_address(addresses, n):
+    """Where connection ``n`` binds: ``(address, 0)`` from ``addresses`` in turn, or
+    None (the kernel's choice) if there are none."""
+    return (addresses[n % len(addresses)], 0) if addresses else None

@@ -28,7 +28,7 @@ import os
 import time
 import urllib.parse
 
-from loadtest import endpoints, method
+from loadtest import arguments, endpoints, method
 from loadtest.errors import ConnectError
 from loadtest.lag import LagMonitor
 from loadtest.protocol import OPENED, ClientProtocol, Delivered
@@ -185,9 +185,7 @@ class ClientGroup:
                 else:
                     protocol = ClientProtocol(client_id, "%s:%d" % (host, port), path, self.transport == "sockjs")
                 conn = Connection(protocol, self.histogram, self._read_buffer)
-                local = None
-                if self.source_addresses:
-                    local = (self.source_addresses[client_id % len(self.source_addresses)], 0)
+                local = arguments.source_address(self.source_addresses, client_id)
                 try:
                     await asyncio.wait_for(
                         loop.create_connection(lambda: conn, host, port, local_addr=local),

@@ -117,8 +117,8 @@ def _drain(address, connections, cpu, source_addresses=()):
         affinity.pin(0, cpu)
         selector = selectors.DefaultSelector()
         for n in range(connections):
-            source = (source_addresses[n % len(source_addresses)], 0) if source_addresses else None
-            sock = socket.create_connection(address, timeout=30, source_address=source)
+            sock = socket.create_connection(address, timeout=30,
+                                            source_address=arguments.source_address(source_addresses, n))
             sock.setblocking(False)
             selector.register(sock, selectors.EVENT_READ)
         open_count = connections
