@@ -87,6 +87,10 @@ def build_parser():
                         "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
     parser.add_argument("--cpu-seconds", type=arguments.positive_float, default=10.0,
                         help="how long each fixed load and the floor run (default 10)")
+    parser.add_argument("--warm-up", type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
+                        help="before the fixed loads, run the first of them this long, unrecorded, so "
+                        "that they measure a warm server (PyPy's JIT needs thousands of messages on "
+                        "rare paths); a sweep before them warms it too (default 0)")
     parser.add_argument("--idle-connections", type=arguments.positive_int, default=19000,
                         help="connections held open for RSS per idle connection (default 19000)")
     parser.add_argument("--procs", type=arguments.positive_int,
@@ -145,13 +149,13 @@ class Compare:
                 if steps is None:
                     return False
             measured = True
+            if "cpu" in args.measure and args.warm_up and not self._warm_up(contender, options):
+                return False
             if "cpu" in args.measure:
                 for clients, rate in args.cpu_load:
                     ends = []
-                    fixed_load = dataclasses.replace(options, levels=[clients], rates=[rate],
-                                                     duration=args.cpu_seconds, procs=client_procs(args, clients))
-                    fixed = self._run(sweep.sweep(fixed_load, on_level=ends.append,
-                                                  on_progress=self.status.progress))
+                    fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
+                                                  on_level=ends.append, on_progress=self.status.progress))
                     if fixed is None:
                         return False
                     if not fixed:
@@ -165,6 +169,21 @@ class Compare:
             return measured
         finally:
             running.stop()
+
+    def _fixed_load(self, options, clients, rate, seconds):
+        return dataclasses.replace(options, levels=[clients], rates=[rate], duration=seconds,
+                                   procs=client_procs(self.args, clients))
+
+    def _warm_up(self, contender, options):
+        """The first fixed load for ``--warm-up`` seconds, not recorded; False if it failed (said why)."""
+        clients, rate = self.args.cpu_load[0]
+        warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.args.warm_up),
+                                     on_progress=self.status.progress))
+        if warm is None:
+            return False
+        self.status.message("%s: warmed up at %dx%g for %g s (%s messages delivered), not recorded" % (
+            contender.label, clients, rate, self.args.warm_up, sum(step.received for step in warm)))
+        return True
 
     def _idle(self, contender, record_server):
         """RSS per idle connection, on fresh server processes."""

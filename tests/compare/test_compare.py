@@ -3,6 +3,7 @@
 import collections
 import resource
 import json
+import re
 import subprocess
 import sys
 
@@ -62,6 +63,22 @@ def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):
     assert done.returncode == 0, done.stderr
     types = [json.loads(line)["type"] for line in out.read_text().splitlines()]
     assert types == ["run", "server", "cpu_per_msg", "floor"]
+
+
+def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
+    out = tmp_path / "fanout.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu",
+         "--cpu-load", "8x10,6x5", "--cpu-seconds", "0.5", "--warm-up", "1", "--pause", "0.1", "--out", str(out)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    warmed = re.search(r"sockjs-node: warmed up at 8x10 for 1 s \((\d+) messages delivered\), not recorded",
+                       done.stderr)
+    assert warmed and int(warmed.group(1)) > 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["run", "server", "cpu_per_msg", "cpu_per_msg", "floor"]
+    assert [(r["level"], r["rate"]) for r in records if r["type"] == "cpu_per_msg"] == [(8, 10.0), (6, 5.0)]
 
 
 def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
