@@ -149,9 +149,9 @@ class Compare:
                 if steps is None:
                     return False
             measured = True
-            if "cpu" in args.measure and args.warm_up and not self._warm_up(contender, options):
-                return False
             if "cpu" in args.measure:
+                if args.warm_up and not self._warm_up(contender, options):
+                    return False
                 for clients, rate in args.cpu_load:
                     ends = []
                     fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
