@@ -1,15 +1,16 @@
-"""The one module that touches private names of Tornado and sockjs-tornado.
+"""The one module that touches private names of Tornado, sockjs-tornado and redis-py.
 
 Rules this module keeps:
 
-* No other module of the broker names a private attribute or method of either
-  library, nor overrides one (``tests/broker/test_internals.py`` checks every
-  module against the libraries' classes).
+* No other module of the broker names a private attribute or method of these
+  libraries, nor overrides one (``tests/broker/test_internals.py`` checks every
+  module against Tornado's and sockjs-tornado's classes, and those that import
+  redis-py against its own).
 * Each private name is used behind a function or mixin named for what it
   does; a test drives each one on real library objects and fails with the
   name an upgrade removed.
 * Public API is used wherever it does the job; what is here has none
-  (Tornado 6.4 to 6.6, sockjs-tornado 1.0.7).
+  (Tornado 6.4 to 6.6, sockjs-tornado 1.0.7, redis-py 6.2 to 6.4).
 """
 
 from tornado.ioloop import IOLoop
@@ -41,3 +42,13 @@ def attach_session(handler, session_id):
 def detach(handler):
     """Detach a streaming ``handler`` from its SockJS session."""
     handler._detach()
+
+
+def abort_redis_connections(pool):
+    """Close the socket of every connection of ``pool`` (a ``redis.asyncio``
+    ConnectionPool) at once, dropping what its transport still holds to write:
+    what waits on the connections fails. redis-py's own close flushes first,
+    which takes as long as the server takes to read again."""
+    for connection in (*pool._available_connections, *pool._in_use_connections):
+        if connection._writer is not None:
+            connection._writer.transport.abort()

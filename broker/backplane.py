@@ -25,9 +25,11 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   before this broker read them are counted (:mod:`broker.cluster`) and logged:
   a broker too slow for the stream's length cannot lose messages unseen.
 * A Redis that does not answer within REPLY_TIMEOUT_S (stopped, or out of
-  reach without a reset) has failed: the connections are closed, which fails
-  what waits on them. One timer per call, not redis-py's socket timeout, which
-  costs a task and two timers per command.
+  reach without a reset) has failed: the connections are aborted, which fails
+  what waits on them, a write the kernel could not buffer included (what it
+  still held unsent is dropped, not flushed whenever Redis reads again). One
+  timer per call, not redis-py's socket timeout, which costs a task and two
+  timers per command.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -49,6 +51,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as NoAnswer
 
+from broker import _internals
 from broker.cluster import Backoff, BackplaneState
 
 LOG = logging.getLogger("broker.backplane")
@@ -85,14 +88,14 @@ class Backplane:
         self._redis = redis.asyncio.from_url(
             url, socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
             lib_version=None)
-        self._backoff = Backoff()
+        self._reconnect_backoff = Backoff()
         self._silences = 0
         self._disconnecting = None
         self._hub = None
         self._pending = []
         self._pending_written = None
-        self._writer = None
-        self._reader = None
+        self._write_task = None
+        self._read_task = None
         self._stopping = None
 
     async def start(self, hub):
@@ -104,7 +107,7 @@ class Backplane:
             await self._load_tail()
         except FAILURES as error:
             self._went_down(error)
-        self._reader = asyncio.ensure_future(self._read_forever())
+        self._read_task = asyncio.ensure_future(self._read_forever())
 
     async def stop(self):
         """Let the transaction in flight finish, close the connections, stop reading.
@@ -113,10 +116,10 @@ class Backplane:
         can leave it stuck inside redis-py (seen with 6.4 on CPython 3.11).
         """
         self._stopping.set()
-        if self._writer is not None:
-            await asyncio.gather(self._writer, return_exceptions=True)
+        if self._write_task is not None:
+            await asyncio.gather(self._write_task, return_exceptions=True)
         await self._redis.aclose()
-        await asyncio.gather(self._reader, return_exceptions=True)
+        await asyncio.gather(self._read_task, return_exceptions=True)
 
     def append(self, encoded):
         """Queue one JSON text for the next transaction (the hub's relay); raises
@@ -124,8 +127,8 @@ class Backplane:
         if not self.state.is_up:
             raise self.state.refuse()
         self._pending.append(encoded)
-        if self._writer is None:
-            self._writer = asyncio.ensure_future(self._write())
+        if self._write_task is None:
+            self._write_task = asyncio.ensure_future(self._write())
 
     def written(self):
         """A future that is done when everything appended so far is in the stream,
@@ -156,7 +159,7 @@ class Backplane:
                     if written is not None:
                         written.set_result(None)
         finally:
-            self._writer = None
+            self._write_task = None
 
     def _append(self, batch):
         if len(batch) == 1:
@@ -183,6 +186,7 @@ class Backplane:
 
     def _silent(self):
         self._silences += 1
+        _internals.abort_redis_connections(self._redis.connection_pool)
         self._disconnecting = asyncio.ensure_future(self._disconnect())
 
     async def _disconnect(self):
@@ -211,7 +215,7 @@ class Backplane:
                     return
                 self._went_down(error)
                 try:
-                    await asyncio.wait_for(self._stopping.wait(), self._backoff.next())
+                    await asyncio.wait_for(self._stopping.wait(), self._reconnect_backoff.next())
                 except asyncio.TimeoutError:
                     pass
                 continue
@@ -249,7 +253,7 @@ class Backplane:
             LOG.exception("delivering %d messages up to %s failed", len(entries), self.state.last_id)
 
     def _came_up(self):
-        self._backoff.reset()
+        self._reconnect_backoff.reset()
         if self.state.came_up():
             LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
 

@@ -1,11 +1,14 @@
-"""The private names of Tornado and sockjs-tornado: all in broker._internals,
-each still there in the installed libraries."""
+"""The private names of Tornado, sockjs-tornado and redis-py: all in
+broker._internals, each still there in the installed libraries."""
 
 import asyncio
 import os
 import re
+import signal
 import socket
 
+import redis
+import redis.asyncio
 import sockjs.tornado
 import tornado
 import tornado.ioloop
@@ -26,11 +29,15 @@ LIBRARY_CLASSES = (
 ) + tuple(value for value in vars(sockjs_transports).values() if isinstance(value, type))
 
 
-def library_private_names():
-    """Private names the libraries' classes define, or set on ``self`` anywhere
-    in their source."""
-    names = {name for cls in LIBRARY_CLASSES for name in dir(cls)}
-    for package in (tornado, sockjs.tornado):
+REDIS_CLASSES = (redis.asyncio.Redis, redis.asyncio.client.Pipeline, redis.asyncio.ConnectionPool,
+                 redis.asyncio.Connection)
+
+
+def library_private_names(classes, packages):
+    """Private names ``classes`` define, or set on ``self`` anywhere in the
+    source of ``packages``."""
+    names = {name for cls in classes for name in dir(cls)}
+    for package in packages:
         for directory, _, files in os.walk(os.path.dirname(package.__file__)):
             for filename in files:
                 if filename.endswith(".py"):
@@ -40,13 +47,17 @@ def library_private_names():
 
 
 def test_no_other_broker_module_names_a_private_name_of_the_libraries():
-    private = library_private_names()
+    """Every module against Tornado and sockjs-tornado (the broker subclasses
+    their classes); the modules that import redis-py against its own."""
+    web = library_private_names(LIBRARY_CLASSES, (tornado, sockjs.tornado))
+    redis_py = library_private_names(REDIS_CLASSES, (redis,))
     offenders = []
     for filename in sorted(os.listdir(BROKER)):
         if not filename.endswith(".py") or filename == "_internals.py":
             continue
         with open(os.path.join(BROKER, filename)) as f:
             source = f.read()
+        private = web | redis_py if re.search(r"^import redis|^from redis", source, re.M) else web
         used = set(re.findall(r"\.(_\w+)", source)) | set(re.findall(r"def (_\w+)", source))
         offenders += ["%s: %s" % (filename, name) for name in sorted(used & private)]
     assert not offenders, "private library names outside broker/_internals.py: %s" % offenders
@@ -90,3 +101,40 @@ def test_the_private_methods_the_broker_calls_or_overrides_exist():
     for owner, name in ((pollingbase.PollingTransportBase, "_attach_session"),
                         (sockjs_transports.HtmlFileTransport, "_detach")):
         assert callable(getattr(owner, name, None)), "%s.%s is gone" % (owner.__name__, name)
+
+
+def unsent(pool):
+    """Bytes the transports of ``pool``'s connections hold, not yet taken by the kernel."""
+    return sum(connection._writer.transport.get_write_buffer_size()
+               for connection in pool._in_use_connections if connection._writer is not None)
+
+
+def test_abort_redis_connections_fails_a_write_the_kernel_could_not_buffer(start_redis):
+    server = start_redis()
+
+    async def abort_a_stuck_write():
+        client = redis.asyncio.from_url(server.url)
+        try:
+            await client.ping()
+            server.process.send_signal(signal.SIGSTOP)
+            try:
+                stuck = asyncio.ensure_future(client.set("big", b"x" * (24 * 1024 * 1024)))
+                deadline = asyncio.get_running_loop().time() + 5
+                while not unsent(client.connection_pool):
+                    assert asyncio.get_running_loop().time() < deadline, "the kernel took 24 MB for a stopped Redis"
+                    await asyncio.sleep(0.01)
+                _internals.abort_redis_connections(client.connection_pool)
+                done, _ = await asyncio.wait([stuck], timeout=5)
+                assert done, "the write still waits: Pool._available_connections, _in_use_connections " \
+                             "or Connection._writer changed"
+                failure = stuck.exception()
+            finally:
+                server.process.send_signal(signal.SIGCONT)
+            # redis-py reconnects on the next call; the unsent part was dropped, not applied.
+            return failure, await client.get("big")
+        finally:
+            await client.aclose()
+
+    failure, stored = asyncio.run(abort_a_stuck_write())
+    assert isinstance(failure, (redis.RedisError, OSError)), repr(failure)
+    assert stored is None

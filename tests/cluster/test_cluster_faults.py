@@ -133,3 +133,26 @@ def test_a_redis_that_stops_answering_is_taken_as_gone(start_redis, start_cluste
         assert receive_until(client, "after") in (["unanswered", "after"], ["after"])
         assert broker.stats()["backplane"]["state"] == "up"
     assert broker.server.process.poll() is None, broker.server.output
+
+
+def test_a_publish_larger_than_the_socket_buffers_is_refused_on_time_by_a_stopped_redis(start_redis, start_cluster):
+    """What the kernel cannot buffer for a stopped Redis waits in the broker's
+    transport; taking Redis as gone drops it there, so the publish is refused
+    after REPLY_TIMEOUT_S, not whenever Redis resumes reading, and the next
+    publish after Redis resumes is not queued behind it."""
+    big = "x" * (24 * 1024 * 1024)
+    redis = start_redis()
+    broker, = start_cluster(redis, 1, "--max-message-size", str(len(big) + 2))
+    with WebSocketClient(broker.url, timeout=20) as client:
+        redis.process.send_signal(signal.SIGSTOP)
+        try:
+            status, answer = publish(broker, big)
+            assert status == 503, (status, answer)
+            assert answer["error"] == "the cluster backplane could not publish: Redis: no answer within %g s" % (
+                REPLY_TIMEOUT_S), answer
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        wait_until(lambda: healthy(broker), timeout=10)
+        assert publish(broker, "after")[0] == 200
+        assert receive_until(client, "after") == ["after"]
+    assert broker.server.process.poll() is None, broker.server.output
