@@ -43,6 +43,7 @@ Rules this module keeps:
   from inside a broadcast.
 """
 
+import asyncio
 import logging
 import socket
 import types
@@ -67,8 +68,9 @@ PING_FRAME = frames.websocket_frame(b"", rfc6455.PING)
 # What a session keeps of its request's cookies, arguments and headers once
 # open: one shared, read-only empty mapping rather than three dicts each.
 _NOTHING = types.MappingProxyType({})
-_READ = IOLoop.READ
-_WRITE = IOLoop.WRITE
+# What the event loop watches a socket for (WebSocket._watching).
+_READ = 1
+_WRITE = 2
 
 
 class WebSocket:
@@ -109,7 +111,7 @@ class WebSocket:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # reset already: the first read or write finds out and closes
                 pass
-        IOLoop.current().add_handler(self._fd, self._on_events, _READ)
+        asyncio.get_running_loop().add_reader(self._fd, self._read)
         if server.pings is not None:
             server.pings.add(self)
         server.stats.on_conn_opened()
@@ -221,12 +223,6 @@ class WebSocket:
 
     # The event loop's side.
 
-    def _on_events(self, fd, events):
-        if events & _WRITE:
-            self._write_backlog()
-        elif self._sock is not None:
-            self._read()
-
     def received(self, data):
         """Handle ``data`` read from the client."""
         self._protocol.receive_data(data)
@@ -301,11 +297,28 @@ class WebSocket:
         else:
             self._pong_owed = payload
 
-    def _watch(self):
-        events = (_READ if self._reading else 0) | (_WRITE if self._backlog is not None else 0)
-        if events != self._watching:
-            self._watching = events
-            IOLoop.current().update_handler(self._fd, events)
+    def _watch(self, events=None):
+        """Watch the socket for ``events`` (by default: reading unless paused,
+        writing while behind). Through asyncio's loop itself: Tornado's
+        ``add_handler`` would keep a dict entry, a tuple and a set entry more
+        per socket."""
+        if events is None:
+            events = (_READ if self._reading else 0) | (_WRITE if self._backlog is not None else 0)
+        changed = events ^ self._watching
+        if not changed:
+            return
+        self._watching = events
+        loop = asyncio.get_running_loop()
+        if changed & _READ:
+            if events & _READ:
+                loop.add_reader(self._fd, self._read)
+            else:
+                loop.remove_reader(self._fd)
+        if changed & _WRITE:
+            if events & _WRITE:
+                loop.add_writer(self._fd, self._write_backlog)
+            else:
+                loop.remove_writer(self._fd)
 
     def _fall_behind(self, rest):
         self._backlog = [rest]
@@ -365,9 +378,9 @@ class WebSocket:
         if sock is None:
             return
         self._sock = None
-        loop = IOLoop.current()
-        loop.remove_handler(self._fd)
+        self._watch(0)
         sock.close()
+        loop = IOLoop.current()
         if self._release is not None:
             self._release()
         for timer in (self._deadline, self._closing):

@@ -71,17 +71,16 @@ def test_take_socket_hands_over_the_socket_and_what_was_read_ahead():
             right.sendall(b"GET\r\n" + b"frames")
             assert await stream.read_until(b"\r\n") == b"GET\r\n"
             sock, buffered = _internals.take_socket(stream)
-            loop = tornado.ioloop.IOLoop.current()
-            # The broker registers the socket itself: it must be free.
-            loop.add_handler(sock.fileno(), lambda fd, events: None, loop.READ)
-            loop.remove_handler(sock.fileno())
-            return sock is left, buffered
+            # The broker registers the socket with asyncio itself: nothing may watch it still.
+            watched = asyncio.get_running_loop().remove_reader(sock.fileno())
+            return sock is left, watched, buffered
         finally:
             left.close()
             right.close()
 
-    taken, buffered = asyncio.run(upgrade())
+    taken, watched, buffered = asyncio.run(upgrade())
     assert taken
+    assert not watched, "the event loop still watches the socket for Tornado"
     assert buffered == b"frames", "BaseIOStream._read_buffer or _read_buffer_size changed"
 
 
