@@ -15,7 +15,7 @@ from broker.hub import Hub
 from broker.origins import OriginPolicy
 from broker.limits import Limits, default_max_connections
 from broker.listener import ClientAddressCheck, Listener
-from broker.pinger import PingWheel
+from broker.pinger import HeartbeatWheel, PingWheel
 from broker.runtime import raise_open_files_limit
 from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
@@ -53,18 +53,20 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None):
+def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None, heartbeats=None):
     """The Tornado application: the SockJS service at ``config.prefix``, its
-    websockets pinged by ``pings`` (a :class:`PingWheel`, or None), and the API;
+    websockets pinged by ``pings`` (a :class:`PingWheel`, or None) and sent
+    their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`, or None), and the API;
     ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
     :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
-    router = BrokerRouter(connection, config.prefix, {"sockjs_url": assets.SOCKJS_URL}, hub=hub,
+    router = BrokerRouter(connection, config.prefix,
+                          {"sockjs_url": assets.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
                           origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings,
-                          limits=limits)
+                          heartbeats=heartbeats, limits=limits)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
@@ -136,11 +138,13 @@ async def run(config, open_files):
     limits = connection_limits(config, open_files)
     gc_policy = collector.install(limits)
     pings = ping_wheel(config)
-    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings), limits)
+    heartbeats = HeartbeatWheel(config.heartbeat_delay)
+    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings, heartbeats), limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
-    if pings is not None:
-        timers.append(PeriodicCallback(pings.tick, 1000 * pings.tick_seconds))
+    for wheel in (pings, heartbeats):
+        if wheel is not None:
+            timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
     if hasattr(gc_policy, "audit_if_due"):
         timers.append(PeriodicCallback(gc_policy.audit_if_due, 1000))
     for timer in timers:

@@ -34,6 +34,7 @@ class Config:
     body_timeout: float = 20.0
     ws_ping_interval: float = 25.0
     ws_ping_timeout: float = 20.0
+    heartbeat_delay: float = 25.0
     log_level: str = "info"
 
     @property
@@ -223,6 +224,11 @@ def build_parser(environ=os.environ):
                         help="close a websocket whose answer to a ping is this late (at most the "
                         "interval: a longer timeout is cut to it) [BROKER_WS_PING_TIMEOUT, "
                         "default %(default)s]")
+    parser.add_argument("--heartbeat-delay", type=_seconds, metavar="SECONDS",
+                        default=env("BROKER_HEARTBEAT_DELAY", str(defaults.heartbeat_delay)),
+                        help="send every SockJS session a heartbeat frame this often, so that "
+                        "proxies keep quiet connections open [BROKER_HEARTBEAT_DELAY, default "
+                        "%(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

@@ -60,6 +60,8 @@ class BrokerRouter(SockJSRouter):
     ``client_rate`` is how many messages a second one client may publish (0:
     no limit), in bursts of up to twice as many; ``pings`` (a
     :class:`broker.pinger.PingWheel`, or None) pings every websocket;
+    ``heartbeats`` (a :class:`broker.pinger.HeartbeatWheel`, or None: then
+    sockjs-tornado's timer per session) sends SockJS websockets their heartbeats;
     ``limits`` (a :class:`broker.limits.Limits`, or None) admits the polling
     and streaming sessions.
     ``behind`` holds the websockets holding bytes the kernel would not take
@@ -68,7 +70,7 @@ class BrokerRouter(SockJSRouter):
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
                  max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None,
-                 limits=None):
+                 heartbeats=None, limits=None):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
@@ -80,6 +82,7 @@ class BrokerRouter(SockJSRouter):
         self.client_rate = client_rate
         self.behind = set()
         self.pings = pings
+        self.heartbeats = heartbeats
         self.limits = limits
 
     def unsent_bytes(self):

@@ -25,6 +25,9 @@ from broker import _internals, frames
 MESSAGE_TOO_BIG = (1009, "Message too big")
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
+# What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
+# old browsers' XHR into streaming mode.
+XHR_STREAMING_PRELUDE = "h" * 2048 + "\n"
 
 
 class ServiceHeaders:
@@ -148,7 +151,9 @@ class _Streaming(ServiceHeaders):
 
     def start_stream(self, session_id, content_type, prelude):
         """Send the headers and ``prelude`` at once, then join the session (a
-        session that refuses the join has already sent its close frame)."""
+        session that refuses the join has already sent its close frame) and
+        start its heartbeats, which sockjs-tornado sends to polls only: a
+        stream quiet for longer than a proxy's idle timeout would be cut."""
         self.preflight()
         self.handle_session_cookie()
         self.disable_cache()
@@ -158,6 +163,7 @@ class _Streaming(ServiceHeaders):
         if not _internals.attach_session(self, session_id):
             self.finish()
         elif self.session:
+            self.session.start_heartbeat()
             self.session.flush()
 
 
@@ -166,7 +172,9 @@ class XhrPollingTransport(_OneFramePerPoll, ServiceHeaders, base.XhrPollingTrans
 
 
 class XhrStreamingTransport(_Streaming, base.XhrStreamingTransport):
-    pass
+    @asynchronous
+    def post(self, session_id):
+        self.start_stream(session_id, "application/javascript; charset=UTF-8", XHR_STREAMING_PRELUDE)
 
 
 class EventSourceTransport(_Streaming, base.EventSourceTransport):

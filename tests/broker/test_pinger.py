@@ -1,6 +1,6 @@
-"""The ping wheel's rules, on plain members: no sockets, no timer."""
+"""The ping and heartbeat wheels' rules, on plain members: no sockets, no timer."""
 
-from broker.pinger import PingWheel
+from broker.pinger import HeartbeatWheel, PingWheel
 
 
 class Member:
@@ -73,3 +73,32 @@ def test_a_discarded_member_is_pinged_no_more():
     for _ in range(4):
         wheel.tick()
     assert member.pings == 0 and len(wheel) == 0
+
+
+class Listener:
+    """A heartbeat wheel's member: counts its heartbeats, has nothing else."""
+
+    def __init__(self):
+        self.beats = 0
+
+    def heartbeat_due(self):
+        self.beats += 1
+
+
+def test_the_heartbeat_wheel_beats_every_member_once_per_interval_and_never_times_one_out():
+    wheel = HeartbeatWheel(interval=10, buckets=5)
+    members = []
+    for _ in range(5):
+        member = Listener()
+        wheel.add(member)
+        members.append(member)
+        wheel.tick()
+    assert [m.beats for m in members] == [1, 0, 0, 0, 0], "first beat a turn of the wheel after joining"
+    for _ in range(10):
+        wheel.tick()
+    assert [m.beats for m in members] == [3, 2, 2, 2, 2]
+    assert len(wheel) == 5 and wheel.timed_out == 0
+    wheel.discard(members[0])
+    for _ in range(5):
+        wheel.tick()
+    assert [m.beats for m in members] == [3, 3, 3, 3, 3]
