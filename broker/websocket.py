@@ -38,9 +38,9 @@ Rules this module keeps:
   what the client still sends is read and dropped until it closes its side
   (CLOSE_TIMEOUT at most), so that the close frame is not lost to a reset.
   :meth:`WebSocket.cut` closes at once. However it ends, the socket is
-  closed and its connection released (event loop, ping wheel, connection
-  limits) at once, and the SockJS session is closed on the next turn, never
-  from inside a broadcast.
+  closed and its connection released (event loop, ping and heartbeat
+  wheels, connection limits) at once, and the SockJS session is closed on
+  the next turn, never from inside a broadcast.
 """
 
 import asyncio
