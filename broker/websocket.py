@@ -102,7 +102,7 @@ class WebSocket:
         self._release = release
         self._info = info
         self._reading = True
-        self._watching = _READ
+        self._watching = 0
         self._backlog = None
         self._backlog_bytes = 0
         self._deadline = None
@@ -113,7 +113,7 @@ class WebSocket:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # reset already: the first read or write finds out and closes
                 pass
-        asyncio.get_running_loop().add_reader(self._fd, self._read)
+        self._watch()
         if server.pings is not None:
             server.pings.add(self)
         server.stats.on_conn_opened()
@@ -304,12 +304,13 @@ class WebSocket:
         else:
             self._pong_owed = payload
 
-    def _watch(self, events=None):
-        """Watch the socket for ``events`` (by default: reading unless paused,
-        writing while behind). Through asyncio's loop itself: Tornado's
-        ``add_handler`` would keep a dict entry, a tuple and a set entry more
-        per socket."""
-        if events is None:
+    def _watch(self):
+        """Have the event loop watch the socket for reading unless paused, for
+        writing while behind, and for nothing once closed. Through asyncio's
+        loop itself: Tornado's ``add_handler`` would keep a dict entry, a tuple
+        and a set entry more per socket."""
+        events = 0
+        if self._sock is not None:
             events = (_READ if self._reading else 0) | (_WRITE if self._backlog is not None else 0)
         changed = events ^ self._watching
         if not changed:
@@ -385,7 +386,7 @@ class WebSocket:
         if sock is None:
             return
         self._sock = None
-        self._watch(0)
+        self._watch()
         sock.close()
         loop = IOLoop.current()
         if self._release is not None:
