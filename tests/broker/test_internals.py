@@ -88,7 +88,8 @@ def test_close_after_response_sets_what_tornado_reads():
     left, right = socket.socketpair()
     try:
         connection = http1connection.HTTP1Connection(iostream.IOStream(left), is_client=False)
-        request = httputil.HTTPServerRequest(method="GET", uri="/", connection=connection)
+        request = httputil.HTTPServerRequest(start_line=httputil.RequestStartLine("GET", "/", "HTTP/1.1"),
+                                             headers=httputil.HTTPHeaders(Host="127.0.0.1"), connection=connection)
         _internals.close_after_response(request)
         assert connection._disconnect_on_finish is True, "HTTP1Connection._disconnect_on_finish is gone"
     finally:
