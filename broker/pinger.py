@@ -1,5 +1,5 @@
 """One timer pings every websocket: a wheel of buckets, one visited per tick;
-another sends every SockJS websocket its heartbeat frame.
+another sends every SockJS session its heartbeat frame.
 
 Tornado's own pings (``websocket_ping_interval``) run one task per websocket,
 which sleeps on a new timer and future for every ping: at 19,000 websockets
@@ -9,7 +9,9 @@ walks them (see :mod:`broker.collector`), and ~1.7 KiB per connection on
 CPython. Here one periodic timer does the same for all of them. sockjs-tornado's
 heartbeat is the same story (a timer object per session and a new timer handle,
 partial and context every 25 s: about 700 bytes and 8 tracked objects a
-session), so a :class:`HeartbeatWheel` sends SockJS websockets theirs.
+session), so a :class:`HeartbeatWheel` sends SockJS sessions theirs: each
+websocket's, and a polling or streaming session's while a request of it is
+attached (see :class:`broker.sockjs.BrokerSession`).
 
 Rules this module keeps:
 
@@ -22,10 +24,11 @@ Rules this module keeps:
   bucket ``timeout`` after it (rounded up to whole ticks, at most one
   interval) is told it timed out; one that answered is left alone. The check
   comes before the next ping of the same bucket.
-* The wheel holds each websocket from ``add`` to ``discard``; members are
+* The wheel holds each member from ``add`` to ``discard``; members are
   objects with ``ping_due()`` and ``ping_timed_out()`` and a boolean
   ``awaiting_pong`` that ``ping_due()`` sets and the pong clears; a
-  :class:`HeartbeatWheel`'s have ``heartbeat_due()`` and are never timed out.
+  :class:`HeartbeatWheel`'s (websockets and sessions) have ``heartbeat_due()``
+  and are never timed out.
 
 No sockets and no timer here: ``tick()`` is called by the owner's timer.
 """

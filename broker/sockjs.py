@@ -12,6 +12,7 @@ import time
 from sockjs.tornado import SockJSConnection, SockJSRouter, session
 from sockjs.tornado import static as stock_static
 from sockjs.tornado import transports as stock
+from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports, websocket
@@ -61,7 +62,7 @@ class BrokerRouter(SockJSRouter):
     no limit), in bursts of up to twice as many; ``pings`` (a
     :class:`broker.pinger.PingWheel`, or None) pings every websocket;
     ``heartbeats`` (a :class:`broker.pinger.HeartbeatWheel`, or None: then
-    sockjs-tornado's timer per session) sends SockJS websockets their heartbeats;
+    sockjs-tornado's timer per session) sends every session its heartbeats;
     ``limits`` (a :class:`broker.limits.Limits`, or None) admits the polling
     and streaming sessions.
     ``behind`` holds the websockets holding bytes the kernel would not take
@@ -102,18 +103,48 @@ class BrokerRouter(SockJSRouter):
 
 
 class BrokerSession(session.Session):
-    """A SockJS session whose send queue is a list of encoded chunks.
+    """A SockJS session whose send queue is a list of encoded chunks, and whose
+    heartbeats come from the router's heartbeat wheel.
 
     A polling session between two requests queues every batch. sockjs-tornado
     queues in one string, which copies itself on every append (quadratic in
     what is waiting, up to ``max_buffer``); a list appends in constant time and
     is joined once, by the next request. ``queued_bytes`` is what waits.
+
+    sockjs-tornado starts a timer object for each request a session serves, and
+    a new timer handle every delay. With a wheel (the router's ``heartbeats``)
+    the session is a member instead, from ``start_heartbeat`` (a request
+    attached) to ``stop_heartbeat`` (it detached, which closing the session
+    makes it do); a heartbeat that finds no request attached ends the
+    membership too.
     """
 
     def __init__(self, conn, server, session_id, expiry=None):
         super().__init__(conn, server, session_id, expiry)
         self.send_queue = []
         self.queued_bytes = 0
+
+    def start_heartbeat(self):
+        wheel = self.server.heartbeats
+        if wheel is None:
+            super().start_heartbeat()
+        else:
+            # Joining again restarts the delay, as a new timer would.
+            wheel.discard(self)
+            wheel.add(self)
+
+    def stop_heartbeat(self):
+        wheel = self.server.heartbeats
+        if wheel is None:
+            super().stop_heartbeat()
+        else:
+            wheel.discard(self)
+
+    def heartbeat_due(self):
+        if self.handler is None:
+            self.stop_heartbeat()
+        else:
+            self.handler.send_pack(HEARTBEAT)
 
     def send_batch(self, batch):
         """Send a hub batch, its ``a[...]`` frame built once for all sessions."""
