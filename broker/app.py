@@ -55,8 +55,9 @@ def max_body_size(max_message_size):
 
 def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None, heartbeats=None):
     """The Tornado application: the SockJS service at ``config.prefix``, its
-    websockets pinged by ``pings`` (a :class:`PingWheel`, or None) and sent
-    their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`, or None), and the API;
+    websockets pinged by ``pings`` (a :class:`PingWheel`, or None), its
+    sessions sent their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`,
+    or None), and the API;
     ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
     :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""

@@ -9,9 +9,9 @@ walks them (see :mod:`broker.collector`), and ~1.7 KiB per connection on
 CPython. Here one periodic timer does the same for all of them. sockjs-tornado's
 heartbeat is the same story (a timer object per session and a new timer handle,
 partial and context every 25 s: about 700 bytes and 8 tracked objects a
-session), so a :class:`HeartbeatWheel` sends SockJS sessions theirs: each
-websocket's, and a polling or streaming session's while a request of it is
-attached (see :class:`broker.sockjs.BrokerSession`).
+session), so a :class:`HeartbeatWheel` sends SockJS sessions theirs while a
+websocket or a request of theirs is attached (see
+:class:`broker.sockjs.BrokerSession`).
 
 Rules this module keeps:
 
@@ -27,8 +27,8 @@ Rules this module keeps:
 * The wheel holds each member from ``add`` to ``discard``; members are
   objects with ``ping_due()`` and ``ping_timed_out()`` and a boolean
   ``awaiting_pong`` that ``ping_due()`` sets and the pong clears; a
-  :class:`HeartbeatWheel`'s (websockets and sessions) have ``heartbeat_due()``
-  and are never timed out.
+  :class:`HeartbeatWheel`'s (sessions) have ``heartbeat_due()`` and are
+  never timed out.
 
 No sockets and no timer here: ``tick()`` is called by the owner's timer.
 """

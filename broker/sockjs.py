@@ -111,12 +111,12 @@ class BrokerSession(session.Session):
     what is waiting, up to ``max_buffer``); a list appends in constant time and
     is joined once, by the next request. ``queued_bytes`` is what waits.
 
-    sockjs-tornado starts a timer object for each request a session serves, and
-    a new timer handle every delay. With a wheel (the router's ``heartbeats``)
-    the session is a member instead, from ``start_heartbeat`` (a request
-    attached) to ``stop_heartbeat`` (it detached, which closing the session
-    makes it do); a heartbeat that finds no request attached ends the
-    membership too.
+    sockjs-tornado starts a timer object for each handler a session serves (a
+    websocket, or a request of a poll or stream), and a new timer handle every
+    delay. With a wheel (the router's ``heartbeats``) the session is a member
+    instead, from ``start_heartbeat`` (a handler attached) to
+    ``stop_heartbeat`` (it detached, which closing the session makes it do); a
+    heartbeat that finds no handler attached ends the membership too.
     """
 
     def __init__(self, conn, server, session_id, expiry=None):

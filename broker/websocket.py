@@ -38,9 +38,9 @@ Rules this module keeps:
   what the client still sends is read and dropped until it closes its side
   (CLOSE_TIMEOUT at most), so that the close frame is not lost to a reset.
   :meth:`WebSocket.cut` closes at once. However it ends, the socket is
-  closed and its connection released (event loop, ping and heartbeat
-  wheels, connection limits) at once, and the SockJS session is closed on
-  the next turn, never from inside a broadcast.
+  closed and its connection released (event loop, ping wheel, connection
+  limits) at once, and the SockJS session is closed on the next turn, never
+  from inside a broadcast (leaving the heartbeat wheel as it detaches).
 """
 
 import asyncio
@@ -48,7 +48,6 @@ import logging
 import socket
 import types
 
-from sockjs.tornado import proto
 from sockjs.tornado.session import ConnectionInfo
 from sockjs.tornado.transports.rawwebsocket import RawSession
 from tornado.ioloop import IOLoop
@@ -66,7 +65,6 @@ CLOSE_TIMEOUT = 5.0
 SENDMSG_BUFFERS = 512
 BINARY_FRAME = (1003, "SockJS carries text frames only")
 PING_FRAME = frames.websocket_frame(b"", rfc6455.PING)
-HEARTBEAT_FRAME = frames.websocket_frame(proto.HEARTBEAT.encode())
 # What a session keeps of its request's cookies, arguments and headers once
 # open: one shared, read-only empty mapping rather than three dicts each.
 _NOTHING = types.MappingProxyType({})
@@ -137,12 +135,11 @@ class WebSocket:
         self.close()
         self._leave_session()
 
-    def _join(self, session, **attach):
-        """Open ``session`` with this connection as its handler (``attach``:
-        what else ``set_handler`` takes); then the request's headers, cookies
-        and arguments are forgotten, by the connection and the session (about
-        1 KB a connection)."""
-        if not session.set_handler(self, **attach):
+    def _join(self, session):
+        """Open ``session`` with this connection as its handler; then the
+        request's headers, cookies and arguments are forgotten, by the
+        connection and the session (about 1 KB a connection)."""
+        if not session.set_handler(self):
             self.close()
             return
         self.session = session
@@ -219,10 +216,6 @@ class WebSocket:
     def ping_due(self):
         self.awaiting_pong = True
         self.write_prebuilt(PING_FRAME)
-
-    def heartbeat_due(self):
-        if self._closing is None:
-            self._write_unbounded(HEARTBEAT_FRAME)
 
     def ping_timed_out(self):
         self._write_close(1000, "ping timed out")
@@ -398,9 +391,8 @@ class WebSocket:
         self._backlog = None
         self._backlog_bytes = 0
         self.server.behind.discard(self)
-        for wheel in (self.server.pings, self.server.heartbeats):
-            if wheel is not None:
-                wheel.discard(self)
+        if self.server.pings is not None:
+            self.server.pings.discard(self)
         self.server.stats.on_conn_closed()
         loop.add_callback(self._ended)
 
@@ -414,11 +406,8 @@ class SockJSWebSocket(WebSocket):
     prebuilt_form = "sockjs_websocket"
 
     def open(self, session_id):
-        heartbeats = self.server.heartbeats
-        self._join(self.server.create_session(session_id, register=False), start_heartbeat=heartbeats is None)
+        self._join(self.server.create_session(session_id, register=False))
         if self.session is not None:
-            if heartbeats is not None:
-                heartbeats.add(self)
             self.session.flush()
 
     def on_text(self, text):
