@@ -19,8 +19,15 @@ Rules this module keeps:
   one. Breaking any of these fails with 1002; a message over ``max_size``
   bytes (its fragments together) with 1009, as soon as its header says so;
   text that is not UTF-8 with 1007. No extension is ever negotiated.
+* A protocol is failed as early as the bytes allow: a frame out of order
+  (a continuation of nothing, a new message inside a fragmented one) as soon
+  as its header is read, and text as soon as the bytes received so far cannot
+  begin valid UTF-8, in a fragment or in a frame still arriving, not when
+  the message is complete (RFC 6455 section 8.1).
 * A message's fragments are joined as they come, in one buffer of at most
   ``max_size`` bytes, however many fragments there are (empty ones too).
+  Text checked before its message is complete is checked once (one
+  incremental decoder per message, fed each byte once) and decoded once, whole.
 * :meth:`~ServerProtocol.events` parses at most ``budget`` bytes' worth of
   frames per call, each frame counting FRAME_COST more, so one connection
   flooding small frames gets no more of the event loop than one sending
@@ -28,6 +35,7 @@ Rules this module keeps:
 """
 
 import base64
+import codecs
 import hashlib
 import struct
 
@@ -47,6 +55,7 @@ _DEFINED_OPCODES = frozenset((_CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG))
 _UNPACK_16 = struct.Struct("!H").unpack_from
 _UNPACK_64 = struct.Struct("!Q").unpack_from
 _MAX_CONTROL = 125
+_UTF8_CHECKER = codecs.getincrementaldecoder("utf-8")
 
 
 def _sendable_code(code):
@@ -99,7 +108,8 @@ def _unmask(payload, mask):
 class ServerProtocol:
     """The frames of one client, as events; see the module's rules."""
 
-    __slots__ = ("max_size", "more", "ended", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size")
+    __slots__ = ("max_size", "more", "ended", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size",
+                 "_checker", "_checked")
 
     def __init__(self, max_size):
         self.max_size = max_size
@@ -107,8 +117,14 @@ class ServerProtocol:
         self.ended = None
         self._buffer = bytearray()
         self._fragments = None
+        self._checker = None
         self._fragment_opcode = 0
         self._fragment_size = 0
+        # The UTF-8 check of the text message in progress, when it began
+        # before the message was complete, and how many payload bytes of the
+        # frame at the buffer's head it has taken.
+        self._checker = None
+        self._checked = 0
 
     def receive_data(self, data):
         """Take ``data``, bytes read from the client; after CLOSE or FAIL they are dropped."""
@@ -152,10 +168,19 @@ class ServerProtocol:
             if opcode >= CLOSE:
                 if length > _MAX_CONTROL or not final:
                     return self._fail(out, 1002, "fragmented or oversized control frame")
-            elif length + (self._fragment_size if opcode == _CONTINUATION else 0) > self.max_size:
+            elif opcode == _CONTINUATION:
+                if self._fragments is None:
+                    return self._fail(out, 1002, "continuation of no message")
+                if length + self._fragment_size > self.max_size:
+                    return self._fail(out, 1009, "Message too big")
+            elif self._fragments is not None:
+                return self._fail(out, 1002, "a new message inside a fragmented one")
+            elif length > self.max_size:
                 return self._fail(out, 1009, "Message too big")
             end = start + 4 + length
             if end > size:
+                if self._text_frame(opcode) and not self._check_partial(buffer, start, size):
+                    return self._fail(out, 1007, "Invalid UTF-8")
                 break
             payload = _unmask(buffer[start + 4:end], bytes(buffer[start:start + 4]))
             pos = end
@@ -169,27 +194,48 @@ class ServerProtocol:
         self.more = budget <= 0 and len(buffer) >= 2 and self.ended is None
         return out
 
+    def _text_frame(self, opcode):
+        """Whether a data frame with ``opcode`` (in order) carries text."""
+        return opcode == TEXT or (opcode == _CONTINUATION and self._fragment_opcode == TEXT)
+
+    def _check_partial(self, buffer, start, size):
+        """Check the text of the frame whose mask is at ``start``, received up
+        to ``size``; False if it cannot be UTF-8 whatever follows."""
+        begin = start + 4 + self._checked
+        if begin >= size:
+            return True
+        shift = self._checked % 4
+        mask = bytes(buffer[start + shift:start + 4]) + bytes(buffer[start:start + shift])
+        self._checked += size - begin
+        return self._check(_unmask(buffer[begin:size], mask))
+
+    def _check(self, data):
+        if self._checker is None:
+            self._checker = _UTF8_CHECKER()
+        try:
+            self._checker.decode(data)
+        except UnicodeDecodeError:
+            return False
+        return True
+
     def _data(self, out, opcode, final, payload):
-        if opcode == _CONTINUATION:
-            if self._fragments is None:
-                self._fail(out, 1002, "continuation of no message")
+        checked, self._checked = self._checked, 0
+        if not final:
+            if opcode != _CONTINUATION:
+                self._fragments = bytearray()
+                self._fragment_opcode = opcode
+            if self._fragment_opcode == TEXT and not self._check(payload[checked:]):
+                self._fail(out, 1007, "Invalid UTF-8")
                 return False
             self._fragments += payload
             self._fragment_size += len(payload)
-            if not final:
-                return True
+            return True
+        if opcode == _CONTINUATION:
             opcode = self._fragment_opcode
-            payload = bytes(self._fragments)
+            payload = bytes(self._fragments + payload)
             self._fragments = None
             self._fragment_size = 0
-        elif self._fragments is not None:
-            self._fail(out, 1002, "a new message inside a fragmented one")
-            return False
-        elif not final:
-            self._fragments = bytearray(payload)
-            self._fragment_opcode = opcode
-            self._fragment_size = len(payload)
-            return True
+        self._checker = None
         if opcode == TEXT:
             try:
                 payload = payload.decode("utf-8")
@@ -229,3 +275,4 @@ class ServerProtocol:
         self.ended = how
         self._buffer = bytearray()
         self._fragments = None
+        self._checker = None

@@ -33,7 +33,9 @@ Rules this module keeps:
 * Closing: nothing is written after the server's close frame; then only the
   client's close frame is awaited, CLOSE_TIMEOUT seconds at most. A client's
   close frame is answered, and the socket closed once the answer is written
-  (after the backlog, if any). A frame that breaks RFC 6455 is answered with
+  (after the backlog, if any). What the client published just before its
+  close frame, or before a frame that broke the protocol, goes out in the
+  hub's flush first, to this client too. A frame that breaks RFC 6455 is answered with
   its close code, and once that is written the socket is shut for writing:
   what the client still sends is read and dropped until it closes its side
   (CLOSE_TIMEOUT at most), so that the close frame is not lost to a reset.
@@ -153,6 +155,11 @@ class WebSocket:
             self.session.remove_handler(self)
             self.session = None
 
+    def on_binary(self, data):
+        """Text is all a broadcast carries: a binary message closes with 1003."""
+        LOG.debug("closing websocket: binary frame")
+        self.close(*BINARY_FRAME)
+
     def _ended(self):
         session = self.session
         if session is not None:
@@ -243,12 +250,14 @@ class WebSocket:
 
     def _parse(self):
         protocol = self._protocol
+        published = False
         for kind, value in protocol.events(READ_BUDGET):
             if self._sock is None:
                 return
             if kind == rfc6455.TEXT:
                 if self._closing is None:
                     self.on_text(value)
+                    published = True
             elif kind == rfc6455.BINARY:
                 if self._closing is None:
                     self.on_binary(value)
@@ -256,18 +265,27 @@ class WebSocket:
                 self._pong(value)
             elif kind == rfc6455.PONG:
                 self.awaiting_pong = False
-            elif kind == rfc6455.CLOSE:
-                self.close(value[0])
-                self._end_when_written()
+            elif published:
+                # The hub flushes what this client just published once the
+                # loop's current callbacks have run: the close goes after it.
+                IOLoop.current().add_callback(self._client_ended, kind, value)
             else:
-                code, reason = value
-                LOG.debug("closing websocket: %s", reason)
-                self.close(code, reason)
-                self._end_when_written()
+                self._client_ended(kind, value)
         if protocol.more and self._sock is not None:
             self._reading = False
             self._watch()
             IOLoop.current().add_callback(self._resume)
+
+    def _client_ended(self, kind, value):
+        """Answer the client's close frame, or the frame that broke the protocol."""
+        if self._sock is None:
+            return
+        if kind == rfc6455.CLOSE:
+            self.close(value[0])
+        else:
+            LOG.debug("closing websocket: %s", value[1])
+            self.close(*value)
+        self._end_when_written()
 
     def _resume(self):
         if self._sock is None:
@@ -421,9 +439,6 @@ class SockJSWebSocket(WebSocket):
             return
         self.session.on_messages(messages if isinstance(messages, list) else (messages,))
 
-    def on_binary(self, data):
-        LOG.debug("closing websocket: binary frame")
-        self.close(*BINARY_FRAME)
 
 
 class RawWebSocket(WebSocket):
@@ -440,10 +455,9 @@ class RawWebSocket(WebSocket):
         self._join(RawSession(self.server.get_connection_class(), self.server))
 
     def on_text(self, text):
-        if text and self.session is not None:
+        if self.session is not None:
             self.session.on_message(text)
 
-    on_binary = on_text
 
     def session_closed(self):
         self.close(*self.session.get_close_reason())

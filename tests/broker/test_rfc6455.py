@@ -135,3 +135,36 @@ def test_the_budget_bounds_the_frames_parsed_per_call():
     rest = protocol.events(1 << 20)
     assert len(rest) == 90 and not protocol.more
     assert rest[0] == (rfc6455.TEXT, "")
+
+
+# Fail fast (RFC 6455 section 8.1): what the bytes so far already break fails
+# before the rest arrives; the last chunk of each case is never needed.
+INVALID_CODE_POINT = b"\xf4\x90\x80\x80"  # U+110000, outside Unicode
+
+
+@pytest.mark.parametrize("chunks, code", [
+    # a fragment that makes the text invalid, before the message's last fragment
+    ([frame(b"\xce\xba\xe1\xbd\xb9", final=False), frame(INVALID_CODE_POINT, 0x0, final=False),
+      frame(b"edited", 0x0)], 1007),
+    # a frame still arriving whose received part cannot begin UTF-8
+    ([frame(b"valid" + INVALID_CODE_POINT + b"rest")[:2 + 4 + 5 + 4], b"rest"], 1007),
+    # out of order, from its header alone
+    ([frame(b"tail" * 100, 0x0)[:4], b"..."], 1002),
+    ([frame(b"a", final=False) + frame(b"b" * 300)[:4], b"..."], 1002),
+])
+def test_a_broken_message_fails_before_it_is_complete(chunks, code):
+    got = events(*chunks[:-1])
+    assert got == [(rfc6455.FAIL, (code, got[-1][1][1]))], got
+
+
+def test_text_checked_while_it_arrives_is_the_same_message():
+    """A text frame split at every byte, multi-byte characters across the
+    splits and the mask's turns, in two fragments: one message, unchanged."""
+    text = "ascii, é, 漢字, 🎉 " * 20
+    data = frame(text[:50].encode(), final=False) + frame(text[50:].encode(), 0x0)
+    assert events(*(data[i:i + 1] for i in range(len(data)))) == [(rfc6455.TEXT, text)]
+
+
+def test_empty_text_messages_are_messages():
+    assert events(frame(b"") + frame(b"", final=False) + frame(b"", 0x0)) == [
+        (rfc6455.TEXT, ""), (rfc6455.TEXT, "")]
