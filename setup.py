@@ -45,7 +45,7 @@ setup(
         ],
         "plots": ["matplotlib>=3.5"],
     },
-    entry_points={"console_scripts": ["sockjs-broker=broker.app:main"]},
+    entry_points={"console_scripts": ["sockjs-broker=broker.__main__:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Programming Language :: Python :: Implementation :: CPython",

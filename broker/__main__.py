@@ -1,3 +1,14 @@
-from broker.app import main
+"""``python -m broker`` and the ``sockjs-broker`` command."""
 
-main()
+from broker import nursery
+
+
+def main():
+    nursery.exec_with_broker_nursery()
+    from broker.app import main as run  # after the nursery: on PyPy this process may start anew
+
+    run()
+
+
+if __name__ == "__main__":
+    main()

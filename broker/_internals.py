@@ -52,3 +52,11 @@ def abort_redis_connections(pool):
     for connection in (*pool._available_connections, *pool._in_use_connections):
         if connection._writer is not None:
             connection._writer.transport.abort()
+
+
+def pypy_nursery_bytes():
+    """The size of PyPy's nursery, in bytes: ``gc.get_stats()`` gives it only
+    formatted for reading ("4.0MB"), its private ``_s`` as the number."""
+    import gc
+
+    return gc.get_stats()._s.nursery_size

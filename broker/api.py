@@ -16,7 +16,7 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
-from broker import frames
+from broker import frames, nursery
 from broker.cluster import Unavailable
 from broker.runtime import interpreter
 
@@ -81,7 +81,7 @@ class StatsHandler(_JSONHandler):
     session counts until it expires), the websockets holding back bytes, how
     many bytes, and the bounds that cut them (``slow_consumers``), the open
     TCP connections and refusals (``limits``), the collector policy's
-    counters (on PyPy with the GC's heap) and, in a cluster, the backplane's
+    counters (on PyPy with the GC's heap and its nursery) and, in a cluster, the backplane's
     state."""
 
     def initialize(self, hub, router, limits, gc_policy=None, backplane=None):
@@ -102,6 +102,7 @@ class StatsHandler(_JSONHandler):
             stats["gc"] = self.gc_policy.stats()
             if hasattr(self.gc_policy, "heap"):
                 stats["gc"]["heap"] = self.gc_policy.heap()
+                stats["gc"]["nursery"] = nursery.stats()
         if self.backplane is not None:
             stats["backplane"] = self.backplane.stats()
         stats["interpreter"] = interpreter()

@@ -20,6 +20,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
+from broker import nursery
 from broker.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
 PREFIX = "sockjs_broker_"
@@ -88,6 +89,8 @@ class BrokerCollector:
                                           value=value)
             if hasattr(self.gc_policy, "heap"):
                 yield from gc_heap_metrics(self.gc_policy.heap())
+                yield GaugeMetricFamily(PREFIX + "gc_nursery_bytes", "Size of PyPy's nursery (PYPY_GC_NURSERY, "
+                                        "or the broker's own)", value=nursery.stats()["bytes"])
         if self.backplane is not None:
             yield from backplane_metrics(self.backplane.stats())
 

@@ -63,12 +63,14 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
     """Start ``argv`` and return a :class:`Server` once it prints its listening line.
 
     ``cpu`` pins the process (and every thread it starts) to one CPU number,
-    with ``taskset``, which execs the command under the same pid.
+    with ``taskset``, which execs the command under the same pid. ``env`` adds
+    to this process's environment; a variable given as None is left out.
     """
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + list(argv)
     full_env = dict(os.environ)
     full_env.update(env or {})
+    full_env = {name: value for name, value in full_env.items() if value is not None}
     full_env.setdefault("PYTHONUNBUFFERED", "1")
     process = subprocess.Popen(
         argv,

@@ -87,8 +87,9 @@ def test_stats_count_connections_and_messages(broker):
         assert stats["interpreter"].startswith(platform.python_implementation())
         assert stats["version"]
         if platform.python_implementation() == "PyPy":
-            assert set(stats["gc"]) == {"major_started", "major_finished", "heap"}
+            assert set(stats["gc"]) == {"major_started", "major_finished", "heap", "nursery"}
             assert set(stats["gc"]["heap"]) == {"used_bytes", "live_bytes"}
+            assert set(stats["gc"]["nursery"]) == {"bytes", "set_by"}
         else:
             assert set(stats["gc"]) == {"freezes", "audits", "thaws"}
         # Rates are per second over a sliding window sampled every second.

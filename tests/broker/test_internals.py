@@ -3,9 +3,14 @@ broker._internals, each still there in the installed libraries."""
 
 import asyncio
 import os
+import platform
 import re
 import signal
 import socket
+import subprocess
+import sys
+
+import pytest
 
 import redis
 import redis.asyncio
@@ -19,6 +24,8 @@ from sockjs.tornado.transports import pollingbase
 from tornado import http1connection, httputil, iostream, websocket
 
 from broker import _internals
+
+from conftest import ROOT
 
 BROKER = os.path.dirname(_internals.__file__)
 LIBRARY_CLASSES = (
@@ -138,3 +145,12 @@ def test_abort_redis_connections_fails_a_write_the_kernel_could_not_buffer(start
     failure, stored = asyncio.run(abort_a_stuck_write())
     assert isinstance(failure, (redis.RedisError, OSError)), repr(failure)
     assert stored is None
+
+
+@pytest.mark.skipif(platform.python_implementation() != "PyPy", reason="PyPy's gc module")
+def test_pypys_nursery_size_is_read_as_a_number():
+    """``gc.get_stats()._s.nursery_size`` (PyPy 7.3): the size PYPY_GC_NURSERY set, in bytes."""
+    done = subprocess.run([sys.executable, "-c", "from broker import _internals; print(_internals.pypy_nursery_bytes())"],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, PYPY_GC_NURSERY="3MB", PYTHONPATH=ROOT))
+    assert done.stdout.strip() == str(3 << 20), done.stderr

@@ -1,0 +1,89 @@
+"""On PyPy the broker chooses its nursery, whatever cache the CPU reports; an
+operator's ``PYPY_GC_NURSERY`` wins. A CPU's report is made up for a broker by
+mounting another ``/proc/cpuinfo`` over the real one in a mount namespace of its
+own (``unshare``, as root)."""
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from broker import nursery
+from loadtest.procstat import rss_kb
+
+from conftest import ROOT, RunningBroker
+
+pytestmark = pytest.mark.skipif(platform.python_implementation() != "PyPy",
+                                reason="the nursery is PyPy's (on CPython there is none to choose)")
+
+SMALL_CACHE_KB = 1024
+LARGE_CACHE_KB = 491520  # reported by some Xeon servers: PyPy would pick a 240 MB nursery
+UNSET = {nursery.VARIABLE: None}
+# In a mount namespace of its own, the file in $0 replaces /proc/cpuinfo, then the rest runs.
+REPORTING = ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /proc/cpuinfo && exec "$@"']
+
+
+@pytest.fixture
+def cpuinfo_reporting(tmp_path):
+    """``(cache_kb) -> argv prefix`` under which /proc/cpuinfo reports that cache;
+    skipped where mount namespaces are refused (failed in CI)."""
+    def prefix(cache_kb):
+        path = tmp_path / ("cpuinfo-%d" % cache_kb)
+        with open("/proc/cpuinfo") as real:
+            path.write_text("".join("cache size\t: %d KB\n" % cache_kb if line.startswith("cache size") else line
+                                    for line in real))
+        return REPORTING + [str(path)]
+
+    probe = subprocess.run(prefix(SMALL_CACHE_KB) + ["true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = "cannot make up /proc/cpuinfo here (unshare --mount needs root): " + probe.stderr.strip()
+        if os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return prefix
+
+
+def pypy_nursery_bytes(argv_prefix, env):
+    """The nursery a bare PyPy gets under ``argv_prefix`` with ``env``."""
+    done = subprocess.run(argv_prefix + [sys.executable, "-c", "from broker import _internals; "
+                                         "print(_internals.pypy_nursery_bytes())"],
+                          capture_output=True, text=True, env=dict(env, PYTHONPATH=ROOT), check=True)
+    return int(done.stdout)
+
+
+def environ_of(pid):
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        return dict(entry.decode().partition("=")[::2] for entry in f.read().split(b"\0") if entry)
+
+
+def test_the_broker_nursery_does_not_follow_the_cpus_cache(start_server, cpuinfo_reporting):
+    environ = {name: value for name, value in os.environ.items() if name != nursery.VARIABLE}
+    # What PyPy alone would do on each machine: the made-up report is what it reads.
+    assert pypy_nursery_bytes(cpuinfo_reporting(LARGE_CACHE_KB), environ) >= 64 << 20
+    brokers = {}
+    for cache_kb in (SMALL_CACHE_KB, LARGE_CACHE_KB):
+        server = start_server(*cpuinfo_reporting(cache_kb), sys.executable, "-m", "broker", "--host", "127.0.0.1",
+                              "--port", "0", "--log-level", "warning", env=UNSET)
+        brokers[cache_kb] = RunningBroker(server)
+    for broker in brokers.values():
+        assert broker.stats()["gc"]["nursery"] == {"bytes": 4 << 20, "set_by": "broker"}
+        # The same process: the command ran again in place, with the variable set.
+        assert environ_of(broker.server.pid)[nursery.VARIABLE] == nursery.NURSERY
+    small, large = (rss_kb(brokers[cache_kb].server.pid) for cache_kb in (SMALL_CACHE_KB, LARGE_CACHE_KB))
+    assert abs(large - small) <= 0.1 * small, "idle RSS %d KiB (1 MiB cache), %d KiB (480 MiB)" % (small, large)
+
+
+def test_an_operators_nursery_is_kept(start_broker):
+    broker = start_broker(env={nursery.VARIABLE: "2MB"}, interpreter_options=["--jit", "off"])
+    assert broker.stats()["gc"]["nursery"] == {"bytes": 2 << 20, "set_by": nursery.VARIABLE}
+    assert "--jit" in open("/proc/%d/cmdline" % broker.server.pid).read().split("\0")
+
+
+def test_interpreter_options_survive_the_new_start(start_broker):
+    broker = start_broker(env=UNSET, interpreter_options=["--jit", "off"])
+    assert broker.stats()["gc"]["nursery"]["set_by"] == "broker"
+    with open("/proc/%d/cmdline" % broker.server.pid) as f:
+        argv = f.read().split("\0")
+    assert argv[1:5] == ["--jit", "off", "-m", "broker"], argv
