@@ -65,7 +65,7 @@ READ_BUDGET = 64 * 1024
 CLOSE_TIMEOUT = 5.0
 # sendmsg takes at most this many buffers (IOV_MAX is 1024 on Linux).
 SENDMSG_BUFFERS = 512
-BINARY_FRAME = (1003, "SockJS carries text frames only")
+BINARY_FRAME = (1003, "Text frames only")
 PING_FRAME = frames.websocket_frame(b"", rfc6455.PING)
 # What a session keeps of its request's cookies, arguments and headers once
 # open: one shared, read-only empty mapping rather than three dicts each.
