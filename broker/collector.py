@@ -10,8 +10,9 @@ live after the last one (``PYPY_GC_MAJOR_COLLECT``), and ``PYPY_GC_MIN``,
 which defaults to eight nurseries. The nursery defaults to half the "cache
 size" in ``/proc/cpuinfo``, which many x86 servers report as their L3 cache:
 with a 64 MiB nursery nothing is collected before the heap holds 512 MiB of
-garbage, and the broker looks as if it leaked. (This machine reports 1 MiB and
-never shows it; ``PYPY_GC_NURSERY=64MB`` reproduces it anywhere.) Rules:
+garbage, and the broker looks as if it leaked. The broker sets its own small
+nursery (:mod:`broker.nursery`), but an operator's ``PYPY_GC_NURSERY`` may be
+large, and this rule does not depend on it. Rules:
 
 * A major collection starts once the memory the GC holds after a minor
   collection exceeds ``growth`` times what it held after the last major
@@ -86,8 +87,9 @@ DEFAULT_SLACK = 1.25
 class MajorCollectionTrigger:
     """Decides, after each minor collection, whether to start a major one.
 
-    ``after_minor(used)`` takes the bytes the GC holds after a minor
-    collection and answers True when a major collection should start now;
+    ``after_minor(used, collections)`` takes the bytes the GC holds after
+    ``collections`` minor collections (PyPy may report several at once) and
+    answers True when a major collection should start now;
     ``after_major(live)`` says one has finished, leaving ``live`` bytes. Until
     the first major collection, the first minor collection sets the baseline.
     :meth:`heap` reports the last of each figure.
@@ -102,8 +104,10 @@ class MajorCollectionTrigger:
         self.collecting = False
         self.started = 0
         self.finished = 0
+        self.minor = 0
 
-    def after_minor(self, used):
+    def after_minor(self, used, collections=1):
+        self.minor += collections
         self.used = used
         if self.baseline is None:
             self.baseline = used
@@ -120,8 +124,10 @@ class MajorCollectionTrigger:
         self.finished += 1
 
     def stats(self):
-        """Major collections started by this rule, and finished by whoever started them."""
-        return {"major_started": self.started, "major_finished": self.finished}
+        """Major collections started by this rule, and finished by whoever
+        started them; minor collections (once there has been one, every page
+        of the nursery has been used)."""
+        return {"major_started": self.started, "major_finished": self.finished, "minor_collections": self.minor}
 
     def heap(self):
         """Bytes the GC held after the last minor collection (garbage not yet
@@ -249,7 +255,7 @@ def _install_pypy(trigger):
     trigger = trigger or MajorCollectionTrigger()
 
     def on_minor(stats):
-        if trigger.after_minor(stats.total_memory_used):
+        if trigger.after_minor(stats.total_memory_used, stats.count):
             gc.collect_step()
 
     def on_major(stats):

@@ -27,6 +27,7 @@ PREFIX = "sockjs_broker_"
 GC_HELP = {
     "major_started": "PyPy major collections started by the broker's trigger",
     "major_finished": "PyPy major collections finished",
+    "minor_collections": "PyPy minor collections",
     "freezes": "Times CPython's tracked objects were frozen out of the collector's walks",
     "audits": "Audits of the frozen objects for cycles kept alive",
     "thaws": "Times the frozen objects were thawed and collected",

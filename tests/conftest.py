@@ -6,14 +6,19 @@ import urllib.request
 
 import pytest
 
+from broker.runtime import raise_open_files_limit
 from loadtest import redis_server
 from loadtest.servers import launch
 
-pytest.register_assert_rewrite("sockjs_clients", "deployment")
+pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau")
 
 import deployment  # noqa: E402  (after its assertions are set to be rewritten)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The tests hold hundreds of sockets at once, and many machines start a shell
+# with a soft limit of 1024 open files: use the hard limit, as the broker and
+# the load client do, so the suite does not depend on the shell's.
+raise_open_files_limit()
 
 
 def http_request(url, method="GET", body=None, headers=None):
@@ -63,15 +68,15 @@ def start_server():
 @pytest.fixture
 def start_broker(start_server):
     """Start brokers with extra flags (and, by keyword, extra environment, an
-    open-files limit, soft and hard, set with ``prlimit``, and options for the
-    interpreter). Each is stopped after the test, and fails it if it logged a
-    traceback, up to its exit."""
+    open-files limit, soft and hard, set with ``prlimit``, options for the
+    interpreter, and a command to run it under, such as ``unshare``). Each is
+    stopped after the test, and fails it if it logged a traceback, up to its exit."""
     started = []
 
-    def start(*flags, env=None, open_files=None, interpreter_options=()):
+    def start(*flags, env=None, open_files=None, interpreter_options=(), under=()):
         limit = ["prlimit", "--nofile=%d:%d" % (open_files, open_files)] if open_files else []
-        server = start_server(*limit, sys.executable, *interpreter_options, "-m", "broker", "--host", "127.0.0.1",
-                              "--port", "0", "--log-level", "warning", *flags, env=env)
+        server = start_server(*under, *limit, sys.executable, *interpreter_options, "-m", "broker", "--host",
+                              "127.0.0.1", "--port", "0", "--log-level", "warning", *flags, env=env)
         started.append(server)
         return RunningBroker(server)
 

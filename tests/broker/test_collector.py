@@ -23,7 +23,7 @@ def test_a_major_collection_starts_past_growth_times_the_baseline():
     trigger.after_minor(100 * MB)
     assert not trigger.after_minor(200 * MB)
     assert trigger.after_minor(200 * MB + 1)
-    assert trigger.stats() == {"major_started": 1, "major_finished": 0}
+    assert trigger.stats() == {"major_started": 1, "major_finished": 0, "minor_collections": 3}
 
 
 def test_a_small_heap_may_still_grow_by_the_floor():
@@ -42,7 +42,14 @@ def test_one_collection_at_a_time_then_the_live_size_is_the_new_baseline():
     assert trigger.baseline == 150 * MB
     assert not trigger.after_minor(300 * MB)
     assert trigger.after_minor(301 * MB)
-    assert trigger.stats() == {"major_started": 2, "major_finished": 1}
+    assert trigger.stats() == {"major_started": 2, "major_finished": 1, "minor_collections": 5}
+
+
+def test_minor_collections_reported_together_count_each():
+    trigger = MajorCollectionTrigger()
+    trigger.after_minor(10 * MB, 3)
+    trigger.after_minor(10 * MB)
+    assert trigger.stats()["minor_collections"] == 4
 
 
 def test_a_major_collection_started_by_pypy_itself_also_resets_the_baseline():

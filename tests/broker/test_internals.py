@@ -25,7 +25,7 @@ from tornado import http1connection, httputil, iostream, websocket
 
 from broker import _internals
 
-from conftest import ROOT
+from deployment import ROOT
 
 BROKER = os.path.dirname(_internals.__file__)
 LIBRARY_CLASSES = (

@@ -13,7 +13,7 @@ import pytest
 from broker import nursery
 from loadtest.procstat import rss_kb
 
-from conftest import ROOT, RunningBroker
+from deployment import ROOT
 
 pytestmark = pytest.mark.skipif(platform.python_implementation() != "PyPy",
                                 reason="the nursery is PyPy's (on CPython there is none to choose)")
@@ -58,15 +58,12 @@ def environ_of(pid):
         return dict(entry.decode().partition("=")[::2] for entry in f.read().split(b"\0") if entry)
 
 
-def test_the_broker_nursery_does_not_follow_the_cpus_cache(start_server, cpuinfo_reporting):
+def test_the_broker_nursery_does_not_follow_the_cpus_cache(start_broker, cpuinfo_reporting):
     environ = {name: value for name, value in os.environ.items() if name != nursery.VARIABLE}
     # What PyPy alone would do on each machine: the made-up report is what it reads.
     assert pypy_nursery_bytes(cpuinfo_reporting(LARGE_CACHE_KB), environ) >= 64 << 20
-    brokers = {}
-    for cache_kb in (SMALL_CACHE_KB, LARGE_CACHE_KB):
-        server = start_server(*cpuinfo_reporting(cache_kb), sys.executable, "-m", "broker", "--host", "127.0.0.1",
-                              "--port", "0", "--log-level", "warning", env=UNSET)
-        brokers[cache_kb] = RunningBroker(server)
+    brokers = {cache_kb: start_broker(env=UNSET, under=cpuinfo_reporting(cache_kb))
+               for cache_kb in (SMALL_CACHE_KB, LARGE_CACHE_KB)}
     for broker in brokers.values():
         assert broker.stats()["gc"]["nursery"] == {"bytes": 4 << 20, "set_by": "broker"}
         # The same process: the command ran again in place, with the variable set.
