@@ -72,8 +72,11 @@ def build_parser():
                         help="stalled: messages published per second (default %(default)g)")
     parser.add_argument("--broker-flags", default="",
                         help="more broker flags, one string (e.g. \"--max-buffer 256KiB --write-timeout 10\")")
-    parser.add_argument("--server-cpu", type=int, default=0, help="CPU each broker runs on (default 0)")
-    parser.add_argument("--client-cpu", type=int, default=1, help="CPU the attack runs on (default 1)")
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpu", type=int, default=server_cpu,
+                        help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU the attack runs on (default %d, the second this process may use)" % client_cpu)
     return parser
 
 

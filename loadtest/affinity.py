@@ -16,6 +16,14 @@ def pin(pid, cpu):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def default_cpus():
+    """The CPUs a server and its load run on unless told otherwise: the first
+    two this process may run on (0 and 1 on a whole machine; a container's
+    cpuset may give others), or the one twice where there is only one."""
+    allowed = sorted(allowed_cpus())
+    return allowed[0], allowed[min(1, len(allowed) - 1)]
+
+
 def allowed_cpus():
     """The CPU numbers this process may run on."""
     if hasattr(os, "sched_getaffinity"):

@@ -99,15 +99,17 @@ def build_parser():
     parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
                         help="comma-separated, from %s (default: all; the floor comes with cpu)"
                         % ",".join(MEASURES))
-    add_placement_arguments(parser, "CPU the servers run on (default 0)")
+    add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)")
     return parser
 
 
 def add_placement_arguments(parser, server_cpu_help):
     """Where servers and load run, how the clients connect, where results go:
     the options ``compare`` and ``soak`` share."""
-    parser.add_argument("--server-cpu", type=int, default=0, help=server_cpu_help)
-    parser.add_argument("--client-cpu", type=int, default=1, help="CPU the load client runs on (default 1)")
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
     parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
     parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
                         help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")

@@ -31,8 +31,8 @@ import sys
 import time
 import urllib.parse
 
-from loadtest import (arguments, client, compare, method, payload, procstat, records, report, results, runner,
-                      workers)
+from loadtest import (affinity, arguments, client, compare, method, payload, procstat, records, report, results,
+                      runner, workers)
 from loadtest.errors import ServerGone
 from loadtest.method import End
 from loadtest.publisher import Publisher
@@ -63,10 +63,13 @@ def build_parser():
                         help="seconds per sample (default %(default)g)")
     parser.add_argument("--procs", type=arguments.positive_int,
                         help="client processes (default: one per %d connections)" % compare.CONNECTIONS_PER_PROC)
-    parser.add_argument("--server-cpus", type=arguments.comma_list(int), default=[0],
-                        help="CPUs the brokers run on, broker i on the i-th in turn (default 0)")
-    parser.add_argument("--client-cpus", type=arguments.comma_list(int), default=[1],
-                        help="CPUs the client processes run on, in turn (default 1)")
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
+                        help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
+                        "this process may use)" % server_cpu)
+    parser.add_argument("--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
+                        help="CPUs the client processes run on, in turn (default %d, the second this "
+                        "process may use)" % client_cpu)
     parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
     return parser
 

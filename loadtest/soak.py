@@ -74,7 +74,8 @@ def build_parser():
     parser.add_argument("--expiry", type=arguments.non_negative_float, default=10.0,
                         help="seconds a server without /stats is given to expire sessions (default %(default)g)")
     compare.add_placement_arguments(
-        parser, "CPU the servers run on (default 0; with --url, --server-pid is pinned there)")
+        parser, "CPU the servers run on (default %d, the first this process may use; with --url, "
+        "--server-pid is pinned there)")
     return parser
 
 
