@@ -39,7 +39,8 @@ def ping(url, transport="sockjs", timeout=5.0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m loadtest ping", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m loadtest ping",
+                                     description="One connection, one message, its round trip.")
     parser.add_argument("--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
                         help="SockJS prefix (default %(default)s; loopback only)")
     parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")

@@ -1,11 +1,6 @@
-"""``python -m loadtest selftest``: how many delivered messages/s this client absorbs on one core.
-
-A :mod:`loadtest.fanout` source, pinned to one CPU, sends N connections SockJS
-frames of K messages (flooding, or paced in rounds like a broadcasting server); the client, pinned to another CPU, counts them
-exactly as in a sweep. Reported: messages/s absorbed, the client's CPU use
-(near 100% means the figure is the client's limit, not the source's) and their
-ratio, the messages/s one full core of this client absorbs.
-"""
+"""``python -m loadtest selftest``: how many delivered messages/s this client absorbs on one
+core, against a :mod:`loadtest.fanout` source (what it does and reports: DESCRIPTION, its
+``--help``)."""
 
 import argparse
 import asyncio
@@ -54,16 +49,28 @@ def measure(args, per_frame):
         source.stop()
 
 
+DESCRIPTION = (
+    "How many delivered messages/s this client absorbs on one core. A fan-out source, pinned to one CPU, "
+    "sends N connections SockJS frames of K messages (flooding, or paced in rounds like a broadcasting "
+    "server); the client, pinned to another CPU, counts them exactly as in a sweep. Reported: messages/s "
+    "absorbed, the client's CPU use (near 100% means the figure is the client's limit, not the source's) "
+    "and their ratio, the messages/s one full core of this client absorbs."
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=__doc__)
-    parser.add_argument("--connections", type=int, default=100)
+    parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=DESCRIPTION)
+    source_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--connections", type=int, default=100, help="connections (default %(default)d)")
     parser.add_argument("--per-frame", type=arguments.comma_list(arguments.positive_int), default=[1, 10, 50],
                         help="messages per SockJS frame, comma-separated (default 1,10,50)")
     parser.add_argument("--rounds-per-s", type=float,
                         help="paced: one frame to every connection this often (default: flood)")
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--client-cpu", type=int, default=1)
-    parser.add_argument("--source-cpu", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per figure (default %(default)g)")
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU this client runs on (default %(default)d, the second this process may use)")
+    parser.add_argument("--source-cpu", type=int, default=source_cpu,
+                        help="CPU the source runs on (default %(default)d, the first this process may use)")
     args = parser.parse_args(argv)
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"

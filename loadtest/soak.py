@@ -13,7 +13,7 @@ Rules (BENCHMARKS.rst, "Soak"):
   dropped connections are recorded and the load goes on with the connections
   left; it ends early only when every connection is lost or the server dies.
 - One ``soak`` record per server sums it up (:func:`loadtest.memory.growth`
-  from the end of ``--warmup``), also when the soak ends early or is interrupted.
+  from the end of ``--warm-up``), also when the soak ends early or is interrupted.
 - The servers are launched and pinned as ``compare`` launches them, one after
   another, each a fresh process; ``--url`` with ``--server-pid`` soaks a server
   started elsewhere instead.
@@ -62,8 +62,9 @@ def build_parser():
                         help="seconds of load per server (default %(default)g)")
     parser.add_argument("--sample", type=arguments.positive_float, default=5.0,
                         help="seconds per sample (default %(default)g)")
-    parser.add_argument("--warmup", type=arguments.non_negative_float, default=60.0,
-                        help="seconds before the reference RSS is taken (default %(default)g)")
+    # --warmup: the spelling before compare and soak shared --warm-up.
+    parser.add_argument("--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
+                        metavar="SECONDS", help="seconds before the reference RSS is taken (default %(default)g)")
     parser.add_argument("--churn", action="store_true",
                         help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
     parser.add_argument("--churn-waves", type=arguments.positive_int, default=5, help="waves (default %(default)s)")
@@ -247,7 +248,7 @@ def _count(value):
 
 def check_args(parser, args):
     if args.warmup >= args.duration:
-        parser.error("--warmup (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
+        parser.error("--warm-up (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
     if args.sample > args.duration:
         parser.error("--sample (%g s) must not be longer than --duration (%g s)" % (args.sample, args.duration))
     if args.url is not None:

@@ -6,7 +6,14 @@ import sys
 
 from loadtest import results as results_files
 from loadtest import summary
-from plots import figures
+
+try:
+    from plots import figures
+except ImportError as missing:
+    if missing.name is None or not missing.name.startswith("matplotlib"):
+        raise
+    sys.exit("python -m plots draws with matplotlib, which is not installed here: "
+             "pip install -e '.[plots]' (or pip install matplotlib)")
 
 
 def main(argv=None):

@@ -77,7 +77,7 @@ def test_a_sweep_soak_and_figures_run_against_a_broker(without_server_stack, sta
     soaked = str(tmp_path / "soak.jsonl")
     done = run(without_server_stack, "-m", "loadtest", "soak", "--url", broker.url, "--server-pid",
                str(broker.server.pid), "--clients", "5", "--rate", "10", "--duration", "2", "--sample", "1",
-               "--warmup", "1", "--out", soaked)
+               "--warm-up", "1", "--out", soaked)
     assert done.returncode == 0, done.stderr
     (summary,) = [r for r in results.read(soaked) if r["type"] == "soak"]
     assert (summary["samples"], summary["lost"], summary["end"]) == (2, 0, "completed")

@@ -12,7 +12,7 @@ def test_soak_launches_each_server_in_turn_and_churns_it(tmp_path):
     out = tmp_path / "soak.jsonl"
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", "soak", "--servers", ",".join(SERVERS), "--clients", "5",
-         "--rate", "10", "--duration", "2", "--sample", "1", "--warmup", "1", "--churn", "--churn-waves", "1",
+         "--rate", "10", "--duration", "2", "--sample", "1", "--warm-up", "1", "--churn", "--churn-waves", "1",
          "--churn-size", "3", "--churn-hold", "0.1", "--expiry", "1", "--out", str(out)],
         capture_output=True, text=True, timeout=90,
     )

@@ -12,7 +12,7 @@ from loadtest import memory, results, soak
 from loadtest import records as schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHORT = ["--clients", "10", "--rate", "20", "--sample", "1", "--warmup", "1"]
+SHORT = ["--clients", "10", "--rate", "20", "--sample", "1", "--warm-up", "1"]
 
 
 def run_soak(server, out, *extra):
@@ -120,14 +120,15 @@ def test_ctrl_c_keeps_the_samples_and_sums_them_up(broker_server, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--duration", "60", "--warmup", "60"], "--warmup (60 s) must be shorter than --duration (60 s)"),
-    (["--duration", "5", "--warmup", "1", "--sample", "10"], "--sample (10 s) must not be longer"),
+    (["--duration", "60", "--warm-up", "60"], "--warm-up (60 s) must be shorter than --duration (60 s)"),
+    (["--duration", "60", "--warmup", "60"], "--warm-up (60 s) must be shorter than --duration (60 s)"),
+    (["--duration", "5", "--warm-up", "1", "--sample", "10"], "--sample (10 s) must not be longer"),
     (["--url", "http://127.0.0.1:8080/broadcast"], "--url needs --server-pid"),
     (["--url", "http://10.0.0.1:8080/broadcast", "--server-pid", "1"], "only loopback servers"),
     (["--server-pid", "1"], "--server-pid and --label go with --url"),
     (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
     (["--churn-size", "0"], "argument --churn-size: must be 1 or more"),
-    (["--warmup", "-1"], "argument --warmup: must be a number of 0 or more"),
+    (["--warm-up", "-1"], "argument --warm-up/--warmup: must be a number of 0 or more"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit:
