@@ -6,6 +6,7 @@ import os
 import re
 from typing import Optional, Tuple
 
+import broker
 from broker import origins
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
@@ -137,6 +138,7 @@ def build_parser(environ=os.environ):
         description="SockJS broadcast broker: every message reaches every connected client. "
         "Each flag's default comes from the environment variable named in its help.",
     )
+    parser.add_argument("--version", action="version", version="sockjs-broker %s" % broker.__version__)
     parser.add_argument("--host", default=env("BROKER_HOST", defaults.host),
                         help="address to listen on [BROKER_HOST, default %(default)s]")
     parser.add_argument("--port", type=int, default=env("BROKER_PORT", str(defaults.port)),
