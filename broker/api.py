@@ -1,4 +1,4 @@
-"""HTTP endpoints for backends and operators: publish, stats, health.
+"""HTTP endpoints for backends and operators: publish, stats, health, drain.
 
 ``POST /publish`` takes one message per request. The body is the message: with
 ``Content-Type: application/json`` it is parsed and published as that JSON
@@ -30,6 +30,23 @@ class _JSONHandler(RequestHandler):
         self.set_status(status)
         self.finish(json.dumps(body, separators=(",", ":")) + "\n")
 
+    def refused(self, token, realm, disabled):
+        """Answer and return True unless the request carries ``token`` (bytes)
+        as its bearer token; without a token the endpoint is ``disabled`` (what
+        the 404 says)."""
+        if token is None:
+            self.reply(404, {"error": "%s over HTTP is disabled: start the broker with a publish token" % disabled})
+            return True
+        scheme, _, offered = self.request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not offered:
+            self.set_header("WWW-Authenticate", 'Bearer realm="%s"' % realm)
+            self.reply(401, {"error": "missing bearer token"})
+            return True
+        if not hmac.compare_digest(offered.strip().encode(), token):
+            self.reply(403, {"error": "wrong token"})
+            return True
+        return False
+
     def write_error(self, status_code, **kwargs):
         self.finish(json.dumps({"error": responses.get(status_code, "Unknown")}) + "\n")
 
@@ -42,15 +59,8 @@ class PublishHandler(_JSONHandler):
         self.max_message_size = max_message_size
 
     async def post(self):
-        if self.token is None:
-            return self.reply(404, {"error": "publishing over HTTP is disabled: "
-                                             "start the broker with a publish token"})
-        scheme, _, offered = self.request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not offered:
-            self.set_header("WWW-Authenticate", 'Bearer realm="publish"')
-            return self.reply(401, {"error": "missing bearer token"})
-        if not hmac.compare_digest(offered.strip().encode(), self.token):
-            return self.reply(403, {"error": "wrong token"})
+        if self.refused(self.token, "publish", "publishing"):
+            return
         body = self.request.body
         if not body:
             return self.reply(400, {"error": "empty body: the body is the message"})
@@ -105,16 +115,39 @@ class StatsHandler(_JSONHandler):
                 stats["gc"]["nursery"] = nursery.stats()
         if self.backplane is not None:
             stats["backplane"] = self.backplane.stats()
+        if self.router.drain is not None:
+            stats["drain"] = self.router.drain.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)
 
 
 class HealthHandler(_JSONHandler):
-    def initialize(self, backplane=None):
+    """200 "ok"; 503 with the reason while the broker drains or its backplane is down."""
+
+    def initialize(self, drain, backplane=None):
+        self.drain = drain
         self.backplane = backplane
 
     def get(self):
+        if self.drain.draining:
+            return self.reply(503, {"status": "draining"})
         if self.backplane is not None and not self.backplane.state.is_up:
             return self.reply(503, {"status": "unavailable", "reason": self.backplane.state.reason})
         self.reply(200, {"status": "ok"})
+
+
+class DrainHandler(_JSONHandler):
+    """``POST /admin/drain`` (the publish token): drain as SIGTERM does (see
+    :mod:`broker.drain`); asking again changes nothing."""
+
+    def initialize(self, drain, token):
+        self.drain = drain
+        self.token = token.encode() if token else None
+
+    def post(self):
+        if self.refused(self.token, "admin", "draining"):
+            return
+        if not self.drain.draining:
+            self.drain.request()
+        self.reply(202, self.drain.stats())

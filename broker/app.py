@@ -1,4 +1,4 @@
-"""Building the broker's application and running it until SIGTERM or SIGINT."""
+"""Building the broker's application and running it until SIGTERM or SIGINT, then draining it."""
 
 import asyncio
 import logging
@@ -11,6 +11,7 @@ from tornado.web import Application
 
 from broker import api, assets, collector, metrics
 from broker.config import http_url, parse_args
+from broker.drain import RECONNECT, Drain
 from broker.hub import Hub
 from broker.origins import OriginPolicy
 from broker.limits import Limits, default_max_connections
@@ -21,8 +22,9 @@ from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
 
-GOING_AWAY = (3000, "Go away!")
 SHUTDOWN_GRACE = 0.2
+# How often a drain closes its next clients: 10 times a second.
+DRAIN_TICK = 0.1
 
 
 def _log_request(handler):
@@ -53,28 +55,32 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None, heartbeats=None):
+def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None, heartbeats=None, drain=None):
     """The Tornado application: the SockJS service at ``config.prefix``, its
     websockets pinged by ``pings`` (a :class:`PingWheel`, or None), its
     sessions sent their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`,
-    or None), and the API;
+    or None), and the API; ``drain`` (a :class:`broker.drain.Drain`; a new one
+    by default) is what ``/healthz``, ``POST /admin/drain`` and the sessions
+    consult;
     ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
     :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
+    drain = drain or Drain(config.drain_seconds)
     router = BrokerRouter(connection, config.prefix,
                           {"sockjs_url": assets.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
                           origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings,
-                          heartbeats=heartbeats, limits=limits)
+                          heartbeats=heartbeats, limits=limits, drain=drain)
     routes = router.urls + assets.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
               backplane=backplane)),
         (r"/stats", api.StatsHandler,
          dict(hub=hub, router=router, limits=limits, gc_policy=gc_policy, backplane=backplane)),
-        (r"/healthz", api.HealthHandler, dict(backplane=backplane)),
+        (r"/healthz", api.HealthHandler, dict(drain=drain, backplane=backplane)),
+        (r"/admin/drain", api.DrainHandler, dict(drain=drain, token=config.publish_token)),
         (r"/metrics", metrics.MetricsHandler,
          dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_policy, backplane)))),
     ]
@@ -105,20 +111,57 @@ def make_server(config, app, limits):
     return Listener(server, limits, by_header=by_header, send_buffer=config.send_buffer)
 
 
-async def serve_until_signalled(server, host, port, name, path):
+def listen(server, host, port, name, path):
     """Listen on ``host:port`` (``server``: a Tornado TCP server or a
-    :class:`Listener`), print ``<name> listening on <url of path>`` (the
-    launch contract of ``loadtest.servers``), and stop accepting connections at
-    the first SIGTERM or SIGINT."""
+    :class:`Listener`) and print ``<name> listening on <url of path>`` (the
+    launch contract of ``loadtest.servers``)."""
     sockets = bind_sockets(port, host)
     server.add_sockets(sockets)
     print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path)), flush=True)
-    stopping = asyncio.Event()
+
+
+def on_stop_signals(handler):
+    """Call ``handler()`` at each SIGTERM and SIGINT."""
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+        loop.add_signal_handler(signum, handler)
+
+
+async def serve_until_signalled(server, host, port, name, path):
+    """:func:`listen`, and stop accepting connections at the first SIGTERM or SIGINT."""
+    stopping = asyncio.Event()
+    on_stop_signals(stopping.set)
+    listen(server, host, port, name, path)
     await stopping.wait()
     server.stop()
+
+
+async def drain_then_stop(drain, hub, listener):
+    """Wait for the first request to stop (SIGTERM and SIGINT make them: see
+    :func:`run`), close the clients as ``drain`` spreads them (see
+    :mod:`broker.drain`), then stop accepting and close whoever is left: the
+    end of the period or a second request ends it."""
+    requested = asyncio.Event()
+    drain.wake = requested.set
+    if not drain.draining:
+        await requested.wait()
+    loop = asyncio.get_running_loop()
+    drain.start(list(hub), loop.time())
+    LOG.info("draining: closing %d clients over %g s", len(hub), drain.seconds)
+    while drain.requests < 2:
+        for connection in drain.due(loop.time()):
+            connection.disconnect(*RECONNECT)
+        if drain.done:
+            break
+        requested.clear()
+        try:
+            await asyncio.wait_for(requested.wait(), DRAIN_TICK)
+        except asyncio.TimeoutError:
+            pass
+    listener.stop()
+    LOG.info("shutting down: closing %d sessions", len(hub))
+    for connection in list(hub):
+        connection.disconnect(*RECONNECT)
 
 
 def cluster_backplane(config):
@@ -140,7 +183,9 @@ async def run(config, open_files):
     gc_policy = collector.install(limits)
     pings = ping_wheel(config)
     heartbeats = HeartbeatWheel(config.heartbeat_delay)
-    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings, heartbeats), limits)
+    drain = Drain(config.drain_seconds)
+    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings, heartbeats, drain),
+                           limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (pings, heartbeats):
@@ -150,10 +195,9 @@ async def run(config, open_files):
         timers.append(PeriodicCallback(gc_policy.audit_if_due, 1000))
     for timer in timers:
         timer.start()
-    await serve_until_signalled(listener, config.host, config.port, "broker", config.prefix)
-    LOG.info("shutting down: closing %d sessions", len(hub))
-    for connection in hub:
-        connection.disconnect(*GOING_AWAY)
+    on_stop_signals(drain.request)
+    listen(listener, config.host, config.port, "broker", config.prefix)
+    await drain_then_stop(drain, hub, listener)
     for timer in timers:
         timer.stop()
     if backplane is not None:

@@ -36,6 +36,7 @@ class Config:
     ws_ping_interval: float = 25.0
     ws_ping_timeout: float = 20.0
     heartbeat_delay: float = 25.0
+    drain_seconds: float = 10.0
     log_level: str = "info"
 
     @property
@@ -231,6 +232,12 @@ def build_parser(environ=os.environ):
                         help="send every SockJS session a heartbeat frame this often, so that "
                         "proxies keep quiet connections open [BROKER_HEARTBEAT_DELAY, default "
                         "%(default)s]")
+    parser.add_argument("--drain-seconds", type=_zero_or_more, metavar="SECONDS",
+                        default=env("BROKER_DRAIN_SECONDS", "%g" % defaults.drain_seconds),
+                        help="on SIGTERM, SIGINT or POST /admin/drain: answer /healthz with 503, close "
+                        "new sessions as they open, and close the clients with 3012 \"Server draining: "
+                        "reconnect\" spread evenly over this long, then exit; a second signal closes the "
+                        "rest at once; 0 closes everyone at once [BROKER_DRAIN_SECONDS, default %(default)s]")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default=env("BROKER_LOG_LEVEL", defaults.log_level),
                         help="[BROKER_LOG_LEVEL, default %(default)s]")

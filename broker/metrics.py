@@ -84,6 +84,9 @@ class BrokerCollector:
         yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets behind hold for "
                                 "their clients", value=self.router.unsent_bytes())
         yield self.latency()
+        if self.router.drain is not None:
+            yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
+                                    "exits", value=int(self.router.drain.draining))
         if self.gc_policy is not None:
             for name, value in sorted(self.gc_policy.stats().items()):
                 yield CounterMetricFamily(PREFIX + "gc_" + name, GC_HELP.get(name, name.replace("_", " ")),

@@ -17,6 +17,7 @@ from sockjs.tornado.util import bytes_to_str
 
 from broker import static, transports, websocket
 from broker.cluster import Unavailable
+from broker.drain import RECONNECT
 from broker.hub import TOO_MANY_MESSAGES
 from broker.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.origins import OriginPolicy
@@ -64,14 +65,15 @@ class BrokerRouter(SockJSRouter):
     ``heartbeats`` (a :class:`broker.pinger.HeartbeatWheel`, or None: then
     sockjs-tornado's timer per session) sends every session its heartbeats;
     ``limits`` (a :class:`broker.limits.Limits`, or None) admits the polling
-    and streaming sessions.
+    and streaming sessions; while ``drain`` (a :class:`broker.drain.Drain`, or
+    None) is draining, no session is admitted.
     ``behind`` holds the websockets holding bytes the kernel would not take
     yet, and :meth:`unsent_bytes` adds up those bytes.
     """
 
     def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
                  max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None,
-                 heartbeats=None, limits=None):
+                 heartbeats=None, limits=None, drain=None):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
@@ -85,6 +87,7 @@ class BrokerRouter(SockJSRouter):
         self.pings = pings
         self.heartbeats = heartbeats
         self.limits = limits
+        self.drain = drain
 
     def unsent_bytes(self):
         """Bytes the websockets behind hold for their clients, each at most
@@ -179,7 +182,8 @@ class BroadcastConnection(SockJSConnection):
     open; one that publishes faster than the router's ``client_rate`` is
     dropped, and its websocket, if it has one, cut at once. A polling or
     streaming session the router's limits refuse is closed as it opens
-    (``SESSION_REFUSALS``), and never subscribed."""
+    (``SESSION_REFUSALS``), and never subscribed; so is any session that opens
+    while the broker drains (``RECONNECT``)."""
 
     hub = None
     counted = False
@@ -190,6 +194,9 @@ class BroadcastConnection(SockJSConnection):
         handler = session.handler
         self.transport = session.transport_name
         self.form = getattr(handler, "prebuilt_form", None)
+        if server.drain is not None and server.drain.draining:
+            session.close(*RECONNECT)
+            return
         if self.form is None and server.limits is not None:
             # A websocket is counted as the connection it is; a session of
             # requests is counted on its own, for the client of this first one.

@@ -4,6 +4,8 @@ Every server the project starts (the broker, the baseline sockjs-tornado app,
 the sockjs-node app) follows one contract: it accepts ``--port 0``, binds an
 ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
 on stdout as soon as it accepts connections. :func:`launch` waits for that line.
+SIGTERM stops it; the broker first drains its clients (``--drain-seconds``), and a
+second SIGTERM ends that at once (:func:`stop_process` sends it).
 """
 
 import os
@@ -16,6 +18,8 @@ import time
 from loadtest.errors import LoadTestError
 
 _LISTENING = re.compile(r"listening on (http://\S+)")
+# Seconds a server may take to exit after one SIGTERM before it is sent a second.
+DRAIN_GRACE = 1.0
 
 
 class ServerError(LoadTestError):
@@ -49,14 +53,24 @@ class Server:
 
 
 def stop_process(process, timeout=5.0):
-    """Send SIGTERM to a child ``process`` still running, wait up to ``timeout`` seconds, then SIGKILL."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """Send SIGTERM to a child ``process`` still running; if it is still
+    running after DRAIN_GRACE seconds (a broker drains its clients for a while
+    at the first), a second SIGTERM (a broker then closes the rest at once);
+    SIGKILL once ``timeout`` seconds have passed."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(min(DRAIN_GRACE, timeout))
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(max(0.0, timeout - DRAIN_GRACE))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):

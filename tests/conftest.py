@@ -70,13 +70,16 @@ def start_broker(start_server):
     """Start brokers with extra flags (and, by keyword, extra environment, an
     open-files limit, soft and hard, set with ``prlimit``, options for the
     interpreter, and a command to run it under, such as ``unshare``). Each is
-    stopped after the test, and fails it if it logged a traceback, up to its exit."""
+    stopped after the test, and fails it if it logged a traceback, up to its
+    exit; it closes its clients at once when stopped (``--drain-seconds 0``)
+    unless the flags say otherwise."""
     started = []
 
     def start(*flags, env=None, open_files=None, interpreter_options=(), under=()):
         limit = ["prlimit", "--nofile=%d:%d" % (open_files, open_files)] if open_files else []
         server = start_server(*under, *limit, sys.executable, *interpreter_options, "-m", "broker", "--host",
-                              "127.0.0.1", "--port", "0", "--log-level", "warning", *flags, env=env)
+                              "127.0.0.1", "--port", "0", "--log-level", "warning", "--drain-seconds", "0", *flags,
+                              env=env)
         started.append(server)
         return RunningBroker(server)
 

@@ -121,7 +121,8 @@ def test_the_collector_asks_the_backplane_at_each_scrape():
     from broker.limits import Limits
     asked = []
     backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
-    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0)
+    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0,
+                                   drain=None)
     collector = BrokerCollector(Hub(lambda callback: None), router, Limits(10), backplane=backplane)
     for _ in range(2):
         names = [family.name for family in collector.collect()]

@@ -1,32 +1,130 @@
-"""SIGTERM and SIGINT: stop accepting, close every session with a close frame, exit 0."""
+"""SIGTERM, SIGINT and POST /admin/drain: the broker drains (see broker.drain).
+/healthz answers 503 at once, sessions opened meanwhile are closed as they
+open, the clients are closed with 3012 spread over --drain-seconds, then the
+broker stops accepting and exits 0; a second signal closes the rest at once."""
 
 import signal
 import socket
 import time
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient,
-                            XhrStreamingClient)
+from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient, XhrPollingClient,
+                            XhrStreamingClient, wait_until)
+
+RECONNECT = (3012, "Server draining: reconnect")
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+def closed_with(client):
+    """The close code and reason ``client`` receives (after any messages)."""
+    with pytest.raises(Closed) as closed:
+        while True:
+            client.receive()
+    return closed.value.code, closed.value.reason
+
+
+def draining_gauge(broker):
+    text = broker.request("GET", "/metrics")[1]
+    (value,) = [sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                if sample.name == "sockjs_broker_draining"]
+    return value
+
+
+def refused(broker):
+    host, port = broker.origin[len("http://"):].split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-def test_signal_closes_every_session_and_exits_zero(start_broker, signum):
-    broker = start_broker()
+def test_without_a_drain_period_a_signal_closes_every_session_and_exits_zero(start_broker, signum):
+    broker = start_broker("--drain-seconds", "0")
     sockjs_clients = [WebSocketClient(broker.url).open(), XhrStreamingClient(broker.url).open(),
                       EventSourceClient(broker.url).open()]
     raw = RawWebSocketClient(broker.url).open()
-    host, port = broker.origin[len("http://"):].split(":")
 
     started = time.monotonic()
     broker.server.process.send_signal(signum)
     for client in sockjs_clients:
-        with pytest.raises(Closed) as closed:
-            client.receive()
-        assert (closed.value.code, closed.value.reason) == (3000, "Go away!"), client.transport
-    with pytest.raises(Closed):
-        raw.receive()
+        assert closed_with(client) == RECONNECT, client.transport
+    with pytest.raises(Closed) as closed:
+        raw.read_frame()
+    assert (closed.value.code, closed.value.reason) == RECONNECT
     assert broker.server.process.wait(5) == 0
     assert time.monotonic() - started < 5
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection((host, int(port)), timeout=1)
+    assert refused(broker)
+
+
+def test_clients_are_closed_spread_over_the_drain_period(start_broker):
+    seconds = 3.0
+    broker = start_broker("--drain-seconds", str(seconds), "--publish-token", "s3cret")
+    clients = [WebSocketClient(broker.url).open() for _ in range(30)] + \
+        [XhrStreamingClient(broker.url).open() for _ in range(5)]
+    wait_until(lambda: broker.stats()["connections_total"] == len(clients))
+
+    started = time.monotonic()
+    broker.server.process.send_signal(signal.SIGTERM)
+    # At once: unhealthy, and a session that opens now is sent elsewhere, while
+    # the broker still serves those it has not closed yet.
+    assert broker.request("GET", "/healthz") == (503, {"status": "draining"})
+    late = WebSocketClient(broker.url).open()
+    assert closed_with(late) == RECONNECT
+    stats = broker.stats()
+    assert stats["drain"]["draining"] and stats["drain"]["clients"] == len(clients)
+    closed_at = []
+    for client in clients:
+        assert closed_with(client) == RECONNECT, client.transport
+        closed_at.append(time.monotonic() - started)
+    # Evenly: about a third of the period between each third of the clients,
+    # none before its share of the period (10 % of the period's slack).
+    closed_at.sort()
+    for i, at in enumerate(closed_at):
+        assert at >= seconds * i / len(clients) - 0.1 * seconds, "client %d closed at %.2f s" % (i, at)
+    assert closed_at[-1] - closed_at[0] >= seconds / 2, closed_at
+    assert broker.server.process.wait(5) == 0
+    assert time.monotonic() - started < seconds + 3
+    assert refused(broker)
+
+
+def test_a_second_signal_closes_the_rest_at_once(start_broker):
+    broker = start_broker("--drain-seconds", "60")
+    clients = [WebSocketClient(broker.url).open() for _ in range(10)]
+    wait_until(lambda: broker.stats()["connections_total"] == len(clients))
+    broker.server.process.send_signal(signal.SIGTERM)
+    wait_until(lambda: broker.stats()["drain"]["clients"] == len(clients))
+    started = time.monotonic()
+    broker.server.process.send_signal(signal.SIGTERM)
+    for client in clients:
+        assert closed_with(client) == RECONNECT
+    assert broker.server.process.wait(5) == 0
+    assert time.monotonic() - started < 5
+
+
+def test_admin_drain_takes_the_publish_token_and_drains(start_broker):
+    broker = start_broker("--drain-seconds", "4", "--publish-token", "s3cret")
+    polling = XhrPollingClient(broker.url).open()
+    others = [WebSocketClient(broker.url).open() for _ in range(4)]
+    wait_until(lambda: broker.stats()["connections_total"] == 5)
+    assert broker.request("POST", "/admin/drain", b"")[0] == 401
+    assert broker.request("POST", "/admin/drain", b"", {"Authorization": "Bearer wrong"})[0] == 403
+    assert broker.request("GET", "/healthz") == (200, {"status": "ok"}) and draining_gauge(broker) == 0
+    status, body = broker.request("POST", "/admin/drain", b"", AUTH)
+    assert status == 202 and body["draining"] and body["seconds"] == 4
+    assert broker.request("GET", "/healthz") == (503, {"status": "draining"}) and draining_gauge(broker) == 1
+    # Again: the same drain goes on, not a second request that would end it.
+    assert broker.request("POST", "/admin/drain", b"", AUTH)[0] == 202
+    assert broker.stats()["drain"]["closed"] < 5
+    for client in [polling] + others:
+        assert closed_with(client) == RECONNECT, client.transport
+    assert broker.server.process.wait(5) == 0
+
+
+def test_admin_drain_is_disabled_without_a_token(start_broker):
+    broker = start_broker()
+    assert broker.request("POST", "/admin/drain", b"")[0] == 404
+    assert broker.request("GET", "/healthz") == (200, {"status": "ok"})

@@ -70,6 +70,7 @@ def test_operators_endpoints_are_not_served_through_the_proxy(start_cluster):
     cluster = start_cluster(1)
     assert cluster.request("GET", "/metrics")[0] == 403
     assert cluster.request("GET", "/stats")[0] == 403
+    assert cluster.request("POST", "/admin/drain", b"")[0] == 403
     assert cluster.request("GET", "/healthz")[0] == 200
 
 

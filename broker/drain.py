@@ -1,0 +1,76 @@
+"""Draining: a broker that is leaving sends its clients elsewhere, a few at a time.
+
+A deploy restarts every broker in turn. Closing all of one broker's clients in
+the same instant sends them all back at once, onto the brokers that remain (or
+onto the restarted one before it is ready): a reconnect storm. Rules:
+
+* Draining is asked for by SIGTERM, SIGINT or ``POST /admin/drain``
+  (:meth:`Drain.request`); it starts at the first request and never stops.
+* From that instant ``/healthz`` answers 503 "draining", so the proxy sends
+  the broker no new sessions, and a session that opens all the same, on any
+  transport, is closed as it opens with :data:`RECONNECT`.
+* The clients connected when the drain starts (:meth:`Drain.start`) are closed
+  with :data:`RECONNECT`, spread evenly over ``seconds``: ``t`` seconds after
+  the start, ``ceil(n * t / seconds)`` of them have been (:meth:`Drain.due`).
+  Each is closed as every session closes: after what it is owed.
+* At the end of the period, or at a second request, the rest are closed at
+  once and the broker exits.
+
+Nothing here touches a socket or a clock: the broker's run loop gives the
+time and closes what :meth:`Drain.due` returns.
+"""
+
+import math
+
+# "Reconnect now, to another server": the broker is going away on purpose. A
+# client should come back at once (after a little jitter), not give up; with
+# positions, it resumes where it was.
+RECONNECT = (3012, "Server draining: reconnect")
+
+
+class Drain:
+    """The drain of one broker over ``seconds``; ``wake`` (or None) is called at each request."""
+
+    def __init__(self, seconds, wake=None):
+        self.seconds = seconds
+        self.wake = wake
+        self.requests = 0
+        self._clients = []
+        self._started = None
+        self._closed = 0
+
+    @property
+    def draining(self):
+        return self.requests > 0
+
+    def request(self):
+        """SIGTERM, SIGINT or ``POST /admin/drain``: the first starts the drain, a second ends it."""
+        self.requests += 1
+        if self.wake is not None:
+            self.wake()
+
+    def start(self, clients, now):
+        """Schedule the closing of ``clients`` (the connected ones) from ``now``."""
+        self._clients = list(clients)
+        self._started = now
+        self._closed = 0
+
+    def due(self, now):
+        """The clients to close at ``now``: those the even spread has reached and not closed yet."""
+        total = len(self._clients)
+        if self.seconds <= 0:
+            target = total
+        else:
+            target = min(total, math.ceil(total * (now - self._started) / self.seconds))
+        due = self._clients[self._closed:target]
+        self._closed = max(self._closed, target)
+        return due
+
+    @property
+    def done(self):
+        return self._closed >= len(self._clients)
+
+    def stats(self):
+        """Whether the broker is draining, over how long, and how many of the clients it had it has closed."""
+        return {"draining": self.draining, "seconds": self.seconds, "closed": self._closed,
+                "clients": len(self._clients)}

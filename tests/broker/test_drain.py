@@ -1,0 +1,39 @@
+"""The drain's schedule without sockets or clocks: clients closed evenly over the period."""
+
+from broker.drain import Drain
+
+
+def test_nothing_drains_before_a_request_and_the_first_starts_it():
+    woken = []
+    drain = Drain(10, wake=lambda: woken.append(True))
+    assert not drain.draining
+    drain.request()
+    assert drain.draining and woken == [True]
+    drain.request()
+    assert drain.requests == 2 and woken == [True, True]
+
+
+def test_clients_are_closed_evenly_over_the_period():
+    drain = Drain(10)
+    drain.request()
+    drain.start(range(100), now=50.0)
+    assert drain.due(50.0) == []
+    assert drain.due(51.0) == list(range(10))
+    assert drain.due(51.0) == []
+    assert drain.due(55.05) == list(range(10, 51))
+    assert not drain.done
+    assert drain.due(60.0) == list(range(51, 100))
+    assert drain.done and drain.due(70.0) == []
+    assert drain.stats() == {"draining": True, "seconds": 10, "closed": 100, "clients": 100}
+
+
+def test_a_zero_period_closes_everyone_at_once():
+    drain = Drain(0)
+    drain.start(["a", "b"], now=1.0)
+    assert drain.due(1.0) == ["a", "b"] and drain.done
+
+
+def test_no_clients_is_done_at_once():
+    drain = Drain(10)
+    drain.start([], now=0.0)
+    assert drain.done
