@@ -36,8 +36,8 @@ class Drain:
         self.wake = wake
         self.requests = 0
         self._clients = []
-        self._started = None
-        self._closed = 0
+        self._began = None
+        self._closed_count = 0
 
     @property
     def draining(self):
@@ -52,8 +52,8 @@ class Drain:
     def start(self, clients, now):
         """Schedule the closing of ``clients`` (the connected ones) from ``now``."""
         self._clients = list(clients)
-        self._started = now
-        self._closed = 0
+        self._began = now
+        self._closed_count = 0
 
     def due(self, now):
         """The clients to close at ``now``: those the even spread has reached and not closed yet."""
@@ -61,16 +61,16 @@ class Drain:
         if self.seconds <= 0:
             target = total
         else:
-            target = min(total, math.ceil(total * (now - self._started) / self.seconds))
-        due = self._clients[self._closed:target]
-        self._closed = max(self._closed, target)
+            target = min(total, math.ceil(total * (now - self._began) / self.seconds))
+        due = self._clients[self._closed_count:target]
+        self._closed_count = max(self._closed_count, target)
         return due
 
     @property
     def done(self):
-        return self._closed >= len(self._clients)
+        return self._closed_count >= len(self._clients)
 
     def stats(self):
         """Whether the broker is draining, over how long, and how many of the clients it had it has closed."""
-        return {"draining": self.draining, "seconds": self.seconds, "closed": self._closed,
+        return {"draining": self.draining, "seconds": self.seconds, "closed": self._closed_count,
                 "clients": len(self._clients)}

@@ -14,7 +14,7 @@ from broker.sockjs import BroadcastConnection
 def session_of(transport, hub):
     """The parts of a sockjs-tornado session and of the router a connection
     reads as it opens: a polling or streaming handler (no prebuilt form)."""
-    server = types.SimpleNamespace(hub=hub, limits=None, client_rate=0, max_buffer=1 << 20)
+    server = types.SimpleNamespace(hub=hub, limits=None, drain=None, client_rate=0, max_buffer=1 << 20)
     return types.SimpleNamespace(server=server, handler=types.SimpleNamespace(), transport_name=transport,
                                  is_closed=False)
 
