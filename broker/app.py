@@ -92,12 +92,12 @@ def connection_limits(config, open_files):
     from the open-files limit ``open_files``."""
     fitting = default_max_connections(open_files)
     if config.max_connections is None:
-        return Limits(fitting, config.max_connections_per_ip)
+        return Limits(fitting, config.max_connections_per_ip, config.max_accept_rate)
     if config.max_connections > fitting:
         LOG.warning("--max-connections %d is more than the open-files limit (%d) leaves for "
                     "connections (%d): past that, the broker pauses accepting",
                     config.max_connections, open_files, fitting)
-    return Limits(config.max_connections, config.max_connections_per_ip)
+    return Limits(config.max_connections, config.max_connections_per_ip, config.max_accept_rate)
 
 
 def make_server(config, app, limits):

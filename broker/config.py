@@ -30,6 +30,7 @@ class Config:
     send_buffer: int = 64 * 1024
     max_connections: Optional[int] = None
     max_connections_per_ip: int = 0
+    max_accept_rate: float = 0.0
     client_address_header: Optional[str] = None
     header_timeout: float = 20.0
     body_timeout: float = 20.0
@@ -203,6 +204,12 @@ def build_parser(environ=os.environ):
                         "and as many polling and streaming sessions; more are refused as "
                         "--max-connections says; 0 for no limit "
                         "[BROKER_MAX_CONNECTIONS_PER_IP, default %(default)s]")
+    parser.add_argument("--max-accept-rate", type=_zero_or_more, metavar="N",
+                        default=env("BROKER_MAX_ACCEPT_RATE", "%g" % defaults.max_accept_rate),
+                        help="new sessions a second, in bursts of up to N; over it, /info and the "
+                        "request that would open a session (a websocket's handshake included) are "
+                        "answered 503 with Retry-After, before any work; 0 for no limit "
+                        "[BROKER_MAX_ACCEPT_RATE, default %(default)s]")
     parser.add_argument("--client-address-header", type=_header_name, metavar="NAME",
                         default=env("BROKER_CLIENT_ADDRESS_HEADER") or None,
                         help="behind a proxy: the request header holding the client's address "

@@ -20,6 +20,12 @@ Rules this module keeps:
   a single host may hold all of it). ``None`` is a client not known yet, as
   behind a proxy until a request names it (see ``reassign``).
 * Without a per-client limit nothing is kept per client.
+* New sessions arrive at most ``accept_rate`` a second, in bursts of at most
+  as many (a token bucket; 0: no limit): ``admit_new_session`` takes a token
+  for a request that opens a session, or only checks that one is there (SockJS's
+  ``/info``, which comes first: a client let through it then finds its
+  token), and answers how long to wait when there is none. It is asked before
+  anything of the session is made, and counted as ``accept_rate`` refusals.
 * The default ``max_connections`` leaves part of the open-files limit to the
   broker's own descriptors (event loop, listening sockets, log, a static file
   being sent on an open connection), so connections are refused with an
@@ -30,10 +36,13 @@ No socket, no HTTP: the listener (``broker.listener``) drives it.
 
 import ipaddress
 
+from broker.token_bucket import TokenBucket
+
 MAX_CONNECTIONS = "max_connections"
 PER_IP = "per_ip"
 MAX_SESSIONS = "max_sessions"
 SESSIONS_PER_IP = "sessions_per_ip"
+ACCEPT_RATE = "accept_rate"
 RESERVED_DESCRIPTORS = 64
 
 
@@ -59,9 +68,10 @@ def client_key(address):
 class Limits:
     """The open connections and the polling and streaming sessions, each
     against ``max_connections`` in all and ``max_per_client`` per client
-    (0: no per-client limit)."""
+    (0: no per-client limit); new sessions against ``accept_rate`` a second
+    (0: no limit)."""
 
-    def __init__(self, max_connections, max_per_client=0):
+    def __init__(self, max_connections, max_per_client=0, accept_rate=0):
         self.max_connections = max_connections
         self.max_per_client = max_per_client
         self.open = 0
@@ -70,8 +80,9 @@ class Limits:
         self.per_client = {}
         self.sessions = 0
         self.sessions_per_client = {}
-        self.refused = {MAX_CONNECTIONS: 0, PER_IP: 0, MAX_SESSIONS: 0, SESSIONS_PER_IP: 0}
+        self.refused = {MAX_CONNECTIONS: 0, PER_IP: 0, MAX_SESSIONS: 0, SESSIONS_PER_IP: 0, ACCEPT_RATE: 0}
         self.accept_pauses = 0  # counted by the listener, shown with the rest
+        self.new_sessions = TokenBucket(accept_rate, max(1.0, accept_rate), 0.0) if accept_rate else None
 
     def admit(self, client):
         """Count a new connection from ``client``; None, or the reason it is refused."""
@@ -91,6 +102,15 @@ class Limits:
             return self._refuse(SESSIONS_PER_IP)
         self.sessions += 1
         return None
+
+    def admit_new_session(self, now, take=True):
+        """May a session open at ``now`` (seconds, any monotonic clock)? None,
+        having taken a token if ``take``; or the seconds to wait for one."""
+        bucket = self.new_sessions
+        if bucket is None or (bucket.take(now) if take else not bucket.wait(now)):
+            return None
+        self._refuse(ACCEPT_RATE)
+        return bucket.wait(now)
 
     def release_session(self, client):
         """An admitted session of ``client`` has closed."""

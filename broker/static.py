@@ -13,7 +13,7 @@ import hashlib
 
 from sockjs.tornado import static
 
-from broker.transports import ServiceHeaders
+from broker.transports import NewSessions, ServiceHeaders
 
 IFRAME_SCRIPT = """
     document.domain = document.domain;
@@ -37,8 +37,10 @@ IFRAME_SCRIPTS = "script-src 'self' 'sha256-%s'" % base64.b64encode(
     hashlib.sha256(IFRAME_SCRIPT.encode()).digest()).decode()
 
 
-class InfoHandler(ServiceHeaders, static.InfoHandler):
-    pass
+class InfoHandler(NewSessions, ServiceHeaders, static.InfoHandler):
+    """``/info``, refused like a session's opening request over the accept rate."""
+
+    opens_session = False
 
 
 class IFrameHandler(static.IFrameHandler):

@@ -1,11 +1,12 @@
-"""How many messages one client may publish: a token bucket.
+"""How many messages one client may publish, how many sessions may open: a token bucket.
 
 Rules this module keeps:
 
 * A bucket holds at most ``burst`` tokens and gains ``rate`` tokens a second;
-  each message takes one, and a message that finds the bucket empty is
-  refused. A client may so publish ``burst`` messages at once, then ``rate``
-  a second for ever.
+  each message (or new session) takes one, and one that finds the bucket
+  empty is refused. A client may so publish ``burst`` messages at once, then
+  ``rate`` a second for ever; :meth:`TokenBucket.wait` says how long until
+  the next token, for a refusal's ``Retry-After``.
 * Time comes from the caller (``now``, in seconds, from any monotonic clock);
   no clock, no I/O here.
 """
@@ -29,3 +30,10 @@ class TokenBucket:
             return False
         self.tokens = tokens - 1
         return True
+
+    def wait(self, now):
+        """Seconds until there is a token to take (0.0: there is one now); takes nothing."""
+        tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.tokens = tokens
+        self.stamp = now
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate

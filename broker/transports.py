@@ -13,7 +13,9 @@ per poll, and HTTP/1.0 streams that end by closing. README.rst (Conformance)
 has the list.
 """
 
+import math
 import re
+import time
 import urllib.parse
 
 from sockjs.tornado import transports as base
@@ -53,6 +55,39 @@ class ServiceHeaders:
         headers = self.request.headers.get("Access-Control-Request-Headers")
         if headers:
             self.set_header("Access-Control-Allow-Headers", headers)
+
+
+def refused_over_accept_rate(handler, take):
+    """Answer 503 with ``Retry-After`` and return True if ``handler``'s request
+    would open a session (one that does not exist yet, or a raw websocket)
+    while the router's limits admit none (``--max-accept-rate``, see
+    :mod:`broker.limits`): before anything of the session is made. ``take``:
+    the request opens it (False for ``/info``, which only checks)."""
+    server = handler.server
+    if server.limits is None or handler.request.method == "OPTIONS":
+        return False
+    session_id = handler.path_kwargs.get("session_id")
+    if session_id is not None and server.get_session(session_id) is not None:
+        return False
+    wait = server.limits.admit_new_session(time.monotonic(), take)
+    if wait is None:
+        return False
+    handler.set_status(503)
+    handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
+    handler.set_header("Content-Type", "text/plain; charset=UTF-8")
+    handler.finish("Too many new sessions: retry later\n")
+    return True
+
+
+class NewSessions:
+    """Mixin for the handlers whose requests open sessions, and for ``/info``
+    (``opens_session`` False): see :func:`refused_over_accept_rate`."""
+
+    opens_session = True
+
+    def prepare(self):
+        super().prepare()
+        refused_over_accept_rate(self, self.opens_session)
 
 
 class _SendHandler(ServiceHeaders):
@@ -139,7 +174,7 @@ class _OneFramePerPoll:
             super().send_pack(message, binary)
 
 
-class _Streaming(ServiceHeaders):
+class _Streaming(NewSessions, ServiceHeaders):
     """Mixin for streaming transports: an HTTP/1.0 response has neither a
     length nor chunks, so only closing the connection ends it, even when the
     client asked for keep-alive (Tornado would keep it open)."""
@@ -167,7 +202,7 @@ class _Streaming(ServiceHeaders):
             self.session.flush()
 
 
-class XhrPollingTransport(_OneFramePerPoll, ServiceHeaders, base.XhrPollingTransport):
+class XhrPollingTransport(NewSessions, _OneFramePerPoll, ServiceHeaders, base.XhrPollingTransport):
     pass
 
 
@@ -231,7 +266,7 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
             _internals.detach(self)
 
 
-class JSONPTransport(ServiceHeaders, _CallbackTransport, base.JSONPTransport):
+class JSONPTransport(NewSessions, ServiceHeaders, _CallbackTransport, base.JSONPTransport):
     """JSONP polling: one ``/**/callback("frame");`` script per request. The
     leading comment keeps a browser from sniffing the response as anything
     but a script (the Rosetta Flash defence). As with xhr polling, one frame

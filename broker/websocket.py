@@ -56,7 +56,7 @@ from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
-from broker import _internals, frames, rfc6455
+from broker import _internals, frames, rfc6455, transports
 from broker.hub import SLOW_CONSUMER
 
 LOG = logging.getLogger("broker.websocket")
@@ -467,8 +467,9 @@ class RawWebSocket(WebSocket):
 class _Upgrade(RequestHandler):
     """Answers a websocket upgrade and hands the socket to ``connection_class``.
 
-    Any method but GET is answered with a bare 405. A page of an origin the
-    router's policy does not allow is refused with 403."""
+    Any method but GET is answered with a bare 405; over the accept rate, a
+    503 comes before the upgrade. A page of an origin the router's policy
+    does not allow is refused with 403."""
 
     connection_class = None
 
@@ -481,6 +482,8 @@ class _Upgrade(RequestHandler):
             self.set_header("Allow", "GET")
             self.clear_header("Content-Type")
             self.finish()
+        else:
+            transports.refused_over_accept_rate(self, take=True)
 
     async def get(self, *args, **kwargs):
         headers = self.request.headers

@@ -27,7 +27,7 @@ def test_the_total_limit_refuses_and_counts():
     assert limits.admit("a") is None and limits.admit("b") is None
     assert limits.admit("c") == "max_connections"
     assert limits.stats() == {"tcp_connections": 2, "accept_pauses": 0, "refused": {
-        "max_connections": 1, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0}}
+        "max_connections": 1, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0, "accept_rate": 0}}
     limits.release("a")
     assert limits.admit("c") is None
     assert limits.per_client == {}, "nothing is kept per client without a per-client limit"
@@ -38,7 +38,8 @@ def test_the_per_client_limit_refuses_that_client_only():
     assert limits.admit("a") is None and limits.admit("a") is None
     assert limits.admit("a") == "per_ip"
     assert limits.admit("b") is None
-    assert limits.refused == {"max_connections": 0, "per_ip": 1, "max_sessions": 0, "sessions_per_ip": 0}
+    assert limits.refused == {"max_connections": 0, "per_ip": 1, "max_sessions": 0, "sessions_per_ip": 0,
+                              "accept_rate": 0}
     limits.release("a")
     assert limits.admit("a") is None
     for client in ("a", "a", "b"):
@@ -54,7 +55,8 @@ def test_sessions_are_counted_apart_from_connections_against_the_same_limits():
     assert limits.admit("a") is None, "connections are a count of their own"
     assert limits.admit_session("b") is None
     assert limits.admit_session(None) == "max_sessions"
-    assert limits.refused == {"max_connections": 0, "per_ip": 0, "max_sessions": 1, "sessions_per_ip": 1}
+    assert limits.refused == {"max_connections": 0, "per_ip": 0, "max_sessions": 1, "sessions_per_ip": 1,
+                              "accept_rate": 0}
     limits.release_session("a")
     assert limits.admit_session("a") is None
     for client in ("a", "a", "b"):
@@ -113,3 +115,21 @@ def test_bad_limit_or_timeout_flags_are_refused(argv, capsys):
     with pytest.raises(SystemExit):
         parse_args(argv, environ={})
     assert "error" in capsys.readouterr().err
+
+
+def test_new_sessions_arrive_at_the_accept_rate_in_bursts_of_as_many():
+    limits = Limits(1000, accept_rate=10)
+    assert all(limits.admit_new_session(100.0) is None for _ in range(10))
+    wait = limits.admit_new_session(100.0)
+    assert wait == pytest.approx(0.1) and limits.refused["accept_rate"] == 1
+    assert limits.admit_new_session(100.05, take=False) == pytest.approx(0.05), "/info finds no token either"
+    assert limits.admit_new_session(100.11, take=False) is None, "a token is there: /info takes none"
+    assert limits.admit_new_session(100.11) is None
+    assert limits.admit_new_session(100.11) is not None
+    assert limits.refused["accept_rate"] == 3
+
+
+def test_without_an_accept_rate_every_session_is_admitted():
+    limits = Limits(1000)
+    assert all(limits.admit_new_session(0.0) is None for _ in range(10000))
+    assert limits.refused["accept_rate"] == 0

@@ -31,7 +31,7 @@ def connect(broker, source="127.0.0.1"):
 
 def read_response(sock):
     """(status, headers text, body) of one response on ``sock``; the body is what
-    Content-Length says, or everything up to the close."""
+    Content-Length says, or everything up to the close (none after 101, 204 or 304)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
@@ -40,8 +40,8 @@ def read_response(sock):
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
-    length = next((int(line.split(":", 1)[1]) for line in lines[1:]
-                   if line.lower().startswith("content-length:")), None)
+    length = 0 if status in (101, 204, 304) else next(
+        (int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:")), None)
     while length is None or len(body) < length:
         chunk = sock.recv(65536)
         if not chunk:

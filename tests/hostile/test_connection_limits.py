@@ -13,7 +13,7 @@ from probes import Canary, closed, connect, get, open_fds
 from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
 
 
-NONE_REFUSED = {"max_connections": 0, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0}
+NONE_REFUSED = {"max_connections": 0, "per_ip": 0, "max_sessions": 0, "sessions_per_ip": 0, "accept_rate": 0}
 
 
 def stats_on(broker, monitor):
