@@ -1,23 +1,17 @@
 """--max-accept-rate: new sessions arrive at most that fast. Over it, /info and
 every request that would open a session (a websocket's handshake included)
 get 503 with Retry-After before any work, counted; sessions that exist go on,
-and the clients already connected keep their round trip through a burst."""
+and the clients already connected keep their round trip through a burst. (The
+refill itself is tested without sockets or clocks in tests/broker/test_limits.py.)"""
 
 import time
 
-import pytest
-
 from probes import Canary, get
-from sockjs_clients import JsonpClient, WebSocketClient, XhrPollingClient, session_url, wait_until
+from sockjs_clients import XhrPollingClient, session_url
 
 RATE = 20
 UPGRADE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
-
-
-@pytest.fixture
-def broker(start_broker):
-    return start_broker("--max-accept-rate", str(RATE))
 
 
 def path_of(broker, url):
@@ -41,35 +35,28 @@ def opening_requests(broker):
             ("jsonp", session + "/jsonp?c=cb", {})]
 
 
-def test_over_the_rate_new_sessions_get_503_and_existing_ones_go_on(broker):
+def test_over_the_rate_new_sessions_get_503_and_existing_ones_go_on(start_broker):
+    # One session per 100 s, in bursts of one: the first takes the only token,
+    # and the test is over long before the next, however slow the machine.
+    broker = start_broker("--max-accept-rate", "0.01")
     polling = XhrPollingClient(broker.url).open()
-    jsonp = JsonpClient(broker.url).open()
-    # Empty the bucket (the two sessions above took two tokens).
-    for _ in range(RATE):
-        if get(broker, path_of(broker, broker.url) + "/websocket", headers=UPGRADE)[0] == 503:
-            break
     status, headers, body = get(broker, path_of(broker, broker.url) + "/info")
-    assert (status, retry_after(headers), body) == (503, 1, "Too many new sessions: retry later\n")
+    assert (status, body) == (503, "Too many new sessions: retry later\n")
+    assert 50 <= retry_after(headers) <= 100
     for name, path, headers in opening_requests(broker):
         status, answer_headers, _ = get(broker, path, headers=headers)
-        assert status == 503 and retry_after(answer_headers) == 1, name
+        assert status == 503 and retry_after(answer_headers) >= 50, name
     # What exists is not a new session: its requests pass.
     polling.send("still polling")
     assert polling.collect(1) == ["still polling"]
-    jsonp.send("still jsonp")
-    assert jsonp.collect(2) == ["still polling", "still jsonp"]
     refused = broker.stats()["refused"]["accept_rate"]
-    assert refused >= 1 + len(opening_requests(broker))
+    assert refused == 1 + len(opening_requests(broker))
     metrics = broker.request("GET", "/metrics")[1]
     assert 'sockjs_broker_refused_connections_total{reason="accept_rate"} %d.0' % refused in metrics
-    # Tokens come back at the rate.
-    wait_until(lambda: get(broker, path_of(broker, broker.url) + "/info")[0] == 200, timeout=2)
-    with WebSocketClient(broker.url) as late:
-        late.send("let in")
-        assert late.collect(1) == ["let in"]
 
 
-def test_a_burst_of_handshakes_is_held_to_the_rate_and_connected_clients_keep_their_round_trip(broker):
+def test_a_burst_of_handshakes_is_held_to_the_rate_and_connected_clients_keep_their_round_trip(start_broker):
+    broker = start_broker("--max-accept-rate", str(RATE))
     upgrade = path_of(broker, broker.url) + "/websocket"
     with Canary(broker) as canary:
         started = time.monotonic()
@@ -77,7 +64,7 @@ def test_a_burst_of_handshakes_is_held_to_the_rate_and_connected_clients_keep_th
         for i in range(300):
             answers.append(get(broker, upgrade, headers=UPGRADE)[0])
             if i % 25 == 0:
-                canary.round_trip(limit=0.5)
+                canary.round_trip()
         elapsed = time.monotonic() - started
     admitted = answers.count(101)
     assert set(answers) == {101, 503}
