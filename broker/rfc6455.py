@@ -117,7 +117,6 @@ class ServerProtocol:
         self.ended = None
         self._buffer = bytearray()
         self._fragments = None
-        self._checker = None
         self._fragment_opcode = 0
         self._fragment_size = 0
         # The UTF-8 check of the text message in progress, when it began

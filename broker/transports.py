@@ -57,37 +57,36 @@ class ServiceHeaders:
             self.set_header("Access-Control-Allow-Headers", headers)
 
 
-def refused_over_accept_rate(handler, take):
-    """Answer 503 with ``Retry-After`` and return True if ``handler``'s request
-    would open a session (one that does not exist yet, or a raw websocket)
-    while the router's limits admit none (``--max-accept-rate``, see
-    :mod:`broker.limits`): before anything of the session is made. ``take``:
-    the request opens it (False for ``/info``, which only checks)."""
+def refuse_over_accept_rate(handler, take):
+    """From ``prepare``: answer 503 with ``Retry-After`` if ``handler``'s
+    request would open a session (one that does not exist yet, or a raw
+    websocket) while the router's limits admit none (``--max-accept-rate``,
+    see :mod:`broker.limits`), before anything of the session is made; Tornado
+    then calls no handler method. ``take``: the request opens it (False for
+    ``/info``, which only checks)."""
     server = handler.server
     if server.limits is None or handler.request.method == "OPTIONS":
-        return False
+        return
     session_id = handler.path_kwargs.get("session_id")
     if session_id is not None and server.get_session(session_id) is not None:
-        return False
+        return
     wait = server.limits.admit_new_session(time.monotonic(), take)
-    if wait is None:
-        return False
-    handler.set_status(503)
-    handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
-    handler.set_header("Content-Type", "text/plain; charset=UTF-8")
-    handler.finish("Too many new sessions: retry later\n")
-    return True
+    if wait is not None:
+        handler.set_status(503)
+        handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
+        handler.set_header("Content-Type", "text/plain; charset=UTF-8")
+        handler.finish("Too many new sessions: retry later\n")
 
 
 class NewSessions:
     """Mixin for the handlers whose requests open sessions, and for ``/info``
-    (``opens_session`` False): see :func:`refused_over_accept_rate`."""
+    (``opens_session`` False): see :func:`refuse_over_accept_rate`."""
 
     opens_session = True
 
     def prepare(self):
         super().prepare()
-        refused_over_accept_rate(self, self.opens_session)
+        refuse_over_accept_rate(self, self.opens_session)
 
 
 class _SendHandler(ServiceHeaders):

@@ -483,7 +483,7 @@ class _Upgrade(RequestHandler):
             self.clear_header("Content-Type")
             self.finish()
         else:
-            transports.refused_over_accept_rate(self, take=True)
+            transports.refuse_over_accept_rate(self, take=True)
 
     async def get(self, *args, **kwargs):
         headers = self.request.headers
