@@ -55,18 +55,16 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, gc_policy=None, backplane=None, pings=None, heartbeats=None, drain=None):
+def make_app(config, hub, limits, drain, gc_policy=None, backplane=None, pings=None, heartbeats=None):
     """The Tornado application: the SockJS service at ``config.prefix``, its
     websockets pinged by ``pings`` (a :class:`PingWheel`, or None), its
     sessions sent their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`,
-    or None), and the API; ``drain`` (a :class:`broker.drain.Drain`; a new one
-    by default) is what ``/healthz``, ``POST /admin/drain`` and the sessions
-    consult;
+    or None), and the API; ``drain`` (a :class:`broker.drain.Drain`) is what
+    ``/healthz``, ``POST /admin/drain`` and the sessions consult;
     ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
     :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
-    drain = drain or Drain(config.drain_seconds)
     router = BrokerRouter(connection, config.prefix,
                           {"sockjs_url": assets.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
@@ -184,7 +182,7 @@ async def run(config, open_files):
     pings = ping_wheel(config)
     heartbeats = HeartbeatWheel(config.heartbeat_delay)
     drain = Drain(config.drain_seconds)
-    listener = make_server(config, make_app(config, hub, limits, gc_policy, backplane, pings, heartbeats, drain),
+    listener = make_server(config, make_app(config, hub, limits, drain, gc_policy, backplane, pings, heartbeats),
                            limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
