@@ -17,7 +17,7 @@ setup(
     license="MIT",
     python_requires=">=3.9",
     packages=find_packages(include=["broker", "broker.*", "loadtest", "loadtest.*", "plots", "plots.*"]),
-    package_data={"broker": ["demo/*"], "loadtest": ["node/*.js", "node/*.json"]},
+    package_data={"broker": ["ops/demo/*"], "loadtest": ["node/*.js", "node/*.json"]},
     install_requires=[
         "tornado>=6.4,<7",
         # The broker subclasses sockjs-tornado's transports and relies on their internals.
@@ -38,7 +38,7 @@ setup(
         "test": [
             "pytest>=7",
             "pytest-timeout>=2.1",
-            # lint-imports checks that imports run one way (plots -> loadtest -> broker.frames only).
+            # lint-imports checks that imports run one way (plots -> loadtest -> broker.protocol.frames only).
             "import-linter>=2.2",
             # grimp, import-linter's import graph, is built in Rust: 3.5 is the last with a PyPy 3.9 wheel.
             "grimp<3.6; platform_python_implementation == 'PyPy'",

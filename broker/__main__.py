@@ -1,10 +1,10 @@
 """``python -m broker`` and the ``sockjs-broker`` command."""
 
-from broker import nursery
+from broker.ops import pypy_nursery
 
 
 def main():
-    nursery.exec_with_broker_nursery()
+    pypy_nursery.exec_with_broker_nursery()
     from broker.app import main as run  # after the nursery: on PyPy this process may start anew
 
     run()

@@ -9,16 +9,16 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from broker import api, assets, collector, metrics
 from broker.config import http_url, parse_args
-from broker.drain import RECONNECT, Drain
-from broker.hub import Hub
-from broker.origins import OriginPolicy
-from broker.limits import Limits, default_max_connections
-from broker.listener import ClientAddressCheck, Listener
-from broker.pinger import HeartbeatWheel, PingWheel
+from broker.core.drain import RECONNECT, Drain
+from broker.core.heartbeats import HeartbeatWheel, PingWheel
+from broker.core.hub import Hub
+from broker.core.limits import Limits, default_max_connections
+from broker.core.origins import OriginPolicy
+from broker.ops import api, demo_page, gc_policy, metrics
 from broker.runtime import raise_open_files_limit
-from broker.sockjs import BroadcastConnection, BrokerRouter, FeedConnection
+from broker.transports.listener import ClientAddressCheck, Listener
+from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
 
@@ -59,19 +59,19 @@ def make_app(config, hub, limits, drain, gc_policy=None, backplane=None, pings=N
     """The Tornado application: the SockJS service at ``config.prefix``, its
     websockets pinged by ``pings`` (a :class:`PingWheel`, or None), its
     sessions sent their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`,
-    or None), and the API; ``drain`` (a :class:`broker.drain.Drain`) is what
+    or None), and the API; ``drain`` (a :class:`broker.core.drain.Drain`) is what
     ``/healthz``, ``POST /admin/drain`` and the sessions consult;
-    ``limits`` (see :mod:`broker.limits`), ``gc_policy`` (see
-    :mod:`broker.collector`) and ``backplane`` (see :mod:`broker.backplane`)
+    ``limits`` (see :mod:`broker.core.limits`), ``gc_policy`` (see
+    :mod:`broker.ops.gc_policy`) and ``backplane`` (see :mod:`broker.cluster.backplane`)
     add their counters to ``/stats`` and ``/metrics``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix,
-                          {"sockjs_url": assets.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
+                          {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
                           max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                           write_timeout=config.write_timeout,
                           origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings,
                           heartbeats=heartbeats, limits=limits, drain=drain)
-    routes = router.urls + assets.routes(config.prefix) + [
+    routes = router.urls + demo_page.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
               backplane=backplane)),
@@ -137,7 +137,7 @@ async def serve_until_signalled(server, host, port, name, path):
 async def drain_then_stop(drain, hub, listener):
     """Wait for the first request to stop (SIGTERM and SIGINT make them: see
     :func:`run`), close the clients as ``drain`` spreads them (see
-    :mod:`broker.drain`), then stop accepting and close whoever is left: the
+    :mod:`broker.core.drain`), then stop accepting and close whoever is left: the
     end of the period or a second request ends it."""
     requested = asyncio.Event()
     drain.wake = requested.set
@@ -163,11 +163,11 @@ async def drain_then_stop(drain, hub, listener):
 
 
 def cluster_backplane(config):
-    """The :class:`broker.backplane.Backplane` of ``--redis``, or None: without
+    """The :class:`broker.cluster.backplane.Backplane` of ``--redis``, or None: without
     it nothing of Redis is imported."""
     if config.redis is None:
         return None
-    from broker.backplane import Backplane
+    from broker.cluster.backplane import Backplane
     return Backplane(config.redis, config.prefix, config.replay)
 
 
@@ -178,19 +178,19 @@ async def run(config, open_files):
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
-    gc_policy = collector.install(limits)
+    collection = gc_policy.install(limits)
     pings = ping_wheel(config)
     heartbeats = HeartbeatWheel(config.heartbeat_delay)
     drain = Drain(config.drain_seconds)
-    listener = make_server(config, make_app(config, hub, limits, drain, gc_policy, backplane, pings, heartbeats),
+    listener = make_server(config, make_app(config, hub, limits, drain, collection, backplane, pings, heartbeats),
                            limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (pings, heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
-    if hasattr(gc_policy, "audit_if_due"):
-        timers.append(PeriodicCallback(gc_policy.audit_if_due, 1000))
+    if hasattr(collection, "audit_if_due"):
+        timers.append(PeriodicCallback(collection.audit_if_due, 1000))
     for timer in timers:
         timer.start()
     on_stop_signals(drain.request)

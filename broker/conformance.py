@@ -18,7 +18,7 @@ from tornado.httpserver import HTTPServer
 from tornado.web import Application
 
 from broker.app import application_settings, max_body_size, serve_until_signalled
-from broker.sockjs import BrokerRouter
+from broker.transports.router import BrokerRouter
 
 MAX_MESSAGE_SIZE = 64 * 1024
 RESPONSE_LIMIT = 4096

@@ -14,7 +14,7 @@ import selectors
 import socket
 import time
 
-from broker.frames import websocket_frame
+from broker.protocol.frames import websocket_frame
 from loadtest import payload, websocket
 
 FILLER_CLIENT = 999999999

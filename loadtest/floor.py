@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from broker.frames import websocket_frame
+from broker.protocol.frames import websocket_frame
 from broker.runtime import interpreter
 from loadtest import affinity, arguments, records
 from loadtest.procstat import cpu_seconds

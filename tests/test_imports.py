@@ -38,12 +38,12 @@ def test_the_packages_keep_the_contract(tmp_path):
 
 @pytest.mark.parametrize("added, broken", [
     (("loadtest/cli.py", "import broker.app"), "loadtest.cli -> broker.app"),
-    (("loadtest/results.py", "from broker.api import interpreter"), "loadtest.results -> broker.api"),
+    (("loadtest/results.py", "from broker.ops.api import interpreter"), "loadtest.results -> broker.ops.api"),
     (("loadtest/compare.py", "from plots import figures"), "loadtest.compare -> plots.figures"),
-    (("broker/hub.py", "from loadtest import payload"), "broker.hub -> loadtest.payload"),
+    (("broker/core/hub.py", "from loadtest import payload"), "broker.core.hub -> loadtest.payload"),
     (("loadtest/client.py", "import tornado.iostream"), "loadtest.client -> tornado"),
-    (("broker/rfc6455.py", "import socket"), "broker.rfc6455 -> socket"),
-    (("broker/hub.py", "from tornado.ioloop import IOLoop"), "broker.hub -> tornado"),
+    (("broker/protocol/rfc6455.py", "import socket"), "broker.protocol.rfc6455 -> socket"),
+    (("broker/core/hub.py", "from tornado.ioloop import IOLoop"), "broker.core.hub -> tornado"),
 ])
 def test_an_import_the_wrong_way_breaks_it(tmp_path, added, broken):
     done = lint_imports(tmp_path, added)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from broker.cluster import Backoff, BackplaneState, Unavailable, stream_id
+from broker.cluster.state import Backoff, BackplaneState, Unavailable, stream_id
 from broker.config import parse_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

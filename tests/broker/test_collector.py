@@ -6,8 +6,8 @@ import platform
 
 import pytest
 
-from broker.collector import CpythonFreezer, FreezePolicy, MajorCollectionTrigger, install
-from broker.limits import Limits
+from broker.core.limits import Limits
+from broker.ops.gc_policy import CpythonFreezer, FreezePolicy, MajorCollectionTrigger, install
 
 MB = 1 << 20
 

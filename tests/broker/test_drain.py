@@ -1,6 +1,6 @@
 """The drain's schedule without sockets or clocks: clients closed evenly over the period."""
 
-from broker.drain import Drain
+from broker.core.drain import Drain
 
 
 def test_nothing_drains_before_a_request_and_the_first_starts_it():

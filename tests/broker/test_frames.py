@@ -3,7 +3,7 @@ import struct
 
 import pytest
 
-from broker import frames
+from broker.protocol import frames
 
 
 def test_messages_are_json_with_ascii_escapes():

@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from broker.pinger import HeartbeatWheel
-from broker.sockjs import BroadcastConnection, BrokerRouter
+from broker.core.heartbeats import HeartbeatWheel
+from broker.transports.router import BroadcastConnection, BrokerRouter
 from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, WebSocketClient, XhrPollingClient,
                             XhrStreamingClient)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.hub import SLOW_CONSUMER, Hub, LatencyHistogram, RateMeter
+from broker.core.hub import SLOW_CONSUMER, Hub, LatencyHistogram, RateMeter
 
 
 class Recorder:

@@ -5,7 +5,7 @@ and the flags of the limits and timeouts."""
 import pytest
 
 from broker.config import parse_args
-from broker.limits import Limits, client_key, default_max_connections
+from broker.core.limits import Limits, client_key, default_max_connections
 
 
 @pytest.mark.parametrize("address, client", [

@@ -6,7 +6,7 @@ import types
 import websocket
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.metrics import BrokerCollector, backplane_metrics, gc_heap_metrics
+from broker.ops.metrics import BrokerCollector, backplane_metrics, gc_heap_metrics
 from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, wait_until
 
 AUTH = {"Authorization": "Bearer s3cret"}
@@ -117,8 +117,8 @@ def test_a_backplane_shows_its_state_and_numbers():
 
 
 def test_the_collector_asks_the_backplane_at_each_scrape():
-    from broker.hub import Hub
-    from broker.limits import Limits
+    from broker.core.hub import Hub
+    from broker.core.limits import Limits
     asked = []
     backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
     router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0,

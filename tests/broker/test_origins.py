@@ -5,7 +5,7 @@ import http.client
 import pytest
 import websocket
 
-from broker.origins import OriginPolicy, normalize
+from broker.core.origins import OriginPolicy, normalize
 
 from sockjs_clients import WebSocketClient, session_url
 

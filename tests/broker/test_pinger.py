@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.pinger import HeartbeatWheel, PingWheel
+from broker.core.heartbeats import HeartbeatWheel, PingWheel
 
 
 class Member:

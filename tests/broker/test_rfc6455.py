@@ -5,7 +5,7 @@ import struct
 import pytest
 from tornado.httputil import HTTPHeaders
 
-from broker import rfc6455
+from broker.protocol import rfc6455
 from loadtest.websocket import client_frame
 
 UPGRADE = {"Host": "example.com", "Upgrade": "websocket", "Connection": "keep-alive, Upgrade",

@@ -1,4 +1,4 @@
-"""SIGTERM, SIGINT and POST /admin/drain: the broker drains (see broker.drain).
+"""SIGTERM, SIGINT and POST /admin/drain: the broker drains (see broker.core.drain).
 /healthz answers 503 at once, sessions opened meanwhile are closed as they
 open, the clients are closed with 3012 spread over --drain-seconds, then the
 broker stops accepting and exits 0; a second signal closes the rest at once."""

@@ -7,8 +7,8 @@ import weakref
 
 import pytest
 
-from broker.hub import Hub
-from broker.sockjs import BroadcastConnection
+from broker.core.hub import Hub
+from broker.transports.router import BroadcastConnection
 
 
 def session_of(transport, hub):
@@ -21,7 +21,7 @@ def session_of(transport, hub):
 
 @pytest.mark.skipif(platform.python_implementation() != "CPython", reason="reference counting is CPython's")
 def test_a_closed_streaming_or_polling_connection_goes_with_its_last_reference():
-    """CPython's collector policy freezes the heap (broker.collector): a
+    """CPython's collector policy freezes the heap (broker.ops.gc_policy): a
     reference cycle among frozen objects outlives its connection until an
     audit. A closed connection must be freed by its reference count alone."""
     hub = Hub(lambda flush: None)

@@ -1,4 +1,4 @@
-from broker.token_bucket import TokenBucket
+from broker.core.token_bucket import TokenBucket
 
 
 def test_a_full_bucket_allows_a_burst_then_refuses():

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from broker import assets
+from broker.ops import demo_page
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -43,7 +43,7 @@ def cannot_run(reason):
 @pytest.fixture
 def sockjs_client():
     """The directory of the sockjs-client files the broker serves."""
-    directory = assets.find_sockjs_client()
+    directory = demo_page.find_sockjs_client()
     if directory is None:
         cannot_run("sockjs-client is missing: run `npm ci` in %s" % ROOT)
     return directory

@@ -6,7 +6,7 @@ import shutil
 import sys
 import urllib.request
 
-from broker import assets
+from broker.ops import demo_page
 from loadtest.servers import launch
 
 TOKEN = "demo-token"
@@ -32,8 +32,8 @@ def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker, sockjs_cl
     running = start_broker()
     status, iframe = running.request("GET", "/broadcast/iframe.html")
     assert status == 200
-    assert '<script src="%s"></script>' % assets.SOCKJS_URL in iframe
-    status, library = running.request("GET", assets.SOCKJS_URL)
+    assert '<script src="%s"></script>' % demo_page.SOCKJS_URL in iframe
+    status, library = running.request("GET", demo_page.SOCKJS_URL)
     assert status == 200
     assert '="1.6.1"' in library
 

@@ -9,7 +9,7 @@ import contextlib
 import signal
 import threading
 
-from broker.backplane import REPLY_TIMEOUT_S
+from broker.cluster.backplane import REPLY_TIMEOUT_S
 from sockjs_clients import WebSocketClient, XhrStreamingClient, wait_until
 
 from cluster_clients import publish, receive_until

@@ -7,7 +7,7 @@ import redis
 from sockjs_clients import wait_until
 
 STREAM = "sockjs-broker:/broadcast"
-ADDED = 15000  # the stream keeps about 10,000 (broker.backplane.STREAM_MAXLEN)
+ADDED = 15000  # the stream keeps about 10,000 (broker.cluster.backplane.STREAM_MAXLEN)
 
 
 def test_entries_trimmed_before_a_stopped_broker_read_them_are_counted(start_redis, start_cluster):

@@ -6,7 +6,7 @@
 import pytest
 import websocket
 
-from broker.rfc6455 import CLOSE
+from broker.protocol.rfc6455 import CLOSE
 
 GO_AWAY = 'c[3000,"Go away!"]'
 

@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 import websocket
 
-from broker.websocket import CLOSE_TIMEOUT
+from broker.transports.websocket import CLOSE_TIMEOUT
 from sockjs_clients import (Closed, EventSourceClient, JsonpClient, RawWebSocketClient,
                             WebSocketClient, XhrStreamingClient, read_to_end, session_url, wait_until)
 

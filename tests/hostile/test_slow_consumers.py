@@ -16,7 +16,7 @@ MESSAGE = "x" * 8000
 PER_FRAME = 7
 PUSH_BYTES = 32 << 20
 # On PyPy, the condition of machines whose CPU reports a large cache (see
-# broker.collector): PyPy's own rule would start the first major collection
+# broker.ops.gc_policy): PyPy's own rule would start the first major collection
 # only when the heap reaches 1 GiB, so a broker that left its garbage to it
 # grows by about three times what is pushed, push after push. CPython ignores it.
 FAR_MAJOR_COLLECTION = {"PYPY_GC_MIN": "1GB"}

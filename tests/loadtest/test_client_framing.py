@@ -1,6 +1,6 @@
 import pytest
 
-from broker.frames import websocket_frame
+from broker.protocol.frames import websocket_frame
 from loadtest import websocket
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.frames import websocket_frame
+from broker.protocol.frames import websocket_frame
 from loadtest import payload, websocket
 from loadtest.protocol import OPENED, ClientProtocol, Closed, Delivered
 

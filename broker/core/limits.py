@@ -31,12 +31,12 @@ Rules this module keeps:
   being sent on an open connection), so connections are refused with an
   answer before accept() itself fails.
 
-No socket, no HTTP: the listener (``broker.listener``) drives it.
+No socket, no HTTP: the listener (``broker.transports.listener``) drives it.
 """
 
 import ipaddress
 
-from broker.token_bucket import TokenBucket
+from broker.core.token_bucket import TokenBucket
 
 MAX_CONNECTIONS = "max_connections"
 PER_IP = "per_ip"

@@ -21,7 +21,7 @@ Rules this module keeps:
 * A new subscriber gets the replay buffer (the last N flushed messages) before
   any live batch; since replay is recorded at flush time, nothing published
   before it joined arrives twice.
-* With a relay (the cluster backplane, :mod:`broker.backplane`), a published
+* With a relay (the cluster backplane, :mod:`broker.cluster.backplane`), a published
   message is encoded and handed to the relay, never sent from here: the hub
   sends only what the relay gives back through :meth:`Hub.deliver`, one call
   one batch, so every broker of a cluster sends one sequence. A relay that
@@ -38,7 +38,7 @@ import bisect
 import collections
 import time
 
-from broker import frames
+from broker.protocol import frames
 
 SLOW_CONSUMER = (3008, "Slow consumer")
 TOO_MANY_MESSAGES = (3009, "Too many messages")

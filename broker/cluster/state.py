@@ -1,6 +1,6 @@
 """The backplane's bookkeeping, without its I/O: state, stream ids, backoff.
 
-Rules kept here (the Redis I/O in :mod:`broker.backplane` follows them):
+Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 
 * The backplane is ``connecting`` until its first successful command, ``up``
   while Redis answers, ``down`` (with the reason) from the first failure until

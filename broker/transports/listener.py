@@ -5,7 +5,7 @@ Rules this module keeps:
 * The broker accepts connections itself, not through Tornado's accept
   handler, and hands each admitted one to the HTTP server as a stream
   (``HTTPServer.handle_stream``). Every accepted connection is admitted by
-  :class:`broker.limits.Limits` before anything is read from it, or refused at
+  :class:`broker.core.limits.Limits` before anything is read from it, or refused at
   once: a complete 503 response is sent, what the client already sent is
   read and dropped (so the close is a FIN, not a reset), and the socket is
   closed. A refusal holds its descriptor for one send, never longer.
@@ -38,9 +38,9 @@ from tornado import httputil
 from tornado.ioloop import IOLoop
 from tornado.iostream import IOStream, UnsatisfiableReadError
 
-from broker.limits import MAX_CONNECTIONS, PER_IP, client_key
+from broker.core.limits import MAX_CONNECTIONS, PER_IP, client_key
 
-LOG = logging.getLogger("broker.listener")
+LOG = logging.getLogger("broker.transports.listener")
 
 ACCEPT_PAUSE = 1.0
 # As Tornado does: at most this many accepts per readiness event, so other

@@ -12,7 +12,7 @@ string literal from :func:`script_string`, which no message can end early.
 
 A server's websocket frame is never masked (RFC 6455 section 5.1), so one
 built frame can be written to every connection as the same bytes (a
-client's frames are read by :mod:`broker.rfc6455`).
+client's frames are read by :mod:`broker.protocol.rfc6455`).
 """
 
 import json

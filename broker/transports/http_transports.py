@@ -1,9 +1,9 @@
 """sockjs-tornado's HTTP transports, with the broker's fixes.
 
 Each class here replaces the sockjs-tornado handler it subclasses, for every
-router the broker builds (see ``broker.sockjs.TRANSPORT_OVERRIDES``), so the
+router the broker builds (see ``broker.transports.router.TRANSPORT_OVERRIDES``), so the
 production broker and the conformance services share one code path. The
-websocket transports are the broker's own (:mod:`broker.websocket`).
+websocket transports are the broker's own (:mod:`broker.transports.websocket`).
 
 Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
 SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
@@ -22,7 +22,8 @@ from sockjs.tornado import transports as base
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
 from sockjs.tornado.util import asynchronous
 
-from broker import _internals, frames
+from broker import _internals
+from broker.protocol import frames
 
 MESSAGE_TOO_BIG = (1009, "Message too big")
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
@@ -61,7 +62,7 @@ def refuse_over_accept_rate(handler, take):
     """From ``prepare``: answer 503 with ``Retry-After`` if ``handler``'s
     request would open a session (one that does not exist yet, or a raw
     websocket) while the router's limits admit none (``--max-accept-rate``,
-    see :mod:`broker.limits`), before anything of the session is made; Tornado
+    see :mod:`broker.core.limits`), before anything of the session is made; Tornado
     then calls no handler method. ``take``: the request opens it (False for
     ``/info``, which only checks)."""
     server = handler.server

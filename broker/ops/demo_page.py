@@ -2,7 +2,7 @@
 
 sockjs-client comes from npm (``npm ci`` at set-up, pinned in
 ``package-lock.json``) and is served from ``node_modules/sockjs-client/dist``,
-looked up next to the ``broker`` package and then in the current directory.
+looked up in the directory that holds the ``broker`` package and then in the current directory.
 The SockJS router's ``sockjs_url`` points at it, so the iframe transports load
 the same client version as the page, from the broker, with no CDN. When it is
 missing the broker still runs: it warns once at startup, and the demo page
@@ -14,9 +14,11 @@ import os
 
 from tornado.web import RequestHandler, StaticFileHandler
 
-LOG = logging.getLogger("broker.assets")
+LOG = logging.getLogger("broker.ops.demo_page")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The directory holding the ``broker`` package: a checkout, where ``npm ci`` runs.
+CHECKOUT = os.path.dirname(os.path.dirname(HERE))
 DEMO_DIR = os.path.join(HERE, "demo")
 SOCKJS_CLIENT_PATH = "/vendor/sockjs-client/"
 SOCKJS_URL = SOCKJS_CLIENT_PATH + "sockjs.min.js"
@@ -33,7 +35,7 @@ DEMO_PAGE_POLICY = "; ".join([
 
 def sockjs_client_candidates():
     """Where ``npm ci`` may have put sockjs-client, in lookup order."""
-    roots = [os.path.dirname(HERE)]
+    roots = [CHECKOUT]
     if os.path.realpath(os.getcwd()) != os.path.realpath(roots[0]):
         roots.append(os.getcwd())
     return [os.path.join(root, "node_modules", "sockjs-client", "dist") for root in roots]

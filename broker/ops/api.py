@@ -16,8 +16,9 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
-from broker import frames, nursery
-from broker.cluster import Unavailable
+from broker.cluster.state import Unavailable
+from broker.ops import pypy_nursery
+from broker.protocol import frames
 from broker.runtime import interpreter
 
 
@@ -112,7 +113,7 @@ class StatsHandler(_JSONHandler):
             stats["gc"] = self.gc_policy.stats()
             if hasattr(self.gc_policy, "heap"):
                 stats["gc"]["heap"] = self.gc_policy.heap()
-                stats["gc"]["nursery"] = nursery.stats()
+                stats["gc"]["nursery"] = pypy_nursery.stats()
         if self.backplane is not None:
             stats["backplane"] = self.backplane.stats()
         if self.router.drain is not None:
@@ -139,7 +140,7 @@ class HealthHandler(_JSONHandler):
 
 class DrainHandler(_JSONHandler):
     """``POST /admin/drain`` (the publish token): drain as SIGTERM does (see
-    :mod:`broker.drain`); asking again changes nothing."""
+    :mod:`broker.core.drain`); asking again changes nothing."""
 
     def initialize(self, drain, token):
         self.drain = drain

@@ -8,14 +8,14 @@ objects for the garbage collector to track (BENCHMARKS.rst, "C10K"). A websocket
 needs none of it once the handshake is answered. Here a request handler
 answers the upgrade (:class:`WebSocketTransport`,
 :class:`RawWebSocketTransport`), takes the socket from Tornado, and hands it
-to a :class:`WebSocket`: the socket, a :class:`broker.rfc6455.ServerProtocol`
+to a :class:`WebSocket`: the socket, a :class:`broker.protocol.rfc6455.ServerProtocol`
 and the SockJS session, which the event loop calls when the socket is
 readable, or writable while the connection is behind.
 
 Rules this module keeps:
 
 * Reading: one ``recv`` of at most READ_BUDGET bytes per event-loop turn,
-  and frames parsed up to the same budget (see :mod:`broker.rfc6455`); a
+  and frames parsed up to the same budget (see :mod:`broker.protocol.rfc6455`); a
   connection that has whole frames left is not watched for reading until
   they are parsed, on the next turn. So one client holds the loop for one
   budget at a time, and its buffer holds at most a budget and a frame.
@@ -56,10 +56,12 @@ from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
-from broker import _internals, frames, rfc6455, transports
-from broker.hub import SLOW_CONSUMER
+from broker import _internals
+from broker.core.hub import SLOW_CONSUMER
+from broker.protocol import frames, rfc6455
+from broker.transports import http_transports
 
-LOG = logging.getLogger("broker.websocket")
+LOG = logging.getLogger("broker.transports.websocket")
 
 READ_BUDGET = 64 * 1024
 CLOSE_TIMEOUT = 5.0
@@ -483,7 +485,7 @@ class _Upgrade(RequestHandler):
             self.clear_header("Content-Type")
             self.finish()
         else:
-            transports.refuse_over_accept_rate(self, take=True)
+            http_transports.refuse_over_accept_rate(self, take=True)
 
     async def get(self, *args, **kwargs):
         headers = self.request.headers

@@ -1,6 +1,6 @@
 """The cluster backplane: brokers share one room through a Redis Stream.
 
-Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
+Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
 
 * One stream per room. A message published at this broker (by a client or
   ``POST /publish``) is appended with XADD, trimmed to about
@@ -22,7 +22,7 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   back full (the broker is behind, and the trim may overtake it), or while
   its position in the stream is unknown (at start, after an outage), the read
   is made again inside MULTI with XINFO STREAM, so that entries trimmed
-  before this broker read them are counted (:mod:`broker.cluster`) and logged:
+  before this broker read them are counted (:mod:`broker.cluster.state`) and logged:
   a broker too slow for the stream's length cannot lose messages unseen.
 * A Redis that does not answer within REPLY_TIMEOUT_S (stopped, or out of
   reach without a reset) has failed: the connections are aborted, which fails
@@ -31,7 +31,7 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster`):
   timer per call, not redis-py's socket timeout, which costs a task and two
   timers per command.
 * When Redis fails, the backplane is down: messages are refused (the hub's
-  publisher sees :class:`broker.cluster.Unavailable`), clients stay connected,
+  publisher sees :class:`broker.cluster.state.Unavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
   last id it delivered, so what Redis still holds is neither lost nor
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
@@ -52,9 +52,9 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as NoAnswer
 
 from broker import _internals
-from broker.cluster import Backoff, BackplaneState
+from broker.cluster.state import Backoff, BackplaneState
 
-LOG = logging.getLogger("broker.backplane")
+LOG = logging.getLogger("broker.cluster.backplane")
 
 STREAM_MAXLEN = 10000
 READ_COUNT = 1000
@@ -123,7 +123,7 @@ class Backplane:
 
     def append(self, encoded):
         """Queue one JSON text for the next transaction (the hub's relay); raises
-        :class:`broker.cluster.Unavailable` while Redis is not up."""
+        :class:`broker.cluster.state.Unavailable` while Redis is not up."""
         if not self.state.is_up:
             raise self.state.refuse()
         self._pending.append(encoded)
@@ -132,7 +132,7 @@ class Backplane:
 
     def written(self):
         """A future that is done when everything appended so far is in the stream,
-        or fails with :class:`broker.cluster.Unavailable`."""
+        or fails with :class:`broker.cluster.state.Unavailable`."""
         if self._pending_written is None:
             self._pending_written = asyncio.get_running_loop().create_future()
         return self._pending_written

@@ -20,8 +20,8 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
-from broker import nursery
-from broker.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
+from broker.core.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
+from broker.ops import pypy_nursery
 
 PREFIX = "sockjs_broker_"
 GC_HELP = {
@@ -37,7 +37,7 @@ GC_HELP = {
 class BrokerCollector:
     """The figures of one broker: ``hub``, ``router`` (its SockJS sessions),
     ``limits`` (TCP connections and refusals), and, where given, ``gc_policy``
-    (see :mod:`broker.collector`: each of its counters) and ``backplane``
+    (see :mod:`broker.ops.gc_policy`: each of its counters) and ``backplane``
     (anything with ``stats()``)."""
 
     def __init__(self, hub, router, limits, gc_policy=None, backplane=None):
@@ -94,7 +94,7 @@ class BrokerCollector:
             if hasattr(self.gc_policy, "heap"):
                 yield from gc_heap_metrics(self.gc_policy.heap())
                 yield GaugeMetricFamily(PREFIX + "gc_nursery_bytes", "Size of PyPy's nursery (PYPY_GC_NURSERY, "
-                                        "or the broker's own)", value=nursery.stats()["bytes"])
+                                        "or the broker's own)", value=pypy_nursery.stats()["bytes"])
         if self.backplane is not None:
             yield from backplane_metrics(self.backplane.stats())
 

@@ -1,7 +1,7 @@
 """The sockjs-tornado integration: the broadcast connection, its session, the router.
 
 ``BrokerRouter`` is sockjs-tornado's router with every handler it serves
-swapped for the broker's version in ``broker.transports``, so all routers the
+swapped for the broker's version in ``broker.transports.http_transports``, so all routers the
 broker builds (the production ``/broadcast`` and the conformance services)
 run the same fixed transports.
 """
@@ -15,29 +15,29 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
-from broker import static, transports, websocket
-from broker.cluster import Unavailable
-from broker.drain import RECONNECT
-from broker.hub import TOO_MANY_MESSAGES
-from broker.limits import MAX_SESSIONS, SESSIONS_PER_IP
-from broker.origins import OriginPolicy
-from broker.token_bucket import TokenBucket
+from broker.cluster.state import Unavailable
+from broker.core.drain import RECONNECT
+from broker.core.hub import TOO_MANY_MESSAGES
+from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
+from broker.core.origins import OriginPolicy
+from broker.core.token_bucket import TokenBucket
+from broker.transports import service_pages, http_transports, websocket
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: websocket.WebSocketTransport,
     stock.RawWebSocketTransport: websocket.RawWebSocketTransport,
-    stock.XhrSendHandler: transports.XhrSendHandler,
-    stock.JSONPSendHandler: transports.JSONPSendHandler,
-    stock.XhrPollingTransport: transports.XhrPollingTransport,
-    stock.XhrStreamingTransport: transports.XhrStreamingTransport,
-    stock.EventSourceTransport: transports.EventSourceTransport,
-    stock.HtmlFileTransport: transports.HtmlFileTransport,
-    stock.JSONPTransport: transports.JSONPTransport,
-    stock_static.InfoHandler: static.InfoHandler,
-    stock_static.IFrameHandler: static.IFrameHandler,
+    stock.XhrSendHandler: http_transports.XhrSendHandler,
+    stock.JSONPSendHandler: http_transports.JSONPSendHandler,
+    stock.XhrPollingTransport: http_transports.XhrPollingTransport,
+    stock.XhrStreamingTransport: http_transports.XhrStreamingTransport,
+    stock.EventSourceTransport: http_transports.EventSourceTransport,
+    stock.HtmlFileTransport: http_transports.HtmlFileTransport,
+    stock.JSONPTransport: http_transports.JSONPTransport,
+    stock_static.InfoHandler: service_pages.InfoHandler,
+    stock_static.IFrameHandler: service_pages.IFrameHandler,
 }
 
-LOG = logging.getLogger("broker.sockjs")
+LOG = logging.getLogger("broker.transports.router")
 
 INVALID_MESSAGE = (1007, "Invalid message")
 SESSION_REFUSALS = {
@@ -58,14 +58,14 @@ class BrokerRouter(SockJSRouter):
     ``max_buffer`` bounds the unsent bytes of one connection, and a websocket
     that has not taken its pending bytes for ``write_timeout`` seconds is
     dropped as a slow consumer too; ``origins`` (a
-    :class:`broker.origins.OriginPolicy`) says which pages may use the service;
+    :class:`broker.core.origins.OriginPolicy`) says which pages may use the service;
     ``client_rate`` is how many messages a second one client may publish (0:
     no limit), in bursts of up to twice as many; ``pings`` (a
-    :class:`broker.pinger.PingWheel`, or None) pings every websocket;
-    ``heartbeats`` (a :class:`broker.pinger.HeartbeatWheel`, or None: then
+    :class:`broker.core.heartbeats.PingWheel`, or None) pings every websocket;
+    ``heartbeats`` (a :class:`broker.core.heartbeats.HeartbeatWheel`, or None: then
     sockjs-tornado's timer per session) sends every session its heartbeats;
-    ``limits`` (a :class:`broker.limits.Limits`, or None) admits the polling
-    and streaming sessions; while ``drain`` (a :class:`broker.drain.Drain`, or
+    ``limits`` (a :class:`broker.core.limits.Limits`, or None) admits the polling
+    and streaming sessions; while ``drain`` (a :class:`broker.core.drain.Drain`, or
     None) is draining, no session is admitted.
     ``behind`` holds the websockets holding bytes the kernel would not take
     yet, and :meth:`unsent_bytes` adds up those bytes.
@@ -247,7 +247,7 @@ class BroadcastConnection(SockJSConnection):
         session queue. A websocket's connection has its handler's prebuilt
         writer instead, set as it opens. (Keeping a bound method of its own on
         the connection would make a reference cycle, which a frozen heap keeps
-        until an audit: see broker.collector.)"""
+        until an audit: see broker.ops.gc_policy.)"""
         session = self.session
         if session.queued_bytes > session.server.max_buffer:
             return False

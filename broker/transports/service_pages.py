@@ -13,7 +13,7 @@ import hashlib
 
 from sockjs.tornado import static
 
-from broker.transports import NewSessions, ServiceHeaders
+from broker.transports.http_transports import NewSessions, ServiceHeaders
 
 IFRAME_SCRIPT = """
     document.domain = document.domain;

@@ -1,0 +1,1 @@
+"""Brokers sharing one room through Redis: the backplane and its bookkeeping."""

@@ -1,0 +1,1 @@
+"""The room and its rules, without I/O: fan-out, heartbeats' schedule, limits, origins, drain."""

@@ -1,0 +1,1 @@
+"""Where Tornado meets clients: the SockJS router and sessions, HTTP transports, websockets, the listener."""
