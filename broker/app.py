@@ -10,11 +10,13 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker.config import http_url, parse_args
-from broker.core.drain import RECONNECT, Drain
+from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
 from broker.core.limits import Limits, default_max_connections
+from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
+from broker.protocol.close_codes import RECONNECT
 from broker.ops import api, demo_page, gc_policy, metrics
 from broker.runtime import raise_open_files_limit
 from broker.transports.listener import ClientAddressCheck, Listener
@@ -55,32 +57,28 @@ def max_body_size(max_message_size):
     return 4 * max_message_size + 4096
 
 
-def make_app(config, hub, limits, drain, gc_policy=None, backplane=None, pings=None, heartbeats=None):
-    """The Tornado application: the SockJS service at ``config.prefix``, its
-    websockets pinged by ``pings`` (a :class:`PingWheel`, or None), its
-    sessions sent their heartbeats by ``heartbeats`` (a :class:`HeartbeatWheel`,
-    or None), and the API; ``drain`` (a :class:`broker.core.drain.Drain`) is what
-    ``/healthz``, ``POST /admin/drain`` and the sessions consult;
-    ``limits`` (see :mod:`broker.core.limits`), ``gc_policy`` (see
-    :mod:`broker.ops.gc_policy`) and ``backplane`` (see :mod:`broker.cluster.backplane`)
-    add their counters to ``/stats`` and ``/metrics``."""
+def client_rules(config):
+    """The :class:`ClientRules` of ``config``'s flags."""
+    return ClientRules(max_message_size=config.max_message_size, max_buffer=config.max_buffer,
+                       write_timeout=config.write_timeout, origins=OriginPolicy(config.allowed_origins),
+                       client_rate=config.client_rate)
+
+
+def make_app(config, node):
+    """The Tornado application: the SockJS service at ``config.prefix`` and
+    the API, all served by ``node``'s parts (a :class:`broker.core.node.Node`)."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     router = BrokerRouter(connection, config.prefix,
-                          {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay}, hub=hub,
-                          max_message_size=config.max_message_size, max_buffer=config.max_buffer,
-                          write_timeout=config.write_timeout,
-                          origins=OriginPolicy(config.allowed_origins), client_rate=config.client_rate, pings=pings,
-                          heartbeats=heartbeats, limits=limits, drain=drain)
+                          {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay},
+                          client_rules(config), node)
     routes = router.urls + demo_page.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
-         dict(hub=hub, token=config.publish_token, max_message_size=config.max_message_size,
-              backplane=backplane)),
-        (r"/stats", api.StatsHandler,
-         dict(hub=hub, router=router, limits=limits, gc_policy=gc_policy, backplane=backplane)),
-        (r"/healthz", api.HealthHandler, dict(drain=drain, backplane=backplane)),
-        (r"/admin/drain", api.DrainHandler, dict(drain=drain, token=config.publish_token)),
+         dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
+        (r"/stats", api.StatsHandler, dict(node=node, router=router)),
+        (r"/healthz", api.HealthHandler, dict(node=node)),
+        (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.publish_token)),
         (r"/metrics", metrics.MetricsHandler,
-         dict(registry=metrics.registry(metrics.BrokerCollector(hub, router, limits, gc_policy, backplane)))),
+         dict(registry=metrics.registry(metrics.BrokerCollector(node, router)))),
     ]
     return Application(routes, **application_settings())
 
@@ -178,24 +176,22 @@ async def run(config, open_files):
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
-    collection = gc_policy.install(limits)
-    pings = ping_wheel(config)
-    heartbeats = HeartbeatWheel(config.heartbeat_delay)
-    drain = Drain(config.drain_seconds)
-    listener = make_server(config, make_app(config, hub, limits, drain, collection, backplane, pings, heartbeats),
-                           limits)
+    node = Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
+                heartbeats=HeartbeatWheel(config.heartbeat_delay), collection=gc_policy.install(limits),
+                backplane=backplane)
+    listener = make_server(config, make_app(config, node), limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
-    for wheel in (pings, heartbeats):
+    for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
-    if hasattr(collection, "audit_if_due"):
-        timers.append(PeriodicCallback(collection.audit_if_due, 1000))
+    if hasattr(node.collection, "audit_if_due"):
+        timers.append(PeriodicCallback(node.collection.audit_if_due, 1000))
     for timer in timers:
         timer.start()
-    on_stop_signals(drain.request)
+    on_stop_signals(node.drain.request)
     listen(listener, config.host, config.port, "broker", config.prefix)
-    await drain_then_stop(drain, hub, listener)
+    await drain_then_stop(node.drain, hub, listener)
     for timer in timers:
         timer.stop()
     if backplane is not None:

@@ -18,6 +18,7 @@ from tornado.httpserver import HTTPServer
 from tornado.web import Application
 
 from broker.app import application_settings, max_body_size, serve_until_signalled
+from broker.core.node import ClientRules
 from broker.transports.router import BrokerRouter
 
 MAX_MESSAGE_SIZE = 64 * 1024
@@ -46,7 +47,7 @@ def make_app():
     routes = []
     for prefix, connection, settings in SERVICES:
         router = BrokerRouter(connection, prefix, dict(settings, response_limit=RESPONSE_LIMIT),
-                              max_message_size=MAX_MESSAGE_SIZE)
+                              ClientRules(max_message_size=MAX_MESSAGE_SIZE))
         routes += router.urls
     return Application(routes, **application_settings())
 

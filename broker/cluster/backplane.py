@@ -31,7 +31,7 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   timer per call, not redis-py's socket timeout, which costs a task and two
   timers per command.
 * When Redis fails, the backplane is down: messages are refused (the hub's
-  publisher sees :class:`broker.cluster.state.Unavailable`), clients stay connected,
+  publisher sees :class:`broker.core.hub.RelayUnavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
   last id it delivered, so what Redis still holds is neither lost nor
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
@@ -123,7 +123,7 @@ class Backplane:
 
     def append(self, encoded):
         """Queue one JSON text for the next transaction (the hub's relay); raises
-        :class:`broker.cluster.state.Unavailable` while Redis is not up."""
+        :class:`broker.core.hub.RelayUnavailable` while Redis is not up."""
         if not self.state.is_up:
             raise self.state.refuse()
         self._pending.append(encoded)
@@ -132,7 +132,7 @@ class Backplane:
 
     def written(self):
         """A future that is done when everything appended so far is in the stream,
-        or fails with :class:`broker.cluster.state.Unavailable`."""
+        or fails with :class:`broker.core.hub.RelayUnavailable`."""
         if self._pending_written is None:
             self._pending_written = asyncio.get_running_loop().create_future()
         return self._pending_written

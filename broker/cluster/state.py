@@ -7,7 +7,7 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
   a command succeeds again; each return to ``up`` after ``down`` counts as a
   reconnect.
 * While it is not up, a message offered to it is refused with
-  :class:`Unavailable` and counted; nothing is queued for later.
+  :class:`RelayUnavailable` and counted; nothing is queued for later.
 * ``last_id`` is the id of the newest stream entry delivered; reading resumes
   after it, so an entry is delivered at most once and, while Redis keeps it,
   at least once. Ids only grow.
@@ -25,13 +25,11 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
   resets the wait.
 """
 
+from broker.core.hub import RelayUnavailable
+
 CONNECTING = "connecting"
 UP = "up"
 DOWN = "down"
-
-
-class Unavailable(Exception):
-    """The backplane cannot take a message now; the text says why."""
 
 
 def stream_id(text):
@@ -104,12 +102,12 @@ class BackplaneState:
         return started
 
     def refuse(self, count=1, reason=None):
-        """Count ``count`` messages refused, and return the :class:`Unavailable` to raise;
+        """Count ``count`` messages refused, and return the :class:`RelayUnavailable` to raise;
         ``reason``: why their write failed (the backplane may still be up)."""
         self.refused += count
         if reason is not None:
-            return Unavailable("the cluster backplane could not publish: %s" % reason)
-        return Unavailable("the cluster backplane is %s: %s" % (self.state, self.reason))
+            return RelayUnavailable("the cluster backplane could not publish: %s" % reason)
+        return RelayUnavailable("the cluster backplane is %s: %s" % (self.state, self.reason))
 
     def read(self, last_id):
         """Entries up to ``last_id`` were read without delivery (the tail at start)."""

@@ -25,7 +25,6 @@ import math
 # "Reconnect now, to another server": the broker is going away on purpose. A
 # client should come back at once (after a little jitter), not give up; with
 # positions, it resumes where it was.
-RECONNECT = (3012, "Server draining: reconnect")
 
 
 class Drain:

@@ -27,21 +27,48 @@ Rules this module keeps:
   one batch, so every broker of a cluster sends one sequence. A relay that
   cannot take a message raises, and the publisher sees it.
 
-No socket, no HTTP: a subscriber is an object with ``transport`` (a name for
-the counters), ``form`` (the name of the :class:`Batch` attribute it takes,
-e.g. ``"sockjs_websocket"``, or None for the batch itself), ``write(data) ->
-bool`` and ``disconnect(code, reason)``. Subscribers are grouped by form, so a
-flush looks each form up once and then makes one call per subscriber.
+No socket, no HTTP: the room delivers to a :class:`Subscriber` and relays
+through a :class:`Relay`, the two seams below. Subscribers are grouped by
+form, so a flush looks each form up once and then makes one call per
+subscriber.
 """
 
 import bisect
 import collections
 import time
+from typing import Optional, Protocol
 
 from broker.protocol import frames
+from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
-SLOW_CONSUMER = (3008, "Slow consumer")
-TOO_MANY_MESSAGES = (3009, "Too many messages")
+
+
+class RelayUnavailable(Exception):
+    """A relay cannot take a message now; the text says why, and the publisher sees it."""
+
+
+class Subscriber(Protocol):
+    """What the room delivers to: a client's connection, whatever its transport."""
+
+    transport: str
+    """A name for the counters (``"websocket"``, ``"xhr_streaming"``...)."""
+    form: Optional[str]
+    """The :class:`Batch` attribute it takes (``"sockjs_websocket"``), or None for the batch itself."""
+
+    def write(self, data) -> bool:
+        """Take one batch in its form; False when over its bound (the room then drops it)."""
+
+    def disconnect(self, code: int, reason: str) -> None:
+        """Close the client with ``code`` and ``reason`` (see :mod:`broker.protocol.close_codes`)."""
+
+
+class Relay(Protocol):
+    """What the room hands published messages to when brokers share it: the
+    cluster backplane (:class:`broker.cluster.backplane.Backplane`). Without a
+    relay the room is its own, in this process."""
+
+    def __call__(self, encoded: str) -> None:
+        """Take one message's JSON text for every broker's room, or raise :class:`RelayUnavailable`."""
 
 
 class Batch:

@@ -16,7 +16,7 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
-from broker.cluster.state import Unavailable
+from broker.core.hub import RelayUnavailable
 from broker.ops import pypy_nursery
 from broker.protocol import frames
 from broker.runtime import interpreter
@@ -53,9 +53,9 @@ class _JSONHandler(RequestHandler):
 
 
 class PublishHandler(_JSONHandler):
-    def initialize(self, hub, token, max_message_size, backplane=None):
-        self.hub = hub
-        self.backplane = backplane
+    def initialize(self, node, token, max_message_size):
+        self.hub = node.hub
+        self.backplane = node.backplane
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
 
@@ -80,7 +80,7 @@ class PublishHandler(_JSONHandler):
             recipients = self.hub.publish(message)
             if self.backplane is not None:
                 await self.backplane.written()
-        except Unavailable as error:
+        except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
@@ -95,29 +95,27 @@ class StatsHandler(_JSONHandler):
     counters (on PyPy with the GC's heap and its nursery) and, in a cluster, the backplane's
     state."""
 
-    def initialize(self, hub, router, limits, gc_policy=None, backplane=None):
-        self.hub = hub
+    def initialize(self, node, router):
+        self.node = node
         self.router = router
-        self.limits = limits
-        self.gc_policy = gc_policy
-        self.backplane = backplane
 
     def get(self):
-        stats = self.hub.stats()
-        stats["sessions"] = self.router.stats.sess_active
-        stats["slow_consumers"] = {"behind": len(self.router.behind), "unsent_bytes": self.router.unsent_bytes(),
-                                   "max_buffer": self.router.max_buffer,
-                                   "write_timeout_s": self.router.write_timeout}
-        stats.update(self.limits.stats())
-        if self.gc_policy is not None:
-            stats["gc"] = self.gc_policy.stats()
-            if hasattr(self.gc_policy, "heap"):
-                stats["gc"]["heap"] = self.gc_policy.heap()
+        node, router = self.node, self.router
+        stats = node.hub.stats()
+        stats["sessions"] = router.stats.sess_active
+        stats["slow_consumers"] = {"behind": len(router.behind), "unsent_bytes": router.unsent_bytes(),
+                                   "max_buffer": router.rules.max_buffer,
+                                   "write_timeout_s": router.rules.write_timeout}
+        stats.update(node.limits.stats())
+        if node.collection is not None:
+            stats["gc"] = node.collection.stats()
+            if hasattr(node.collection, "heap"):
+                stats["gc"]["heap"] = node.collection.heap()
                 stats["gc"]["nursery"] = pypy_nursery.stats()
-        if self.backplane is not None:
-            stats["backplane"] = self.backplane.stats()
-        if self.router.drain is not None:
-            stats["drain"] = self.router.drain.stats()
+        if node.backplane is not None:
+            stats["backplane"] = node.backplane.stats()
+        if node.drain is not None:
+            stats["drain"] = node.drain.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)
@@ -126,9 +124,9 @@ class StatsHandler(_JSONHandler):
 class HealthHandler(_JSONHandler):
     """200 "ok"; 503 with the reason while the broker drains or its backplane is down."""
 
-    def initialize(self, drain, backplane=None):
-        self.drain = drain
-        self.backplane = backplane
+    def initialize(self, node):
+        self.drain = node.drain
+        self.backplane = node.backplane
 
     def get(self):
         if self.drain.draining:
@@ -142,8 +140,8 @@ class DrainHandler(_JSONHandler):
     """``POST /admin/drain`` (the publish token): drain as SIGTERM does (see
     :mod:`broker.core.drain`); asking again changes nothing."""
 
-    def initialize(self, drain, token):
-        self.drain = drain
+    def initialize(self, node, token):
+        self.drain = node.drain
         self.token = token.encode() if token else None
 
     def post(self):

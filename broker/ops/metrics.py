@@ -20,7 +20,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
-from broker.core.hub import SLOW_CONSUMER, TOO_MANY_MESSAGES
+from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 from broker.ops import pypy_nursery
 
 PREFIX = "sockjs_broker_"
@@ -35,20 +35,18 @@ GC_HELP = {
 
 
 class BrokerCollector:
-    """The figures of one broker: ``hub``, ``router`` (its SockJS sessions),
-    ``limits`` (TCP connections and refusals), and, where given, ``gc_policy``
-    (see :mod:`broker.ops.gc_policy`: each of its counters) and ``backplane``
-    (anything with ``stats()``)."""
+    """The figures of one broker: its ``node``'s parts (a
+    :class:`broker.core.node.Node`: the room, TCP connections and refusals,
+    the drain, and where there are ones, each counter of the collector policy
+    and the backplane's state) and its ``router``'s SockJS sessions."""
 
-    def __init__(self, hub, router, limits, gc_policy=None, backplane=None):
-        self.hub = hub
+    def __init__(self, node, router):
+        self.node = node
         self.router = router
-        self.limits = limits
-        self.gc_policy = gc_policy
-        self.backplane = backplane
 
     def collect(self):
-        hub, limits = self.hub, self.limits
+        node = self.node
+        hub, limits = node.hub, node.limits
         connections = GaugeMetricFamily(PREFIX + "connections", "Subscribed SockJS and raw websocket "
                                         "connections, by transport", labels=["transport"])
         for transport, count in sorted(hub.by_transport.items()):
@@ -84,22 +82,22 @@ class BrokerCollector:
         yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets behind hold for "
                                 "their clients", value=self.router.unsent_bytes())
         yield self.latency()
-        if self.router.drain is not None:
+        if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
-                                    "exits", value=int(self.router.drain.draining))
-        if self.gc_policy is not None:
-            for name, value in sorted(self.gc_policy.stats().items()):
+                                    "exits", value=int(node.drain.draining))
+        if node.collection is not None:
+            for name, value in sorted(node.collection.stats().items()):
                 yield CounterMetricFamily(PREFIX + "gc_" + name, GC_HELP.get(name, name.replace("_", " ")),
                                           value=value)
-            if hasattr(self.gc_policy, "heap"):
-                yield from gc_heap_metrics(self.gc_policy.heap())
+            if hasattr(node.collection, "heap"):
+                yield from gc_heap_metrics(node.collection.heap())
                 yield GaugeMetricFamily(PREFIX + "gc_nursery_bytes", "Size of PyPy's nursery (PYPY_GC_NURSERY, "
                                         "or the broker's own)", value=pypy_nursery.stats()["bytes"])
-        if self.backplane is not None:
-            yield from backplane_metrics(self.backplane.stats())
+        if node.backplane is not None:
+            yield from backplane_metrics(node.backplane.stats())
 
     def latency(self):
-        histogram = self.hub.latency
+        histogram = self.node.hub.latency
         family = HistogramMetricFamily(
             PREFIX + "delivery_latency_seconds",
             "Time from publish to the end of the flush that writes a message to every subscriber; "

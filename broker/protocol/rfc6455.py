@@ -39,6 +39,8 @@ import codecs
 import hashlib
 import struct
 
+from broker.protocol.close_codes import INVALID_UTF8, MESSAGE_TOO_BIG, PROTOCOL_ERROR
+
 TEXT = 0x1
 BINARY = 0x2
 CLOSE = 0x8
@@ -146,11 +148,11 @@ class ServerProtocol:
             second = buffer[pos + 1]
             opcode = first & 0x0F
             if first & 0x70:
-                return self._fail(out, 1002, "reserved bits set")
+                return self._fail(out, PROTOCOL_ERROR, "reserved bits set")
             if opcode not in _DEFINED_OPCODES:
-                return self._fail(out, 1002, "reserved opcode")
+                return self._fail(out, PROTOCOL_ERROR, "reserved opcode")
             if not second & 0x80:
-                return self._fail(out, 1002, "unmasked client frame")
+                return self._fail(out, PROTOCOL_ERROR, "unmasked client frame")
             length = second & 0x7F
             start = pos + 2
             if length == 126:
@@ -166,20 +168,20 @@ class ServerProtocol:
             final = first & 0x80
             if opcode >= CLOSE:
                 if length > _MAX_CONTROL or not final:
-                    return self._fail(out, 1002, "fragmented or oversized control frame")
+                    return self._fail(out, PROTOCOL_ERROR, "fragmented or oversized control frame")
             elif opcode == _CONTINUATION:
                 if self._fragments is None:
-                    return self._fail(out, 1002, "continuation of no message")
+                    return self._fail(out, PROTOCOL_ERROR, "continuation of no message")
                 if length + self._fragment_size > self.max_size:
-                    return self._fail(out, 1009, "Message too big")
+                    return self._fail(out, *MESSAGE_TOO_BIG)
             elif self._fragments is not None:
-                return self._fail(out, 1002, "a new message inside a fragmented one")
+                return self._fail(out, PROTOCOL_ERROR, "a new message inside a fragmented one")
             elif length > self.max_size:
-                return self._fail(out, 1009, "Message too big")
+                return self._fail(out, *MESSAGE_TOO_BIG)
             end = start + 4 + length
             if end > size:
                 if self._text_frame(opcode) and not self._check_partial(buffer, start, size):
-                    return self._fail(out, 1007, "Invalid UTF-8")
+                    return self._fail(out, *INVALID_UTF8)
                 break
             payload = _unmask(buffer[start + 4:end], bytes(buffer[start:start + 4]))
             pos = end
@@ -224,7 +226,7 @@ class ServerProtocol:
                 self._fragments = bytearray()
                 self._fragment_opcode = opcode
             if self._fragment_opcode == TEXT and not self._check(payload[checked:]):
-                self._fail(out, 1007, "Invalid UTF-8")
+                self._fail(out, *INVALID_UTF8)
                 return False
             self._fragments += payload
             self._fragment_size += len(payload)
@@ -239,7 +241,7 @@ class ServerProtocol:
             try:
                 payload = payload.decode("utf-8")
             except UnicodeDecodeError:
-                self._fail(out, 1007, "Invalid UTF-8")
+                self._fail(out, *INVALID_UTF8)
                 return False
         out.append((opcode, payload))
         return True
@@ -251,14 +253,14 @@ class ServerProtocol:
         if not payload:
             code, reason = NO_STATUS, ""
         elif len(payload) < 2 or not _sendable_code(_UNPACK_16(payload, 0)[0]):
-            self._fail(out, 1002, "invalid close code")
+            self._fail(out, PROTOCOL_ERROR, "invalid close code")
             return False
         else:
             code = _UNPACK_16(payload, 0)[0]
             try:
                 reason = payload[2:].decode("utf-8")
             except UnicodeDecodeError:
-                self._fail(out, 1007, "Invalid UTF-8")
+                self._fail(out, *INVALID_UTF8)
                 return False
         out.append((CLOSE, (code, reason)))
         self._end(CLOSE)

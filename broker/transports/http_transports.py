@@ -24,8 +24,8 @@ from sockjs.tornado.util import asynchronous
 
 from broker import _internals
 from broker.protocol import frames
+from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
-MESSAGE_TOO_BIG = (1009, "Message too big")
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 # What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
@@ -50,7 +50,7 @@ class ServiceHeaders:
         self.set_header("Vary", "Origin")
         if origin is None:
             self.set_header("Access-Control-Allow-Origin", "*")
-        elif self.server.origins.allows(origin, self.request.host):
+        elif self.server.rules.origins.allows(origin, self.request.host):
             self.set_header("Access-Control-Allow-Origin", origin)
             self.set_header("Access-Control-Allow-Credentials", "true")
         headers = self.request.headers.get("Access-Control-Request-Headers")
@@ -66,12 +66,12 @@ def refuse_over_accept_rate(handler, take):
     then calls no handler method. ``take``: the request opens it (False for
     ``/info``, which only checks)."""
     server = handler.server
-    if server.limits is None or handler.request.method == "OPTIONS":
+    if server.node.limits is None or handler.request.method == "OPTIONS":
         return
     session_id = handler.path_kwargs.get("session_id")
     if session_id is not None and server.get_session(session_id) is not None:
         return
-    wait = server.limits.admit_new_session(time.monotonic(), take)
+    wait = server.node.limits.admit_new_session(time.monotonic(), take)
     if wait is not None:
         handler.set_status(503)
         handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
@@ -107,7 +107,7 @@ class _SendHandler(ServiceHeaders):
         if session is None or session.is_closed:
             self.set_status(404)
             return
-        if len(self.request.body) > self.server.max_message_size:
+        if len(self.request.body) > self.server.rules.max_message_size:
             session.close(*MESSAGE_TOO_BIG)
             self._answer(413, "Message too big.")
             return
@@ -248,7 +248,7 @@ class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
         callback = self.callback_name()
         if callback is not None:
             self.set_header("X-Content-Type-Options", "nosniff")
-            frame_ancestors = self.server.origins.frame_ancestors()
+            frame_ancestors = self.server.rules.origins.frame_ancestors()
             if frame_ancestors:
                 self.set_header("Content-Security-Policy", frame_ancestors)
             self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)

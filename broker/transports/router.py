@@ -15,12 +15,11 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
-from broker.cluster.state import Unavailable
-from broker.core.drain import RECONNECT
-from broker.core.hub import TOO_MANY_MESSAGES
+from broker.core.hub import RelayUnavailable
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
-from broker.core.origins import OriginPolicy
+from broker.core.node import ClientRules, Node
 from broker.core.token_bucket import TokenBucket
+from broker.protocol import close_codes
 from broker.transports import service_pages, http_transports, websocket
 
 TRANSPORT_OVERRIDES = {
@@ -39,10 +38,9 @@ TRANSPORT_OVERRIDES = {
 
 LOG = logging.getLogger("broker.transports.router")
 
-INVALID_MESSAGE = (1007, "Invalid message")
 SESSION_REFUSALS = {
-    SESSIONS_PER_IP: (3010, "Too many sessions from your address"),
-    MAX_SESSIONS: (3011, "The server is at its session limit"),
+    SESSIONS_PER_IP: close_codes.SESSIONS_PER_IP,
+    MAX_SESSIONS: close_codes.MAX_SESSIONS,
 }
 
 DEFAULT_SETTINGS = {
@@ -52,42 +50,22 @@ DEFAULT_SETTINGS = {
 
 
 class BrokerRouter(SockJSRouter):
-    """A SockJS router serving the broker's transports.
-
-    ``max_message_size`` bounds what one send request or websocket message may carry;
-    ``max_buffer`` bounds the unsent bytes of one connection, and a websocket
-    that has not taken its pending bytes for ``write_timeout`` seconds is
-    dropped as a slow consumer too; ``origins`` (a
-    :class:`broker.core.origins.OriginPolicy`) says which pages may use the service;
-    ``client_rate`` is how many messages a second one client may publish (0:
-    no limit), in bursts of up to twice as many; ``pings`` (a
-    :class:`broker.core.heartbeats.PingWheel`, or None) pings every websocket;
-    ``heartbeats`` (a :class:`broker.core.heartbeats.HeartbeatWheel`, or None: then
-    sockjs-tornado's timer per session) sends every session its heartbeats;
-    ``limits`` (a :class:`broker.core.limits.Limits`, or None) admits the polling
-    and streaming sessions; while ``drain`` (a :class:`broker.core.drain.Drain`, or
-    None) is draining, no session is admitted.
+    """A SockJS router serving the broker's transports: its clients held to
+    ``rules`` (a :class:`broker.core.node.ClientRules`), its sessions served by
+    ``node``'s parts (a :class:`broker.core.node.Node`): the room they join,
+    the limits that admit them, the drain that turns them away, the wheels
+    that ping and heartbeat them.
     ``behind`` holds the websockets holding bytes the kernel would not take
     yet, and :meth:`unsent_bytes` adds up those bytes.
     """
 
-    def __init__(self, connection, prefix, settings=None, hub=None, max_message_size=64 * 1024,
-                 max_buffer=1024 * 1024, write_timeout=30.0, origins=OriginPolicy(), client_rate=0, pings=None,
-                 heartbeats=None, limits=None, drain=None):
+    def __init__(self, connection, prefix, settings=None, rules=ClientRules(), node=None):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
-        self.hub = hub
-        self.max_message_size = max_message_size
-        self.max_buffer = max_buffer
-        self.write_timeout = write_timeout
-        self.origins = origins
-        self.client_rate = client_rate
+        self.rules = rules
+        self.node = node if node is not None else Node()
         self.behind = set()
-        self.pings = pings
-        self.heartbeats = heartbeats
-        self.limits = limits
-        self.drain = drain
 
     def unsent_bytes(self):
         """Bytes the websockets behind hold for their clients, each at most
@@ -128,7 +106,7 @@ class BrokerSession(session.Session):
         self.queued_bytes = 0
 
     def start_heartbeat(self):
-        wheel = self.server.heartbeats
+        wheel = self.server.node.heartbeats
         if wheel is None:
             super().start_heartbeat()
         else:
@@ -137,7 +115,7 @@ class BrokerSession(session.Session):
             wheel.add(self)
 
     def stop_heartbeat(self):
-        wheel = self.server.heartbeats
+        wheel = self.server.node.heartbeats
         if wheel is None:
             super().stop_heartbeat()
         else:
@@ -194,23 +172,23 @@ class BroadcastConnection(SockJSConnection):
         handler = session.handler
         self.transport = session.transport_name
         self.form = getattr(handler, "prebuilt_form", None)
-        if server.drain is not None and server.drain.draining:
-            session.close(*RECONNECT)
+        if server.node.drain is not None and server.node.drain.draining:
+            session.close(*close_codes.RECONNECT)
             return
-        if self.form is None and server.limits is not None:
+        if self.form is None and server.node.limits is not None:
             # A websocket is counted as the connection it is; a session of
             # requests is counted on its own, for the client of this first one.
             self.client = getattr(handler.request.connection.stream, "client", None)
-            refusal = server.limits.admit_session(self.client)
+            refusal = server.node.limits.admit_session(self.client)
             if refusal is not None:
                 LOG.debug("refused a %s session of %s: %s", self.transport, self.client, refusal)
                 session.close(*SESSION_REFUSALS[refusal])
                 return
             self.counted = True
-        self.hub = server.hub
+        self.hub = server.node.hub
         if self.form:
             self.write = handler.write_prebuilt
-        rate = server.client_rate
+        rate = server.rules.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         self.hub.subscribe(self)
 
@@ -220,24 +198,24 @@ class BroadcastConnection(SockJSConnection):
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
             handler = self.session.handler
-            self.hub.drop(self, TOO_MANY_MESSAGES)
+            self.hub.drop(self, close_codes.TOO_MANY_MESSAGES)
             if self.form:
                 handler.cut()
             return
         try:
             self.hub.publish(message)
-        except Unavailable as error:
+        except RelayUnavailable as error:
             LOG.debug("dropped a %s message: %s", self.transport, error)
         except ValueError as error:
             LOG.debug("closing %s session: %s", self.transport, error)
-            self.session.close(*INVALID_MESSAGE)
+            self.session.close(*close_codes.INVALID_MESSAGE)
 
     def on_close(self):
         if self.hub is not None:
             self.hub.unsubscribe(self)
         if self.counted:
             self.counted = False
-            self.session.server.limits.release_session(self.client)
+            self.session.server.node.limits.release_session(self.client)
 
     def disconnect(self, code, reason):
         self.session.close(code, reason)
@@ -249,7 +227,7 @@ class BroadcastConnection(SockJSConnection):
         the connection would make a reference cycle, which a frozen heap keeps
         until an audit: see broker.ops.gc_policy.)"""
         session = self.session
-        if session.queued_bytes > session.server.max_buffer:
+        if session.queued_bytes > session.server.rules.max_buffer:
             return False
         session.send_batch(batch)
         return True

@@ -49,7 +49,7 @@ class IFrameHandler(static.IFrameHandler):
         self.enable_cache()
         self.set_header("Content-Type", "text/html; charset=UTF-8")
         self.set_header("X-Content-Type-Options", "nosniff")
-        directives = (IFRAME_SCRIPTS, self.server.origins.frame_ancestors())
+        directives = (IFRAME_SCRIPTS, self.server.rules.origins.frame_ancestors())
         self.set_header("Content-Security-Policy", "; ".join(d for d in directives if d))
         self.set_header("ETag", '"%s"' % hashlib.md5(page).hexdigest())
         if self.check_etag_header():

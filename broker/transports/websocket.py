@@ -57,8 +57,8 @@ from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
 from broker import _internals
-from broker.core.hub import SLOW_CONSUMER
 from broker.protocol import frames, rfc6455
+from broker.protocol.close_codes import BINARY_FRAME, PING_TIMEOUT, SLOW_CONSUMER
 from broker.transports import http_transports
 
 LOG = logging.getLogger("broker.transports.websocket")
@@ -67,7 +67,6 @@ READ_BUDGET = 64 * 1024
 CLOSE_TIMEOUT = 5.0
 # sendmsg takes at most this many buffers (IOV_MAX is 1024 on Linux).
 SENDMSG_BUFFERS = 512
-BINARY_FRAME = (1003, "Text frames only")
 PING_FRAME = frames.websocket_frame(b"", rfc6455.PING)
 # What a session keeps of its request's cookies, arguments and headers once
 # open: one shared, read-only empty mapping rather than three dicts each.
@@ -100,7 +99,7 @@ class WebSocket:
         self._sock = sock
         self._send = sock.send
         self._fd = sock.fileno()
-        self._protocol = rfc6455.ServerProtocol(server.max_message_size)
+        self._protocol = rfc6455.ServerProtocol(server.rules.max_message_size)
         self._release = release
         self._info = info
         self._reading = True
@@ -116,8 +115,8 @@ class WebSocket:
             except OSError:  # reset already: the first read or write finds out and closes
                 pass
         self._watch()
-        if server.pings is not None:
-            server.pings.add(self)
+        if server.node.pings is not None:
+            server.node.pings.add(self)
         server.stats.on_conn_opened()
 
     # What the SockJS session calls.
@@ -178,7 +177,7 @@ class WebSocket:
             return True
         backlog = self._backlog
         if backlog is not None:
-            if self._backlog_bytes > self.server.max_buffer:
+            if self._backlog_bytes > self.server.rules.max_buffer:
                 return False
             backlog.append(data)
             self._backlog_bytes += len(data)
@@ -227,7 +226,7 @@ class WebSocket:
         self.write_prebuilt(PING_FRAME)
 
     def ping_timed_out(self):
-        self._write_close(1000, "ping timed out")
+        self._write_close(*PING_TIMEOUT)
         self.cut()
 
     # The event loop's side.
@@ -345,7 +344,7 @@ class WebSocket:
         self._backlog = [rest]
         self._backlog_bytes = len(rest)
         self.server.behind.add(self)
-        self._deadline = IOLoop.current().call_later(self.server.write_timeout, self._timed_out)
+        self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
         self._watch()
 
     def _write_backlog(self):
@@ -390,8 +389,8 @@ class WebSocket:
         """Nothing taken for ``write_timeout``: dropped, and cut, since its
         close frame would wait behind the rest."""
         self._deadline = None
-        if self.session is not None and self.server.hub is not None:
-            self.server.hub.drop(self.session.conn, SLOW_CONSUMER)
+        if self.session is not None and self.server.node.hub is not None:
+            self.server.node.hub.drop(self.session.conn, SLOW_CONSUMER)
         self.cut()
 
     def _close_now(self):
@@ -411,8 +410,8 @@ class WebSocket:
         self._backlog = None
         self._backlog_bytes = 0
         self.server.behind.discard(self)
-        if self.server.pings is not None:
-            self.server.pings.discard(self)
+        if self.server.node.pings is not None:
+            self.server.node.pings.discard(self)
         self.server.stats.on_conn_closed()
         loop.add_callback(self._ended)
 
@@ -491,7 +490,7 @@ class _Upgrade(RequestHandler):
         headers = self.request.headers
         refusal = rfc6455.handshake_refusal(headers)
         origin = headers.get("Origin") or headers.get("Sec-WebSocket-Origin")
-        if refusal is None and origin is not None and not self.server.origins.allows(origin, self.request.host):
+        if refusal is None and origin is not None and not self.server.rules.origins.allows(origin, self.request.host):
             refusal = 403, "Cross origin websockets not allowed", {}
         if refusal is not None:
             status, body, extra = refusal

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from broker.cluster.state import Backoff, BackplaneState, Unavailable, stream_id
+from broker.cluster.state import Backoff, BackplaneState, stream_id
+from broker.core.hub import RelayUnavailable
 from broker.config import parse_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,7 +51,7 @@ def test_a_refusal_is_counted_and_says_why(state):
     state.came_up()
     state.went_down("Redis: Connection refused")
     refusal = state.refuse(3)
-    assert isinstance(refusal, Unavailable)
+    assert isinstance(refusal, RelayUnavailable)
     assert str(refusal) == "the cluster backplane is down: Redis: Connection refused"
     assert state.refused == 3
 

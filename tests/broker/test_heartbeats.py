@@ -8,6 +8,7 @@ import types
 import pytest
 
 from broker.core.heartbeats import HeartbeatWheel
+from broker.core.node import Node
 from broker.transports.router import BroadcastConnection, BrokerRouter
 from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, WebSocketClient, XhrPollingClient,
                             XhrStreamingClient)
@@ -32,7 +33,7 @@ def test_a_quiet_session_gets_one_heartbeat_per_delay(start_broker, client_class
 
 def test_a_session_is_in_the_wheel_only_while_a_request_is_attached():
     wheel = HeartbeatWheel(25, buckets=5)
-    session = BrokerRouter(BroadcastConnection, "/x", heartbeats=wheel).create_session("s1", register=False)
+    session = BrokerRouter(BroadcastConnection, "/x", node=Node(heartbeats=wheel)).create_session("s1", register=False)
     sent = []
     # What a session reads of a request's handler as it attaches, and writes to it.
     handler = types.SimpleNamespace(name="xhr_streaming", get_conn_info=lambda: None, send_pack=sent.append)
@@ -49,7 +50,7 @@ def test_a_session_is_in_the_wheel_only_while_a_request_is_attached():
 
 def test_a_heartbeat_that_finds_no_request_ends_the_membership():
     wheel = HeartbeatWheel(25, buckets=5)
-    session = BrokerRouter(BroadcastConnection, "/x", heartbeats=wheel).create_session("s1", register=False)
+    session = BrokerRouter(BroadcastConnection, "/x", node=Node(heartbeats=wheel)).create_session("s1", register=False)
     session.start_heartbeat()
     assert len(wheel) == 1
     for _ in range(5):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from broker.core.hub import SLOW_CONSUMER, Hub, LatencyHistogram, RateMeter
+from broker.core.hub import Hub, LatencyHistogram, RateMeter
+from broker.protocol.close_codes import SLOW_CONSUMER
 
 
 class Recorder:

@@ -119,11 +119,11 @@ def test_a_backplane_shows_its_state_and_numbers():
 def test_the_collector_asks_the_backplane_at_each_scrape():
     from broker.core.hub import Hub
     from broker.core.limits import Limits
+    from broker.core.node import Node
     asked = []
     backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
-    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0,
-                                   drain=None)
-    collector = BrokerCollector(Hub(lambda callback: None), router, Limits(10), backplane=backplane)
+    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0)
+    collector = BrokerCollector(Node(hub=Hub(lambda callback: None), limits=Limits(10), backplane=backplane), router)
     for _ in range(2):
         names = [family.name for family in collector.collect()]
     assert "sockjs_broker_backplane_state" in names

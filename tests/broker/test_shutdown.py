@@ -14,7 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient, XhrPollingClient,
                             XhrStreamingClient, wait_until)
 
-RECONNECT = (3012, "Server draining: reconnect")
+from broker.protocol.close_codes import RECONNECT
+
 AUTH = {"Authorization": "Bearer s3cret"}
 
 

@@ -8,13 +8,14 @@ import weakref
 import pytest
 
 from broker.core.hub import Hub
+from broker.core.node import ClientRules, Node
 from broker.transports.router import BroadcastConnection
 
 
 def session_of(transport, hub):
     """The parts of a sockjs-tornado session and of the router a connection
     reads as it opens: a polling or streaming handler (no prebuilt form)."""
-    server = types.SimpleNamespace(hub=hub, limits=None, drain=None, client_rate=0, max_buffer=1 << 20)
+    server = types.SimpleNamespace(node=Node(hub=hub), rules=ClientRules())
     return types.SimpleNamespace(server=server, handler=types.SimpleNamespace(), transport_name=transport,
                                  is_closed=False)
 

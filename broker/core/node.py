@@ -1,0 +1,60 @@
+"""The running broker's parts, and the rules every client is held to.
+
+Rules this module keeps:
+
+* One :class:`Node` per running broker. :func:`broker.app.run` builds it; the
+  SockJS router, its sessions and the operators' handlers receive it, instead
+  of each part passed down on its own.
+* A part the broker runs without is None (no backplane without ``--redis``,
+  no ping wheel without ``--ws-ping-interval``). A running broker always has
+  its room, limits and drain; a router a test builds may go without them.
+* :class:`ClientRules` are plain values, fixed at startup; the defaults are
+  the broker's flags' defaults, so a router built in a test behaves as the
+  broker does.
+* Nothing here does I/O or imports a layer above the core.
+"""
+
+import dataclasses
+from typing import Any, Optional
+
+from broker.core.drain import Drain
+from broker.core.heartbeats import HeartbeatWheel, PingWheel
+from broker.core.hub import Hub
+from broker.core.limits import Limits
+from broker.core.origins import OriginPolicy
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientRules:
+    """What one client may do: ``max_message_size`` bounds one send request
+    or websocket message; ``max_buffer`` bounds the unsent bytes of one
+    connection, and a websocket that took none of its pending bytes for
+    ``write_timeout`` seconds is dropped as a slow consumer too; ``origins``
+    says which pages may use the service; ``client_rate`` is how many
+    messages a second one client may publish (0: no limit), in bursts of up
+    to twice as many."""
+
+    max_message_size: int = 64 * 1024
+    max_buffer: int = 1024 * 1024
+    write_timeout: float = 30.0
+    origins: OriginPolicy = dataclasses.field(default_factory=OriginPolicy)
+    client_rate: float = 0
+
+
+@dataclasses.dataclass
+class Node:
+    """One running broker: its room (``hub``), its connection ``limits``, its
+    ``drain``; the wheels that ping websockets (``pings``) and send sessions
+    their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
+    session); the garbage-collector policy (``collection``, see
+    :mod:`broker.ops.gc_policy`) and the cluster ``backplane``
+    (:class:`broker.cluster.backplane.Backplane`), each of which adds its
+    counters to ``/stats`` and ``/metrics``."""
+
+    hub: Optional[Hub] = None
+    limits: Optional[Limits] = None
+    drain: Optional[Drain] = None
+    pings: Optional[PingWheel] = None
+    heartbeats: Optional[HeartbeatWheel] = None
+    collection: Any = None
+    backplane: Any = None

@@ -1,0 +1,55 @@
+"""Every close the broker sends a client, in one table: its code, its reason, what it means.
+
+Rules this module keeps:
+
+* A close is a ``(code, reason)`` pair, sent as SockJS's ``c[code,"reason"]``
+  frame or as an RFC 6455 close frame; every module closes with a name from
+  here, never with a literal.
+* Codes 1000-1015 are RFC 6455's; 3000-3999 are registered for libraries and
+  frameworks, and the broker's own sit there, from 3008 up.
+* What a client should do is part of the meaning: "come back" codes are safe
+  to retry (after a pause, with jitter); "do not come back as you are" codes
+  mean the same client would be refused again.
+
+=====  ===========================  ===========================================
+code   name                         meaning, and what a client should do
+=====  ===========================  ===========================================
+1000   PING_TIMEOUT                 No pong within the ping timeout: reconnect.
+1002   PROTOCOL_ERROR               The client broke RFC 6455 (the reason says
+                                    how): a client bug, do not retry as is.
+1003   BINARY_FRAME                 Binary frames are refused: send text.
+1007   INVALID_UTF8                 A text message that is not UTF-8.
+1007   INVALID_MESSAGE              A SockJS message that is not JSON.
+1009   MESSAGE_TOO_BIG              Over ``--max-message-size``: send less.
+3008   SLOW_CONSUMER                The client fell ``--max-buffer`` behind or
+                                    took nothing for ``--write-timeout``:
+                                    reconnect, the replay tail catches it up.
+3009   TOO_MANY_MESSAGES            Published over ``--client-rate``: slow down.
+3010   SESSIONS_PER_IP              Over ``--max-connections-per-ip``: come back
+                                    when another session of this address ends.
+3011   MAX_SESSIONS                 The process is full: reconnect, with jitter;
+                                    a load balancer may send it elsewhere.
+3012   RECONNECT                    The broker is draining (a deploy): reconnect
+                                    now, with jitter, to another broker.
+=====  ===========================  ===========================================
+"""
+
+from typing import NamedTuple
+
+
+class Close(NamedTuple):
+    code: int
+    reason: str
+
+
+PING_TIMEOUT = Close(1000, "ping timed out")
+PROTOCOL_ERROR = 1002
+BINARY_FRAME = Close(1003, "Text frames only")
+INVALID_UTF8 = Close(1007, "Invalid UTF-8")
+INVALID_MESSAGE = Close(1007, "Invalid message")
+MESSAGE_TOO_BIG = Close(1009, "Message too big")
+SLOW_CONSUMER = Close(3008, "Slow consumer")
+TOO_MANY_MESSAGES = Close(3009, "Too many messages")
+SESSIONS_PER_IP = Close(3010, "Too many sessions from your address")
+MAX_SESSIONS = Close(3011, "The server is at its session limit")
+RECONNECT = Close(3012, "Server draining: reconnect")
