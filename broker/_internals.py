@@ -3,7 +3,7 @@
 Rules this module keeps:
 
 * No other module of the broker names a private attribute or method of these
-  libraries, nor overrides one (``tests/broker/test_internals.py`` checks every
+  libraries, nor overrides one (``tests/unit/broker/test_internals.py`` checks every
   module against Tornado's and sockjs-tornado's classes, and those that import
   redis-py against its own).
 * Each private name is used behind a function or mixin named for what it

@@ -13,8 +13,8 @@ from loadtest.servers import launch
 pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau")
 
 import deployment  # noqa: E402  (after its assertions are set to be rewritten)
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The tests hold hundreds of sockets at once, and many machines start a shell
 # with a soft limit of 1024 open files: use the hard limit, as the broker and
 # the load client do, so the suite does not depend on the shell's.

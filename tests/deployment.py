@@ -17,8 +17,8 @@ import subprocess
 import time
 
 from loadtest.servers import stop_process
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
 HAPROXY = "/usr/sbin/haproxy"
 SYSTEM_SERVICE_ONLY = ("chroot", "user", "group", "stats socket")

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("broker", "loadtest", "plots")
 LINT_IMPORTS = os.path.join(os.path.dirname(sys.executable), "lint-imports")
 

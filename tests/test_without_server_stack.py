@@ -16,11 +16,11 @@ import pytest
 
 from loadtest import results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFUSED = ("tornado", "sockjs")
 
 BLOCKER = '''
 import sys
+from checkout import ROOT
 
 REFUSED = %r
 

@@ -14,9 +14,9 @@ import subprocess
 import pytest
 
 from broker.ops import demo_page
+from checkout import ROOT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 CHROMIUM = "/usr/bin/chromium"
 SCRIPT_TIMEOUT = 60
 

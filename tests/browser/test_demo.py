@@ -8,9 +8,9 @@ import urllib.request
 
 from broker.ops import demo_page
 from loadtest.servers import launch
+from checkout import ROOT as CHECKOUT
 
 TOKEN = "demo-token"
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker, browser_script,

@@ -1,12 +1,11 @@
 """The load client against a cluster: its connections spread over the brokers, their figures summed."""
 
-import os
 import subprocess
 import sys
 
 from loadtest import records, results
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_load_client_spreads_its_clients_over_the_brokers_of_a_cluster(start_redis, start_cluster, tmp_path):

@@ -17,8 +17,8 @@ import os
 import subprocess
 
 import pytest
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WSTEST = os.path.join(ROOT, ".autobahn", "wstest")
 CASES = ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*"]
 BINARY_CASES = "1.2."

@@ -2,7 +2,7 @@
 every request that would open a session (a websocket's handshake included)
 get 503 with Retry-After before any work, counted; sessions that exist go on,
 and the clients already connected keep their round trip through a burst. (The
-refill itself is tested without sockets or clocks in tests/broker/test_limits.py.)"""
+refill itself is tested without sockets or clocks in tests/unit/broker/core/test_limits.py.)"""
 
 import time
 

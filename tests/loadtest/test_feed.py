@@ -1,12 +1,11 @@
 """python -m loadtest feed: real clusters, a real audience, briefly."""
 
-import os
 import subprocess
 import sys
 
 from loadtest import records, results
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def feed(tmp_path, *argv):

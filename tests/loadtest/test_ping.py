@@ -1,4 +1,3 @@
-import os
 import socket
 import subprocess
 import sys
@@ -6,8 +5,8 @@ import sys
 import pytest
 
 from loadtest import ping
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize("transport", ["sockjs", "raw"])

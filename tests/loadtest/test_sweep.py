@@ -13,8 +13,8 @@ import pytest
 from loadtest import method, results, sweep
 from loadtest.errors import ServerGone
 from loadtest.sweep import Options
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def stats(server):

@@ -1,13 +1,12 @@
 """GET /metrics from real brokers, read back with prometheus-client's own parser."""
 
 import platform
-import types
 
 import websocket
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.ops.metrics import BrokerCollector, backplane_metrics, gc_heap_metrics
 from sockjs_clients import Closed, WebSocketClient, XhrPollingClient, wait_until
+
 
 AUTH = {"Authorization": "Bearer s3cret"}
 
@@ -96,35 +95,3 @@ def test_openmetrics_is_served_to_a_scraper_that_asks_for_it(broker):
     with urllib.request.urlopen(request, timeout=5) as response:
         assert response.headers["Content-Type"].startswith("application/openmetrics-text")
         assert response.read().rstrip().endswith(b"# EOF")
-
-
-def test_pypy_heap_figures_appear_once_the_gc_has_them():
-    assert [f.name for f in gc_heap_metrics({"used_bytes": None, "live_bytes": None})] == []
-    families = list(gc_heap_metrics({"used_bytes": 64 << 20, "live_bytes": None}))
-    assert [(f.name, f.samples[0].value) for f in families] == [("sockjs_broker_gc_heap_used_bytes", 64 << 20)]
-    families = list(gc_heap_metrics({"used_bytes": 64 << 20, "live_bytes": 40 << 20}))
-    assert [f.name for f in families] == ["sockjs_broker_gc_heap_used_bytes", "sockjs_broker_gc_heap_live_bytes"]
-
-
-def test_a_backplane_shows_its_state_and_numbers():
-    families = {f.name: f for f in backplane_metrics({"state": "reconnecting", "lag": 42, "connected": False,
-                                                      "last_error": "Connection refused"})}
-    assert set(families) == {"sockjs_broker_backplane_state", "sockjs_broker_backplane_lag",
-                             "sockjs_broker_backplane_connected"}
-    assert [(s.labels, s.value) for s in families["sockjs_broker_backplane_state"].samples] == [
-        ({"state": "reconnecting"}, 1)]
-    assert families["sockjs_broker_backplane_lag"].samples[0].value == 42
-
-
-def test_the_collector_asks_the_backplane_at_each_scrape():
-    from broker.core.hub import Hub
-    from broker.core.limits import Limits
-    from broker.core.node import Node
-    asked = []
-    backplane = types.SimpleNamespace(stats=lambda: asked.append(1) or {"state": "connected"})
-    router = types.SimpleNamespace(stats=types.SimpleNamespace(sess_active=0), behind=set(), unsent_bytes=lambda: 0)
-    collector = BrokerCollector(Node(hub=Hub(lambda callback: None), limits=Limits(10), backplane=backplane), router)
-    for _ in range(2):
-        names = [family.name for family in collector.collect()]
-    assert "sockjs_broker_backplane_state" in names
-    assert len(asked) == 2

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from loadtest import records
+from checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REFERENCE = os.path.join(ROOT, "plots", "reference", "results.jsonl")
 
 

@@ -49,25 +49,3 @@ def test_a_body_is_read_chunked_by_length_or_to_the_close():
 def test_a_broken_body_is_an_http_error(data, headers, message):
     with pytest.raises(sessions.HTTPError, match=message):
         read(data, **headers)
-
-
-def test_sessions_over_http_open_and_count_in_the_broker(broker):
-    async def scenario():
-        stream = await sessions.open_session(broker.url, "xhr_streaming")
-        poll = await sessions.open_session(broker.url, "xhr")
-        poll.close()
-        status, stats = await sessions.get_json(broker.url, "/stats")
-        stream.close()
-        return status, stats
-
-    status, stats = asyncio.run(scenario())
-    assert status == 200
-    assert stats["connections"] == {"xhr": 1, "xhr_streaming": 1}
-
-
-def test_a_refused_session_says_why(broker):
-    async def scenario():
-        await sessions.open_session(broker.url.rsplit("/", 1)[0] + "/nothing-here", "xhr")
-
-    with pytest.raises(sessions.HTTPError, match="HTTP 404 on xhr"):
-        asyncio.run(scenario())
