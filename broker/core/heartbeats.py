@@ -2,14 +2,12 @@
 another sends every SockJS session its heartbeat frame.
 
 Tornado's own pings (``websocket_ping_interval``) run one task per websocket,
-which sleeps on a new timer and future for every ping: at 19,000 websockets
-that is about 10 tracked objects per connection, replaced every interval, that
-outlive the collector's young generations and pile up where a full collection
-walks them (see :mod:`broker.ops.gc_policy`), and ~1.7 KiB per connection on
-CPython. Here one periodic timer does the same for all of them. sockjs-tornado's
+which sleeps on a new timer and future for every ping: tracked objects for
+every connection, replaced every interval, that outlive the collector's young
+generations and pile up where a full collection walks them (see
+:mod:`broker.ops.gc_policy`), and memory per connection. Here one periodic timer does the same for all of them. sockjs-tornado's
 heartbeat is the same story (a timer object per session and a new timer handle,
-partial and context every 25 s: about 700 bytes and 8 tracked objects a
-session), so a :class:`HeartbeatWheel` sends SockJS sessions theirs while a
+partial and context every 25 s), so a :class:`HeartbeatWheel` sends SockJS sessions theirs while a
 websocket or a request of theirs is attached (see
 :class:`broker.transports.router.BrokerSession`).
 

@@ -25,9 +25,9 @@ large, and this rule does not depend on it. Rules:
 
 CPython. Reference counting frees what the broker drops, but the cyclic
 collector's full (generation 2) collection walks every tracked object it
-holds: at 19,000 idle websockets about 2.8 million (BENCHMARKS.rst, "Collector
-pauses"), so one full collection held the loop for 0.7 to 2 s (0.2 to 0.75 us
-an object on the 2-core reference machine, the more the busier it is).
+holds, and every open connection holds many of its own: with tens of
+thousands of connections one full collection holds the loop for seconds
+(figures in BENCHMARKS.rst, "Collector pauses").
 ``gc.freeze()`` moves every tracked object to a permanent generation that no
 collection walks; frozen objects are still freed by their reference counts,
 only a reference cycle among them is never collected. Rules:
@@ -39,15 +39,12 @@ only a reference cycle among them is never collected. Rules:
 * Generation 2's threshold is ``FULL_THRESHOLD`` (1) instead of CPython's
   10: a full collection may follow every second collection of generation 1
   instead of every eleventh. Each walks only what was promoted since the
-  last one, once, so more of them cost the same in all and pause less each:
-  at 19,000 websockets under 19,000 x 5 msgs/s, 7,000 to 40,000 objects
-  (mostly under 20,000) instead of 15,000 to 48,000 with 2, and 2.8 million
-  before freezing.
+  last one, once, so more of them cost the same in all and pause less each
+  (BENCHMARKS.rst, "Collector pauses", has the objects walked either way).
 * Connections arriving in a burst are frozen sooner: after a collection of
   generation 1 (its survivors have just moved to generation 2), if at least
-  ``burst`` connections were admitted since the last freeze. With ``burst`` =
-  64, the connections a full collection can still meet cost it about
-  64 x 150 objects x 0.75 us = 7 ms at most.
+  ``burst`` connections were admitted since the last freeze, so a full
+  collection never meets more than ``burst`` unfrozen connections.
 * A closed connection is freed by reference counting, frozen or not: a
   websocket or a session of requests that closes leaves no reference cycle
   (measured with the collector off, BENCHMARKS.rst;
@@ -57,13 +54,13 @@ only a reference cycle among them is never collected. Rules:
   found by an audit: when the interpreter's allocated memory blocks
   (``sys.getallocatedblocks()``, free to read) have grown ``growth`` times
   since the last audit (or since their lowest after it), the frozen objects
-  are counted (about 15 ms per million). More than ``slack`` times what the
+  are counted (a walk of the heap, far cheaper than a collection). More than ``slack`` times what the
   start-up base and the open connections account for (objects per connection
   as measured at the first audit, then on each freshly collected heap) means
   frozen garbage: everything is thawed, collected once and frozen again, and
   the objects per connection measured anew. The first audit only measures: it
   comes during the first burst of connections, when a full collection would
-  stall them all (174 ms at 10,000 connections). A broker that neither leaks
+  stall them all. A broker that neither leaks
   nor grows is never audited.
 * Nothing is frozen before the broker has started: ``install`` collects and
   freezes what the start-up left (modules, classes) and calls that the base.
