@@ -16,8 +16,8 @@ from broker.core.hub import Hub
 from broker.core.limits import Limits, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
-from broker.protocol.close_codes import RECONNECT
 from broker.ops import api, demo_page, gc_policy, metrics
+from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
 from broker.transports.listener import ClientAddressCheck, Listener
 from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
@@ -110,7 +110,7 @@ def make_server(config, app, limits):
 def listen(server, host, port, name, path):
     """Listen on ``host:port`` (``server``: a Tornado TCP server or a
     :class:`Listener`) and print ``<name> listening on <url of path>`` (the
-    launch contract of ``loadtest.servers``)."""
+    launch contract of ``loadtest.contenders.child_process``)."""
     sockets = bind_sockets(port, host)
     server.add_sockets(sockets)
     print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path)), flush=True)

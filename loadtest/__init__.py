@@ -3,7 +3,7 @@
 It measures any SockJS server, so it runs without the broker's server stack:
 of the broker it imports only :mod:`broker.protocol.frames` and :mod:`broker.runtime`
 (standard library only), and Tornado and
-sockjs-tornado only in :mod:`loadtest.baseline`, the stock contender it launches
+sockjs-tornado only in :mod:`loadtest.contenders.stock_sockjs_tornado`, the stock contender it launches
 (``.importlinter`` holds the contract, tests/test_without_server_stack.py the proof).
 """
 

@@ -1,16 +1,16 @@
 import sys
 
-from loadtest import cli
+from loadtest.scenarios import latency
 
-SUBCOMMANDS = {"ping": "loadtest.ping", "selftest": "loadtest.selftest", "compare": "loadtest.compare",
-               "soak": "loadtest.soak", "abuse": "loadtest.abuse", "feed": "loadtest.feed"}
+SUBCOMMANDS = {"ping": "loadtest.scenarios.ping", "selftest": "loadtest.scenarios.selftest", "compare": "loadtest.scenarios.compare",
+               "soak": "loadtest.scenarios.soak", "abuse": "loadtest.scenarios.abuse", "feed": "loadtest.scenarios.feed"}
 
 
 def main(argv):
     if argv and argv[0] in SUBCOMMANDS:
         module = __import__(SUBCOMMANDS[argv[0]], fromlist=["main"])
         return module.main(argv[1:])
-    return cli.main(argv)
+    return latency.main(argv)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Rules:
 - Library code raises; only the commands' ``main`` functions turn an error into
   an exit status. Nothing else raises SystemExit.
 - The sockets' own OSError and asyncio.TimeoutError pass through where they
-  happen; :func:`loadtest.client.failure_reason` names them.
+  happen; :func:`loadtest.client.connections.failure_reason` names them.
 """
 
 

@@ -4,15 +4,15 @@ Rules:
 
 - A record's JSON object (:meth:`Record.as_dict`) is ``"type"`` first, then its
   fields in the order declared here. Field names and meanings never change:
-  :mod:`loadtest.summary`, :mod:`plots` and the committed reference results read
+  :mod:`loadtest.results.summary`, :mod:`plots` and the committed reference results read
   them, old files included. A new figure is a new field (or a new type).
 - Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_kb`` KiB, ``_mb``
   MiB, ``_us`` microseconds; ``rate`` is msgs/s sent in total; ``*_cpu`` and
   ``cpu_load`` are shares of one core.
 - ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
-  ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.End`.
-- Records are written by :class:`loadtest.results.ResultsFile` and read back as
-  plain dicts (:func:`loadtest.results.read`); :func:`parse` makes a record of one.
+  ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.rules.End`.
+- Records are written by :class:`loadtest.results.files.ResultsFile` and read back as
+  plain dicts (:func:`loadtest.results.files.read`); :func:`parse` makes a record of one.
 """
 
 import dataclasses
@@ -64,7 +64,7 @@ class Server(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Step(Record):
-    """One rate step at one concurrency level (see :mod:`loadtest.method`)."""
+    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`)."""
 
     TYPE: ClassVar[str] = "step"
     server: str
@@ -139,7 +139,7 @@ class IdleRss(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Floor(Record):
-    """The bare send loop (:mod:`loadtest.floor`): CPU per send to ``connections`` loopback sockets."""
+    """The bare send loop (:mod:`loadtest.scenarios.floor`): CPU per send to ``connections`` loopback sockets."""
 
     TYPE: ClassVar[str] = "floor"
     connections: int
@@ -160,7 +160,7 @@ class Floor(Record):
 class SoakSample(Step):
     """One sample of a soak: a held load's step, the time under load at its end
     and, from a server with ``/stats``, what it held then
-    (:func:`loadtest.soak.held_figures`; None for older files and other servers)."""
+    (:func:`loadtest.scenarios.soak.held_figures`; None for older files and other servers)."""
 
     TYPE: ClassVar[str] = "soak_sample"
     elapsed_s: float
@@ -174,7 +174,7 @@ class SoakSample(Step):
 
 @dataclasses.dataclass(frozen=True)
 class Soak(Record):
-    """A server's soak summed up (see :mod:`loadtest.soak` and :func:`loadtest.memory.growth`)."""
+    """A server's soak summed up (see :mod:`loadtest.scenarios.soak` and :func:`loadtest.method.memory_verdict.growth`)."""
 
     TYPE: ClassVar[str] = "soak"
     server: str
@@ -214,7 +214,7 @@ class ChurnWave(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Churn(Record):
-    """A server's churn summed up (see :mod:`loadtest.churn`)."""
+    """A server's churn summed up (see :mod:`loadtest.client.churn`)."""
 
     TYPE: ClassVar[str] = "churn"
     server: str
@@ -233,7 +233,7 @@ class Churn(Record):
 
 @dataclasses.dataclass(frozen=True)
 class FeedSample(Record):
-    """One sample of a feed (see :mod:`loadtest.feed`): what was published and delivered since the last,
+    """One sample of a feed (see :mod:`loadtest.scenarios.feed`): what was published and delivered since the last,
     how late, every process of the cluster's RSS and CPU (share of one core) by name, and the CPU of
     the client processes together."""
 

@@ -4,8 +4,8 @@ import argparse
 import os
 import sys
 
-from loadtest import results as results_files
-from loadtest import summary
+from loadtest.results import files as results_files
+from loadtest.results import summary
 
 try:
     from plots import figures

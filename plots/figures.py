@@ -10,7 +10,7 @@ import os
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from loadtest.summary import REALTIME_MS, curves, rss_series, subtitle
+from loadtest.results.summary import REALTIME_MS, curves, rss_series, subtitle
 
 SERVER_COLORS = {
     "broker-cpython": "#1f6fb4",

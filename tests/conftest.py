@@ -7,8 +7,8 @@ import urllib.request
 import pytest
 
 from broker.runtime import raise_open_files_limit
-from loadtest import redis_server
-from loadtest.servers import launch
+from loadtest.contenders import redis_server
+from loadtest.contenders.child_process import launch
 
 pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau")
 

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 
-from loadtest.servers import stop_process
+from loadtest.contenders.child_process import stop_process
 from checkout import ROOT
 
 DEPLOY = os.path.join(ROOT, "deploy")

@@ -18,7 +18,7 @@ import urllib.parse
 
 import websocket
 
-from loadtest.websocket import handshake_request
+from loadtest.client.websocket_frames import handshake_request
 
 TIMEOUT = 5.0
 

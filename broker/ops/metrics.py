@@ -20,8 +20,8 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
-from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 from broker.ops import pypy_nursery
+from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
 PREFIX = "sockjs_broker_"
 GC_HELP = {

@@ -7,7 +7,7 @@ import sys
 import urllib.request
 
 from broker.ops import demo_page
-from loadtest.servers import launch
+from loadtest.contenders.child_process import launch
 from checkout import ROOT as CHECKOUT
 
 TOKEN = "demo-token"

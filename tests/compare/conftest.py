@@ -1,9 +1,9 @@
 import pytest
 
-from loadtest import contenders
+from loadtest.contenders import registry
 
 
 @pytest.fixture(scope="session", autouse=True)
 def node_modules():
     """sockjs-node's dependencies (``npm ci`` on a clean clone)."""
-    contenders.ensure_node_modules()
+    registry.ensure_node_modules()

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from loadtest import compare
 from loadtest import records as schema
+from loadtest.scenarios import compare
 
 TINY = [
     "--servers", "sockjs-tornado,sockjs-node", "--levels", "4", "--rates", "5",
@@ -82,7 +82,7 @@ def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
 
 
 def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
-    monkeypatch.setattr("loadtest.contenders.PYPY_CANDIDATES", (str(tmp_path / "none"),))
+    monkeypatch.setattr("loadtest.contenders.registry.PYPY_CANDIDATES", (str(tmp_path / "none"),))
     assert compare.main(["--servers", "broker-pypy", "--out", str(tmp_path / "r.jsonl")]) == 1
     assert not (tmp_path / "r.jsonl").exists()
 

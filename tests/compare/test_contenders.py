@@ -5,7 +5,7 @@ import os
 import pytest
 import websocket
 
-from loadtest import contenders, servers
+from loadtest.contenders import child_process, registry
 
 
 def raw_websocket(url):
@@ -14,8 +14,8 @@ def raw_websocket(url):
 
 @pytest.mark.parametrize("name", ["sockjs-tornado", "sockjs-node"])
 def test_contender_broadcasts_to_every_connection(name):
-    contender = contenders.resolve(name)
-    server = servers.launch(contender.argv, cwd=contender.cwd)
+    contender = registry.resolve(name)
+    server = child_process.launch(contender.argv, cwd=contender.cwd)
     try:
         assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/broadcast")
         sender, listener = raw_websocket(server.url), raw_websocket(server.url)
@@ -29,32 +29,32 @@ def test_contender_broadcasts_to_every_connection(name):
 
 
 def test_runtimes_are_named():
-    assert contenders.resolve("sockjs-node").runtime.startswith("Node ")
-    assert contenders.resolve("sockjs-tornado").runtime.startswith("CPython 3.")
+    assert registry.resolve("sockjs-node").runtime.startswith("Node ")
+    assert registry.resolve("sockjs-tornado").runtime.startswith("CPython 3.")
 
 
 def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(contenders, "PYPY_CANDIDATES", (str(tmp_path / "bin" / "python"),))
-    with pytest.raises(contenders.Unavailable) as missing:
-        contenders.resolve("broker-pypy")
+    monkeypatch.setattr(registry, "PYPY_CANDIDATES", (str(tmp_path / "bin" / "python"),))
+    with pytest.raises(registry.Unavailable) as missing:
+        registry.resolve("broker-pypy")
     assert "pypy3 -m venv .venv-pypy" in str(missing.value)
 
 
 def test_a_contender_that_cannot_import_its_server_is_unavailable():
-    with pytest.raises(contenders.Unavailable) as missing:
-        contenders.cpython("no_such_module_here")
+    with pytest.raises(registry.Unavailable) as missing:
+        registry.cpython("no_such_module_here")
     assert "cannot import no_such_module_here" in str(missing.value)
 
 
 def test_an_interpreter_that_is_not_cpython_is_passed_over(tmp_path, monkeypatch):
     """Under tox -e pypy3, PATH's first python3 is PyPy: the CPython servers must not run on it."""
-    python, runtime = contenders.cpython("loadtest.baseline")
+    python, runtime = registry.cpython("loadtest.contenders.stock_sockjs_tornado")
     impostor = tmp_path / "python3"
     impostor.write_text('#!/bin/sh\necho "PyPy 7.3.11 (Python 3.9.16)"\n')
     os.chmod(impostor, 0o755)
-    monkeypatch.setattr(contenders, "cpython_candidates", lambda: [str(impostor), python])
-    assert contenders.cpython("loadtest.baseline") == (python, runtime)
-    monkeypatch.setattr(contenders, "cpython_candidates", lambda: [str(impostor)])
-    with pytest.raises(contenders.Unavailable) as none:
-        contenders.cpython("loadtest.baseline")
+    monkeypatch.setattr(registry, "cpython_candidates", lambda: [str(impostor), python])
+    assert registry.cpython("loadtest.contenders.stock_sockjs_tornado") == (python, runtime)
+    monkeypatch.setattr(registry, "cpython_candidates", lambda: [str(impostor)])
+    with pytest.raises(registry.Unavailable) as none:
+        registry.cpython("loadtest.contenders.stock_sockjs_tornado")
     assert "%s is PyPy 7.3.11" % impostor in str(none.value)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from loadtest.servers import launch
+from loadtest.contenders.child_process import launch
 
 TIMEOUT = 5.0
 

@@ -1,6 +1,6 @@
 """The baseline sockjs-tornado chat, blocking its loop ``--delay`` seconds per message.
 
-It follows the launch contract of :mod:`loadtest.servers`, so a sweep can be
+It follows the launch contract of :mod:`loadtest.contenders.child_process`, so a sweep can be
 pointed at a server that is overloaded on purpose.
 """
 
@@ -8,7 +8,7 @@ import argparse
 import asyncio
 import time
 
-from loadtest.baseline import ChatConnection, serve
+from loadtest.contenders.stock_sockjs_tornado import ChatConnection, serve
 
 
 def main():

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from loadtest import abuse
+from loadtest.scenarios import abuse
 from checkout import ROOT
 
 

@@ -5,12 +5,12 @@ import os
 import resource
 import socket
 
-from loadtest import client
+from loadtest.client import connections
 
 
 def connect(url, count, **options):
     async def run():
-        group = client.ClientGroup([url], source_addresses=options.pop("source_addresses", None))
+        group = connections.ClientGroup([url], source_addresses=options.pop("source_addresses", None))
         try:
             failures = await group.connect(count, **options)
             return failures, [conn.local_address[0] for conn in group.alive()]

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from loadtest import ping
+from loadtest.scenarios import ping
 from checkout import ROOT
 
 

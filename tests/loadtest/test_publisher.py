@@ -5,7 +5,7 @@ import urllib.parse
 
 import pytest
 
-from loadtest.publisher import Publisher, PublishFailed
+from loadtest.client.publisher import Publisher, PublishFailed
 from sockjs_clients import WebSocketClient
 
 

@@ -1,27 +1,27 @@
-"""``servers.launch`` says why a server never listened."""
+"""``child_process.launch`` says why a server never listened."""
 
 import sys
 
 import pytest
 
-from loadtest import servers
+from loadtest.contenders import child_process
 
 
 def test_a_server_that_exits_before_listening_reports_its_exit_code():
-    with pytest.raises(servers.ServerError) as failed:
-        servers.launch([sys.executable, "-c", "print('no port for me'); raise SystemExit(3)"])
+    with pytest.raises(child_process.ServerError) as failed:
+        child_process.launch([sys.executable, "-c", "print('no port for me'); raise SystemExit(3)"])
     assert "exited with code 3 before listening" in str(failed.value)
     assert "no port for me" in str(failed.value)
 
 
 def test_a_server_that_exits_cleanly_before_listening_is_not_a_timeout():
-    with pytest.raises(servers.ServerError) as failed:
-        servers.launch([sys.executable, "-c", "pass"])
+    with pytest.raises(child_process.ServerError) as failed:
+        child_process.launch([sys.executable, "-c", "pass"])
     assert "exited with code 0 before listening" in str(failed.value)
 
 
 def test_a_silent_server_times_out():
-    with pytest.raises(servers.ServerError) as failed:
-        servers.launch([sys.executable, "-c", "print('starting'); import time; time.sleep(30)"], timeout=1)
+    with pytest.raises(child_process.ServerError) as failed:
+        child_process.launch([sys.executable, "-c", "print('starting'); import time; time.sleep(30)"], timeout=1)
     assert "timed out after 1 s before listening" in str(failed.value)
     assert "starting" in str(failed.value)

@@ -4,15 +4,15 @@ import asyncio
 
 import pytest
 
-from loadtest import sessions
+from loadtest.client import http_sessions
 
 
 def test_sessions_over_http_open_and_count_in_the_broker(broker):
     async def scenario():
-        stream = await sessions.open_session(broker.url, "xhr_streaming")
-        poll = await sessions.open_session(broker.url, "xhr")
+        stream = await http_sessions.open_session(broker.url, "xhr_streaming")
+        poll = await http_sessions.open_session(broker.url, "xhr")
         poll.close()
-        status, stats = await sessions.get_json(broker.url, "/stats")
+        status, stats = await http_sessions.get_json(broker.url, "/stats")
         stream.close()
         return status, stats
 
@@ -23,7 +23,7 @@ def test_sessions_over_http_open_and_count_in_the_broker(broker):
 
 def test_a_refused_session_says_why(broker):
     async def scenario():
-        await sessions.open_session(broker.url.rsplit("/", 1)[0] + "/nothing-here", "xhr")
+        await http_sessions.open_session(broker.url.rsplit("/", 1)[0] + "/nothing-here", "xhr")
 
-    with pytest.raises(sessions.HTTPError, match="HTTP 404 on xhr"):
+    with pytest.raises(http_sessions.HTTPError, match="HTTP 404 on xhr"):
         asyncio.run(scenario())

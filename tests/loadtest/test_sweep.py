@@ -10,9 +10,11 @@ import urllib.request
 
 import pytest
 
-from loadtest import method, results, sweep
+from loadtest.client import sweep
+from loadtest.client.sweep import Options
 from loadtest.errors import ServerGone
-from loadtest.sweep import Options
+from loadtest.method import rules
+from loadtest.results import files
 from checkout import ROOT
 
 
@@ -55,8 +57,8 @@ def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker, 
     deliveries a second, so only a buffer smaller than a few batches breaks).
     The cap is raised tenfold: here the break comes between 58,000 msgs/s
     and the default cap's 100,000, at the cap itself in one run of four."""
-    monkeypatch.setattr(method, "MAX_RATE", 10 * method.MAX_RATE)
-    monkeypatch.setattr(method, "MAX_DELIVERIES_PER_S", 10 * method.MAX_DELIVERIES_PER_S)
+    monkeypatch.setattr(rules, "MAX_RATE", 10 * rules.MAX_RATE)
+    monkeypatch.setattr(rules, "MAX_DELIVERIES_PER_S", 10 * rules.MAX_DELIVERIES_PER_S)
     broker = start_broker("--client-rate", "0", "--send-buffer", "4096", "--max-buffer", "2048").server
     steps, levels = [], []
     started = time.monotonic()
@@ -64,16 +66,16 @@ def test_the_sweep_goes_past_the_old_800_msgs_until_a_step_breaks(start_broker, 
                             server_pids=[broker.pid]), on_step=steps.append, on_level=levels.append)
     took = time.monotonic() - started
     rates = [step.rate for step in steps]
-    assert rates == method.rate_schedule(100)[:len(steps)] and rates[0] == 10
-    assert 800 < rates[-1] < method.rate_cap(100)
-    assert [method.ends_sweep(step) for step in steps] == [False] * (len(steps) - 1) + [True]
-    assert method.End.of(levels[0].end) in (method.End.OVERLOADED, method.End.CLIENT_BOUND)
-    assert levels[0].end == method.level_end(steps[-1])
+    assert rates == rules.rate_schedule(100)[:len(steps)] and rates[0] == 10
+    assert 800 < rates[-1] < rules.rate_cap(100)
+    assert [rules.ends_sweep(step) for step in steps] == [False] * (len(steps) - 1) + [True]
+    assert rules.End.of(levels[0].end) in (rules.End.OVERLOADED, rules.End.CLIENT_BOUND)
+    assert levels[0].end == rules.level_end(steps[-1])
     assert took < 60, "%d steps in %.0f s" % (len(steps), took)
 
 
 def test_a_sweep_that_reaches_the_cap_says_so(broker_server, monkeypatch):
-    monkeypatch.setattr(method, "MAX_RATE", 20)
+    monkeypatch.setattr(rules, "MAX_RATE", 20)
     levels = []
     steps = sweep.run_sweep(Options([broker_server.url], levels=[2], duration=0.2, pause=0), on_level=levels.append)
     assert [(step.rate, step.overloaded) for step in steps] == [(20, False)]
@@ -106,7 +108,7 @@ def test_a_slow_server_overloads_and_ends_the_level(slow_server):
     assert not steps[0].overloaded
     assert steps[1].overloaded
     assert "mean round trip" in steps[1].overload_reason
-    assert steps[1].rtt_ms["mean"] > method.MAX_MEAN_RTT_MS
+    assert steps[1].rtt_ms["mean"] > rules.MAX_MEAN_RTT_MS
     assert levels[0].end.startswith("overloaded: mean round trip")
 
 
@@ -131,7 +133,7 @@ def run_cli(url, out, *extra):
 def wait_for_steps(out, count, process, timeout=20):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if os.path.exists(out) and sum(r["type"] == "step" for r in results.read(out)) >= count:
+        if os.path.exists(out) and sum(r["type"] == "step" for r in files.read(out)) >= count:
             return
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
@@ -154,7 +156,7 @@ def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_s
     assert process.returncode == 1
     assert "Traceback" not in stderr
     assert "run ended:" in stderr
-    records = results.read(out)
+    records = files.read(out)
     assert [r["type"] for r in records[:2]] == ["run", "server"]
     assert records[1]["server"] == "doomed"
     assert records[1]["pid"] == (server.pid if pid_known else None)
@@ -174,7 +176,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
         process.kill()
     assert process.returncode == 130
     assert "Traceback" not in stderr and "interrupted" in stderr
-    records = results.read(out)
+    records = files.read(out)
     assert records[0]["type"] == "run" and records[0]["transport"] == "sockjs"
     assert records[0]["client"]["interpreter"] and records[0]["machine"]["cores"]
     assert any(r["type"] == "step" for r in records)

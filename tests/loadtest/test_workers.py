@@ -2,7 +2,7 @@
 
 import multiprocessing
 
-from loadtest import workers
+from loadtest.client import workers
 
 
 def test_a_worker_whose_parent_is_gone_exits():

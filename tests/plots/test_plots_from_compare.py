@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
-from loadtest import summary  # noqa: E402
+from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
 from plots import figures  # noqa: E402
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-import broker
 from broker import config
+import broker
 
 
 def test_version_is_the_packages(capsys):

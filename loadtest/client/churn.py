@@ -1,0 +1,149 @@
+"""Churn: waves of sessions opened and dropped over every transport; does the server let go of them?
+
+Rules:
+
+- A wave opens ``size`` sessions of each kind at once: websocket
+  (:mod:`loadtest.client.connections`), xhr-streaming and xhr-polling
+  (:mod:`loadtest.client.http_sessions`), at most ``connections.CONNECTING_AT_ONCE`` of a kind
+  connecting at a time. The polling sessions are abandoned as soon as they are
+  open (never polled again: the server must expire them, about 5 s in sockjs
+  servers). After ``hold`` seconds the websockets and the streams are closed.
+- The session count is the server's ``/stats`` ``connections_total`` (the
+  broker has it). A server without it is given ``expiry`` seconds to let its
+  sessions go instead.
+- Before the first wave and after the last, the churn waits until the count is
+  back at ``baseline`` (the count before the load), at most ``SETTLE_TIMEOUT_S``,
+  then reads the RSS.
+- Records: one :class:`~loadtest.records.ChurnWave` per wave (sessions opened
+  and failed, the connections and RSS while held and once dropped), one
+  :class:`~loadtest.records.Churn` at the end
+  (baseline and final connections and RSS; verdict ``"sessions left"`` when the
+  count did not come back, else :func:`loadtest.method.memory_verdict.verdict` of the RSS).
+- Every loop is bounded: waves and sessions by count, every wait by a timeout.
+"""
+
+import asyncio
+import collections
+
+from loadtest import procstat
+from loadtest import records
+from loadtest.client import connections, http_sessions
+from loadtest.errors import ConnectError, ServerGone
+from loadtest.method import memory_verdict
+
+KINDS = ("websocket", "xhr_streaming", "xhr_polling")
+SETTLE_TIMEOUT_S = 60.0
+SETTLE_POLL_S = 0.25
+STATS_TIMEOUT_S = 2.0
+
+
+async def server_stats(url):
+    """The ``/stats`` document of the server of ``url``, or None where it has none."""
+    try:
+        status, document = await http_sessions.get_json(url, "/stats", STATS_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError, ConnectError):
+        return None
+    return document if status == 200 and isinstance(document, dict) else None
+
+
+async def session_count(url):
+    """``connections_total`` from the ``/stats`` of the server of ``url``, or None where it has none."""
+    document = await server_stats(url)
+    count = None if document is None else document.get("connections_total")
+    return count if isinstance(count, int) else None
+
+
+def _rss_kb(pid):
+    try:
+        return procstat.rss_kb(pid)
+    except procstat.ProcessGone as exc:
+        raise ServerGone("the server died: %s" % exc) from None
+
+
+async def settle(url, baseline, expiry):
+    """Wait for the server to let go of sessions: ``(count, settled, seconds waited)``.
+
+    Without a ``baseline`` (no ``/stats``), waits ``expiry`` seconds and knows no count.
+    """
+    loop = asyncio.get_event_loop()
+    started = loop.time()
+    if baseline is None:
+        await asyncio.sleep(expiry)
+        return None, None, round(loop.time() - started, 2)
+    deadline = started + SETTLE_TIMEOUT_S
+    while True:
+        count = await session_count(url)
+        if count is not None and count <= baseline:
+            return count, True, round(loop.time() - started, 2)
+        if loop.time() >= deadline:
+            return count, False, round(loop.time() - started, 2)
+        await asyncio.sleep(SETTLE_POLL_S)
+
+
+async def _open_http(url, transport, count, opened, failures, kind):
+    """Open ``count`` sessions over ``transport``; each one's connection is appended to ``opened``."""
+    gate = asyncio.Semaphore(connections.CONNECTING_AT_ONCE)
+
+    async def one():
+        async with gate:
+            try:
+                opened.append(await http_sessions.open_session(url, transport))
+            except (OSError, asyncio.TimeoutError, ConnectError) as exc:
+                failures["%s: %s" % (kind, connections.failure_reason(exc))] += 1
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
+async def wave(url, pid, label, number, size, hold, counted):
+    """Wave ``number``: open, hold, drop; its :class:`~loadtest.records.ChurnWave` (``counted``: the server has ``/stats``)."""
+    failures = collections.Counter()
+    websockets = connections.ClientGroup([url], "sockjs")
+    streams, polls = [], []
+    try:
+        websocket_failures, _, _ = await asyncio.gather(
+            websockets.connect(size),
+            _open_http(url, "xhr_streaming", size, streams, failures, "xhr_streaming"),
+            _open_http(url, "xhr", size, polls, failures, "xhr_polling"),
+        )
+        for poll in polls:
+            poll.close()  # abandoned: never polled again
+        for reason, number in websocket_failures.items():
+            failures["websocket: %s" % reason] += number
+        opened = dict(zip(KINDS, (websockets.alive_count(), len(streams), len(polls))))
+        await asyncio.sleep(hold)
+        held_connections = await session_count(url) if counted else None
+        held_rss_kb = _rss_kb(pid)
+    finally:
+        websockets.close()
+        for stream in streams:
+            stream.close()
+    await asyncio.sleep(0)  # let the closes reach the sockets
+    return records.ChurnWave(server=label, wave=number, opened=opened, failed=dict(failures),
+                             held_connections=held_connections, held_rss_kb=held_rss_kb,
+                             connections=await session_count(url) if counted else None, rss_kb=_rss_kb(pid))
+
+
+async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):
+    """Run the waves against the server of ``url`` (process ``pid``); returns the :class:`~loadtest.records.Churn`.
+
+    ``baseline``: the session count before any load (None: the server has no
+    ``/stats``). ``on_record`` gets each wave's record, then the churn's.
+    """
+    counted = baseline is not None
+    await settle(url, baseline, expiry)
+    baseline_rss_kb = _rss_kb(pid)
+    for number in range(1, waves + 1):
+        record = await wave(url, pid, label, number, size, hold, counted)
+        if on_record is not None:
+            on_record(record)
+    final_connections, settled, waited = await settle(url, baseline, expiry)
+    final_rss_kb = _rss_kb(pid)
+    record = records.Churn(
+        server=label, waves=waves, size=size, hold_s=hold, baseline_connections=baseline,
+        baseline_rss_kb=baseline_rss_kb, final_connections=final_connections, final_rss_kb=final_rss_kb,
+        settled=settled, settle_s=waited, growth_mb=round((final_rss_kb - baseline_rss_kb) / memory_verdict.KB_PER_MB, 2),
+        verdict="sessions left" if settled is False else memory_verdict.verdict(baseline_rss_kb, final_rss_kb),
+    )
+    if on_record is not None:
+        on_record(record)
+    return record

@@ -1,0 +1,234 @@
+"""One load client's side of a websocket, SockJS or raw, as a state machine without I/O.
+
+Rules (the sans-I/O shape of python-websockets):
+
+- :class:`ClientProtocol` never touches a socket or a clock. The caller feeds it
+  the bytes it read (:meth:`~ClientProtocol.receive_data`), acts on the events it
+  returns, and writes whatever :meth:`~ClientProtocol.data_to_send` gives
+  (the handshake request, messages, pongs). Send times are passed in.
+- Events, in the order they happen: :data:`OPENED` (the handshake is answered
+  and, over SockJS, the open frame ``o`` is in), :class:`Delivered` (one per read:
+  the messages counted, and the client's own messages among them that were
+  still pending, as ``(seq, sent_us)``), :class:`Closed` (with a short reason).
+  A listener (:meth:`ClientProtocol.listener`) sends nothing; its "own"
+  messages are the feed's, every one of them timed.
+  Nothing follows Closed.
+- Messages are counted, never JSON-decoded (:mod:`loadtest.client.payload`): frames
+  are parsed in place by offsets (:mod:`loadtest.client.websocket_frames`). This is the load
+  client's hot path: one read, one pass, one Delivered.
+"""
+
+from typing import NamedTuple, Sequence, Tuple
+
+from loadtest.client import payload, websocket_frames
+
+_SOCKJS_ARRAY = payload.SOCKJS_ARRAY
+_SOCKJS_OPEN = payload.SOCKJS_OPEN
+_SOCKJS_CLOSE = payload.SOCKJS_CLOSE
+_OP_TEXT = websocket_frames.OP_TEXT
+_OP_PING = websocket_frames.OP_PING
+_OP_CLOSE = websocket_frames.OP_CLOSE
+_DATA_OPCODES = (websocket_frames.OP_TEXT, websocket_frames.OP_BINARY, websocket_frames.OP_CONTINUATION)
+
+
+class Opened:
+    """The connection is open: messages can go both ways."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "OPENED"
+
+
+OPENED = Opened()
+
+
+class Delivered(NamedTuple):
+    """Messages that arrived in one read: how many, and this client's own still pending."""
+
+    count: int
+    own: Sequence[Tuple[int, int]]
+
+
+class Closed(NamedTuple):
+    """The connection is over, for ``reason``."""
+
+    reason: str
+
+
+# The hot path's helpers, looked up once. Most reads bring only messages of
+# others: their events, immutable, are made once and shared, ``_ONLY_DELIVERED[n]``
+# for n messages; any other Delivered is made without NamedTuple's Python-level __new__.
+_SHARED_COUNTS = 1024
+_ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, _SHARED_COUNTS)]
+_new_delivered = tuple.__new__
+_parse_frames = websocket_frames.parse_frames
+_count_messages = payload.count_sockjs_messages
+
+
+class ClientProtocol:
+    """Client ``client_id`` of one websocket to ``path`` on ``host`` (``"127.0.0.1:8080"``).
+
+    ``sockjs``: the SockJS websocket transport (an open frame first, messages in
+    ``a[...]`` arrays); otherwise a raw websocket, one message per text frame.
+    ``pending`` maps the sequence number of every message sent and not yet back
+    to its send time in microseconds (None for a listener, which times every
+    message of its marker); ``outgoing`` holds the bytes waiting for
+    :meth:`data_to_send`.
+    """
+
+    def __init__(self, client_id, host, path, sockjs=True):
+        self.client_id = client_id
+        self.sockjs = sockjs
+        self.marker = payload.sockjs_marker(client_id) if sockjs else payload.raw_marker(client_id)
+        self.pending = {}
+        self.seq = 0
+        self.closed_reason = None
+        self.opened = False
+        self._key = websocket_frames.new_key()
+        self._handshaken = False
+        self._buffer = b""
+        self._fragments = None
+        self.outgoing = [websocket_frames.handshake_request(host, path, self._key)]
+
+    @classmethod
+    def listener(cls, host, path, sockjs=True):
+        """A client that only listens, timing every message of the feed (:data:`loadtest.client.payload.FEED_ID`)."""
+        protocol = cls(payload.FEED_ID, host, path, sockjs)
+        protocol.pending = None
+        return protocol
+
+    @property
+    def alive(self):
+        return self.closed_reason is None
+
+    def data_to_send(self):
+        """The bytes to write now (``b""`` when there are none)."""
+        if not self.outgoing:
+            return b""
+        data = b"".join(self.outgoing)
+        self.outgoing = []
+        return data
+
+    def send(self, sent_us):
+        """Queue this client's next message, sent at ``sent_us``; returns its sequence number."""
+        self.seq += 1
+        message = payload.message(self.client_id, self.seq, sent_us)
+        if self.sockjs:
+            message = payload.sockjs_send_payload(message)
+        self.pending[self.seq] = sent_us
+        self.outgoing.append(websocket_frames.client_frame(message))
+        return self.seq
+
+    def close(self, reason):
+        """End the connection for ``reason`` (the first reason given stays); its :class:`Closed` event."""
+        if self.closed_reason is None:
+            self.closed_reason = reason
+        return Closed(self.closed_reason)
+
+    def receive_data(self, data):
+        """The events the bytes ``data`` bring, in order: a sequence, most often of one :class:`Delivered`."""
+        if self._buffer:
+            data = self._buffer + data
+        if not self._handshaken or self.closed_reason is not None:
+            return self._handshake(data)
+        try:
+            frames, consumed = _parse_frames(data)
+        except websocket_frames.ProtocolError as exc:
+            return [self.close(str(exc))]
+        self._buffer = data[consumed:]
+        events = []
+        count = 0
+        own = None
+        for opcode, fin, start, end in frames:
+            if opcode == _OP_TEXT and fin:
+                message = data
+            elif opcode in _DATA_OPCODES:  # a fragment, or a binary message
+                message = self._fragment(opcode, fin, data[start:end])
+                if message is None:
+                    if self.closed_reason is None:
+                        continue
+                    break
+                start, end = 0, len(message)
+            elif opcode == _OP_PING:
+                self.outgoing.append(websocket_frames.client_frame(data[start:end], websocket_frames.OP_PONG))
+                continue
+            elif opcode == _OP_CLOSE:
+                self.close("websocket closed by the server")
+                break
+            else:
+                continue
+            if not self.sockjs:
+                count += 1
+                mine = payload.own_raw_message(message, self.marker, start, end)
+                if mine is not None:
+                    own = self._own((mine,), own)
+                continue
+            kind = message[start]
+            if kind == _SOCKJS_ARRAY:
+                count += _count_messages(message, start, end)
+                if message.find(self.marker, start, end) >= 0:
+                    own = self._own(payload.own_messages(message, self.marker, start, end), own)
+            elif kind == _SOCKJS_OPEN:
+                if not self.opened:
+                    self.opened = True
+                    if count:
+                        events.append(_new_delivered(Delivered, (count, own or ())))
+                        count, own = 0, None
+                    events.append(OPENED)
+            elif kind == _SOCKJS_CLOSE:
+                self.close("SockJS close " + payload.sockjs_close_reason(message, start, end))
+                break
+        if not (events or own or self.closed_reason is not None) and count < _SHARED_COUNTS:
+            return _ONLY_DELIVERED[count]
+        if count:
+            events.append(_new_delivered(Delivered, (count, own or ())))
+        if self.closed_reason is not None:
+            events.append(Closed(self.closed_reason))
+        return events
+
+    def _handshake(self, data):
+        """The events of ``data`` before the handshake answer is in (or after the end: none)."""
+        if self.closed_reason is not None:
+            return []
+        head_end = data.find(b"\r\n\r\n")
+        if head_end < 0:
+            self._buffer = data
+            return []
+        self._buffer = b""
+        try:
+            websocket_frames.check_handshake_response(data[:head_end], self._key)
+        except websocket_frames.ProtocolError as exc:
+            return [self.close(str(exc))]
+        self._handshaken = True
+        events = []
+        if not self.sockjs:
+            self.opened = True
+            events.append(OPENED)
+        events.extend(self.receive_data(data[head_end + 4 :]))
+        return events
+
+    def _own(self, found, own):
+        """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were pending
+        (all of them, for a listener)."""
+        pending = self.pending
+        for mine in found:
+            if pending is None or pending.pop(mine[0], None) is not None:
+                if own is None:
+                    own = []
+                own.append(mine)
+        return own
+
+    def _fragment(self, opcode, fin, chunk):
+        """The whole message once its last fragment is in, else None (closed if out of order)."""
+        if opcode != websocket_frames.OP_CONTINUATION:
+            self._fragments = []
+        if self._fragments is None:
+            self.close("continuation frame without a first fragment")
+            return None
+        self._fragments.append(chunk)
+        if not fin:
+            return None
+        message = b"".join(self._fragments)
+        self._fragments = None
+        return message

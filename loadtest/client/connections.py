@@ -1,0 +1,322 @@
+"""Websocket load clients on one asyncio loop: connect, publish, count, time round trips.
+
+Rules:
+
+- A :class:`Connection` only moves bytes between its socket and a sans-I/O
+  :class:`loadtest.client.client_protocol.ClientProtocol`, and acts on the events that returns:
+  it counts deliveries, times its own messages and settles ``opened``.
+- Every connection of a loop reads into one shared buffer (see :class:`Connection`).
+- A :class:`ClientGroup` is the unit one process runs. It opens connections at
+  most ``CONNECTING_AT_ONCE`` at a time; :meth:`ClientGroup.run_step` sends its
+  share of one step's messages round-robin, paced evenly over the step, waits
+  for them back and returns a :class:`loadtest.method.rules.Partial` that
+  :mod:`loadtest.client.sweep` merges. The rules it applies are :mod:`loadtest.method.rules`'s.
+- A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
+  several servers of one cluster share the load evenly.
+- A group of listeners (``listen``) sends nothing: it times the feed's messages
+  (:mod:`loadtest.scenarios.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
+  A feed's messages arrive in bursts, one per listener at once: their delivery
+  times go into a :class:`LatencyLog` during the burst, and into a histogram
+  only when sampled, so recording one costs the burst an append.
+"""
+
+import array
+import asyncio
+import collections
+import errno
+import os
+import time
+import urllib.parse
+
+from loadtest import arguments
+from loadtest.client import endpoints
+from loadtest.client.client_protocol import OPENED, ClientProtocol, Delivered
+from loadtest.client.loop_lag import LagMonitor
+from loadtest.errors import ConnectError
+from loadtest.method import rules
+
+CONNECT_TIMEOUT_S = 10.0
+CONNECTING_AT_ONCE = 50
+TICK_S = 0.005
+LOSS_CHECK_S = 0.25
+READ_BUFFER_BYTES = 256 * 1024
+
+
+def now_us():
+    return int(time.monotonic() * 1e6)
+
+
+def failure_reason(exc):
+    """A short reason for a failed connection attempt, never a traceback."""
+    if isinstance(exc, ConnectError):
+        return exc.reason
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(exc, ConnectionRefusedError):
+        return "refused"
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            return "too many open files"
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return "no free local port (add --source-addresses)"
+        if exc.errno in (errno.ECONNRESET, errno.EPIPE):
+            return "reset by the server"
+        return exc.strerror or str(exc)
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+class LatencyLog(array.array):
+    """Delivery times in microseconds, as they come: ``LatencyLog("q")``, with a
+    histogram's ``record_value``."""
+
+    record_value = array.array.append
+
+
+class Connection(asyncio.BufferedProtocol):
+    """One websocket client on the loop: a socket, its :class:`ClientProtocol`, its counters.
+
+    It reads into ``read_buffer``, one bytearray shared by all connections of a
+    loop: a plain Protocol would get a freshly allocated 256 KiB bytes object per
+    read, which costs more than everything else per message.
+    """
+
+    def __init__(self, protocol, histogram, read_buffer):
+        self.protocol = protocol
+        self.histogram = histogram
+        self.received = 0
+        self.sampled = 0
+        self.local_address = None
+        self._transport = None
+        self._read_view = memoryview(read_buffer)
+        self.opened = asyncio.get_event_loop().create_future()
+
+    @property
+    def alive(self):
+        return self.protocol.closed_reason is None
+
+    @property
+    def closed_reason(self):
+        return self.protocol.closed_reason
+
+    def connection_made(self, transport):
+        self._transport = transport
+        self.local_address = transport.get_extra_info("sockname")
+        transport.write(self.protocol.data_to_send())
+
+    def connection_lost(self, exc):
+        self._closed(self.protocol.close(failure_reason(exc) if exc else "closed by the server").reason)
+
+    def get_buffer(self, sizehint):
+        return self._read_view
+
+    def buffer_updated(self, nbytes):
+        protocol = self.protocol
+        for event in protocol.receive_data(bytes(self._read_view[:nbytes])):
+            if type(event) is Delivered:
+                self.received += event.count
+                if event.own:
+                    now = now_us()
+                    for _, sent_us in event.own:
+                        self.histogram.record_value(max(1, now - sent_us))
+            elif event is OPENED:
+                if not self.opened.done():
+                    self.opened.set_result(None)
+            else:
+                self._closed(event.reason)
+                self._transport.abort()
+                return
+        if protocol.outgoing:
+            self._transport.write(protocol.data_to_send())
+
+    def send(self):
+        """Publish this client's next message now; returns ``(seq, sent_us)``."""
+        sent_us = now_us()
+        seq = self.protocol.send(sent_us)
+        self._transport.write(self.protocol.data_to_send())
+        return seq, sent_us
+
+    def close(self, reason="closed by the client"):
+        self._closed(self.protocol.close(reason).reason)
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _closed(self, reason):
+        if not self.opened.done():
+            self.opened.set_exception(ConnectError(reason))
+            self.opened.exception()  # nobody may be waiting any more
+
+
+class ClientGroup:
+    """The connections one process opens to ``urls`` (SockJS prefixes), and the steps it runs with them."""
+
+    def __init__(self, urls, transport="sockjs", source_addresses=None, first_id=0, listen=False):
+        self.urls = list(urls)
+        self.transport = transport
+        self.listen = listen
+        self.source_addresses = source_addresses or []
+        self.next_id = first_id
+        self.connections = []
+        self.histogram = LatencyLog("q") if listen else rules.new_histogram()
+        self.lag = LagMonitor()
+        self._read_buffer = bytearray(READ_BUFFER_BYTES)
+        self._sampled_cpu_s = _cpu_seconds()
+
+    async def connect(self, count, on_progress=None, timeout=CONNECT_TIMEOUT_S):
+        """Open ``count`` more connections, at most ``CONNECTING_AT_ONCE`` at a time.
+
+        Returns ``{reason: number}`` for the attempts that failed (empty when all opened).
+        After ``CONNECTING_AT_ONCE`` failures the rest are not attempted ("not attempted"),
+        so a dead server is not hammered.
+        """
+        loop = asyncio.get_event_loop()
+        gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
+        failures = collections.Counter()
+        opened = [0]
+
+        async def open_one(client_id):
+            async with gate:
+                if sum(failures.values()) >= CONNECTING_AT_ONCE:
+                    failures["not attempted"] += 1
+                    return
+                url = self.urls[client_id % len(self.urls)]
+                parts = urllib.parse.urlsplit(url)
+                host, port = parts.hostname, parts.port or 80
+                path = endpoints.endpoint_path(url, self.transport)
+                if self.listen:
+                    protocol = ClientProtocol.listener("%s:%d" % (host, port), path, self.transport == "sockjs")
+                else:
+                    protocol = ClientProtocol(client_id, "%s:%d" % (host, port), path, self.transport == "sockjs")
+                conn = Connection(protocol, self.histogram, self._read_buffer)
+                local = arguments.source_address(self.source_addresses, client_id)
+                try:
+                    await asyncio.wait_for(
+                        loop.create_connection(lambda: conn, host, port, local_addr=local),
+                        timeout,
+                    )
+                    await asyncio.wait_for(asyncio.shield(conn.opened), timeout)
+                except (OSError, asyncio.TimeoutError, ConnectError) as exc:
+                    conn.close()
+                    failures[failure_reason(exc)] += 1
+                    return
+                self.connections.append(conn)
+                opened[0] += 1
+                if on_progress is not None:
+                    on_progress(opened[0])
+
+        ids = list(range(self.next_id, self.next_id + count))
+        self.next_id += count
+        await asyncio.gather(*(open_one(i) for i in ids))
+        return dict(failures)
+
+    def alive(self):
+        return [conn for conn in self.connections if conn.alive]
+
+    def alive_count(self):
+        return len(self.alive())
+
+    async def run_step(self, to_send, duration, total_messages):
+        """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they are back.
+
+        ``total_messages`` is what every group together sends in this step (to know
+        how many deliveries to expect). Returns this group's :class:`loadtest.method.rules.Partial`.
+        """
+        loop = asyncio.get_event_loop()
+        rate = to_send / duration
+        connections = self.alive()
+        protocols = [conn.protocol for conn in connections]
+        self.histogram = rules.new_histogram()
+        for conn in connections:
+            conn.histogram = self.histogram
+            conn.received = 0
+            conn.protocol.pending.clear()
+        self.lag.reset()
+        cpu_before = _cpu_seconds()
+        started = loop.time()
+        sent_log = collections.deque()
+        sent = 0
+        index = 0
+        end = None if connections else rules.End.ALL_LOST
+        last_loss_check = started
+        send_until = started + duration
+        while end is None:
+            await asyncio.sleep(TICK_S)
+            now = loop.time()
+            if now >= send_until and sent >= to_send:
+                break
+            due = rules.messages_due(now - started, rate, to_send)
+            while sent < due:
+                conn = connections[index % len(connections)]
+                index += 1
+                if conn.alive:
+                    seq, sent_us = conn.send()
+                    sent_log.append((sent_us, conn.protocol, seq))
+                    sent += 1
+                elif not any(c.alive for c in connections):
+                    break
+            if now - last_loss_check > LOSS_CHECK_S:
+                last_loss_check = now
+                end = rules.step_end(protocols, sent_log, now_us())
+        send_ended = loop.time()
+        live = [conn for conn in connections if conn.alive]
+        expected = total_messages * len(live)
+        deadline = send_ended + rules.LOSS_AFTER_S
+        while loop.time() < deadline and end is None:
+            if all(not conn.protocol.pending for conn in live) and sum(c.received for c in live) >= expected:
+                break
+            await asyncio.sleep(TICK_S)
+        ended = loop.time()
+        lost = rules.lost_messages(sent_log, now_us() - int(rules.LOSS_AFTER_S * 1e6) + 1000)
+        for protocol in protocols:
+            protocol.pending.clear()
+        dropped = [conn.closed_reason for conn in connections if not conn.alive]
+        return rules.Partial(
+            duration_s=ended - started,
+            sent=sent,
+            received=sum(conn.received for conn in connections),
+            lost=lost,
+            dropped=len(dropped),
+            drop_reasons=dict(collections.Counter(dropped)),
+            histogram=self.histogram,
+            cpu_s=_cpu_seconds() - cpu_before,
+            loop_lag_ms=self.lag.summary_ms(),
+            end=end,
+        )
+
+    async def take_sample(self, expected=None):
+        """What a group of listeners had since the last sample: a :class:`loadtest.method.rules.FeedPartial`.
+
+        ``expected``: the messages every connection should have had by now (the
+        feed's total); connections alive with fewer count as ``short`` by the
+        difference, with more as ``extra``.
+        """
+        delays, self.histogram = self.histogram, LatencyLog("q")
+        histogram = rules.new_histogram()
+        for delay in delays:
+            histogram.record_value(delay)
+        cpu_s, self._sampled_cpu_s = self._sampled_cpu_s, _cpu_seconds()
+        received = 0
+        short = extra = 0
+        dropped = collections.Counter()
+        for conn in self.connections:
+            conn.histogram = self.histogram
+            received += conn.received - conn.sampled
+            conn.sampled = conn.received
+            if not conn.alive:
+                dropped[conn.closed_reason] += 1
+            elif expected is not None:
+                short += max(0, expected - conn.received)
+                extra += max(0, conn.received - expected)
+        return rules.FeedPartial(received=received, histogram=histogram, alive=len(self.connections) - sum(
+            dropped.values()), drop_reasons=dict(dropped), short=short, extra=extra,
+            cpu_s=self._sampled_cpu_s - cpu_s)
+
+    def close(self):
+        for conn in self.connections:
+            conn.close()
+        self.connections = []
+        self.lag.stop()
+
+
+def _cpu_seconds():
+    times = os.times()
+    return times.user + times.system

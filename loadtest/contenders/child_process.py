@@ -1,0 +1,127 @@
+"""Launch a server under test as a child process and learn where it listens.
+
+Every server the project starts (the broker, the baseline sockjs-tornado app,
+the sockjs-node app) follows one contract: it accepts ``--port 0``, binds an
+ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
+on stdout as soon as it accepts connections. :func:`launch` waits for that line.
+SIGTERM stops it; the broker first drains its clients (``--drain-seconds``), and a
+second SIGTERM ends that at once (:func:`stop_process` sends it).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+from loadtest.errors import LoadTestError
+
+_LISTENING = re.compile(r"listening on (http://\S+)")
+# Seconds a server may take to exit after one SIGTERM before it is sent a second.
+DRAIN_GRACE = 1.0
+
+
+class ServerError(LoadTestError):
+    """The server exited or stayed silent before it was listening."""
+
+
+class LaunchedServer:
+    """A running server process: its ``url`` (SockJS prefix), ``pid`` and output."""
+
+    def __init__(self, process, url, output, reader):
+        self.process = process
+        self.url = url
+        self._output = output
+        self._reader = reader
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    @property
+    def output(self):
+        """Everything the process printed so far (stdout and stderr merged)."""
+        return "".join(self._output)
+
+    def stop(self, timeout=5.0):
+        """:func:`stop_process`, then close its output. Returns the exit code."""
+        stop_process(self.process, timeout)
+        self._reader.join(1.0)
+        self.process.stdout.close()
+        return self.process.returncode
+
+
+def stop_process(process, timeout=5.0):
+    """Send SIGTERM to a child ``process`` still running; if it is still
+    running after DRAIN_GRACE seconds (a broker drains its clients for a while
+    at the first), a second SIGTERM (a broker then closes the rest at once);
+    SIGKILL once ``timeout`` seconds have passed."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(min(DRAIN_GRACE, timeout))
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(max(0.0, timeout - DRAIN_GRACE))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
+    """Start ``argv`` and return a :class:`LaunchedServer` once it prints its listening line.
+
+    ``cpu`` pins the process (and every thread it starts) to one CPU number,
+    with ``taskset``, which execs the command under the same pid. ``env`` adds
+    to this process's environment; a variable given as None is left out.
+    """
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + list(argv)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env = {name: value for name, value in full_env.items() if value is not None}
+    full_env.setdefault("PYTHONUNBUFFERED", "1")
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=full_env,
+        cwd=cwd,
+        text=True,
+        bufsize=1,
+    )
+    output = []
+    found = threading.Event()
+    url = []
+
+    def pump():
+        for line in process.stdout:
+            output.append(line)
+            if not found.is_set():
+                match = _LISTENING.search(line)
+                if match:
+                    url.append(match.group(1).rstrip("/"))
+                    found.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while not found.wait(0.05):
+        exited = process.poll() is not None
+        if exited or time.monotonic() > deadline:
+            if not exited:
+                process.kill()
+            process.wait()
+            reader.join(1.0)
+            process.stdout.close()
+            reason = "exited with code %s" % process.returncode if exited else "timed out after %g s" % timeout
+            raise ServerError(
+                "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
+            )
+    return LaunchedServer(process, url[0], output, reader)

@@ -1,0 +1,78 @@
+"""Where a benchmark runs: the server's and the client's CPUs, the contenders that can run here, launching them.
+
+The options every command that starts servers shares (``compare``, ``soak``,
+``feed``, ``abuse``), and what they do with them: check the CPUs, pin the
+load client, resolve the contenders, launch each one on its CPU and record it.
+One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
+is a descriptor): larger loads are spread over ``--procs`` processes.
+"""
+
+from broker.runtime import raise_open_files_limit
+from loadtest import affinity, arguments, records
+from loadtest.client import sweep
+from loadtest.contenders import child_process, registry, server_group
+
+CONNECTIONS_PER_PROC = 10000
+LAUNCH_TIMEOUT_S = 30.0
+
+
+def add_placement_arguments(parser, server_cpu_help):
+    """Where servers and load run, how the clients connect, where results go:
+    the options ``compare`` and ``soak`` share."""
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
+    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
+                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+
+
+def client_procs(args, connections):
+    """``--procs``, or one client process per CONNECTIONS_PER_PROC of ``connections``."""
+    return args.procs or -(-connections // CONNECTIONS_PER_PROC)
+
+
+def launch(contender, cpus, status, brokers=1, flags=()):
+    """Start ``contender`` on ``cpus`` (``brokers`` processes if it is a cluster; see
+    :func:`loadtest.contenders.server_group.launch`): its :class:`loadtest.contenders.server_group.Cluster`, or None (said why)."""
+    try:
+        return server_group.launch(contender, brokers if contender.joined else 1, cpus, flags, timeout=LAUNCH_TIMEOUT_S)
+    except (child_process.ServerError, OSError) as error:
+        status.message("%s: did not start, skipped: %s" % (contender.label, error))
+        return None
+
+
+def server_record(contender, running, cpu):
+    """The :class:`~loadtest.records.Server` of a launched contender (no pid for a cluster of several processes)."""
+    pids = list(running.pids().values())
+    return records.Server(server=contender.label, runtime=contender.runtime, pid=pids[0] if len(pids) == 1 else None,
+                          cpu=cpu)
+
+
+def resolve_all(names, status):
+    """The contenders of ``names`` that can run here; each one that cannot is reported with the reason."""
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(registry.resolve(name))
+        except registry.Unavailable as reason:
+            status.message("skipped %s" % reason)
+    return chosen
+
+
+def prepare_client(cpu):
+    """Pin this process (the load client) to ``cpu`` and let it open as many files as it may."""
+    affinity.pin(0, cpu)
+    raise_open_files_limit()
+
+
+def check_cpus(parser, args):
+    available = affinity.allowed_cpus()
+    for option, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
+        if cpu not in available:
+            parser.error("%s %d: this process may run on CPUs %s only" % (
+                option, cpu, ",".join(map(str, sorted(available)))))
+    if args.server_cpu == args.client_cpu:
+        parser.error("--server-cpu and --client-cpu must differ")

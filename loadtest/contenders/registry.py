@@ -1,0 +1,191 @@
+"""The servers ``compare`` measures: how to launch each one and what it runs on.
+
+``resolve(name)`` returns a :class:`Contender` ready to hand to
+:func:`loadtest.contenders.server_group.launch`, or raises :class:`Unavailable` with a message
+saying what is missing and how to get it. ``cluster-cpython`` and
+``cluster-pypy`` are the brokers joined through Redis: a cluster of one
+measures what the backplane costs a broker, of several what a room spread
+over processes costs.
+"""
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import loadtest
+from loadtest.errors import LoadTestError
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(loadtest.__file__))
+# The checkout holding the package: where tox and the README's commands put the interpreters.
+REPO_ROOT = os.path.dirname(PACKAGE_DIR)
+NODE_DIR = os.path.join(PACKAGE_DIR, "node")
+CPYTHON_CANDIDATES = (
+    os.path.join(REPO_ROOT, ".tox", "py3", "bin", "python"),
+    os.path.join(REPO_ROOT, ".venv", "bin", "python"),
+)
+PYPY_CANDIDATES = (
+    os.path.join(REPO_ROOT, ".tox", "pypy3", "bin", "python"),
+    os.path.join(REPO_ROOT, ".venv-pypy", "bin", "python"),
+)
+PYPY_HOWTO = (
+    "no PyPy environment with the project installed (looked for %s); to get one: "
+    "apt-get install pypy3 pypy3-venv && pypy3 -m venv .venv-pypy && .venv-pypy/bin/pip install -e ."
+    % " and ".join(os.path.relpath(path, REPO_ROOT) for path in PYPY_CANDIDATES)
+)
+NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "cluster-cpython", "cluster-pypy")
+# What compare and soak run unless told otherwise: one process each.
+SINGLE = NAMES[:4]
+LISTEN = ["--host", "127.0.0.1", "--port", "0"]
+# The load client's clients publish far faster than any person: the brokers run
+# without their per-client publish rate limit.
+BROKER_FLAGS = ["--client-rate", "0"]
+
+# Runs under a candidate interpreter, from the repository root: fails unless the
+# module it will serve imports, then prints the interpreter's name and version.
+_PROBE = (
+    "import importlib, sys; importlib.import_module(sys.argv[1]); "
+    "from broker.runtime import interpreter; print(interpreter())"
+)
+
+
+class Unavailable(LoadTestError):
+    """A contender cannot run on this machine; the message says why and how to fix it."""
+
+
+class Contender:
+    """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``;
+    ``joined``: its processes join through Redis (``--redis``)."""
+
+    def __init__(self, label, argv, runtime, cwd=REPO_ROOT, joined=False):
+        self.label = label
+        self.argv = argv
+        self.runtime = runtime
+        self.cwd = cwd
+        self.joined = joined
+
+    def __repr__(self):
+        return "Contender(%r, %r, %r%s)" % (self.label, self.argv, self.runtime, ", joined=True" if self.joined else "")
+
+
+def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS):
+    """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
+    brokers run with ``broker_flags``."""
+    if name in ("broker-cpython", "cluster-cpython"):
+        return _cpython_contender(name, "broker", broker_flags, joined=name.startswith("cluster-"))
+    if name in ("broker-pypy", "cluster-pypy"):
+        python = pypy()
+        if python is None:
+            raise Unavailable("%s: %s" % (name, PYPY_HOWTO))
+        try:
+            runtime = probe(python, "broker")
+        except Unavailable as reason:
+            raise Unavailable("%s: %s" % (name, reason))
+        return Contender(name, [python, "-m", "broker"] + LISTEN + list(broker_flags), runtime,
+                         joined=name.startswith("cluster-"))
+    if name == "sockjs-node":
+        return _node_contender(name, npm_timeout)
+    if name == "sockjs-tornado":
+        return _cpython_contender(name, "loadtest.contenders.stock_sockjs_tornado")
+    raise Unavailable("unknown server %r (known: %s)" % (name, ", ".join(NAMES)))
+
+
+def cpython(module):
+    """``(path, runtime)`` of the first CPython that can import ``module``.
+
+    Tried in order: this interpreter, the ``py3`` tox environment beside this
+    one, the project's ``.tox/py3`` and ``.venv``, then every ``python3`` on PATH.
+    Each is probed, because under ``tox -e pypy3`` this interpreter and PATH's
+    first ``python3`` are PyPy.
+    """
+    tried = []
+    for python in cpython_candidates():
+        try:
+            runtime = probe(python, module)
+        except Unavailable as reason:
+            tried.append(str(reason))
+            continue
+        if runtime.startswith("CPython "):
+            return python, runtime
+        tried.append("%s is %s" % (python, runtime))
+    raise Unavailable("no CPython can import %s (%s); tox -e py3 --notest sets one up in .tox/py3"
+                      % (module, "; ".join(tried) or "none found"))
+
+
+def cpython_candidates():
+    """Interpreters that may be CPython with the project's dependencies, best first, each once."""
+    candidates = []
+    if platform.python_implementation() == "CPython":
+        candidates.append(sys.executable)
+    if os.path.basename(os.path.dirname(sys.prefix)) == ".tox":
+        candidates.append(os.path.join(os.path.dirname(sys.prefix), "py3", "bin", "python"))
+    candidates.extend(CPYTHON_CANDIDATES)
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if directory:
+            candidates.append(os.path.join(directory, "python3"))
+    found = []
+    for path in map(os.path.abspath, candidates):
+        if os.access(path, os.X_OK) and path not in found:
+            found.append(path)
+    return found
+
+
+def pypy():
+    """The first PyPy environment set up for the project, or None."""
+    for path in PYPY_CANDIDATES:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def probe(python, module):
+    """The runtime (``CPython 3.11.7``) of ``python`` once it has imported ``module``."""
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE, module],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise Unavailable("cannot run %s: %s" % (python, error))
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["exit code %d" % done.returncode])[-1]
+        raise Unavailable("%s cannot import %s: %s" % (python, module, last))
+    return done.stdout.strip()
+
+
+def _cpython_contender(name, module, flags=(), joined=False):
+    try:
+        python, runtime = cpython(module)
+    except Unavailable as reason:
+        raise Unavailable("%s: %s" % (name, reason))
+    return Contender(name, [python, "-m", module] + LISTEN + list(flags), runtime, joined=joined)
+
+
+def _node_contender(name, npm_timeout):
+    node = shutil.which("node")
+    if node is None:
+        raise Unavailable("%s: node is not installed (Node 20 or later is needed)" % name)
+    ensure_node_modules(npm_timeout)
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    runtime = "Node " + version.stdout.strip().lstrip("v")
+    return Contender(name, [node, os.path.join(NODE_DIR, "server.js")] + LISTEN, runtime, cwd=NODE_DIR)
+
+
+def ensure_node_modules(timeout=300.0):
+    """Run ``npm ci`` in ``loadtest/node`` unless its dependencies are installed already."""
+    if os.path.isdir(os.path.join(NODE_DIR, "node_modules", "sockjs")):
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise Unavailable("sockjs-node: npm is not installed; it installs loadtest/node's dependencies")
+    print("installing sockjs-node dependencies: npm ci in %s" % NODE_DIR, file=sys.stderr, flush=True)
+    try:
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=NODE_DIR, capture_output=True, text=True, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise Unavailable("sockjs-node: npm ci did not finish within %.0f s" % timeout)
+    if done.returncode != 0:
+        raise Unavailable("sockjs-node: npm ci failed:\n%s" % (done.stderr or done.stdout).strip())

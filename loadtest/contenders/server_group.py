@@ -1,0 +1,72 @@
+"""A contender's processes, started as one: a single server, or brokers joined through Redis.
+
+Rules (README.rst, "Cluster through Redis"):
+
+- A contender that is not ``joined`` runs as one process. A joined one
+  (``cluster-cpython``, ``cluster-pypy``) runs ``brokers`` processes, after one
+  ``redis-server`` without persistence (:class:`loadtest.contenders.redis_server.RedisServer`)
+  that every broker joins with ``--redis``; a cluster of one is a broker
+  paying for the backplane.
+- Process ``i`` is pinned to ``cpus[i % len(cpus)]`` and Redis to ``cpus[0]``
+  (nothing is pinned without CPUs): a cluster's processes share the server's
+  CPUs, as they would share a machine.
+- Every process gets the same ``flags`` after the contender's own (a publish
+  token, say); each prints its listening line as a single server does, so
+  :func:`loadtest.contenders.child_process.launch` starts them all.
+- :meth:`Cluster.stop` stops the servers, then Redis; a cluster that fails to
+  start stops what it had started before raising.
+"""
+
+from loadtest import affinity
+from loadtest.contenders import child_process
+from loadtest.contenders.redis_server import RedisServer
+
+
+class Cluster:
+    """Running servers (:class:`loadtest.contenders.child_process.LaunchedServer`) and their Redis (None when not joined)."""
+
+    def __init__(self, servers_, redis):
+        self.servers = servers_
+        self.redis = redis
+
+    @property
+    def urls(self):
+        """The SockJS prefix of every server, in order."""
+        return [server.url for server in self.servers]
+
+    def pids(self):
+        """``{name: pid}`` of every process: ``broker1``, ``broker2``..., then ``redis``."""
+        named = {"broker%d" % (i + 1): server.pid for i, server in enumerate(self.servers)}
+        if self.redis is not None:
+            named["redis"] = self.redis.pid
+        return named
+
+    def stop(self):
+        for server in self.servers:
+            server.stop()
+        if self.redis is not None:
+            self.redis.stop()
+
+
+def launch(contender, brokers=1, cpus=(), flags=(), timeout=60.0):
+    """Start ``contender`` (a :class:`loadtest.contenders.registry.Contender`): a :class:`Cluster`.
+
+    ``brokers`` above 1 needs a joined contender (ValueError otherwise).
+    """
+    if brokers > 1 and not contender.joined:
+        raise ValueError("%s runs as one process; a cluster needs cluster-cpython or cluster-pypy" % contender.label)
+    redis = RedisServer() if contender.joined else None
+    cluster = Cluster([], redis)
+    try:
+        joined = []
+        if redis is not None:
+            affinity.pin(redis.pid, cpus[0] if cpus else None)
+            joined = ["--redis", redis.url]
+        for i in range(brokers):
+            cluster.servers.append(child_process.launch(
+                list(contender.argv) + list(flags) + joined, cpu=cpus[i % len(cpus)] if cpus else None,
+                cwd=contender.cwd, timeout=timeout))
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

@@ -1,0 +1,342 @@
+"""The benchmark method's rules, as pure functions: rates, loss and overload, merging, step records.
+
+Rules (README.rst, "Load testing"; BENCHMARKS.rst):
+
+- A level holds N connections; its rates (msgs/s in total) rise by ``RATE_RATIO``
+  a step (:func:`rate_schedule`), each held for one step, from where N x rate is
+  about ``FIRST_DELIVERIES_PER_S`` (1 msg/s at least) until a step breaks
+  (see below), or at most to the cap (:func:`rate_cap`): ``MAX_RATE`` msgs/s and
+  ``MAX_DELIVERIES_PER_S``, which bound a step's messages and its deliveries.
+  The level's end says which (:func:`level_end`, :func:`cap_end`).
+- A step ends early when every connection is lost or a message is not back
+  within ``LOSS_AFTER_S`` (:func:`step_end`); a message sent more than that
+  before the step's end and still unanswered is lost (:func:`lost_messages`).
+- A step shows the server overloaded when a connection dropped, a message was
+  lost, or the mean round trip exceeds ``MAX_MEAN_RTT_MS`` (:func:`overload_reason`).
+- A step is client-bound when the client was saturated: its CPU at
+  ``CLIENT_BOUND_CPU`` of a core or its loop ``CLIENT_BOUND_LAG_MS`` late.
+- A step that broke (overloaded, or past realtime: mean round trip above
+  ``REALTIME_MS``) is the client's limit, not the server's, when it was
+  client-bound and the server was not saturated, its CPU below
+  ``SERVER_SATURATED_CPU`` of its core or unknown (:func:`client_limited`).
+  A sweep's level ends at such a step (client-bound) or at an overloaded one
+  (:func:`ends_sweep`): past the server's realtime it goes on to overload.
+- Round trips go into an HDR histogram, 1 us to 60 s, 3 significant digits.
+- How a step, a level or a soak ended is an :class:`End`, written as the text
+  results files have always carried.
+
+No I/O and no clock here: times are passed in.
+"""
+
+import dataclasses
+import enum
+import math
+from typing import Dict, Optional
+
+from hdrh.histogram import HdrHistogram
+
+from loadtest import records
+
+DEFAULT_LEVELS = (25, 50, 100, 200, 500, 1000, 2000)
+FIRST_DELIVERIES_PER_S = 1000
+RATE_RATIO = math.sqrt(2)
+MAX_RATE = 100000
+MAX_DELIVERIES_PER_S = 10000000
+LOSS_AFTER_S = 5.0
+MAX_MEAN_RTT_MS = 1500.0
+CLIENT_BOUND_CPU = 0.9
+CLIENT_BOUND_LAG_MS = 10.0
+SERVER_SATURATED_CPU = 0.9
+REALTIME_MS = 200.0
+RTT_HIGHEST_US = 60 * 1000 * 1000
+
+
+class End(enum.Enum):
+    """Why a step, a level or a soak ended; ``value`` is the text results files carry.
+
+    A level's or a soak's ``end`` field is :meth:`text`: the value, then ``": "``
+    and the detail where there is one (``overloaded: mean round trip 1600 ms > 1500 ms``).
+    """
+
+    ALL_LOST = "every connection lost"
+    LATE = "a message not back within %g s" % LOSS_AFTER_S
+    SWEEP_DONE = "sweep done"
+    CAP_REACHED = "the sweep's cap reached"
+    OVERLOADED = "overloaded"
+    CLIENT_BOUND = "client-bound"
+    CONNECTIONS_FAILED = "connections failed"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    SERVER_GONE = "server gone"
+
+    def text(self, detail=None):
+        return self.value if detail is None else "%s: %s" % (self.value, detail)
+
+    @classmethod
+    def of(cls, text):
+        """The End a results file's ``end`` text names (older files too), or None for any other text."""
+        try:
+            return cls(text.partition(": ")[0])
+        except ValueError:
+            return None
+
+
+def new_histogram():
+    """Round trips in microseconds, 1 us to 60 s, 3 significant digits."""
+    return HdrHistogram(1, RTT_HIGHEST_US, 3)
+
+
+def rate_cap(level):
+    """The highest total rate (msgs/s) a sweep offers ``level`` connections."""
+    return max(1, min(MAX_RATE, MAX_DELIVERIES_PER_S // level))
+
+
+def rate_schedule(level):
+    """Total rates (msgs/s) for one level, whole numbers: geometric from about
+    ``FIRST_DELIVERIES_PER_S`` / ``level`` (at least 1) to :func:`rate_cap`."""
+    last = rate_cap(level)
+    first = min(last, max(1, int(round(FIRST_DELIVERIES_PER_S / level))))
+    rates = []
+    rate = float(first)
+    while rate < last:
+        if not rates or int(round(rate)) > rates[-1]:
+            rates.append(int(round(rate)))
+        rate *= RATE_RATIO
+    rates.append(last)
+    return rates
+
+
+def messages_due(elapsed_s, rate, to_send):
+    """How many of ``to_send`` messages, paced at ``rate`` per second from 0, are due ``elapsed_s`` in."""
+    return min(to_send, int(elapsed_s * rate) + 1)
+
+
+def split(total, weights):
+    """``total`` as whole numbers proportional to ``weights`` (largest remainders get the rest)."""
+    weight_sum = sum(weights)
+    if not weight_sum:
+        return [0] * len(weights)
+    exact = [total * w / weight_sum for w in weights]
+    counts = [int(x) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda i: exact[i] - counts[i], reverse=True)
+    for i in by_remainder[: total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def step_end(clients, sent_log, now_us):
+    """Why a step must stop at ``now_us``, or None.
+
+    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.client.client_protocol.ClientProtocol`);
+    ``sent_log`` holds ``(sent_us, client, seq)`` in send order, and loses its
+    answered head here.
+    """
+    if not any(client.alive for client in clients):
+        return End.ALL_LOST
+    while sent_log and sent_log[0][2] not in sent_log[0][1].pending:
+        sent_log.popleft()
+    if sent_log and sent_log[0][0] < now_us - int(LOSS_AFTER_S * 1e6):
+        return End.LATE
+    return None
+
+
+def lost_messages(sent_log, cutoff_us):
+    """Messages sent before ``cutoff_us`` and still unanswered."""
+    return sum(1 for sent_us, client, seq in sent_log if sent_us < cutoff_us and seq in client.pending)
+
+
+def rtt_summary(histogram):
+    """Round-trip statistics in milliseconds from an HDR histogram in microseconds."""
+    if not histogram.get_total_count():
+        return {"mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+    return {
+        "mean": round(histogram.get_mean_value() / 1000, 3),
+        "p50": histogram.get_value_at_percentile(50) / 1000,
+        "p95": histogram.get_value_at_percentile(95) / 1000,
+        "p99": histogram.get_value_at_percentile(99) / 1000,
+        "max": histogram.get_max_value() / 1000,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Partial:
+    """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`)."""
+
+    duration_s: float
+    sent: int
+    received: int
+    lost: int
+    dropped: int
+    drop_reasons: Dict[str, int]
+    histogram: HdrHistogram
+    cpu_s: float
+    loop_lag_ms: Dict[str, float]
+    end: Optional[End]
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedPartial:
+    """What one group of listeners had of the feed since its last sample
+    (:meth:`loadtest.client.connections.ClientGroup.take_sample`): messages, their delivery
+    times, connections alive and lost, and at the end how many messages the
+    alive ones lack (``short``) or had twice (``extra``); the CPU seconds its
+    process used meanwhile."""
+
+    received: int
+    histogram: HdrHistogram
+    alive: int
+    drop_reasons: Dict[str, int]
+    short: int
+    extra: int
+    cpu_s: float
+
+
+def merge_feed(partials):
+    """One :class:`FeedPartial` of every group's: counts and CPU added, histograms merged."""
+    histogram, drop_reasons = _merge_histograms_and_drops(partials)
+    return FeedPartial(received=sum(part.received for part in partials), histogram=histogram,
+                       alive=sum(part.alive for part in partials), drop_reasons=drop_reasons,
+                       short=sum(part.short for part in partials), extra=sum(part.extra for part in partials),
+                       cpu_s=sum(part.cpu_s for part in partials))
+
+
+@dataclasses.dataclass(frozen=True)
+class Merged:
+    """One step's figures, every client group's partial added up (:func:`merge_partials`)."""
+
+    duration_s: float
+    sent: int
+    received: int
+    lost: int
+    dropped: int
+    drop_reasons: Dict[str, int]
+    histogram: HdrHistogram
+    client_cpu: float
+    loop_lag_ms: Dict[str, float]
+    end: Optional[End]
+
+
+def merge_partials(partials):
+    """One step's figures from the :class:`Partial` of every client group."""
+    histogram, drop_reasons = _merge_histograms_and_drops(partials)
+    ends = [part.end for part in partials if part.end is not None]
+    return Merged(
+        duration_s=max(part.duration_s for part in partials),
+        sent=sum(part.sent for part in partials),
+        received=sum(part.received for part in partials),
+        lost=sum(part.lost for part in partials),
+        dropped=sum(part.dropped for part in partials),
+        drop_reasons=drop_reasons,
+        histogram=histogram,
+        client_cpu=max(part.cpu_s / part.duration_s for part in partials),
+        loop_lag_ms={
+            "mean": max(part.loop_lag_ms["mean"] for part in partials),
+            "max": max(part.loop_lag_ms["max"] for part in partials),
+        },
+        end=ends[0] if ends else None,
+    )
+
+
+def _merge_histograms_and_drops(partials):
+    """The histogram of every partial's, and their dropped connections' reasons added up."""
+    histogram = new_histogram()
+    drop_reasons = {}
+    for part in partials:
+        histogram.add(part.histogram)
+        for reason, count in part.drop_reasons.items():
+            drop_reasons[reason] = drop_reasons.get(reason, 0) + count
+    return histogram, drop_reasons
+
+
+def overload_reason(merged, mean_rtt_ms):
+    """Why a step shows the server overloaded, or None."""
+    if merged.dropped:
+        return "connection lost (%s)" % ", ".join(sorted(merged.drop_reasons) or ["?"])
+    if merged.lost:
+        return "%d messages not back within %g s" % (merged.lost, LOSS_AFTER_S)
+    if mean_rtt_ms is not None and mean_rtt_ms > MAX_MEAN_RTT_MS:
+        return "mean round trip %.0f ms > %.0f ms" % (mean_rtt_ms, MAX_MEAN_RTT_MS)
+    if merged.end is not None:
+        return merged.end.value
+    return None
+
+
+def past_realtime(overloaded, mean_rtt_ms):
+    """Whether a step broke: overloaded, or its mean round trip above ``REALTIME_MS`` (or unknown)."""
+    return overloaded or mean_rtt_ms is None or mean_rtt_ms > REALTIME_MS
+
+
+def client_limited(client_bound, server_cpu):
+    """Whether a step that broke shows the client's limit rather than the server's:
+    the client was saturated and the server (its CPU a share of one core, None when unknown) was not."""
+    return client_bound and (server_cpu is None or server_cpu < SERVER_SATURATED_CPU)
+
+
+def ends_sweep(step):
+    """Whether a sweep's level ends at ``step`` (a :class:`loadtest.records.Step`): overloaded, or past
+    realtime with the client, not the server, saturated (further steps would measure the client)."""
+    return step.overloaded or (past_realtime(False, step.rtt_ms["mean"])
+                               and client_limited(step.client_bound, step.server_cpu))
+
+
+def level_end(step):
+    """The ``end`` text of a level whose sweep stops at ``step`` (see :func:`ends_sweep`):
+    client-bound when :func:`client_limited`, otherwise overloaded."""
+    if not client_limited(step.client_bound, step.server_cpu):
+        return End.OVERLOADED.text(step.overload_reason)
+    reason = step.overload_reason or "mean round trip %s ms > %.0f ms" % (
+        "?" if step.rtt_ms["mean"] is None else "%.0f" % step.rtt_ms["mean"], REALTIME_MS)
+    return End.CLIENT_BOUND.text("at %s msgs/s (client CPU %.0f %%, loop lag %.1f ms; server CPU %s): %s" % (
+        "{:,.0f}".format(step.rate), step.client_cpu * 100, step.loop_lag_ms["mean"],
+        "unknown" if step.server_cpu is None else "%.0f %%" % (step.server_cpu * 100), reason))
+
+
+def cap_end(level, rate):
+    """The ``end`` text of a level whose sweep reached the cap at ``rate`` msgs/s without overload."""
+    return End.CAP_REACHED.text("%s msgs/s x %d clients = %s deliveries/s" % (
+        "{:,.0f}".format(rate), level, "{:,.0f}".format(rate * level)))
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerFigures:
+    """The server process over one step: CPU as a share of one core, RSS, CPU per delivered message.
+
+    All None when the server's pid is unknown.
+    """
+
+    cpu: Optional[float] = None
+    rss_kb: Optional[int] = None
+    cpu_us_per_msg: Optional[float] = None
+
+    @classmethod
+    def of(cls, cpu_s, duration_s, received, rss_kb):
+        """From the CPU seconds the server used in a step of ``duration_s`` that delivered ``received``."""
+        return cls(cpu=round(cpu_s / duration_s, 4), rss_kb=rss_kb,
+                   cpu_us_per_msg=round(cpu_s * 1e6 / received, 3) if received else None)
+
+
+def step_record(server, level, rate, merged, server_figures):
+    """The :class:`loadtest.records.Step` of one step from its :class:`Merged` and :class:`ServerFigures`."""
+    rtt = rtt_summary(merged.histogram)
+    reason = overload_reason(merged, rtt["mean"])
+    return records.Step(
+        server=server,
+        level=level,
+        rate=rate,
+        duration_s=round(merged.duration_s, 3),
+        sent=merged.sent,
+        received=merged.received,
+        server_msgs_per_s=round(merged.received / merged.duration_s, 1),
+        rtt_ms=rtt,
+        lost=merged.lost,
+        dropped=merged.dropped,
+        client_cpu=round(merged.client_cpu, 4),
+        loop_lag_ms=merged.loop_lag_ms,
+        server_cpu=server_figures.cpu,
+        server_rss_kb=server_figures.rss_kb,
+        server_cpu_us_per_msg=server_figures.cpu_us_per_msg,
+        client_bound=(merged.client_cpu >= CLIENT_BOUND_CPU
+                      or merged.loop_lag_ms["mean"] >= CLIENT_BOUND_LAG_MS),
+        overloaded=reason is not None,
+        overload_reason=reason,
+    )

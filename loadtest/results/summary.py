@@ -1,0 +1,273 @@
+"""What a results file says, without drawing: latency curves, realtime capacity, RSS over time, the summary tables.
+
+Everything here is pure: it takes the records of one results file (see
+:mod:`loadtest.results.files`) and returns plain values and text. ``compare`` prints
+its tables when a run ends; :mod:`plots` draws its curves and writes its tables
+beside the figures.
+"""
+
+import collections
+
+from loadtest.method import rules
+from loadtest.method.memory_verdict import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
+from loadtest.method.rules import REALTIME_MS, End
+
+REFERENCE = "sockjs-node"
+SERVER = "server"
+CLIENT = "client-bound"
+
+Curve = collections.namedtuple("Curve", "server level points")
+Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate ratio limit")
+
+
+class Results:
+    """The records of one results file, sorted by type; servers in the order they were measured."""
+
+    def __init__(self, records):
+        self.run = next((r for r in records if r["type"] == "run"), {})
+        self.runtimes = collections.OrderedDict()
+        for record in records:
+            if record["type"] == "server":
+                self.runtimes[record["server"]] = record.get("runtime")
+            elif "server" in record:
+                self.runtimes.setdefault(record["server"], None)
+        self.steps = [r for r in records if r["type"] == "step"]
+        self.level_ends = {(r["server"], r["level"]): r["end"] for r in records if r["type"] == "level"}
+        self.cpu_per_msg = [r for r in records if r["type"] == "cpu_per_msg"]
+        self.idle_rss = [r for r in records if r["type"] == "idle_rss"]
+        self.floor = next((r for r in records if r["type"] == "floor"), None)
+        self.soak_samples = [r for r in records if r["type"] == "soak_sample"]
+        self.soaks = [r for r in records if r["type"] == "soak"]
+        self.churns = [r for r in records if r["type"] == "churn"]
+
+    @property
+    def servers(self):
+        return list(self.runtimes)
+
+
+def curves(results, statistic="mean"):
+    """One :class:`Curve` per server and level: ``(server msgs/s, RTT ms, overloaded)`` points."""
+    grouped = collections.OrderedDict()
+    for server in results.servers:
+        for step in results.steps:
+            if step["server"] != server or step["rtt_ms"].get(statistic) is None:
+                continue
+            point = (step["server_msgs_per_s"], step["rtt_ms"][statistic], step["overloaded"])
+            grouped.setdefault((server, step["level"]), []).append(point)
+    return [Curve(server, level, points) for (server, level), points in grouped.items()]
+
+
+def realtime_capacity(results):
+    """For each server and level, the highest server msgs/s of a healthy step with mean RTT <= ``REALTIME_MS``.
+
+    ``rate`` is the msgs/s that step offered; ``ratio`` compares its msgs/s with
+    sockjs-node's at the same level (None without a reference); ``limit`` says
+    what stopped it: ``SERVER`` or ``CLIENT`` by the first step past realtime
+    (:func:`loadtest.method.rules.client_limited`), else the level's end (an
+    :class:`End`, None without one): the server's limit then lies above.
+    """
+    best = collections.OrderedDict()
+    broke = {}
+    for server in results.servers:
+        for step in results.steps:
+            if step["server"] != server:
+                continue
+            key = (server, step["level"])
+            best.setdefault(key, None)
+            if rules.past_realtime(step["overloaded"], step["rtt_ms"]["mean"]):
+                broke.setdefault(key, step)
+            elif best[key] is None or step["server_msgs_per_s"] > best[key]["server_msgs_per_s"]:
+                best[key] = step
+    rows = []
+    for (server, level), step in best.items():
+        value = step and step["server_msgs_per_s"]
+        reference = best.get((REFERENCE, level))
+        ratio = value / reference["server_msgs_per_s"] if value is not None and reference else None
+        if (server, level) in broke:
+            at = broke[(server, level)]
+            limit = CLIENT if rules.client_limited(at.get("client_bound"), at.get("server_cpu")) else SERVER
+        else:
+            limit = End.of(results.level_ends.get((server, level), ""))
+        rows.append(Capacity(server, level, value, step and step["rate"], ratio, limit))
+    return rows
+
+
+def rss_series(results):
+    """Per server, in the order measured: ``(minutes under load, RSS in MB)`` of each soak sample."""
+    series = collections.OrderedDict()
+    for server in results.servers:
+        points = [(s["elapsed_s"] / 60.0, s["server_rss_kb"] / KB_PER_MB) for s in results.soak_samples
+                  if s["server"] == server and s.get("server_rss_kb") is not None]
+        if points:
+            series[server] = points
+    return series
+
+
+def subtitle(results):
+    """Machine, runtimes and date of the run, for figure subtitles."""
+    machine = results.run.get("machine") or {}
+    parts = []
+    if machine.get("cpu_model"):
+        parts.append("%s, %s cores" % (machine["cpu_model"], machine.get("cores", "?")))
+    if machine.get("kernel"):
+        parts.append("Linux %s" % machine["kernel"])
+    runtimes = sorted({runtime for runtime in results.runtimes.values() if runtime})
+    if runtimes:
+        parts.append(", ".join(runtimes))
+    if results.run.get("started"):
+        parts.append(results.run["started"][:10])
+    return " · ".join(parts)
+
+
+def fixed_loads(results):
+    """The ``(clients, rate)`` of every fixed load measured, in the order first met."""
+    return list(dict.fromkeys((r["level"], r["rate"]) for r in results.cpu_per_msg))
+
+
+def cost_rows(results, load=None):
+    """Per server: CPU per delivered message at the fixed ``load`` (default:
+    the first one) and RSS per idle connection, with ratios."""
+    loads = fixed_loads(results)
+    load = load or (loads[0] if loads else None)
+    cpu = {r["server"]: r for r in results.cpu_per_msg if (r["level"], r["rate"]) == load}
+    rss = {r["server"]: r for r in results.idle_rss}
+    floor = results.floor.get("cpu_us_per_send") if results.floor else None
+    rows = []
+    for server in results.servers:
+        if server not in cpu and server not in rss:
+            continue
+        us = cpu.get(server, {}).get("cpu_us_per_msg")
+        kb = rss.get(server, {}).get("rss_per_conn_kb")
+        rows.append({
+            "server": server,
+            "runtime": results.runtimes.get(server),
+            "cpu_us_per_msg": us,
+            "vs_reference": _ratio(us, cpu.get(REFERENCE, {}).get("cpu_us_per_msg")),
+            "vs_floor": _ratio(us, floor),
+            "p50_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p50"),
+            "p99_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p99"),
+            "lost": cpu.get(server, {}).get("lost"),
+            "rss_per_conn_kb": kb,
+            "rss_vs_reference": _ratio(kb, rss.get(REFERENCE, {}).get("rss_per_conn_kb")),
+        })
+    return rows
+
+
+def _ratio(value, reference):
+    return value / reference if value is not None and reference else None
+
+
+def rst_table(headers, rows):
+    """An RST simple table."""
+    cells = [list(headers)] + [[_text(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    rule = "  ".join("=" * width for width in widths)
+    lines = [rule, _row(cells[0], widths), rule]
+    lines.extend(_row(row, widths) for row in cells[1:])
+    lines.append(rule)
+    return "\n".join(lines)
+
+
+def _row(cells, widths):
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+
+
+def _text(cell):
+    if cell is None:
+        return "-"
+    return cell if isinstance(cell, str) else str(cell)
+
+
+def _rate(value):
+    return None if value is None else "{:,.0f}".format(value)
+
+
+def _capacity(row):
+    if row.msgs_per_s is None:
+        return None
+    return _rate(row.msgs_per_s) + ("" if row.limit == SERVER else "+")
+
+
+def _limit(row):
+    return row.limit.value if isinstance(row.limit, End) else row.limit
+
+
+def _times(value):
+    return None if value is None else "%.2fx" % value
+
+
+def _number(value, digits=1):
+    return None if value is None else "%.*f" % (digits, value)
+
+
+def summary_rst(results):
+    """The summary as RST: realtime capacity per server and level, then the costs per server."""
+    sections = []
+    capacity = realtime_capacity(results)
+    if capacity:
+        sections.append(
+            "Highest server messages/s with mean round trip <= %.0f ms\n\n" % REALTIME_MS
+            + rst_table(
+                ("server", "clients", "msgs/s", "rate/s", "vs %s" % REFERENCE, "stopped by"),
+                [(c.server, c.level, _capacity(c), _rate(c.rate), _times(c.ratio), _limit(c)) for c in capacity],
+            )
+        )
+        sections[-1] += (
+            "\n\nmsgs/s: delivered by the server; rate/s: sent by the clients in total. Stopped by: ``%s``\n"
+            "when the next step was past realtime with the server saturated or the client not; ``%s``\n"
+            "when the client, not the server, was saturated there (a faster client goes further); otherwise\n"
+            "what ended the level. ``+``: not stopped by the server, so its limit lies above." % (SERVER, CLIENT))
+    for index, load in enumerate(fixed_loads(results) or [None]):
+        costs = cost_rows(results, load)
+        if not costs:
+            continue
+        title = "Cost per delivered message"
+        if load:
+            title += " at %d clients x %s msgs/s" % (load[0], _rate(load[1]))
+        if index == 0 and results.floor and results.floor.get("cpu_us_per_send") is not None:
+            title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
+        headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
+                   "lost", "idle KiB/conn", "vs %s" % REFERENCE)
+        rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
+                 _times(c["vs_floor"]) if index == 0 else None, _number(c["p50_ms"]), _number(c["p99_ms"]),
+                 c["lost"], _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
+        sections.append(title + "\n\n" + rst_table(headers, rows))
+    if results.soaks:
+        sections.append(_soak_section(results))
+    if results.churns:
+        sections.append(_churn_section(results))
+    return "\n\n".join(sections) + "\n"
+
+
+def _mb(kb):
+    return None if kb is None else "%.1f" % (kb / KB_PER_MB)
+
+
+def _signed(value):
+    return None if value is None else "%+.1f" % value
+
+
+def _soak_section(results):
+    load = results.soaks[0]
+    title = ("Memory under a held load of %d clients x %s msgs/s; \"flat\": at most %g %% or %g MB above "
+             "the RSS after the %g s warm-up" % (load["clients"], _rate(load["rate"]), FLAT_SHARE * 100,
+                                                 FLAT_MIN_MB, load["warmup_s"]))
+    headers = ("server", "runtime", "minutes", "RSS after warm-up MB", "final RSS MB", "growth MB/h",
+               "growth %", "lost", "dropped", "verdict")
+    rows = [(r["server"], results.runtimes.get(r["server"]), _number(r["duration_s"] / 60.0),
+             _mb(r["rss_after_warmup_kb"]), _mb(r["final_rss_kb"]), _signed(r["growth_mb_per_h"]),
+             _signed(r["growth_pct"]), r["lost"], r["dropped"],
+             r["verdict"] if End.of(r["end"]) is End.COMPLETED else "%s (%s)" % (r["verdict"] or "-", r["end"]))
+            for r in results.soaks]
+    return title + "\n\n" + rst_table(headers, rows)
+
+
+def _churn_section(results):
+    churn = results.churns[0]
+    title = "Churn: %d waves of %d sessions per transport, websocket, xhr-streaming and abandoned xhr-polling" % (
+        churn["waves"], churn["size"])
+    headers = ("server", "sessions before", "sessions after", "waited s", "RSS before MB", "RSS after MB",
+               "verdict")
+    rows = [(r["server"], r["baseline_connections"], r["final_connections"], _number(r["settle_s"]),
+             _mb(r["baseline_rss_kb"]), _mb(r["final_rss_kb"]), r["verdict"]) for r in results.churns]
+    return title + "\n\n" + rst_table(headers, rows)

@@ -1,0 +1,326 @@
+"""``python -m loadtest abuse``: two attacks on the broker, with its production
+defaults, measured from outside.
+
+Rules (BENCHMARKS.rst, "Hostile clients"):
+
+- ``flood``: ``--canaries`` clients send ``--canary-rate`` msgs/s in total and
+  time their round trips (the sweep's method) in three equal steps: quiet;
+  while one client floods (it writes chat frames as fast as its socket takes
+  them, until the broker cuts it); while a flooder reconnects each time it is
+  cut. Each attacker runs in its own process on the client CPU at the lowest
+  priority (it stands for another machine), started when the step before is
+  measured.
+- ``stalled``: ``--stalled`` websocket clients open, read their open frame and
+  never read again (a 4 KiB receive buffer); a backend publishes ``--message-bytes`` messages at
+  ``--publish-rate`` through ``POST /publish`` (:class:`loadtest.client.publisher.Publisher`) until the broker has cut them
+  all, or ``--write-timeout`` + 30 s. The broker's RSS and ``/stats`` are
+  sampled every ``SAMPLE_S``: the cost is its peak RSS less its RSS before the
+  stalled clients connected, against ``stalled x --max-buffer + 50 MB``; each
+  cut is timed from the moment the broker began to hold back bytes for the
+  stalled clients (``/stats`` ``slow_consumers.behind``), against
+  ``--write-timeout`` + 1 s (:func:`cut_delays`).
+- Each broker is a fresh process, pinned to ``--server-cpu``; the load runs
+  on ``--client-cpu``. Loopback only; every loop ends by a deadline.
+"""
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import secrets
+import socket
+import time
+import urllib.parse
+
+from loadtest import affinity, arguments, procstat
+from loadtest.client import endpoints, websocket_frames
+from loadtest.client import sweep
+from loadtest.client.publisher import Publisher, read_head
+from loadtest.contenders import placement
+from loadtest.contenders import registry
+from loadtest.results import console
+
+ATTACKS = ("flood", "stalled")
+BROKERS = ("broker-cpython", "broker-pypy")
+SAMPLE_S = 0.25
+PUBLISHERS = 16
+STALLED_RCVBUF = 4096
+BOUND_SLACK_MB = 50
+FLOOD_FRAMES_PER_WRITE = 100
+FLOOD_STEPS = 3
+ATTACKER_GRACE_S = 30
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest abuse",
+        description="Attack each broker (production defaults plus a publish token) and measure what the "
+        "attack costs the others: a flooding chat client against canaries' round trips, and clients "
+        "that never read against the broker's memory and its write timeout.",
+    )
+    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
+                        help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
+    parser.add_argument("--attacks", type=arguments.names_from("attack", ATTACKS), default=list(ATTACKS),
+                        help="comma-separated, from %s (default: both)" % ",".join(ATTACKS))
+    parser.add_argument("--canaries", type=arguments.positive_int, default=50,
+                        help="flood: well-behaved clients timing round trips (default %(default)s)")
+    parser.add_argument("--canary-rate", type=arguments.positive_float, default=100.0,
+                        help="flood: total msgs/s the canaries send (default %(default)g)")
+    parser.add_argument("--seconds", type=arguments.positive_float, default=10.0,
+                        help="flood: seconds of each step, quiet and flooded (default %(default)g)")
+    parser.add_argument("--stalled", type=arguments.positive_int, default=1000,
+                        help="stalled: clients that never read (default %(default)s)")
+    parser.add_argument("--message-bytes", type=arguments.positive_int, default=20,
+                        help="stalled: size of each published message (default %(default)s)")
+    parser.add_argument("--publish-rate", type=arguments.positive_float, default=2000.0,
+                        help="stalled: messages published per second (default %(default)g)")
+    parser.add_argument("--broker-flags", default="",
+                        help="more broker flags, one string (e.g. \"--max-buffer 256KiB --write-timeout 10\")")
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpu", type=int, default=server_cpu,
+                        help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU the attack runs on (default %d, the second this process may use)" % client_cpu)
+    return parser
+
+
+class Broker:
+    """A launched broker: its server process, publish token and settings from ``/stats``."""
+
+    def __init__(self, server, token):
+        self.server = server
+        self.token = token
+        parts = urllib.parse.urlsplit(server.url)
+        self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path.rstrip("/")
+
+    def request(self, method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            conn.request(method, path, body, headers or {})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def stats(self):
+        status, body = self.request("GET", "/stats")
+        if status != 200:
+            raise RuntimeError("/stats answered %d" % status)
+        return json.loads(body)
+
+    def rss_mb(self):
+        return procstat.rss_kb(self.server.pid) / 1024
+
+
+# -- flood -------------------------------------------------------------------------------------------
+
+def flood(url, seconds, cpu, reconnect, results):
+    """The attacker (its own process): chat frames as fast as the socket takes
+    them for ``seconds``; with ``reconnect``, a new connection each time the
+    broker cuts one."""
+    affinity.pin(0, cpu)
+    # The attacker stands for another machine: the canaries' process, on the
+    # same CPU, comes first, so their round trips measure the broker.
+    os.nice(19)
+    parts = urllib.parse.urlsplit(url)
+    burst = websocket_frames.client_frame(b'["flood"]') * FLOOD_FRAMES_PER_WRITE
+    deadline = time.monotonic() + seconds
+    connections = cut = written = 0
+    while time.monotonic() < deadline and (reconnect or not connections):
+        try:
+            sock = open_websocket(parts.hostname, parts.port, endpoints.endpoint_path(url, "sockjs"))
+        except OSError:
+            time.sleep(0.01)
+            continue
+        connections += 1
+        try:
+            while time.monotonic() < deadline:
+                sock.sendall(burst)
+                written += len(burst)
+        except OSError:
+            cut += 1
+        finally:
+            sock.close()
+    results.put({"connections": connections, "cut": cut, "written_mb": round(written / 1e6, 1)})
+
+
+def open_websocket(host, port, path, rcvbuf=None):
+    """A blocking socket with a SockJS websocket session open on it (its ``o`` frame read)."""
+    sock = socket.socket()
+    sock.settimeout(10)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    try:
+        sock.connect((host, port))
+        key = websocket_frames.new_key()
+        sock.sendall(websocket_frames.handshake_request("%s:%d" % (host, port), path, key))
+        head, data = read_head(sock)
+        websocket_frames.check_handshake_response(head, key)
+        while not data[2:3] == b"o":
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("closed before the open frame")
+            data += chunk
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def run_flood(broker, label, args):
+    """Canary round trips in three equal steps: quiet, under one flooding
+    client, under a flooder that reconnects each time it is cut."""
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    attackers = []
+    steps = []
+
+    def on_step(step):
+        steps.append(step)
+        if len(attackers) < FLOOD_STEPS - 1:
+            if attackers:
+                attackers[-1].join(ATTACKER_GRACE_S)
+            reconnect = len(attackers) == 1
+            process = context.Process(target=flood, args=(broker.server.url, args.seconds + 1, args.client_cpu,
+                                                          reconnect, results))
+            process.start()
+            attackers.append(process)
+
+    options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
+                            duration=args.seconds, pause=1.0, server=label, server_pids=[broker.server.pid],
+                            client_cpus=(args.client_cpu,), stop_at_overload=False)
+    before = broker.stats()
+    sweep.run_sweep(options, on_step=on_step)
+    outcomes = []
+    for process in attackers:
+        process.join(ATTACKER_GRACE_S)
+        outcomes.append(results.get(timeout=5) if process.exitcode == 0 else {"failed": process.exitcode})
+    after = broker.stats()
+    steps += [None] * (FLOOD_STEPS - len(steps))
+    outcomes += [None] * (FLOOD_STEPS - 1 - len(outcomes))
+    return {
+        "quiet": _rtt(steps[0]),
+        "one_flooder": dict(_rtt(steps[1]) or {}, attacker=outcomes[0]),
+        "reconnecting_flooder": dict(_rtt(steps[2]) or {}, attacker=outcomes[1]),
+        "rate_limited_disconnects": after["rate_limited_disconnects"] - before["rate_limited_disconnects"],
+    }
+
+
+def _rtt(step):
+    if step is None:
+        return None
+    return {"p50_ms": step.rtt_ms.get("p50"), "p99_ms": step.rtt_ms.get("p99"), "max_ms": step.rtt_ms.get("max"),
+            "lost": step.lost, "dropped": step.dropped, "sent": step.sent}
+
+
+# -- stalled -----------------------------------------------------------------------------------------
+
+def run_stalled(broker, args):
+    """Memory and cut times of ``args.stalled`` clients that never read."""
+    stats = broker.stats()
+    max_buffer, write_timeout = stats["slow_consumers"]["max_buffer"], stats["slow_consumers"]["write_timeout_s"]
+    cut_before = stats["slow_consumer_disconnects"]
+    base_mb = broker.rss_mb()
+    path = endpoints.endpoint_path(broker.server.url, "sockjs")
+    stalled = [open_websocket(broker.host, broker.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
+    connected_mb = broker.rss_mb()
+    message = b"x" * args.message_bytes
+    publisher = Publisher(broker.host, broker.port, broker.token, PUBLISHERS)
+    started = time.monotonic()
+    deadline = started + write_timeout + 30
+    published = 0
+    next_sample = started
+    peak_mb = connected_mb
+    samples = []  # (seconds since publishing began, clients behind or cut so far, clients cut so far)
+    try:
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            due = int((now - started) * args.publish_rate) + 1
+            if published < due:
+                published += publisher.publish([message] * min(PUBLISHERS, due - published))
+            if now >= next_sample:
+                next_sample = now + SAMPLE_S
+                peak_mb = max(peak_mb, broker.rss_mb())
+                stats = broker.stats()
+                cut = stats["slow_consumer_disconnects"] - cut_before
+                samples.append((now - started, stats["slow_consumers"]["behind"] + cut, cut))
+                if cut >= args.stalled:
+                    break
+            time.sleep(0.001)
+    finally:
+        publisher.close()
+        for sock in stalled:
+            sock.close()
+    elapsed = time.monotonic() - started
+    delays = cut_delays(samples)
+    return {
+        "clients": args.stalled,
+        "message_bytes": args.message_bytes,
+        "published": published,
+        "publish_rate": round(published / elapsed, 1),
+        "max_buffer": max_buffer,
+        "write_timeout_s": write_timeout,
+        "rss_before_mb": round(base_mb, 1),
+        "rss_connected_mb": round(connected_mb, 1),
+        "rss_peak_mb": round(peak_mb, 1),
+        "cost_mb": round(peak_mb - base_mb, 1),
+        "bound_mb": round(args.stalled * max_buffer / 2 ** 20 + BOUND_SLACK_MB, 1),
+        "all_behind_s": next((round(t, 2) for t, fell, _ in samples if fell >= args.stalled), None),
+        "cut": samples[-1][2] if samples else 0,
+        "cut_after_behind_s": {"median": _median(delays), "max": max(delays) if delays else None},
+    }
+
+
+def cut_delays(samples):
+    """Seconds from the k-th client falling behind to the k-th cut, for every
+    client cut: ``samples`` are (time, fallen behind so far, cut so far), and a
+    client that never reads never catches up, so the k-th to fall behind is
+    the k-th to be cut. Each is exact to the sampling interval."""
+    delays = []
+    for k in range(1, (samples[-1][2] if samples else 0) + 1):
+        fell = next(t for t, fallen, _ in samples if fallen >= k)
+        cut = next(t for t, _, cuts in samples if cuts >= k)
+        delays.append(round(cut - fell, 2))
+    return delays
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2] if values else None
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    placement.check_cpus(parser, args)
+    status = console.StatusLine()
+    placement.prepare_client(args.client_cpu)
+    results = []
+    for name in args.servers:
+        token = secrets.token_hex(16)
+        flags = ["--publish-token", token] + args.broker_flags.split()
+        try:
+            contender = registry.resolve(name, broker_flags=flags)
+        except registry.Unavailable as reason:
+            status.message("skipped %s" % reason)
+            continue
+        for attack in args.attacks:
+            running = placement.launch(contender, [args.server_cpu], status)
+            if running is None:
+                continue
+            server, = running.servers
+            broker = Broker(server, token)
+            status.message("%s (%s): %s" % (name, contender.runtime, attack))
+            try:
+                figures = run_flood(broker, name, args) if attack == "flood" else run_stalled(broker, args)
+            finally:
+                server.stop()
+            if "Traceback" in server.output:
+                figures["traceback"] = server.output[server.output.index("Traceback"):][:2000]
+            result = {"server": name, "runtime": contender.runtime, "attack": attack, **figures}
+            results.append(result)
+            print(json.dumps(result), flush=True)
+    return 0 if results else 1
+

@@ -1,0 +1,303 @@
+"""``python -m loadtest compare``: measure every contender in one run, into one results file.
+
+For each server in turn: launch it pinned to the server CPU, run the sweep
+(25 to 10,000 clients by default, each level until the server or the client
+is overloaded) with this process pinned to the client CPU, measure its CPU per delivered
+message and round trips at each fixed load (1,000 x 100, 10,000 x 10 and
+19,000 x 5 msgs/s by default), stop it; then, on a fresh instance, its RSS per
+idle connection (19,000 by default). Last, the bare send loop
+(:mod:`loadtest.scenarios.floor`) gives the floor under the first fixed load.
+
+One client process holds at most ``placement.CONNECTIONS_PER_PROC`` connections (each
+is a descriptor, and a process may open 20,000 here): larger loads are spread
+over ``--procs`` processes, all pinned to the client CPU, and over
+``--source-addresses`` (one source address has about 28,000 ports). A contender that cannot run here is skipped with the
+reason; the others are still measured.
+
+``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
+round trips and losses of every server at one load, beside the floor.
+
+The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
+brokers joined through Redis, :mod:`loadtest.contenders.server_group`) run only when named.
+Their processes, Redis included, share the server CPU; the load client spreads
+its connections over the brokers, and their CPU and RSS are summed.
+"""
+
+import argparse
+import asyncio
+import collections
+import dataclasses
+import json
+import subprocess
+import sys
+
+from loadtest import arguments, records, runner
+from loadtest.client import sweep, workers
+from loadtest.contenders import placement, registry
+from loadtest.errors import Interrupted, ServerGone
+from loadtest.results import console, files, summary
+
+LEVELS = (25, 100, 500, 1000, 5000, 10000)
+DEFAULT_LOADS = ((1000, 100.0), (10000, 10.0), (19000, 5.0))
+IDLE_SETTLE_S = 10.0
+IDLE_SAMPLE_S = 0.5
+MEASURES = ("sweep", "cpu", "idle")
+
+
+def parse_load(text):
+    """``1000x100``: clients x total messages/s."""
+    try:
+        clients, rate = text.lower().split("x")
+        load = int(clients), float(rate)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected CLIENTSxRATE, e.g. 1000x100, got %r" % text)
+    if load[0] < 1 or load[1] <= 0:
+        raise argparse.ArgumentTypeError("clients and rate must be positive, got %r" % text)
+    return load
+
+
+parse_servers = arguments.names_from("server", registry.NAMES)
+parse_measures = arguments.names_from("measurement", MEASURES)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest compare",
+        description="Launch each contender pinned to one CPU, sweep it from the other, measure its CPU "
+        "per delivered message and RSS per idle connection, and the bare send loop floor.",
+    )
+    parser.add_argument("--servers", type=parse_servers, default=list(registry.SINGLE),
+                        help="comma-separated, from %s (default: %s)" % (
+                            ",".join(registry.NAMES), ",".join(registry.SINGLE)))
+    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
+                        help="brokers of each cluster-* contender (default %(default)s)")
+    parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int), default=list(LEVELS),
+                        help="concurrency levels (default %s)" % ",".join(map(str, LEVELS)))
+    parser.add_argument("--rates", type=arguments.comma_list(arguments.positive_float),
+                        help="total msgs/s of each step (default: rising until the server or the "
+                        "client is overloaded; see python -m loadtest --help)")
+    parser.add_argument("--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
+                        help="seconds per step (default %(default)g)")
+    parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
+                        help="seconds of quiet before each step (default %(default)g)")
+    parser.add_argument("--cpu-load", type=arguments.comma_list(parse_load), default=list(DEFAULT_LOADS),
+                        metavar="CLIENTSxRATE[,...]",
+                        help="fixed loads for CPU per delivered message and round trips; the floor runs "
+                        "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
+    parser.add_argument("--cpu-seconds", type=arguments.positive_float, default=10.0,
+                        help="how long each fixed load and the floor run (default 10)")
+    parser.add_argument("--warm-up", type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
+                        help="before the fixed loads, run the first of them this long, unrecorded, so "
+                        "that they measure a warm server (PyPy's JIT needs thousands of messages on "
+                        "rare paths); a sweep before them warms it too (default 0)")
+    parser.add_argument("--idle-connections", type=arguments.positive_int, default=19000,
+                        help="connections held open for RSS per idle connection (default 19000)")
+    parser.add_argument("--procs", type=arguments.positive_int,
+                        help="client processes for each sweep level, fixed load and the idle "
+                        "connections (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+    parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
+                        help="comma-separated, from %s (default: all; the floor comes with cpu)"
+                        % ",".join(MEASURES))
+    placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)")
+    return parser
+
+
+class Compare:
+    """One comparison run: the options, the results file, the status line."""
+
+    def __init__(self, args, out, status):
+        self.args = args
+        self.out = out
+        self.status = status
+
+    def measure(self, contender):
+        """The chosen measurements of one contender; False if it failed along the way."""
+        measures = self.args.measure
+        if ("sweep" in measures or "cpu" in measures) and not self._under_load(contender):
+            return False
+        if "idle" in measures:
+            return self._idle(contender, record_server="sweep" not in measures and "cpu" not in measures)
+        return True
+
+    def _under_load(self, contender):
+        """Sweep, then the fixed load, on one server process."""
+        args = self.args
+        running = placement.launch(contender, [args.server_cpu], self.status, args.brokers)
+        if running is None:
+            return False
+        try:
+            self.out.write(placement.server_record(contender, running, args.server_cpu))
+            options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
+                                    pause=args.pause, transport=args.transport, server=contender.label,
+                                    server_pids=list(running.pids().values()),
+                                    source_addresses=args.source_addresses or (),
+                                    procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
+            if "sweep" in args.measure:
+                steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
+                if steps is None:
+                    return False
+            measured = True
+            if "cpu" in args.measure:
+                if args.warm_up and not self._warm_up(contender, options):
+                    return False
+                for clients, rate in args.cpu_load:
+                    ends = []
+                    fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
+                                                  on_level=ends.append, on_progress=self.status.progress))
+                    if fixed is None:
+                        return False
+                    if not fixed:
+                        self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
+                            contender.label, clients, rate, ends[-1].end))
+                        measured = False
+                        continue
+                    self.out.write(records.CpuPerMsg.of_step(fixed[0]))
+                    self.status.message("%s: %s us of server CPU per delivered message at %dx%g, p99 %s ms" % (
+                        contender.label, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
+            return measured
+        finally:
+            running.stop()
+
+    def _fixed_load(self, options, clients, rate, seconds):
+        return dataclasses.replace(options, levels=[clients], rates=[rate], duration=seconds,
+                                   procs=placement.client_procs(self.args, clients))
+
+    def _warm_up(self, contender, options):
+        """The first fixed load for ``--warm-up`` seconds, not recorded; False if it failed (said why)."""
+        clients, rate = self.args.cpu_load[0]
+        warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.args.warm_up),
+                                     on_progress=self.status.progress))
+        if warm is None:
+            return False
+        self.status.message("%s: warmed up at %dx%g for %g s (%s messages delivered), not recorded" % (
+            contender.label, clients, rate, self.args.warm_up, sum(step.received for step in warm)))
+        return True
+
+    def _idle(self, contender, record_server):
+        """RSS per idle connection, on fresh server processes."""
+        running = placement.launch(contender, [self.args.server_cpu], self.status, self.args.brokers)
+        if running is None:
+            return False
+        try:
+            if record_server:
+                self.out.write(placement.server_record(contender, running, self.args.server_cpu))
+            record = self._run(idle_rss(running, contender.label, self.args.idle_connections,
+                                        self.args.transport, self.args.source_addresses,
+                                        placement.client_procs(self.args, self.args.idle_connections), self.args.client_cpu))
+            if record is None:
+                return False
+            self.out.write(record)
+            self.status.message("%s: %s KiB per idle connection (%d connections)" % (
+                contender.label, record.rss_per_conn_kb, record.connections))
+            return True
+        finally:
+            running.stop()
+
+    def floor(self):
+        """Run the bare send loop under the first fixed load, pinned like the child_process."""
+        clients, rate = self.args.cpu_load[0]
+        try:
+            python, _ = registry.cpython("loadtest.scenarios.floor")
+        except registry.Unavailable as reason:
+            self.status.message("floor: left out: %s" % reason)
+            return
+        argv = [python, "-m", "loadtest.scenarios.floor", "--connections", str(clients),
+                "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
+                "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
+        if self.args.source_addresses:
+            argv += ["--source-addresses", ",".join(self.args.source_addresses)]
+        self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
+        try:
+            done = subprocess.run(argv, cwd=registry.REPO_ROOT, capture_output=True, text=True,
+                                  timeout=self.args.cpu_seconds + 60)
+        except subprocess.TimeoutExpired:
+            self.status.message("floor: no result within %.0f s, left out" % (self.args.cpu_seconds + 60))
+            return
+        if done.returncode != 0:
+            self.status.message("floor: failed, left out: %s" % (done.stderr or done.stdout).strip())
+            return
+        record = records.parse(json.loads(done.stdout.strip().splitlines()[-1]))
+        self.out.write(record)
+        self.status.message("floor: %s us of CPU per send" % record.cpu_us_per_send)
+
+    def _run(self, coroutine):
+        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted."""
+        outcome = runner.run_interruptible(coroutine)
+        if outcome.interrupted:
+            raise Interrupted()
+        if outcome.error is not None:
+            self.status.message("%s, its remaining measurements skipped: %s" % (
+                "server gone" if isinstance(outcome.error, ServerGone) else "measurement failed", outcome.error))
+            return None
+        return outcome.value
+
+    def _step(self, record):
+        self.out.write(record)
+        self.status.step(record)
+
+    def _level(self, record):
+        self.out.write(record)
+        self.status.message("%s, %d clients: %s" % (record.server, record.level, record.end))
+
+
+async def idle_rss(running, label, count, transport="sockjs", source_addresses=None, procs=1, client_cpu=None):
+    """Open ``count`` connections to a :class:`loadtest.contenders.server_group.Cluster` from ``procs`` client processes
+    (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
+    :class:`~loadtest.records.IdleRss`."""
+    probe = sweep.ServerProbe(list(running.pids().values()))
+    before = probe.rss_kb()
+    groups, shares = workers.make_groups(running.urls, transport, list(source_addresses or ()), count, procs,
+                                         [client_cpu] if client_cpu is not None else None)
+    try:
+        failures = collections.Counter()
+        for failed in await asyncio.gather(*(group.connect(share) for group, share in zip(groups, shares))):
+            failures.update(failed)
+        opened = sum(group.alive_count() for group in groups)
+        if not opened:
+            raise ServerGone("no idle connection opened to %s: %s" % (", ".join(running.urls), failures))
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + IDLE_SETTLE_S
+        rss = probe.rss_kb()
+        while loop.time() < deadline:
+            await asyncio.sleep(IDLE_SAMPLE_S)
+            latest = probe.rss_kb()
+            if abs(latest - rss) <= rss * 0.002:
+                break
+            rss = latest
+        rss = probe.rss_kb()
+    finally:
+        for group in groups:
+            group.close()
+    return records.IdleRss(server=label, connections=opened, rss_kb=rss, rss_before_kb=before,
+                           rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    placement.check_cpus(parser, args)
+    status = console.StatusLine()
+    chosen = placement.resolve_all(args.servers, status)
+    if not chosen:
+        status.message("no server to measure")
+        return 1
+    placement.prepare_client(args.client_cpu)
+    out_path = args.out or files.default_path()
+    measured = []
+    with files.ResultsFile(out_path) as out:
+        out.write(files.run_record(None, args.transport, ["python", "-m", "loadtest", "compare"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        run = Compare(args, out, status)
+        try:
+            for contender in chosen:
+                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+                if run.measure(contender):
+                    measured.append(contender.label)
+            if "cpu" in args.measure:
+                run.floor()
+        except Interrupted:
+            status.message("interrupted: what was measured is in %s" % out_path)
+            return 130
+    print(summary.summary_rst(summary.Results(files.read(out_path))))
+    status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
+    return 0 if len(measured) == len(chosen) else 1

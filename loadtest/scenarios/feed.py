@@ -1,0 +1,265 @@
+"""``python -m loadtest feed``: a backend publishes, a large audience listens, over a cluster of brokers.
+
+Rules (BENCHMARKS.rst, "C100K"):
+
+- Each of ``--servers`` is started afresh (:mod:`loadtest.contenders.server_group`): a
+  ``broker-*`` alone, a ``cluster-*`` as ``--brokers`` processes joined through
+  Redis; broker ``i`` is pinned to ``--server-cpus[i % n]``, Redis to the first.
+- ``--clients`` listeners open SockJS websockets, spread over the brokers in
+  turn and over ``--procs`` client processes pinned to ``--client-cpus`` in
+  turn. They send nothing. If any fails to connect, the run ends there.
+- Then a backend publishes ``--rate`` msgs/s through ``POST /publish``, to the
+  brokers in turn, for ``--duration`` seconds. Each message carries its publish
+  time (:data:`loadtest.client.payload.FEED_ID` as the sender), and every listener
+  times each delivery against it: one machine, one monotonic clock. A publish
+  waits for its answer in a thread, so the listeners of the feed's own process
+  are read meanwhile; one not answered in 10 s ends the run
+  (:class:`loadtest.client.publisher.PublishFailed`).
+- Every ``--sample`` seconds, a ``feed_sample`` record: messages published and
+  delivered since the last, the delivery times' percentiles, and the RSS and
+  CPU of every process of the cluster.
+- After the last publish the listeners get ``LOSS_AFTER_S`` to catch up; then
+  every connection still open must have had every message once. The ``feed``
+  record counts the missing (``short``), the doubled (``extra``) and the
+  connections dropped, with their reasons. Every loop ends by a deadline.
+"""
+
+import argparse
+import asyncio
+import secrets
+import sys
+import time
+import urllib.parse
+
+from loadtest import affinity, arguments, procstat, runner
+from loadtest import records
+from loadtest.client import connections, payload, workers
+from loadtest.client.publisher import Publisher
+from loadtest.contenders import placement
+from loadtest.errors import ServerGone
+from loadtest.method import rules
+from loadtest.method.rules import End
+from loadtest.results import console, files
+
+BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
+CLUSTERS = BROKERS[2:]
+DRAIN_CHECK_S = 0.25
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest feed",
+        description="Start a broker, or a cluster of brokers joined through Redis, connect "
+        "an audience of listening websocket clients spread over them, publish through POST /publish at a "
+        "steady rate, and time every delivery to every listener; count what is lost.",
+    )
+    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(CLUSTERS),
+                        help="comma-separated, from %s (default: %s)" % (",".join(BROKERS), ",".join(CLUSTERS)))
+    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
+                        help="broker processes of each cluster-* server (default %(default)s)")
+    parser.add_argument("--clients", type=arguments.positive_int, default=2000,
+                        help="listening connections in all (default %(default)s)")
+    parser.add_argument("--rate", type=arguments.positive_float, default=1.0,
+                        help="messages published per second (default %(default)g)")
+    parser.add_argument("--duration", type=arguments.positive_float, default=60.0,
+                        help="seconds of publishing (default %(default)g)")
+    parser.add_argument("--sample", type=arguments.positive_float, default=10.0,
+                        help="seconds per sample (default %(default)g)")
+    parser.add_argument("--procs", type=arguments.positive_int,
+                        help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+    server_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
+                        help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
+                        "this process may use)" % server_cpu)
+    parser.add_argument("--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
+                        help="CPUs the client processes run on, in turn (default %d, the second this "
+                        "process may use)" % client_cpu)
+    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    return parser
+
+
+class ClusterProbe:
+    """RSS and CPU share of every process of a cluster, by name, between two samples."""
+
+    def __init__(self, pids):
+        self.pids = pids
+        self._cpu = {}
+        self._at = None
+        self.cpu()
+
+    def rss_kb(self):
+        return {name: self._read(procstat.rss_kb, name) for name in self.pids}
+
+    def cpu(self):
+        """``(shares, seconds)``: each process's CPU since the last call as a share
+        of one core, and the seconds since that call."""
+        now = time.monotonic()
+        used = {name: self._read(procstat.cpu_seconds, name) for name in self.pids}
+        seconds = now - self._at if self._at is not None else 0.0
+        shares = {name: round((used[name] - self._cpu[name]) / seconds, 4) for name in self.pids if seconds > 0}
+        self._cpu, self._at = used, now
+        return shares, seconds
+
+    def _read(self, what, name):
+        try:
+            return what(self.pids[name])
+        except procstat.ProcessGone as exc:
+            raise ServerGone("%s died: %s" % (name, exc)) from None
+
+
+class FeedRun:
+    """One feed against one cluster: connect, publish and sample, drain, sum up."""
+
+    def __init__(self, label, cluster_, token, args, out, status):
+        self.label = label
+        self.cluster = cluster_
+        self.token = token
+        self.args = args
+        self.out = out
+        self.status = status
+        self.probe = ClusterProbe(cluster_.pids())
+        self.histogram = rules.new_histogram()
+        self.received = 0
+
+    async def run(self):
+        """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
+        args = self.args
+        groups, shares = workers.make_groups(self.cluster.urls, "sockjs", [], args.clients,
+                                             placement.client_procs(args, args.clients), args.client_cpus, listen=True)
+        try:
+            started = time.monotonic()
+            failures = await workers.connect_groups(groups, shares, lambda opened: self.status.progress(
+                {"level": args.clients, "phase": "connecting", "opened": opened}))
+            connect_s = round(time.monotonic() - started, 1)
+            connected_rss = self.probe.rss_kb()
+            if failures:
+                text = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
+                return self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
+                                     await _sample(groups))
+            self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
+                self.label, args.clients, len(self.cluster.servers), connect_s, console.cluster_rss(connected_rss)))
+            published, elapsed = await self._publish(groups)
+            last = await self._drain(groups, published, elapsed)
+            return self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
+        finally:
+            for group in groups:
+                group.close()
+
+    async def _publish(self, groups):
+        """Publish for ``--duration`` seconds, sampling as it goes; ``(published, seconds)``.
+
+        Message ``k`` (from 0) is due ``k / rate`` seconds after the start.
+        """
+        args = self.args
+        publishers = [Publisher(*_host_port(url), self.token) for url in self.cluster.urls]
+        loop = asyncio.get_event_loop()
+        total = max(1, int(round(args.rate * args.duration)))
+        published = sampled = 0
+        await _sample(groups)  # what connecting cost is no sample's
+        self.probe.cpu()
+        start = loop.time()
+        next_sample = start + args.sample
+        try:
+            while published < total:
+                now = loop.time()
+                due = min(total, int((now - start) * args.rate) + 1)
+                while published < due:
+                    published += 1
+                    message = payload.message(payload.FEED_ID, published, connections.now_us())
+                    await loop.run_in_executor(None, publishers[published % len(publishers)].publish, [message])
+                if now >= next_sample:
+                    self._record(await _sample(groups), now - start, published - sampled)
+                    sampled = published
+                    next_sample += args.sample
+                await asyncio.sleep(max(0.0, min(start + published / args.rate, next_sample) - loop.time()))
+        finally:
+            for publisher in publishers:
+                publisher.close()
+        await asyncio.sleep(max(0.0, start + args.duration - loop.time()))
+        elapsed = loop.time() - start
+        self._record(await _sample(groups), elapsed, published - sampled)
+        return published, elapsed
+
+    async def _drain(self, groups, published, elapsed):
+        """Wait until every listener has every message or ``LOSS_AFTER_S`` passed; the last sample."""
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + rules.LOSS_AFTER_S
+        while True:
+            last = await _sample(groups, expected=published)
+            self._record(last, elapsed, 0)
+            if last.short == 0 or loop.time() >= deadline:
+                return last
+            await asyncio.sleep(DRAIN_CHECK_S)
+
+    def _record(self, part, elapsed, published):
+        """Count ``part`` in and write its sample record (a drain's empty checks are not written)."""
+        self.histogram.add(part.histogram)
+        self.received += part.received
+        if not (part.received or published or part.drop_reasons):
+            return
+        cpu, seconds = self.probe.cpu()
+        sample = records.FeedSample(
+            server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
+            alive=part.alive, delivery_ms=rules.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb(),
+            cpu=cpu, client_cpu=round(part.cpu_s / seconds, 4))
+        self.out.write(sample)
+        self.status.message(console.feed_sample_line(sample))
+
+    def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
+        record = records.Feed(
+            server=self.label, brokers=len(self.cluster.servers), clients=self.args.clients,
+            connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=self.args.rate,
+            duration_s=round(elapsed, 1), published=published, received=self.received, short=last.short,
+            extra=last.extra, dropped=sum(last.drop_reasons.values()), drop_reasons=last.drop_reasons,
+            delivery_ms=rules.rtt_summary(self.histogram), connected_rss_kb=connected_rss,
+            final_rss_kb=self.probe.rss_kb(), end=end)
+        self.out.write(record)
+        return record
+
+
+async def _sample(groups, expected=None):
+    return rules.merge_feed(await asyncio.gather(*(group.take_sample(expected) for group in groups)))
+
+
+def _host_port(url):
+    parts = urllib.parse.urlsplit(url)
+    return parts.hostname, parts.port
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    status = console.StatusLine()
+    chosen = placement.resolve_all(args.servers, status)
+    if not chosen:
+        status.message("no broker to run")
+        return 1
+    placement.prepare_client(args.client_cpus[0])
+    out_path = args.out or files.default_path()
+    clean = 0
+    with files.ResultsFile(out_path) as out:
+        out.write(files.run_record(None, "sockjs", ["python", "-m", "loadtest", "feed"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        for contender in chosen:
+            token = secrets.token_hex(16)
+            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+            running = placement.launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
+            if running is None:
+                continue
+            try:
+                out.write(placement.server_record(contender, running, args.server_cpus[0]))
+                outcome = runner.run_interruptible(
+                    FeedRun(contender.label, running, token, args, out, status).run())
+            finally:
+                running.stop()
+            if outcome.interrupted:
+                status.message("interrupted: what was measured is in %s" % out_path)
+                return 130
+            if outcome.error is not None:
+                status.message("%s: ended: %s" % (contender.label, outcome.error))
+                continue
+            status.message(console.feed_verdict_line(outcome.value))
+            clean += outcome.value.end == End.COMPLETED.text() and not (
+                outcome.value.short or outcome.value.extra or outcome.value.dropped)
+    status.message("results: %s" % out_path)
+    return 0 if clean == len(chosen) else 1

@@ -1,0 +1,92 @@
+"""``python -m loadtest selftest``: how many delivered messages/s this client absorbs on one
+core, against a :mod:`loadtest.contenders.fanout_source` source (what it does and reports: DESCRIPTION, its
+``--help``)."""
+
+import argparse
+import asyncio
+import os
+import sys
+
+from broker.runtime import interpreter
+from loadtest import affinity, arguments
+from loadtest.client import connections
+from loadtest.contenders import child_process
+from loadtest.errors import ConnectError, LoadTestError
+
+
+async def absorb(url, clients, seconds, warmup):
+    """``(delivered/s, client CPU share, mean loop lag ms)`` of ``clients`` clients of the source at ``url``."""
+    group = connections.ClientGroup([url])
+    try:
+        failures = await group.connect(clients)
+        if failures:
+            raise ConnectError("connections failed: %s" % failures)
+        await asyncio.sleep(warmup)
+        loop = asyncio.get_event_loop()
+        received = sum(conn.received for conn in group.connections)
+        cpu = os.times()
+        group.lag.reset()
+        started = loop.time()
+        await asyncio.sleep(seconds)
+        elapsed = loop.time() - started
+        cpu_after = os.times()
+        received = sum(conn.received for conn in group.connections) - received
+        used = (cpu_after.user - cpu.user) + (cpu_after.system - cpu.system)
+        return received / elapsed, used / elapsed, group.lag.summary_ms()["mean"]
+    finally:
+        group.close()
+
+
+def measure(args, per_frame):
+    """One figure: a fan-out source sending ``per_frame`` messages per frame, absorbed by this connections."""
+    source = child_process.launch(
+        [sys.executable, "-m", "loadtest.contenders.fanout_source", "--port", "0", "--per-frame", str(per_frame),
+         "--connections", str(args.connections)]
+        + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []),
+    )
+    try:
+        affinity.pin(source.pid, args.source_cpu)
+        return asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
+    finally:
+        source.stop()
+
+
+DESCRIPTION = (
+    "How many delivered messages/s this client absorbs on one core. A fan-out source, pinned to one CPU, "
+    "sends N connections SockJS frames of K messages (flooding, or paced in rounds like a broadcasting "
+    "server); the client, pinned to another CPU, counts them exactly as in a sweep. Reported: messages/s "
+    "absorbed, the client's CPU use (near 100% means the figure is the client's limit, not the source's) "
+    "and their ratio, the messages/s one full core of this client absorbs."
+)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=DESCRIPTION)
+    source_cpu, client_cpu = affinity.default_cpus()
+    parser.add_argument("--connections", type=int, default=100, help="connections (default %(default)d)")
+    parser.add_argument("--per-frame", type=arguments.comma_list(arguments.positive_int), default=[1, 10, 50],
+                        help="messages per SockJS frame, comma-separated (default 1,10,50)")
+    parser.add_argument("--rounds-per-s", type=float,
+                        help="paced: one frame to every connection this often (default: flood)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per figure (default %(default)g)")
+    parser.add_argument("--client-cpu", type=int, default=client_cpu,
+                        help="CPU this client runs on (default %(default)d, the second this process may use)")
+    parser.add_argument("--source-cpu", type=int, default=source_cpu,
+                        help="CPU the source runs on (default %(default)d, the first this process may use)")
+    args = parser.parse_args(argv)
+    affinity.pin(0, args.client_cpu)
+    pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
+    print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
+          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
+             args.seconds))
+    print("%10s  %14s  %10s  %14s  %12s" % (
+        "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
+    for per_frame in args.per_frame:
+        try:
+            rate, cpu, lag_ms = measure(args, per_frame)
+        except LoadTestError as error:
+            print("selftest: %s" % error, file=sys.stderr)
+            return 1
+        print("%10d  %14s  %9.0f%%  %14s  %12.2f" % (
+            per_frame, "{:,.0f}".format(rate), cpu * 100, "{:,.0f}".format(rate / cpu), lag_ms))
+    return 0

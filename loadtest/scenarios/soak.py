@@ -1,0 +1,309 @@
+"""``python -m loadtest soak``: hold one load for minutes on each server; does its memory stay flat?
+
+Rules (BENCHMARKS.rst, "Soak"):
+
+- The load is the sweep's fixed step (``--clients``, ``--rate`` msgs/s in total)
+  run as back-to-back steps of ``--sample`` seconds, so the duration is rounded
+  up to whole samples. Each step is one ``soak_sample`` record: the step record
+  (server RSS and CPU, deliveries/s, round trips, losses) plus ``elapsed_s``,
+  the time under load at its end, and ``server_held``: what a server with
+  ``/stats`` said it held at most one sample earlier (messages buffered for
+  slow clients, the GC's heap; :func:`held_figures`), so that buffering and
+  heap growth can be told from memory outside both. Lost messages and
+  dropped connections are recorded and the load goes on with the connections
+  left; it ends early only when every connection is lost or the server dies.
+- One ``soak`` record per server sums it up (:func:`loadtest.method.memory_verdict.growth`
+  from the end of ``--warm-up``), also when the soak ends early or is interrupted.
+- The servers are launched and pinned as ``compare`` launches them, one after
+  another, each a fresh process; ``--url`` with ``--server-pid`` soaks a server
+  started elsewhere instead.
+- ``--churn`` adds, on the same server process once the load has stopped, the
+  connect and disconnect waves of :mod:`loadtest.client.churn` over every transport.
+"""
+
+import argparse
+import asyncio
+import math
+import sys
+import urllib.parse
+
+from loadtest import affinity, arguments, procstat, runner
+from loadtest import records
+from loadtest.client import churn, sweep
+from loadtest.contenders import placement
+from loadtest.contenders import registry, runtime_probe
+from loadtest.errors import Interrupted
+from loadtest.method import memory_verdict
+from loadtest.method.rules import End
+from loadtest.results import console, files
+
+DEFAULT_CLIENTS = 1000
+DEFAULT_RATE = 20.0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest soak",
+        description="Hold one load on each server for a long time, sampling its RSS, CPU, deliveries/s, "
+        "round trips and losses; judge whether its memory stays flat after the warm-up. With --churn, "
+        "then waves of sessions opened and dropped over every transport.",
+        epilog="\"flat\": the final RSS is at most %g%% or %g MB (whichever is larger) above the RSS "
+        "after the warm-up. Samples are JSON lines in the results file; python -m plots draws them."
+        % (memory_verdict.FLAT_SHARE * 100, memory_verdict.FLAT_MIN_MB),
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--servers", type=arguments.names_from("server", registry.SINGLE),
+                       default=list(registry.SINGLE),
+                       help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
+    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
+                       "instead of launching them; needs --server-pid")
+    parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
+    parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
+    parser.add_argument("--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
+                        help="connections (default %(default)s)")
+    parser.add_argument("--rate", type=arguments.positive_float, default=DEFAULT_RATE,
+                        help="total msgs/s sent, round-robin over the clients (default %(default)g)")
+    parser.add_argument("--duration", type=arguments.positive_float, default=600.0,
+                        help="seconds of load per server (default %(default)g)")
+    parser.add_argument("--sample", type=arguments.positive_float, default=5.0,
+                        help="seconds per sample (default %(default)g)")
+    # --warmup: the spelling before compare and soak shared --warm-up.
+    parser.add_argument("--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
+                        metavar="SECONDS", help="seconds before the reference RSS is taken (default %(default)g)")
+    parser.add_argument("--churn", action="store_true",
+                        help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
+    parser.add_argument("--churn-waves", type=arguments.positive_int, default=5, help="waves (default %(default)s)")
+    parser.add_argument("--churn-size", type=arguments.positive_int, default=100,
+                        help="sessions of each transport per wave (default %(default)s)")
+    parser.add_argument("--churn-hold", type=arguments.non_negative_float, default=2.0,
+                        help="seconds a wave's sessions are held (default %(default)g)")
+    parser.add_argument("--expiry", type=arguments.non_negative_float, default=10.0,
+                        help="seconds a server without /stats is given to expire sessions (default %(default)g)")
+    placement.add_placement_arguments(
+        parser, "CPU the servers run on (default %d, the first this process may use; with --url, "
+        "--server-pid is pinned there)")
+    return parser
+
+
+def samples_for(duration, sample):
+    """Whole samples covering ``duration`` seconds."""
+    return max(1, int(math.ceil(duration / sample - 1e-9)))
+
+
+def held_figures(stats):
+    """What a server's ``/stats`` says it held, in KiB: the websockets behind
+    (``behind``) and the bytes they hold for their clients (``unsent_kb``),
+    and on PyPy the GC's heap after the last minor collection (``gc_used_kb``)
+    and what was live after the last major one (``gc_live_kb``). Memory in
+    the RSS beyond these is neither buffered messages nor the GC's heap.
+    None without ``/stats``; a figure the server does not give is None."""
+    if stats is None:
+        return None
+    slow = stats.get("slow_consumers") or {}
+    heap = (stats.get("gc") or {}).get("heap") or {}
+
+    def kb(value):
+        return None if value is None else value // 1024
+
+    return {"behind": slow.get("behind"), "unsent_kb": kb(slow.get("unsent_bytes")),
+            "gc_used_kb": kb(heap.get("used_bytes")), "gc_live_kb": kb(heap.get("live_bytes"))}
+
+
+async def watch_stats(url, every, latest, stopped):
+    """Keep the server's :func:`held_figures` in ``latest[0]``, read every
+    ``every`` seconds until the event ``stopped`` is set (None while ``/stats``
+    does not answer). The event, not a cancellation, ends it: before Python
+    3.12, ``asyncio.wait_for`` loses a cancellation that comes as what it waits
+    for completes, and the soak then waited for this loop for ever."""
+    while not stopped.is_set():
+        latest[:] = [held_figures(await churn.server_stats(url))]
+        try:
+            await asyncio.wait_for(stopped.wait(), every)
+        except asyncio.TimeoutError:
+            pass
+
+
+def soak_record(server, args, samples, end):
+    """The :class:`~loadtest.records.Soak` of one server: the load, what its samples add up to, how it ended."""
+    return records.Soak(
+        server=server,
+        clients=args.clients,
+        rate=args.rate,
+        sample_s=args.sample,
+        warmup_s=args.warmup,
+        duration_s=samples[-1].elapsed_s if samples else 0.0,
+        samples=len(samples),
+        **memory_verdict.growth([(s.elapsed_s, s.server_rss_kb) for s in samples], args.warmup),
+        lost=sum(s.lost for s in samples),
+        dropped=sum(s.dropped for s in samples),
+        end=end,
+    )
+
+
+def verdict_line(record):
+    """One line a person reads when a server's soak ends."""
+    if record.rss_after_warmup_kb is None:
+        figures = "no RSS after the %gs warm-up" % record.warmup_s
+    else:
+        figures = "RSS %.1f MB after warm-up, %.1f MB at the end (%+.1f MB, %s MB/h)" % (
+            record.rss_after_warmup_kb / memory_verdict.KB_PER_MB, record.final_rss_kb / memory_verdict.KB_PER_MB,
+            record.growth_mb or 0.0, "-" if record.growth_mb_per_h is None else "%+.1f" % record.growth_mb_per_h)
+    return "%s: %s, %d lost, %d dropped: %s (%s)" % (
+        record.server, figures, record.lost, record.dropped, record.verdict or "no verdict", record.end)
+
+
+class SoakRun:
+    """One soak run: the options, the results file, the status line."""
+
+    def __init__(self, args, out, status):
+        self.args = args
+        self.out = out
+        self.status = status
+
+    def server(self, label, url, pid):
+        """Soak the server at ``url`` (process ``pid``); True when it carried the load to the end.
+
+        Raises :class:`loadtest.errors.Interrupted` on Ctrl-C, once its ``soak`` line is written.
+        """
+        args = self.args
+        count = samples_for(args.duration, args.sample)
+        planned = count * args.sample
+        samples, ends, baseline, held_now = [], [], [], []
+        load = sweep.Options([url], levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
+                             transport=args.transport, server=label, server_pids=[pid],
+                             source_addresses=args.source_addresses or (), stop_at_overload=False)
+
+        def on_step(step):
+            elapsed = (samples[-1].elapsed_s if samples else 0.0) + step.duration_s
+            sample = records.SoakSample.of_step(step, round(elapsed, 3), held_now[0] if held_now else None)
+            samples.append(sample)
+            self.out.write(sample)
+            self.status.soak(label, planned - elapsed, sample, fresh=True)
+
+        def on_progress(state):
+            if state["phase"] == "connecting":
+                self.status.progress(state)
+            elif state["phase"] == "step":
+                done = (samples[-1].elapsed_s if samples else 0.0) + state["elapsed"]
+                self.status.soak(label, planned - done, samples[-1] if samples else None)
+
+        async def held():
+            if args.churn:
+                baseline.append(await churn.session_count(url))
+            stopped = asyncio.Event()
+            watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now, stopped))
+            try:
+                await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
+            finally:
+                stopped.set()
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+
+        outcome = runner.run_interruptible(held())
+        if ends:
+            end = End.COMPLETED.text() if End.of(ends[0]) is End.SWEEP_DONE else ends[0]
+        elif outcome.interrupted:
+            end = End.INTERRUPTED.text()
+        else:
+            end = End.SERVER_GONE.text(str(outcome.error))
+        record = soak_record(label, args, samples, end)
+        self.out.write(record)
+        self.status.message(verdict_line(record))
+        if outcome.interrupted:
+            raise Interrupted()
+        if not outcome.done:
+            return False
+        if args.churn and not self._churn(label, url, pid, baseline[0]):
+            return False
+        return End.of(end) is End.COMPLETED
+
+    def _churn(self, label, url, pid, baseline):
+        args = self.args
+        self.status.message("%s: churn, %d waves of %d sessions per transport%s" % (
+            label, args.churn_waves, args.churn_size,
+            "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % args.expiry))
+        outcome = runner.run_interruptible(churn.churn(
+            url, pid, label, baseline, waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold,
+            expiry=args.expiry, on_record=self._churn_record))
+        if outcome.interrupted:
+            raise Interrupted()
+        if outcome.error is not None:
+            self.status.message("%s: churn ended: %s" % (label, outcome.error))
+            return False
+        return True
+
+    def _churn_record(self, record):
+        self.out.write(record)
+        if isinstance(record, records.ChurnWave):
+            self.status.message("%s: wave %d: opened %s, failed %d; held %s connections, RSS %.1f MB" % (
+                record.server, record.wave, ", ".join("%d %s" % (record.opened[kind], kind) for kind in churn.KINDS),
+                sum(record.failed.values()), _count(record.held_connections), record.held_rss_kb / memory_verdict.KB_PER_MB))
+        else:
+            self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB "
+                                "(%.1f MB before the waves): %s" % (
+                                    record.server, _count(record.final_connections),
+                                    _count(record.baseline_connections), record.settle_s,
+                                    record.final_rss_kb / memory_verdict.KB_PER_MB,
+                                    record.baseline_rss_kb / memory_verdict.KB_PER_MB, record.verdict))
+
+
+def _count(value):
+    return "?" if value is None else str(value)
+
+
+def check_args(parser, args):
+    if args.warmup >= args.duration:
+        parser.error("--warm-up (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
+    if args.sample > args.duration:
+        parser.error("--sample (%g s) must not be longer than --duration (%g s)" % (args.sample, args.duration))
+    if args.url is not None:
+        if args.server_pid is None:
+            parser.error("--url needs --server-pid: a soak samples the server's memory")
+        try:
+            procstat.rss_kb(args.server_pid)
+        except procstat.ProcessGone:
+            parser.error("--server-pid %d: no such process" % args.server_pid)
+    elif args.server_pid is not None or args.label is not None:
+        parser.error("--server-pid and --label go with --url")
+    placement.check_cpus(parser, args)
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    status = console.StatusLine()
+    chosen = [] if args.url else placement.resolve_all(args.servers, status)
+    if not args.url and not chosen:
+        status.message("no server to soak")
+        return 1
+    placement.prepare_client(args.client_cpu)
+    out_path = args.out or files.default_path()
+    held = 0
+    with files.ResultsFile(out_path) as out:
+        out.write(files.run_record(args.url, args.transport, ["python", "-m", "loadtest", "soak"] + list(
+            sys.argv[2:] if argv is None else argv)))
+        run = SoakRun(args, out, status)
+        try:
+            if args.url:
+                label = args.label or urllib.parse.urlsplit(args.url).netloc
+                affinity.pin(args.server_pid, args.server_cpu)
+                out.write(records.Server(server=label, runtime=runtime_probe.server_runtime(args.url, args.server_pid),
+                                         pid=args.server_pid, cpu=args.server_cpu))
+                held += run.server(label, args.url, args.server_pid)
+            for contender in chosen:
+                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+                running = placement.launch(contender, [args.server_cpu], status)
+                if running is None:
+                    continue
+                try:
+                    out.write(placement.server_record(contender, running, args.server_cpu))
+                    server, = running.servers
+                    held += run.server(contender.label, server.url, server.pid)
+                finally:
+                    running.stop()
+        except Interrupted:
+            status.message("interrupted: what was measured is in %s" % out_path)
+            return 130
+    status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
+    return 0 if held == (1 if args.url else len(chosen)) else 1

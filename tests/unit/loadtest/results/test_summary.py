@@ -1,0 +1,110 @@
+"""The summary table, which needs no matplotlib."""
+
+from loadtest.method.rules import End
+from loadtest.results import summary
+
+CPU_PER_MSG = {"type": "cpu_per_msg", "server": "sockjs-node", "level": 8, "rate": 10.0, "cpu_us_per_msg": 12.5,
+               "rtt_ms": {"p50": 1.0, "p99": 2.0}, "lost": 0}
+
+
+def test_a_floor_that_sent_nothing_is_left_out_of_the_costs():
+    records = [{"type": "run"}, {"type": "server", "server": "sockjs-node", "runtime": "Node 20.20.2"},
+               CPU_PER_MSG, {"type": "floor", "sends": 0, "cpu_us_per_send": None}]
+    table = summary.summary_rst(summary.Results(records))
+    assert "Cost per delivered message at 8 clients x 10 msgs/s\n" in table
+    assert "sockjs-node  Node 20.20.2  12.50" in table
+
+
+def test_the_floor_is_in_the_title_and_the_ratios():
+    records = [{"type": "run"}, CPU_PER_MSG, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
+    table = summary.summary_rst(summary.Results(records))
+    assert "floor (bare send loop): 2.50 us per send" in table
+    assert "5.00x" in table
+
+
+def test_each_fixed_load_gets_its_own_cost_table_the_floor_only_the_first():
+    second = dict(CPU_PER_MSG, level=19000, rate=5.0, cpu_us_per_msg=9.0, rtt_ms={"p50": 1.5, "p99": 3.0})
+    records = [{"type": "run"}, CPU_PER_MSG, second, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
+    table = summary.summary_rst(summary.Results(records))
+    assert "Cost per delivered message at 8 clients x 10 msgs/s; floor (bare send loop): 2.50 us per send\n" in table
+    assert "Cost per delivered message at 19000 clients x 5 msgs/s\n" in table
+    assert table.index("12.50") < table.index("9.00")
+    assert "3.6x" not in table and table.count("5.00x") == 1
+
+
+def test_a_soak_gets_a_row_per_server_with_its_growth_and_verdict(soak_records):
+    table = summary.summary_rst(summary.Results(soak_records))
+    lines = table.splitlines()
+    assert lines[0] == ('Memory under a held load of 100 clients x 300 msgs/s; "flat": at most 10 % or 20 MB '
+                        'above the RSS after the 60 s warm-up')
+    header = lines[3].split("  ")
+    assert [cell.strip() for cell in header if cell.strip()] == [
+        "server", "runtime", "minutes", "RSS after warm-up MB", "final RSS MB", "growth MB/h", "growth %",
+        "lost", "dropped", "verdict"]
+    cpython, pypy = [line for line in lines[:8] if line.startswith("broker-")]
+    assert cpython.split() == ["broker-cpython", "CPython", "3.11.7", "10.0", "41.0", "41.0", "+0.0", "+0.0",
+                               "0", "0", "flat"]
+    assert pypy.split()[5:] == ["10.0", "120.0", "300.0", "+1080.0", "+150.0", "7", "0", "growing",
+                                "(server", "gone:", "the", "server", "died)"]
+
+
+def test_a_churn_gets_its_sessions_and_rss_before_and_after(soak_records):
+    table = summary.summary_rst(summary.Results(soak_records))
+    assert "Churn: 5 waves of 100 sessions per transport" in table
+    (row,) = [line for line in table.split("Churn:")[1].splitlines() if line.startswith("broker-cpython")]
+    assert row.split() == ["broker-cpython", "0", "0", "6.2", "41.0", "42.0", "flat"]
+
+
+def test_rss_series_is_minutes_and_mb_per_server_in_the_order_measured(soak_records):
+    series = summary.rss_series(summary.Results(soak_records))
+    assert list(series) == ["broker-cpython", "broker-pypy"]
+    assert series["broker-pypy"][0] == (0.5, 110.0)
+    assert series["broker-pypy"][-1] == (10.0, 300.0)
+    assert len(series["broker-cpython"]) == 20
+
+
+def test_results_without_a_soak_have_no_soak_section():
+    table = summary.summary_rst(summary.Results([{"type": "run"}, CPU_PER_MSG]))
+    assert "held load" not in table and "Churn" not in table
+
+
+def level_steps(server, level, *steps):
+    """Step records of one level: ``(msgs/s, rate, mean ms, overloaded, client_bound, server_cpu)`` each."""
+    return [{"type": "step", "server": server, "level": level, "server_msgs_per_s": msgs, "rate": rate,
+             "rtt_ms": {"mean": mean}, "overloaded": overloaded, "client_bound": client_bound,
+             "server_cpu": server_cpu} for msgs, rate, mean, overloaded, client_bound, server_cpu in steps]
+
+
+def test_realtime_capacity_names_what_stopped_each_level():
+    records = (
+        level_steps("knee", 100, (1000, 10, 1.0, False, False, 0.1), (2000, 20, 350.0, False, True, 0.95),
+                    (2500, 28, 2000.0, True, True, 0.99))
+        + level_steps("client", 100, (1000, 10, 1.0, False, True, 0.3), (1900, 20, 9.0, False, True, 0.5),
+                      (2000, 28, 1600.0, True, True, 0.6))
+        + level_steps("sockjs-node", 100, (1000, 10, 1.0, False, False, 0.2), (1500, 14, 80.0, False, False, 0.9),
+                      (1600, 20, 900.0, False, False, 0.99))
+        + level_steps("capped", 100, (1000, 10, 1.0, False, False, 0.2))
+        + [{"type": "level", "server": "client", "level": 100, "end": "client-bound: at 28 msgs/s"},
+           {"type": "level", "server": "capped", "level": 100, "end": "the sweep's cap reached: 10 msgs/s"}]
+    )
+    rows = {row.server: row for row in summary.realtime_capacity(summary.Results(records))}
+    assert (rows["knee"].msgs_per_s, rows["knee"].rate, rows["knee"].limit) == (1000, 10, summary.SERVER)
+    assert (rows["client"].msgs_per_s, rows["client"].rate, rows["client"].limit) == (1900, 20, summary.CLIENT)
+    assert rows["sockjs-node"].limit == summary.SERVER  # past realtime, not yet overloaded
+    assert rows["capped"].limit is End.CAP_REACHED
+    assert rows["client"].ratio == 1900 / 1500
+    table = summary.summary_rst(summary.Results(records))
+    cells = {line.split()[0]: line.split() for line in table.splitlines() if line.split()[:1] and
+             line.split()[0] in rows}
+    assert cells["knee"] == ["knee", "100", "1,000", "10", "0.67x", "server"]
+    assert cells["client"] == ["client", "100", "1,900+", "20", "1.27x", "client-bound"]
+    assert cells["capped"][2] == "1,000+" and cells["capped"][-3:] == ["sweep's", "cap", "reached"]
+    assert "``+``: not stopped by the server" in table
+
+
+def test_old_results_whose_sweep_stopped_at_its_top_rate_keep_their_plus():
+    records = level_steps("broker", 25, (19961, 800, 0.5, False, False, 0.1)) + [
+        {"type": "level", "server": "broker", "level": 25, "end": "sweep done"}]
+    (row,) = summary.realtime_capacity(summary.Results(records))
+    assert row.limit is End.SWEEP_DONE
+    assert "19,961+" in summary.summary_rst(summary.Results(records))

@@ -1,0 +1,57 @@
+"""The layout rules the import contracts cannot state: one meaning per name, short signatures.
+
+(The folders as layers, commands apart and the sans-I/O modules are
+``.importlinter``'s contracts, checked by ``lint-imports``.)"""
+
+import ast
+import collections
+import os
+
+from checkout import ROOT
+
+PACKAGES = ("broker", "loadtest")
+MAX_BROKER_PARAMETERS = 6
+
+
+def python_files(package):
+    for directory, subdirectories, files in os.walk(os.path.join(ROOT, package)):
+        subdirectories[:] = [d for d in subdirectories if d not in ("node", "demo", "__pycache__")]
+        for filename in files:
+            if filename.endswith(".py"):
+                yield os.path.join(directory, filename)
+
+
+def test_no_module_or_public_class_name_means_two_things():
+    meanings = collections.defaultdict(set)
+    for package in PACKAGES:
+        for path in python_files(package):
+            relative = os.path.relpath(path, ROOT)
+            name = os.path.basename(path)[:-3]
+            if name not in ("__init__", "__main__"):
+                meanings[name].add(relative)
+            else:
+                meanings[os.path.basename(os.path.dirname(path))].add(os.path.dirname(relative))
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    meanings[node.name].add("%s:%s" % (relative, node.name))
+    twice = {name: sorted(where) for name, where in meanings.items() if len(where) > 1}
+    assert not twice, "one name, two things: %s" % twice
+
+
+def test_no_broker_signature_takes_more_than_six_parameters():
+    long = []
+    for path in python_files("broker"):
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = node.args
+                names = [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+                if names[:1] in (["self"], ["cls"]):
+                    names = names[1:]
+                if len(names) > MAX_BROKER_PARAMETERS:
+                    long.append("%s:%d %s(%s)" % (os.path.relpath(path, ROOT), node.lineno, node.name,
+                                                   ", ".join(names)))
+    assert not long, "pass a Node, ClientRules or a dataclass instead: %s" % long
