@@ -7,7 +7,7 @@ import re
 import pytest
 
 from broker import config
-from deployment import ROOT
+from checkout import ROOT
 
 ROW = re.compile(r"^``(--[a-z-]+)(?: [A-Z]+)?``\s+``([A-Z_]+)(=1)?``\s+(.*)$")
 
@@ -27,28 +27,37 @@ def value(dest, argv=(), environ=None):
     return getattr(config.build_parser(environ or {}).parse_args(list(argv)), dest)
 
 
-def action_of(flag):
-    (action,) = [a for a in config.build_parser({})._actions if flag in a.option_strings]
-    return action
+def flag_named(name):
+    (flag,) = [flag for flag in config.FLAGS if flag.name == name]
+    return flag
+
+
+def dest_of(flag):
+    return flag.dest or flag.name.lstrip("-").replace("-", "_")
 
 
 def test_every_flag_is_in_the_readme_once():
-    flags = {option for action in config.build_parser({})._actions for option in action.option_strings
-             if action.dest not in ("help", "version")}
-    assert sorted(flag for flag, *_ in ROWS) == sorted(flags)
+    assert sorted(flag for flag, *_ in ROWS) == sorted(flag.name for flag in config.FLAGS)
 
 
-@pytest.mark.parametrize("flag, variable, set_to, default", ROWS, ids=[row[0] for row in ROWS])
-def test_each_flag_has_its_variable_and_default(flag, variable, set_to, default):
-    action = action_of(flag)
-    assert "[%s" % variable in action.help, "--help names another variable for %s" % flag
-    if action.nargs == 0:  # a switch: off by default, set by VARIABLE=1
+def test_help_names_each_flags_variable():
+    text = " ".join(config.build_parser({}).format_help().split())
+    for flag in config.FLAGS:
+        assert "[%s" % flag.variable("BROKER_") in text, "--help does not name %s's variable" % flag.name
+
+
+@pytest.mark.parametrize("name, variable, set_to, default", ROWS, ids=[row[0] for row in ROWS])
+def test_each_flag_has_its_variable_and_default(name, variable, set_to, default):
+    flag = flag_named(name)
+    assert flag.variable("BROKER_") == variable, "the README names another variable for %s" % name
+    dest = dest_of(flag)
+    if flag.switch:  # off by default, set by VARIABLE=1
         assert (default, set_to) == ("off", "=1")
-        assert value(action.dest) != value(action.dest, [flag]) == value(action.dest, environ={variable: "1"})
+        assert value(dest) != value(dest, [name]) == value(dest, environ={variable: "1"})
         return
     given = default.split(":")[0].strip().strip("`")
     if given == "none":
-        assert value(action.dest) is None
+        assert value(dest) is None
         return
-    assert value(action.dest) == value(action.dest, [flag, given]), "%s defaults to %r" % (flag, value(action.dest))
-    assert value(action.dest, environ={variable: given}) == value(action.dest, [flag, given])
+    assert value(dest) == value(dest, [name, given]), "%s defaults to %r" % (name, value(dest))
+    assert value(dest, environ={variable: given}) == value(dest, [name, given])

@@ -1,0 +1,49 @@
+"""Flags from a table: the variable sets the default, the flag wins, --help says both."""
+
+import argparse
+
+import pytest
+
+from broker.flags import Flag, add_flags
+
+FLAGS = (
+    Flag("--max-buffer", "unsent bytes allowed", "1024", int, "SIZE"),
+    Flag("--token", "a secret", shown="none"),
+    Flag("--quiet", "say less", switch=True),
+    Flag("--no-echo", "do not echo", switch=True, inverted=True, dest="echo"),
+)
+
+
+def parse(argv=(), environ=None):
+    parser = argparse.ArgumentParser(prog="demo")
+    add_flags(parser, FLAGS, "DEMO_", environ or {})
+    return parser, parser.parse_args(list(argv))
+
+
+def test_the_variable_sets_the_default_and_the_flag_wins():
+    assert parse()[1].max_buffer == 1024
+    assert parse(environ={"DEMO_MAX_BUFFER": "2048"})[1].max_buffer == 2048
+    assert parse(["--max-buffer", "4096"], environ={"DEMO_MAX_BUFFER": "2048"})[1].max_buffer == 4096
+    assert parse()[1].token is None and parse(environ={"DEMO_TOKEN": ""})[1].token is None
+
+
+def test_a_bad_variable_is_refused_like_a_bad_flag(capsys):
+    with pytest.raises(SystemExit):
+        parse(environ={"DEMO_MAX_BUFFER": "lots"})
+    assert "--max-buffer" in capsys.readouterr().err
+
+
+def test_switches_follow_their_variable():
+    args = parse()[1]
+    assert (args.quiet, args.echo) == (False, True)
+    args = parse(environ={"DEMO_QUIET": "yes", "DEMO_NO_ECHO": "1"})[1]
+    assert (args.quiet, args.echo) == (True, False)
+    args = parse(["--quiet", "--no-echo"])[1]
+    assert (args.quiet, args.echo) == (True, False)
+
+
+def test_help_names_the_variable_and_the_default():
+    text = " ".join(parse()[0].format_help().split())
+    assert "unsent bytes allowed [DEMO_MAX_BUFFER, default 1024]" in text
+    assert "a secret [DEMO_TOKEN, default none]" in text
+    assert "say less [DEMO_QUIET=1]" in text
