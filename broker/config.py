@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 
 import broker
 from broker.core import origins
-from broker.flags import Flag, add_flags
+from broker.flags import Environment, Flag
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
@@ -198,7 +198,7 @@ def build_parser(environ=os.environ):
         "Each flag's default comes from the environment variable named in its help.",
     )
     parser.add_argument("--version", action="version", version="sockjs-broker %s" % broker.__version__)
-    add_flags(parser, FLAGS, "BROKER_", environ)
+    Environment("BROKER_", environ).add_flags(parser, FLAGS)
     return parser
 
 

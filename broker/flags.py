@@ -16,7 +16,7 @@ Rules this module keeps:
 """
 
 import dataclasses
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,26 +38,53 @@ class Flag:
 
     def variable(self, prefix):
         """The environment variable of this flag under ``prefix`` (``BROKER_``)."""
-        return prefix + self.name.lstrip("-").upper().replace("-", "_")
+        return variable(prefix, self.name)
+
+
+def variable(prefix, name):
+    """``BROKER_MAX_BUFFER``: the variable of ``--max-buffer`` under ``BROKER_``."""
+    return prefix + name.lstrip("-").upper().replace("-", "_")
 
 
 def is_on(text):
     return text.strip().lower() in ("1", "true", "yes", "on")
 
 
-def add_flags(parser, flags, prefix, environ):
-    """Add every :class:`Flag` of ``flags`` to ``parser`` (an argparse parser or
-    group), its default read from ``environ`` under ``prefix``."""
-    for flag in flags:
-        variable = flag.variable(prefix)
-        given = environ.get(variable)
-        if flag.switch:
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """Where flags read their defaults: the variables of ``values`` named ``prefix`` + the flag's name."""
+
+    prefix: str
+    values: Mapping[str, str]
+
+    def add(self, container, *names, help="", default=None, shown=None, **kwargs):
+        """Add one flag to ``container`` (an argparse parser or group) as
+        ``add_argument(*names, **kwargs)`` would, by the rules above: its
+        first long name gives its variable; ``default`` is as typed, or a value
+        of its own kind; ``shown`` replaces it in the help, and a help that
+        says its default itself keeps its own words. A ``store_true`` or
+        ``store_false`` action is a switch."""
+        name = variable(self.prefix, [name for name in names if name.startswith("--")][0])
+        given = self.values.get(name)
+        action = kwargs.get("action")
+        if action in ("store_true", "store_false"):
             on = is_on(given or "")
-            parser.add_argument(flag.name, dest=flag.dest, action="store_false" if flag.inverted else "store_true",
-                                default=not on if flag.inverted else on,
-                                help="%s [%s=1]" % (flag.help, variable))
-            continue
-        shown = flag.shown if flag.shown is not None else ("%(default)s" if flag.default is not None else None)
-        parser.add_argument(flag.name, dest=flag.dest, type=flag.type, metavar=flag.metavar, choices=flag.choices,
-                            default=given if given else flag.default,
-                            help="%s [%s%s]" % (flag.help, variable, ", default " + shown if shown else ""))
+            default = on if action == "store_true" else not on
+            suffix = "%s=1" % name
+        else:
+            default = given if given else default
+            if shown is None and default is not None and "default" not in help:
+                shown = "%(default)s"
+            suffix = name + (", default " + shown if shown else "")
+        return container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
+
+    def add_flags(self, parser, flags):
+        """Add every :class:`Flag` of ``flags`` to ``parser``."""
+        for flag in flags:
+            kwargs = {"dest": flag.dest} if flag.dest else {}
+            if flag.switch:
+                kwargs["action"] = "store_false" if flag.inverted else "store_true"
+            else:
+                kwargs.update(type=flag.type, metavar=flag.metavar, choices=flag.choices, default=flag.default,
+                              shown=flag.shown)
+            self.add(parser, flag.name, help=flag.help, **kwargs)

@@ -1,6 +1,11 @@
-"""Command-line argument types shared by the commands: numbers, lists, loopback targets.
+"""The load client's command-line options: each one's environment variable, and the types they share.
 
 Rules:
+
+- Every option is added with :func:`option`: ``--client-cpu`` reads
+  ``LOADTEST_CLIENT_CPU`` as its default and says so in its help (the
+  broker's rules, :mod:`broker.flags`, under ``LOADTEST_``). One option has one
+  spelling and one meaning in every command, so one variable serves them all.
 
 - Each is an argparse ``type``: it returns the parsed value or raises
   ``argparse.ArgumentTypeError``, so argparse names the option in the message
@@ -11,9 +16,18 @@ Rules:
 
 import argparse
 import math
+import os
 import urllib.parse
 
+from broker.flags import Environment
+
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
+ENVIRONMENT_PREFIX = "LOADTEST_"
+
+
+def option(container, *names, **kwargs):
+    """``container.add_argument(*names, **kwargs)``, its default read from ``LOADTEST_<NAME>``."""
+    return Environment(ENVIRONMENT_PREFIX, os.environ).add(container, *names, **kwargs)
 
 
 def positive_int(text):

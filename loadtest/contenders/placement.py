@@ -20,13 +20,14 @@ def add_placement_arguments(parser, server_cpu_help):
     """Where servers and load run, how the clients connect, where results go:
     the options ``compare`` and ``soak`` share."""
     server_cpu, client_cpu = affinity.default_cpus()
-    parser.add_argument("--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
-    parser.add_argument("--client-cpu", type=int, default=client_cpu,
-                        help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
-    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
-                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
-    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
+    group = parser.add_argument_group("placement")
+    arguments.option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
+    arguments.option(group, "--client-cpu", type=int, default=client_cpu,
+                     help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
+    arguments.option(group, "--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
+                     help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
 
 
 def client_procs(args, connections):

@@ -23,7 +23,6 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   on ``--client-cpu``. Loopback only; every loop ends by a deadline.
 """
 
-import argparse
 import http.client
 import json
 import multiprocessing
@@ -52,37 +51,36 @@ FLOOD_STEPS = 3
 ATTACKER_GRACE_S = 30
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest abuse",
-        description="Attack each broker (production defaults plus a publish token) and measure what the "
+SUMMARY = "two attacks on the broker, and what they cost the other clients"
+DESCRIPTION = ("Attack each broker (production defaults plus a publish token) and measure what the "
         "attack costs the others: a flooding chat client against canaries' round trips, and clients "
-        "that never read against the broker's memory and its write timeout.",
-    )
-    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
-                        help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
-    parser.add_argument("--attacks", type=arguments.names_from("attack", ATTACKS), default=list(ATTACKS),
-                        help="comma-separated, from %s (default: both)" % ",".join(ATTACKS))
-    parser.add_argument("--canaries", type=arguments.positive_int, default=50,
-                        help="flood: well-behaved clients timing round trips (default %(default)s)")
-    parser.add_argument("--canary-rate", type=arguments.positive_float, default=100.0,
-                        help="flood: total msgs/s the canaries send (default %(default)g)")
-    parser.add_argument("--seconds", type=arguments.positive_float, default=10.0,
-                        help="flood: seconds of each step, quiet and flooded (default %(default)g)")
-    parser.add_argument("--stalled", type=arguments.positive_int, default=1000,
-                        help="stalled: clients that never read (default %(default)s)")
-    parser.add_argument("--message-bytes", type=arguments.positive_int, default=20,
-                        help="stalled: size of each published message (default %(default)s)")
-    parser.add_argument("--publish-rate", type=arguments.positive_float, default=2000.0,
-                        help="stalled: messages published per second (default %(default)g)")
-    parser.add_argument("--broker-flags", default="",
-                        help="more broker flags, one string (e.g. \"--max-buffer 256KiB --write-timeout 10\")")
+        "that never read against the broker's memory and its write timeout.")
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
+                     help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
+    arguments.option(parser, "--attacks", type=arguments.names_from("attack", ATTACKS), default=list(ATTACKS),
+                     help="comma-separated, from %s (default: both)" % ",".join(ATTACKS))
+    arguments.option(parser, "--canaries", type=arguments.positive_int, default=50,
+                     help="flood: well-behaved clients timing round trips")
+    arguments.option(parser, "--canary-rate", type=arguments.positive_float, default=100.0,
+                     help="flood: total msgs/s the canaries send")
+    arguments.option(parser, "--seconds", type=arguments.positive_float, default=10.0,
+                     help="flood: seconds of each step, quiet and flooded")
+    arguments.option(parser, "--stalled", type=arguments.positive_int, default=1000,
+                     help="stalled: clients that never read")
+    arguments.option(parser, "--message-bytes", type=arguments.positive_int, default=20,
+                     help="stalled: size of each published message")
+    arguments.option(parser, "--publish-rate", type=arguments.positive_float, default=2000.0,
+                     help="stalled: messages published per second")
+    arguments.option(parser, "--broker-flags", default="",
+                     help="more broker flags, one string (e.g. \"--max-buffer 256KiB --write-timeout 10\")")
     server_cpu, client_cpu = affinity.default_cpus()
-    parser.add_argument("--server-cpu", type=int, default=server_cpu,
-                        help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
-    parser.add_argument("--client-cpu", type=int, default=client_cpu,
-                        help="CPU the attack runs on (default %d, the second this process may use)" % client_cpu)
-    return parser
+    arguments.option(parser, "--server-cpu", type=int, default=server_cpu,
+                     help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
+    arguments.option(parser, "--client-cpu", type=int, default=client_cpu,
+                     help="CPU the attack runs on (default %d, the second this process may use)" % client_cpu)
 
 
 class Broker:
@@ -291,9 +289,7 @@ def _median(values):
 
 # -- the command -------------------------------------------------------------------------------------
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(parser, args):
     placement.check_cpus(parser, args)
     status = console.StatusLine()
     placement.prepare_client(args.client_cpu)

@@ -29,7 +29,6 @@ import collections
 import dataclasses
 import json
 import subprocess
-import sys
 
 from loadtest import arguments, records, runner
 from loadtest.client import sweep, workers
@@ -60,46 +59,45 @@ parse_servers = arguments.names_from("server", registry.NAMES)
 parse_measures = arguments.names_from("measurement", MEASURES)
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest compare",
-        description="Launch each contender pinned to one CPU, sweep it from the other, measure its CPU "
-        "per delivered message and RSS per idle connection, and the bare send loop floor.",
-    )
-    parser.add_argument("--servers", type=parse_servers, default=list(registry.SINGLE),
-                        help="comma-separated, from %s (default: %s)" % (
-                            ",".join(registry.NAMES), ",".join(registry.SINGLE)))
-    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
-                        help="brokers of each cluster-* contender (default %(default)s)")
-    parser.add_argument("--levels", type=arguments.comma_list(arguments.positive_int), default=list(LEVELS),
-                        help="concurrency levels (default %s)" % ",".join(map(str, LEVELS)))
-    parser.add_argument("--rates", type=arguments.comma_list(arguments.positive_float),
-                        help="total msgs/s of each step (default: rising until the server or the "
-                        "client is overloaded; see python -m loadtest --help)")
-    parser.add_argument("--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
-                        help="seconds per step (default %(default)g)")
-    parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
-                        help="seconds of quiet before each step (default %(default)g)")
-    parser.add_argument("--cpu-load", type=arguments.comma_list(parse_load), default=list(DEFAULT_LOADS),
-                        metavar="CLIENTSxRATE[,...]",
-                        help="fixed loads for CPU per delivered message and round trips; the floor runs "
-                        "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
-    parser.add_argument("--cpu-seconds", type=arguments.positive_float, default=10.0,
-                        help="how long each fixed load and the floor run (default 10)")
-    parser.add_argument("--warm-up", type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
-                        help="before the fixed loads, run the first of them this long, unrecorded, so "
-                        "that they measure a warm server (PyPy's JIT needs thousands of messages on "
-                        "rare paths); a sweep before them warms it too (default 0)")
-    parser.add_argument("--idle-connections", type=arguments.positive_int, default=19000,
-                        help="connections held open for RSS per idle connection (default 19000)")
-    parser.add_argument("--procs", type=arguments.positive_int,
-                        help="client processes for each sweep level, fixed load and the idle "
-                        "connections (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
-    parser.add_argument("--measure", type=parse_measures, default=list(MEASURES),
-                        help="comma-separated, from %s (default: all; the floor comes with cpu)"
-                        % ",".join(MEASURES))
+SUMMARY = "every contender measured in one run: sweep, CPU per delivery, RSS per idle connection"
+DESCRIPTION = ("Launch each contender pinned to one CPU, sweep it from the other, measure its CPU "
+        "per delivered message and RSS per idle connection, and the bare send loop floor.")
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--servers", type=parse_servers, default=list(registry.SINGLE),
+                     help="comma-separated, from %s (default: %s)" % (
+                         ",".join(registry.NAMES), ",".join(registry.SINGLE)))
+    arguments.option(parser, "--brokers", type=arguments.positive_int, default=2,
+                     help="brokers of each cluster-* contender")
+    arguments.option(parser, "--levels", type=arguments.comma_list(arguments.positive_int), default=list(LEVELS),
+                     help="concurrency levels (default %s)" % ",".join(map(str, LEVELS)))
+    arguments.option(parser, "--rates", type=arguments.comma_list(arguments.positive_float),
+                     help="total msgs/s of each step (default: rising until the server or the "
+                     "client is overloaded; see python -m loadtest --help)")
+    arguments.option(parser, "--step-seconds", type=arguments.positive_float, default=sweep.Options.duration,
+                     help="seconds per step")
+    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
+                     help="seconds of quiet before each step")
+    arguments.option(parser, "--cpu-load", type=arguments.comma_list(parse_load), default=list(DEFAULT_LOADS),
+                     metavar="CLIENTSxRATE[,...]",
+                     help="fixed loads for CPU per delivered message and round trips; the floor runs "
+                     "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
+    arguments.option(parser, "--cpu-seconds", type=arguments.positive_float, default=10.0,
+                     help="how long each fixed load and the floor run (default 10)")
+    arguments.option(parser, "--warm-up", type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
+                     help="before the fixed loads, run the first of them this long, unrecorded, so "
+                     "that they measure a warm server (PyPy's JIT needs thousands of messages on "
+                     "rare paths); a sweep before them warms it too (default 0)")
+    arguments.option(parser, "--idle-connections", type=arguments.positive_int, default=19000,
+                     help="connections held open for RSS per idle connection (default 19000)")
+    arguments.option(parser, "--procs", type=arguments.positive_int,
+                     help="client processes for each sweep level, fixed load and the idle "
+                     "connections (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+    arguments.option(parser, "--measure", type=parse_measures, default=list(MEASURES),
+                     help="comma-separated, from %s (default: all; the floor comes with cpu)"
+                     % ",".join(MEASURES))
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)")
-    return parser
 
 
 class Compare:
@@ -194,14 +192,14 @@ class Compare:
             running.stop()
 
     def floor(self):
-        """Run the bare send loop under the first fixed load, pinned like the child_process."""
+        """Run the bare send loop under the first fixed load, pinned like the servers."""
         clients, rate = self.args.cpu_load[0]
         try:
             python, _ = registry.cpython("loadtest.scenarios.floor")
         except registry.Unavailable as reason:
             self.status.message("floor: left out: %s" % reason)
             return
-        argv = [python, "-m", "loadtest.scenarios.floor", "--connections", str(clients),
+        argv = [python, "-m", "loadtest", "floor", "--connections", str(clients),
                 "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
                 "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
         if self.args.source_addresses:
@@ -272,9 +270,7 @@ async def idle_rss(running, label, count, transport="sockjs", source_addresses=N
                            rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(parser, args):
     placement.check_cpus(parser, args)
     status = console.StatusLine()
     chosen = placement.resolve_all(args.servers, status)
@@ -285,8 +281,7 @@ def main(argv=None):
     out_path = args.out or files.default_path()
     measured = []
     with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, args.transport, ["python", "-m", "loadtest", "compare"] + list(
-            sys.argv[2:] if argv is None else argv)))
+        out.write(files.run_record(None, args.transport, args.command_line))
         run = Compare(args, out, status)
         try:
             for contender in chosen:

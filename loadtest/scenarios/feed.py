@@ -24,10 +24,8 @@ Rules (BENCHMARKS.rst, "C100K"):
   connections dropped, with their reasons. Every loop ends by a deadline.
 """
 
-import argparse
 import asyncio
 import secrets
-import sys
 import time
 import urllib.parse
 
@@ -46,36 +44,35 @@ CLUSTERS = BROKERS[2:]
 DRAIN_CHECK_S = 0.25
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest feed",
-        description="Start a broker, or a cluster of brokers joined through Redis, connect "
+SUMMARY = "a backend publishes over HTTP to a large audience, over a cluster of brokers"
+DESCRIPTION = ("Start a broker, or a cluster of brokers joined through Redis, connect "
         "an audience of listening websocket clients spread over them, publish through POST /publish at a "
-        "steady rate, and time every delivery to every listener; count what is lost.",
-    )
-    parser.add_argument("--servers", type=arguments.names_from("server", BROKERS), default=list(CLUSTERS),
-                        help="comma-separated, from %s (default: %s)" % (",".join(BROKERS), ",".join(CLUSTERS)))
-    parser.add_argument("--brokers", type=arguments.positive_int, default=2,
-                        help="broker processes of each cluster-* server (default %(default)s)")
-    parser.add_argument("--clients", type=arguments.positive_int, default=2000,
-                        help="listening connections in all (default %(default)s)")
-    parser.add_argument("--rate", type=arguments.positive_float, default=1.0,
-                        help="messages published per second (default %(default)g)")
-    parser.add_argument("--duration", type=arguments.positive_float, default=60.0,
-                        help="seconds of publishing (default %(default)g)")
-    parser.add_argument("--sample", type=arguments.positive_float, default=10.0,
-                        help="seconds per sample (default %(default)g)")
-    parser.add_argument("--procs", type=arguments.positive_int,
-                        help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+        "steady rate, and time every delivery to every listener; count what is lost.")
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS), default=list(CLUSTERS),
+                     help="comma-separated, from %s (default: %s)" % (",".join(BROKERS), ",".join(CLUSTERS)))
+    arguments.option(parser, "--brokers", type=arguments.positive_int, default=2,
+                     help="broker processes of each cluster-* server")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=2000,
+                     help="listening connections in all")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=1.0,
+                     help="messages published per second")
+    arguments.option(parser, "--duration", type=arguments.positive_float, default=60.0,
+                     help="seconds of publishing")
+    arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0,
+                     help="seconds per sample")
+    arguments.option(parser, "--procs", type=arguments.positive_int,
+                     help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
     server_cpu, client_cpu = affinity.default_cpus()
-    parser.add_argument("--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
-                        help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
-                        "this process may use)" % server_cpu)
-    parser.add_argument("--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
-                        help="CPUs the client processes run on, in turn (default %d, the second this "
-                        "process may use)" % client_cpu)
-    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
-    return parser
+    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
+                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
+                     "this process may use)" % server_cpu)
+    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
+                     help="CPUs the client processes run on, in turn (default %d, the second this "
+                     "process may use)" % client_cpu)
+    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
 
 
 class ClusterProbe:
@@ -226,9 +223,7 @@ def _host_port(url):
     return parts.hostname, parts.port
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(parser, args):
     status = console.StatusLine()
     chosen = placement.resolve_all(args.servers, status)
     if not chosen:
@@ -238,8 +233,7 @@ def main(argv=None):
     out_path = args.out or files.default_path()
     clean = 0
     with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, "sockjs", ["python", "-m", "loadtest", "feed"] + list(
-            sys.argv[2:] if argv is None else argv)))
+        out.write(files.run_record(None, "sockjs", args.command_line))
         for contender in chosen:
             token = secrets.token_hex(16)
             status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))

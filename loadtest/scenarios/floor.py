@@ -11,7 +11,7 @@ sender's CPU time (``/proc/PID/stat``) divided by the sends is the cost of one
 delivery with no encoding, framing or bookkeeping: a server can only go below it
 by putting several messages in one frame.
 
-    python -m loadtest.scenarios.floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
+    python -m loadtest floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
 
 With ``--source-addresses`` the drain spreads its connections over those local
 addresses, as the load client does: one address has about 28,000 ports, fewer
@@ -20,7 +20,6 @@ while the last run's connections are in TIME_WAIT.
 prints one JSON object, a :class:`loadtest.records.Floor` results line.
 """
 
-import argparse
 import json
 import os
 import select
@@ -138,22 +137,26 @@ def _drain(address, connections, cpu, source_addresses=()):
         return 1
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m loadtest.scenarios.floor", description=__doc__.split("\n")[0])
-    parser.add_argument("--connections", type=int, default=1000, help="loopback connections (default 1000)")
-    parser.add_argument("--rate", type=float, default=100000, help="sends per second in total (default 100000)")
-    parser.add_argument("--seconds", type=float, default=10, help="how long to send (default 10)")
-    parser.add_argument("--cpu", type=int, help="pin the sender to this CPU")
-    parser.add_argument("--drain-cpu", type=int, help="pin the reader to this CPU")
-    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses, default=(),
-                        help="local loopback addresses for the reader's connections, e.g. 127.0.0.2-127.0.0.9")
-    args = parser.parse_args(argv)
+SUMMARY = "the bare send loop: what one write to each of N loopback connections costs"
+DESCRIPTION = __doc__.split("\n")[0]
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--connections", type=arguments.positive_int, default=1000, help="loopback connections")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=100000,
+                     help="sends per second in total")
+    arguments.option(parser, "--seconds", type=arguments.positive_float, default=10, help="how long to send")
+    arguments.option(parser, "--cpu", type=int, help="pin the sender to this CPU")
+    arguments.option(parser, "--drain-cpu", type=int, help="pin the reader to this CPU")
+    arguments.option(parser, "--source-addresses", type=arguments.parse_source_addresses, default=(),
+                     shown="none", help="local loopback addresses for the reader's connections, e.g. "
+                     "127.0.0.2-127.0.0.9")
+
+
+def run(parser, args):
     try:
         result = measure(args.connections, args.rate, args.seconds, args.cpu, args.drain_cpu, args.source_addresses)
     except OSError as error:
         parser.exit(1, "floor: %s\n" % error)
     print(json.dumps(result.as_dict()), flush=True)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

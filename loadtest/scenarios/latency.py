@@ -1,7 +1,5 @@
 """``python -m loadtest --url URL --clients N``: sweep one server, write results, print a table."""
 
-import argparse
-import sys
 import urllib.parse
 
 from broker.runtime import raise_open_files_limit
@@ -13,52 +11,49 @@ from loadtest.method import rules
 from loadtest.results import console, files
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest",
-        description="Round-trip latency sweep of a SockJS broadcast server "
-        "(subcommands: ping, selftest, compare, soak, abuse, feed; see `python -m loadtest compare --help` "
-        "and `python -m loadtest soak --help`).",
-        epilog="Without --rate each level of N clients starts near %s deliveries/s (N x rate, 1 msg/s "
+SUMMARY = "round-trip latency sweep of one server (the command when none is named)"
+DESCRIPTION = "Round-trip latency sweep of a SockJS broadcast server already running."
+EPILOG = ("Without --rate each level of N clients starts near %s deliveries/s (N x rate, 1 msg/s "
         "at least) and raises the rate x%.2f a step until the server is overloaded (a connection lost, "
         "a message not back within %g s, or a mean round trip above %g ms), or the client is "
         "(client-bound), at most to %s msgs/s and %s deliveries/s." % (
             "{:,}".format(rules.FIRST_DELIVERIES_PER_S), rules.RATE_RATIO, rules.LOSS_AFTER_S,
-            rules.MAX_MEAN_RTT_MS, "{:,}".format(rules.MAX_RATE), "{:,}".format(rules.MAX_DELIVERIES_PER_S)),
-    )
-    parser.add_argument("--url", type=arguments.comma_list(arguments.loopback_url), default=[arguments.DEFAULT_URL],
-                        help="SockJS prefix of the server under test (default %s, where python -m broker "
-                        "listens; loopback only); several, comma-separated, spread the clients over the "
-                        "brokers of a cluster in turn" % arguments.DEFAULT_URL)
+            rules.MAX_MEAN_RTT_MS, "{:,}".format(rules.MAX_RATE), "{:,}".format(rules.MAX_DELIVERIES_PER_S)))
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--url", type=arguments.comma_list(arguments.loopback_url), default=[arguments.DEFAULT_URL],
+                     help="SockJS prefix of the server under test (default %s, where python -m broker "
+                     "listens; loopback only); several, comma-separated, spread the clients over the "
+                     "brokers of a cluster in turn" % arguments.DEFAULT_URL)
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--clients", type=arguments.positive_int, help="one concurrency level")
-    which.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
-                       help="comma-separated levels (default %s)" % ",".join(map(str, rules.DEFAULT_LEVELS)))
-    parser.add_argument("--rate", type=arguments.positive_float,
-                        help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
-    parser.add_argument("--duration", type=arguments.positive_float, default=sweep.Options.duration,
-                        help="seconds per step (default %(default)g)")
-    parser.add_argument("--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
-                        help="seconds of quiet before each step (default %(default)g)")
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
-    parser.add_argument("--out", help="results file (default results/<timestamp>.jsonl)")
-    parser.add_argument("--label", help="server name in the results (default: the URL's host:port)")
-    parser.add_argument("--server-pid", type=arguments.comma_list(int),
-                        help="measure this process's CPU and RSS; several, comma-separated, are summed")
-    parser.add_argument("--procs", type=arguments.positive_int, default=sweep.Options.procs,
-                        help="spread the clients over N processes")
-    parser.add_argument("--client-cpu", type=arguments.comma_list(int),
-                        help="pin the load client to this CPU; with --procs, a list: worker i "
-                        "runs on the i-th CPU (round-robin)")
-    parser.add_argument("--server-cpu", type=int, help="pin every --server-pid to this CPU")
-    parser.add_argument("--source-addresses", type=arguments.parse_source_addresses,
-                        help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
-    return parser
+    arguments.option(which, "--clients", type=arguments.positive_int, help="one concurrency level")
+    arguments.option(which, "--levels", type=arguments.comma_list(arguments.positive_int),
+                     help="comma-separated levels (default %s)" % ",".join(map(str, rules.DEFAULT_LEVELS)))
+    arguments.option(parser, "--rate", type=arguments.positive_float,
+                     help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
+    # --duration: the spelling before every command said --step-seconds.
+    arguments.option(parser, "--step-seconds", "--duration", dest="duration", type=arguments.positive_float,
+                     default=sweep.Options.duration,
+                     help="seconds per step")
+    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
+                     help="seconds of quiet before each step")
+    arguments.option(parser, "--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+    arguments.option(parser, "--label", help="server name in the results (default: the URL's host:port)")
+    arguments.option(parser, "--server-pid", type=arguments.comma_list(int),
+                     help="measure this process's CPU and RSS; several, comma-separated, are summed")
+    arguments.option(parser, "--procs", type=arguments.positive_int, default=sweep.Options.procs,
+                     help="spread the clients over N processes")
+    arguments.option(parser, "--client-cpu", type=arguments.comma_list(int),
+                     help="pin the load client to this CPU; with --procs, a list: worker i "
+                     "runs on the i-th CPU (round-robin)")
+    arguments.option(parser, "--server-cpu", type=int, help="pin every --server-pid to this CPU")
+    arguments.option(parser, "--source-addresses", type=arguments.parse_source_addresses,
+                     help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(parser, args):
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
     for pid in args.server_pid or ():
@@ -85,7 +80,7 @@ def main(argv=None):
 
     with files.ResultsFile(out_path) as out:
         pids = args.server_pid or [None]
-        out.write(files.run_record(",".join(args.url), args.transport, ["python", "-m", "loadtest"] + sys.argv[1:]))
+        out.write(files.run_record(",".join(args.url), args.transport, args.command_line))
         out.write(records.Server(server=label, runtime=runtime_probe.server_runtime(args.url[0], pids[0]),
                                  pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu))
 

@@ -1,6 +1,5 @@
 """``python -m loadtest ping --url URL``: one connection, one message, its round trip."""
 
-import argparse
 import random
 import string
 import sys
@@ -39,14 +38,19 @@ def ping(url, transport="sockjs", timeout=5.0):
         conn.close()
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m loadtest ping",
-                                     description="One connection, one message, its round trip.")
-    parser.add_argument("--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
-                        help="SockJS prefix (default %(default)s; loopback only)")
-    parser.add_argument("--transport", choices=("sockjs", "raw"), default="sockjs")
-    parser.add_argument("--timeout", type=float, default=5.0)
-    args = parser.parse_args(argv)
+SUMMARY = "one connection, one message, its round trip"
+DESCRIPTION = "One connection, one message, its round trip."
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
+                     help="SockJS prefix (loopback only)")
+    arguments.option(parser, "--transport", choices=("sockjs", "raw"), default="sockjs")
+    arguments.option(parser, "--timeout", type=arguments.positive_float, default=5.0,
+                     help="seconds to connect and to get the message back")
+
+
+def run(parser, args):
     try:
         rtt = ping(args.url, args.transport, args.timeout)
     except (OSError, websocket_client.WebSocketException) as exc:

@@ -2,7 +2,6 @@
 core, against a :mod:`loadtest.contenders.fanout_source` source (what it does and reports: DESCRIPTION, its
 ``--help``)."""
 
-import argparse
 import asyncio
 import os
 import sys
@@ -38,7 +37,7 @@ async def absorb(url, clients, seconds, warmup):
 
 
 def measure(args, per_frame):
-    """One figure: a fan-out source sending ``per_frame`` messages per frame, absorbed by this connections."""
+    """One figure: a fan-out source sending ``per_frame`` messages per frame, absorbed by this client."""
     source = child_process.launch(
         [sys.executable, "-m", "loadtest.contenders.fanout_source", "--port", "0", "--per-frame", str(per_frame),
          "--connections", str(args.connections)]
@@ -51,6 +50,7 @@ def measure(args, per_frame):
         source.stop()
 
 
+SUMMARY = "how many delivered messages/s this client absorbs on one core"
 DESCRIPTION = (
     "How many delivered messages/s this client absorbs on one core. A fan-out source, pinned to one CPU, "
     "sends N connections SockJS frames of K messages (flooding, or paced in rounds like a broadcasting "
@@ -60,20 +60,21 @@ DESCRIPTION = (
 )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m loadtest selftest", description=DESCRIPTION)
+def add_arguments(parser):
     source_cpu, client_cpu = affinity.default_cpus()
-    parser.add_argument("--connections", type=int, default=100, help="connections (default %(default)d)")
-    parser.add_argument("--per-frame", type=arguments.comma_list(arguments.positive_int), default=[1, 10, 50],
-                        help="messages per SockJS frame, comma-separated (default 1,10,50)")
-    parser.add_argument("--rounds-per-s", type=float,
-                        help="paced: one frame to every connection this often (default: flood)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per figure (default %(default)g)")
-    parser.add_argument("--client-cpu", type=int, default=client_cpu,
-                        help="CPU this client runs on (default %(default)d, the second this process may use)")
-    parser.add_argument("--source-cpu", type=int, default=source_cpu,
-                        help="CPU the source runs on (default %(default)d, the first this process may use)")
-    args = parser.parse_args(argv)
+    arguments.option(parser, "--connections", type=arguments.positive_int, default=100, help="connections")
+    arguments.option(parser, "--per-frame", type=arguments.comma_list(arguments.positive_int), default="1,10,50",
+                     help="messages per SockJS frame, comma-separated")
+    arguments.option(parser, "--rounds-per-s", type=arguments.positive_float,
+                     help="paced: one frame to every connection this often (default: flood)")
+    arguments.option(parser, "--seconds", type=arguments.positive_float, default=5.0, help="seconds per figure")
+    arguments.option(parser, "--client-cpu", type=int, default=client_cpu,
+                     help="CPU this client runs on (default %d, the second this process may use)" % client_cpu)
+    arguments.option(parser, "--source-cpu", type=int, default=source_cpu,
+                     help="CPU the source runs on (default %d, the first this process may use)" % source_cpu)
+
+
+def run(parser, args):
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"

@@ -21,10 +21,8 @@ Rules (BENCHMARKS.rst, "Soak"):
   connect and disconnect waves of :mod:`loadtest.client.churn` over every transport.
 """
 
-import argparse
 import asyncio
 import math
-import sys
 import urllib.parse
 
 from loadtest import affinity, arguments, procstat, runner
@@ -41,48 +39,47 @@ DEFAULT_CLIENTS = 1000
 DEFAULT_RATE = 20.0
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest soak",
-        description="Hold one load on each server for a long time, sampling its RSS, CPU, deliveries/s, "
+SUMMARY = "one load held for minutes on each server: does its memory stay flat?"
+DESCRIPTION = ("Hold one load on each server for a long time, sampling its RSS, CPU, deliveries/s, "
         "round trips and losses; judge whether its memory stays flat after the warm-up. With --churn, "
-        "then waves of sessions opened and dropped over every transport.",
-        epilog="\"flat\": the final RSS is at most %g%% or %g MB (whichever is larger) above the RSS "
+        "then waves of sessions opened and dropped over every transport.")
+EPILOG = ("\"flat\": the final RSS is at most %g%% or %g MB (whichever is larger) above the RSS "
         "after the warm-up. Samples are JSON lines in the results file; python -m plots draws them."
-        % (memory_verdict.FLAT_SHARE * 100, memory_verdict.FLAT_MIN_MB),
-    )
+        % (memory_verdict.FLAT_SHARE * 100, memory_verdict.FLAT_MIN_MB))
+
+
+def add_arguments(parser):
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--servers", type=arguments.names_from("server", registry.SINGLE),
-                       default=list(registry.SINGLE),
-                       help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
-    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
-                       "instead of launching them; needs --server-pid")
-    parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
-    parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
-    parser.add_argument("--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
-                        help="connections (default %(default)s)")
-    parser.add_argument("--rate", type=arguments.positive_float, default=DEFAULT_RATE,
-                        help="total msgs/s sent, round-robin over the clients (default %(default)g)")
-    parser.add_argument("--duration", type=arguments.positive_float, default=600.0,
-                        help="seconds of load per server (default %(default)g)")
-    parser.add_argument("--sample", type=arguments.positive_float, default=5.0,
-                        help="seconds per sample (default %(default)g)")
+    arguments.option(which, "--servers", type=arguments.names_from("server", registry.SINGLE),
+                     default=list(registry.SINGLE),
+                     help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
+    arguments.option(which, "--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
+                     "instead of launching them; needs --server-pid")
+    arguments.option(parser, "--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
+    arguments.option(parser, "--label", help="with --url: the server's name in the results (default: host:port)")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
+                     help="connections")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=DEFAULT_RATE,
+                     help="total msgs/s sent, round-robin over the clients")
+    arguments.option(parser, "--duration", type=arguments.positive_float, default=600.0,
+                     help="seconds of load per server")
+    arguments.option(parser, "--sample", type=arguments.positive_float, default=5.0,
+                     help="seconds per sample")
     # --warmup: the spelling before compare and soak shared --warm-up.
-    parser.add_argument("--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
-                        metavar="SECONDS", help="seconds before the reference RSS is taken (default %(default)g)")
-    parser.add_argument("--churn", action="store_true",
-                        help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
-    parser.add_argument("--churn-waves", type=arguments.positive_int, default=5, help="waves (default %(default)s)")
-    parser.add_argument("--churn-size", type=arguments.positive_int, default=100,
-                        help="sessions of each transport per wave (default %(default)s)")
-    parser.add_argument("--churn-hold", type=arguments.non_negative_float, default=2.0,
-                        help="seconds a wave's sessions are held (default %(default)g)")
-    parser.add_argument("--expiry", type=arguments.non_negative_float, default=10.0,
-                        help="seconds a server without /stats is given to expire sessions (default %(default)g)")
+    arguments.option(parser, "--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
+                     metavar="SECONDS", help="seconds before the reference RSS is taken")
+    arguments.option(parser, "--churn", action="store_true",
+                     help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
+    arguments.option(parser, "--churn-waves", type=arguments.positive_int, default=5, help="waves")
+    arguments.option(parser, "--churn-size", type=arguments.positive_int, default=100,
+                     help="sessions of each transport per wave")
+    arguments.option(parser, "--churn-hold", type=arguments.non_negative_float, default=2.0,
+                     help="seconds a wave's sessions are held")
+    arguments.option(parser, "--expiry", type=arguments.non_negative_float, default=10.0,
+                     help="seconds a server without /stats is given to expire sessions")
     placement.add_placement_arguments(
         parser, "CPU the servers run on (default %d, the first this process may use; with --url, "
         "--server-pid is pinned there)")
-    return parser
 
 
 def samples_for(duration, sample):
@@ -268,9 +265,7 @@ def check_args(parser, args):
     placement.check_cpus(parser, args)
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(parser, args):
     check_args(parser, args)
     status = console.StatusLine()
     chosen = [] if args.url else placement.resolve_all(args.servers, status)
@@ -281,8 +276,7 @@ def main(argv=None):
     out_path = args.out or files.default_path()
     held = 0
     with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(args.url, args.transport, ["python", "-m", "loadtest", "soak"] + list(
-            sys.argv[2:] if argv is None else argv)))
+        out.write(files.run_record(args.url, args.transport, args.command_line))
         run = SoakRun(args, out, status)
         try:
             if args.url:

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from loadtest import command_line
 from loadtest import records as schema
-from loadtest.scenarios import compare
 
 TINY = [
     "--servers", "sockjs-tornado,sockjs-node", "--levels", "4", "--rates", "5",
@@ -83,7 +83,7 @@ def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
 
 def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
     monkeypatch.setattr("loadtest.contenders.registry.PYPY_CANDIDATES", (str(tmp_path / "none"),))
-    assert compare.main(["--servers", "broker-pypy", "--out", str(tmp_path / "r.jsonl")]) == 1
+    assert command_line.main(["compare", "--servers", "broker-pypy", "--out", str(tmp_path / "r.jsonl")]) == 1
     assert not (tmp_path / "r.jsonl").exists()
 
 
@@ -95,7 +95,7 @@ def test_unavailable_server_is_skipped_with_the_reason(tmp_path, monkeypatch):
 ])
 def test_bad_arguments_are_refused_clearly(argv, message, capsys):
     with pytest.raises(SystemExit) as exit:
-        compare.main(argv)
+        command_line.main(["compare"] + argv)
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
 

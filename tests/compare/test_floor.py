@@ -10,7 +10,7 @@ from loadtest.scenarios import floor
 
 def test_floor_sends_every_round_and_reports_cpu_per_send():
     done = subprocess.run(
-        [sys.executable, "-m", "loadtest.scenarios.floor", "--connections", "20", "--rate", "2000", "--seconds", "0.5"],
+        [sys.executable, "-m", "loadtest", "floor", "--connections", "20", "--rate", "2000", "--seconds", "0.5"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
@@ -24,7 +24,7 @@ def test_floor_sends_every_round_and_reports_cpu_per_send():
 def test_a_drain_that_cannot_connect_ends_the_floor_at_once():
     few_files = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # noqa: E731
     done = subprocess.run(
-        [sys.executable, "-m", "loadtest.scenarios.floor", "--connections", "200", "--seconds", "0.5"],
+        [sys.executable, "-m", "loadtest", "floor", "--connections", "200", "--seconds", "0.5"],
         capture_output=True, text=True, timeout=10, preexec_fn=few_files,
     )
     assert done.returncode == 1

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from broker.flags import Flag, add_flags
+from broker.flags import Environment, Flag
 
 FLAGS = (
     Flag("--max-buffer", "unsent bytes allowed", "1024", int, "SIZE"),
@@ -16,7 +16,7 @@ FLAGS = (
 
 def parse(argv=(), environ=None):
     parser = argparse.ArgumentParser(prog="demo")
-    add_flags(parser, FLAGS, "DEMO_", environ or {})
+    Environment("DEMO_", environ or {}).add_flags(parser, FLAGS)
     return parser, parser.parse_args(list(argv))
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from loadtest import command_line
 from loadtest.scenarios import abuse
 
 
@@ -15,4 +16,4 @@ def test_cuts_are_timed_from_falling_behind_client_by_client():
 @pytest.mark.parametrize("text", ["", "flood,nonsense"])
 def test_unknown_attacks_are_refused(text):
     with pytest.raises(SystemExit):
-        abuse.build_parser().parse_args(["--attacks", text])
+        command_line.build_parser().parse_args(["abuse", "--attacks", text])

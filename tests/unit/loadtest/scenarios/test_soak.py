@@ -2,6 +2,7 @@
 
 import pytest
 
+from loadtest import command_line
 from loadtest.scenarios import soak
 
 
@@ -18,7 +19,7 @@ from loadtest.scenarios import soak
 ])
 def test_bad_arguments_are_refused_before_anything_runs(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit:
-        soak.main(argv + ["--out", str(tmp_path / "r.jsonl")])
+        command_line.main(["soak"] + argv + ["--out", str(tmp_path / "r.jsonl")])
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()

@@ -1,0 +1,46 @@
+"""``python -m loadtest``: one command line, a subcommand per scenario.
+
+Rules:
+
+- Each command is a module of :mod:`loadtest.scenarios` with ``SUMMARY``,
+  ``DESCRIPTION``, ``add_arguments(parser)`` and ``run(parser, args)``
+  (``EPILOG`` if it has one); this module is the only one that knows them all.
+- Without a command, the arguments are the latency sweep's, as they always
+  were: ``python -m loadtest --url URL --clients N``.
+- Every option reads ``LOADTEST_<OPTION>`` from the environment as its
+  default (:func:`loadtest.arguments.option`).
+"""
+
+import argparse
+
+from loadtest.scenarios import abuse, compare, feed, floor, latency, ping, selftest, soak
+
+COMMANDS = {"latency": latency, "compare": compare, "soak": soak, "feed": feed, "abuse": abuse, "ping": ping,
+            "selftest": selftest, "floor": floor}
+DEFAULT = "latency"
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest",
+        description="Round-trip latency load tests for SockJS broadcast servers, on loopback only. Without a "
+        "command, the latency sweep runs: python -m loadtest --url URL --clients N.",
+        epilog="Every option also reads an environment variable, named in its help: --client-cpu reads "
+        "LOADTEST_CLIENT_CPU. python -m loadtest COMMAND --help describes a command.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        command = commands.add_parser(name, help=module.SUMMARY, description=module.DESCRIPTION,
+                                      epilog=getattr(module, "EPILOG", None))
+        module.add_arguments(command)
+        command.set_defaults(run=module.run, parser=command)
+    return parser
+
+
+def main(argv):
+    """Run the command ``argv`` names (the latency sweep when it names none); its exit status."""
+    argv = list(argv)
+    if argv[:1] not in ([name] for name in COMMANDS) and argv[:1] not in (["-h"], ["--help"]):
+        argv.insert(0, DEFAULT)
+    args = build_parser().parse_args(argv)
+    args.command_line = ["python", "-m", "loadtest"] + argv
+    return args.run(args.parser, args)
