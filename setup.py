@@ -22,7 +22,6 @@ setup(
         "tornado>=6.4,<7",
         # The broker subclasses sockjs-tornado's transports and relies on their internals.
         "sockjs-tornado==1.0.7",
-        "websocket-client>=1.6,<2",
         # Round-trip percentiles in the load client (0.10.3 is the last for Python 3.9).
         "hdrhistogram>=0.10.3,<0.11",
         # GET /metrics: the Prometheus text format and its custom-collector API. Pure Python, so the
@@ -38,7 +37,9 @@ setup(
         "test": [
             "pytest>=7",
             "pytest-timeout>=2.1",
-            # lint-imports checks that imports run one way (plots -> loadtest -> broker.protocol.frames only).
+            # The tests' own SockJS clients: an implementation independent of the load client's.
+            "websocket-client>=1.6,<2",
+            # lint-imports holds the import contracts of .importlinter.
             "import-linter>=2.2",
             # grimp, import-linter's import graph, is built in Rust: 3.5 is the last with a PyPy 3.9 wheel.
             "grimp<3.6; platform_python_implementation == 'PyPy'",

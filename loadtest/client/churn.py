@@ -25,41 +25,15 @@ Rules:
 import asyncio
 import collections
 
-from loadtest import procstat
 from loadtest import records
-from loadtest.client import connections, http_sessions
-from loadtest.errors import ConnectError, ServerGone
+from loadtest.client import connections, http_sessions, server_probe
+from loadtest.client.server_probe import ServerProbe
+from loadtest.errors import ConnectError
 from loadtest.method import memory_verdict
 
 KINDS = ("websocket", "xhr_streaming", "xhr_polling")
 SETTLE_TIMEOUT_S = 60.0
 SETTLE_POLL_S = 0.25
-STATS_TIMEOUT_S = 2.0
-
-
-async def server_stats(url):
-    """The ``/stats`` document of the server of ``url``, or None where it has none."""
-    try:
-        status, document = await http_sessions.get_json(url, "/stats", STATS_TIMEOUT_S)
-    except (OSError, asyncio.TimeoutError, ConnectError):
-        return None
-    return document if status == 200 and isinstance(document, dict) else None
-
-
-async def session_count(url):
-    """``connections_total`` from the ``/stats`` of the server of ``url``, or None where it has none."""
-    document = await server_stats(url)
-    count = None if document is None else document.get("connections_total")
-    return count if isinstance(count, int) else None
-
-
-def _rss_kb(pid):
-    try:
-        return procstat.rss_kb(pid)
-    except procstat.ProcessGone as exc:
-        raise ServerGone("the server died: %s" % exc) from None
-
-
 async def settle(url, baseline, expiry):
     """Wait for the server to let go of sessions: ``(count, settled, seconds waited)``.
 
@@ -72,7 +46,7 @@ async def settle(url, baseline, expiry):
         return None, None, round(loop.time() - started, 2)
     deadline = started + SETTLE_TIMEOUT_S
     while True:
-        count = await session_count(url)
+        count = await server_probe.session_count(url)
         if count is not None and count <= baseline:
             return count, True, round(loop.time() - started, 2)
         if loop.time() >= deadline:
@@ -111,8 +85,8 @@ async def wave(url, pid, label, number, size, hold, counted):
             failures["websocket: %s" % reason] += number
         opened = dict(zip(KINDS, (websockets.alive_count(), len(streams), len(polls))))
         await asyncio.sleep(hold)
-        held_connections = await session_count(url) if counted else None
-        held_rss_kb = _rss_kb(pid)
+        held_connections = await server_probe.session_count(url) if counted else None
+        held_rss_kb = ServerProbe([pid]).rss_kb()
     finally:
         websockets.close()
         for stream in streams:
@@ -120,7 +94,7 @@ async def wave(url, pid, label, number, size, hold, counted):
     await asyncio.sleep(0)  # let the closes reach the sockets
     return records.ChurnWave(server=label, wave=number, opened=opened, failed=dict(failures),
                              held_connections=held_connections, held_rss_kb=held_rss_kb,
-                             connections=await session_count(url) if counted else None, rss_kb=_rss_kb(pid))
+                             connections=await server_probe.session_count(url) if counted else None, rss_kb=ServerProbe([pid]).rss_kb())
 
 
 async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):
@@ -131,13 +105,13 @@ async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=1
     """
     counted = baseline is not None
     await settle(url, baseline, expiry)
-    baseline_rss_kb = _rss_kb(pid)
+    baseline_rss_kb = ServerProbe([pid]).rss_kb()
     for number in range(1, waves + 1):
         record = await wave(url, pid, label, number, size, hold, counted)
         if on_record is not None:
             on_record(record)
     final_connections, settled, waited = await settle(url, baseline, expiry)
-    final_rss_kb = _rss_kb(pid)
+    final_rss_kb = ServerProbe([pid]).rss_kb()
     record = records.Churn(
         server=label, waves=waves, size=size, hold_s=hold, baseline_connections=baseline,
         baseline_rss_kb=baseline_rss_kb, final_connections=final_connections, final_rss_kb=final_rss_kb,

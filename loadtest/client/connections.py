@@ -26,7 +26,6 @@ import collections
 import errno
 import os
 import time
-import urllib.parse
 
 from loadtest import arguments
 from loadtest.client import endpoints
@@ -179,8 +178,8 @@ class ClientGroup:
                     failures["not attempted"] += 1
                     return
                 url = self.urls[client_id % len(self.urls)]
-                parts = urllib.parse.urlsplit(url)
-                host, port = parts.hostname, parts.port or 80
+                service = endpoints.target(url)
+                host, port = service.host, service.port
                 path = endpoints.endpoint_path(url, self.transport)
                 if self.listen:
                     protocol = ClientProtocol.listener("%s:%d" % (host, port), path, self.transport == "sockjs")

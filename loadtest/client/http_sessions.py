@@ -16,30 +16,11 @@ Rules:
 
 import asyncio
 import json
-import urllib.parse
 
 from loadtest.client import connections, endpoints
-from loadtest.errors import ConnectError
+from loadtest.client.http_head import HTTPError, parse_head
 
 MAX_BODY_BYTES = 64 * 1024
-
-
-class HTTPError(ConnectError):
-    """An answer that is not what a SockJS server gives; ``reason`` says what it was."""
-
-
-def parse_head(head):
-    """``(status, {lowercase name: value})`` of a response's status line and headers (bytes)."""
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise HTTPError("not an HTTP response: %r" % lines[0][:80])
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name:
-            headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers
 
 
 def request(method, netloc, path):
@@ -88,10 +69,10 @@ class Body:
 
 async def _exchange(url, method, path, timeout):
     """Connect to ``url``'s host, send the request, read the head: ``(reader, writer, status, headers)``."""
-    parts = urllib.parse.urlsplit(url)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port or 80), timeout)
+    service = endpoints.target(url)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(service.host, service.port), timeout)
     try:
-        writer.write(request(method, parts.netloc, path))
+        writer.write(request(method, service.netloc, path))
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
         except asyncio.IncompleteReadError:

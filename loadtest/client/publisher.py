@@ -17,6 +17,7 @@ Rules:
 
 import socket
 
+from loadtest.client.http_head import parse_head
 from loadtest.errors import LoadTestError
 
 
@@ -70,11 +71,11 @@ def read_head(sock):
 def read_response(sock):
     """``(status, body)`` of the one response due on ``sock``."""
     head, body = read_head(sock)
-    lines = head.split(b"\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
+    status, headers = parse_head(head)
+    length = int(headers.get("content-length", 0))
     while len(body) < length:
         chunk = sock.recv(4096)
         if not chunk:
             raise ConnectionError("the broker closed a publishing connection")
         body += chunk
-    return int(lines[0].split()[1]), body
+    return status, body

@@ -24,9 +24,9 @@ import asyncio
 import dataclasses
 from typing import Optional, Tuple
 
-from loadtest import procstat
 from loadtest import records
 from loadtest.client import connections, workers
+from loadtest.client.server_probe import ServerProbe
 from loadtest.errors import ServerGone
 from loadtest.method import rules
 from loadtest.method.rules import End
@@ -70,40 +70,6 @@ class Options:
     def schedule(self, level):
         """The rates of the steps of ``level``."""
         return list(self.rates) if self.rates else rules.rate_schedule(level)
-
-
-class ServerProbe:
-    """CPU and RSS of the server's processes, summed, between two moments (all None without pids).
-
-    Raises :class:`ServerGone` as soon as one of them has exited.
-    """
-
-    def __init__(self, pids):
-        self.pids = pids
-        self._cpu = None
-
-    def _read(self, what):
-        try:
-            return sum(what(pid) for pid in self.pids)
-        except procstat.ProcessGone as exc:
-            raise ServerGone("the server died: %s" % exc) from None
-
-    def check(self):
-        self._read(procstat.cpu_seconds)
-
-    def rss_kb(self):
-        """The processes' RSS now, summed."""
-        return self._read(procstat.rss_kb)
-
-    def start(self):
-        self._cpu = self._read(procstat.cpu_seconds)
-
-    def stop(self, duration, received):
-        """The :class:`loadtest.method.rules.ServerFigures` since :meth:`start`."""
-        if not self.pids:
-            return rules.ServerFigures()
-        used = self._read(procstat.cpu_seconds) - self._cpu
-        return rules.ServerFigures.of(used, duration, received, self.rss_kb())
 
 
 async def sweep(options, on_step=None, on_level=None, on_progress=None):

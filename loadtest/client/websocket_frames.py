@@ -11,6 +11,7 @@ import hashlib
 import random
 import struct
 
+from loadtest.client.http_head import HTTPError, parse_head
 from loadtest.errors import LoadTestError
 
 OP_CONTINUATION = 0x0
@@ -54,15 +55,13 @@ def accept_value(key):
 
 def check_handshake_response(head, key):
     """Raise :class:`ProtocolError` unless ``head`` (status line and headers) accepts ``key``."""
-    lines = head.split(b"\r\n")
-    status = lines[0].split(b" ", 2)
-    if len(status) < 2 or status[1] != b"101":
-        raise ProtocolError("handshake refused: %s" % lines[0].decode("latin-1"))
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get(b"sec-websocket-accept") != accept_value(key):
+    try:
+        status, headers = parse_head(head)
+    except HTTPError as error:
+        raise ProtocolError("handshake refused: %s" % error) from None
+    if status != 101:
+        raise ProtocolError("handshake refused: %s" % head.split(b"\r\n", 1)[0].decode("latin-1"))
+    if headers.get("sec-websocket-accept", "").encode("latin-1") != accept_value(key):
         raise ProtocolError("handshake answer has a wrong Sec-WebSocket-Accept")
 
 

@@ -11,8 +11,7 @@ import os
 import sys
 
 from broker.runtime import interpreter
-from loadtest import procstat
-from loadtest import records
+from loadtest import procstat, records
 import loadtest
 
 

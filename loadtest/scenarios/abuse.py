@@ -23,21 +23,18 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   on ``--client-cpu``. Loopback only; every loop ends by a deadline.
 """
 
-import http.client
 import json
 import multiprocessing
 import os
 import secrets
 import socket
 import time
-import urllib.parse
 
-from loadtest import affinity, arguments, procstat
-from loadtest.client import endpoints, websocket_frames
-from loadtest.client import sweep
+from loadtest import affinity, arguments
+from loadtest.client import endpoints, server_probe, sweep, websocket_frames
 from loadtest.client.publisher import Publisher, read_head
-from loadtest.contenders import placement
-from loadtest.contenders import registry
+from loadtest.client.server_probe import ServerProbe
+from loadtest.contenders import placement, registry
 from loadtest.results import console
 
 ATTACKS = ("flood", "stalled")
@@ -89,26 +86,17 @@ class Broker:
     def __init__(self, server, token):
         self.server = server
         self.token = token
-        parts = urllib.parse.urlsplit(server.url)
-        self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path.rstrip("/")
-
-    def request(self, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
-        try:
-            conn.request(method, path, body, headers or {})
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
+        self.target = endpoints.target(server.url)
+        self.probe = ServerProbe([server.pid])
 
     def stats(self):
-        status, body = self.request("GET", "/stats")
-        if status != 200:
-            raise RuntimeError("/stats answered %d" % status)
-        return json.loads(body)
+        stats = server_probe.stats_now(self.server.url)
+        if stats is None:
+            raise RuntimeError("the broker at %s answered no /stats" % self.server.url)
+        return stats
 
     def rss_mb(self):
-        return procstat.rss_kb(self.server.pid) / 1024
+        return self.probe.rss_kb() / 1024
 
 
 # -- flood -------------------------------------------------------------------------------------------
@@ -121,13 +109,13 @@ def flood(url, seconds, cpu, reconnect, results):
     # The attacker stands for another machine: the canaries' process, on the
     # same CPU, comes first, so their round trips measure the broker.
     os.nice(19)
-    parts = urllib.parse.urlsplit(url)
+    service = endpoints.target(url)
     burst = websocket_frames.client_frame(b'["flood"]') * FLOOD_FRAMES_PER_WRITE
     deadline = time.monotonic() + seconds
     connections = cut = written = 0
     while time.monotonic() < deadline and (reconnect or not connections):
         try:
-            sock = open_websocket(parts.hostname, parts.port, endpoints.endpoint_path(url, "sockjs"))
+            sock = open_websocket(service.host, service.port, endpoints.endpoint_path(url, "sockjs"))
         except OSError:
             time.sleep(0.01)
             continue
@@ -221,10 +209,10 @@ def run_stalled(broker, args):
     cut_before = stats["slow_consumer_disconnects"]
     base_mb = broker.rss_mb()
     path = endpoints.endpoint_path(broker.server.url, "sockjs")
-    stalled = [open_websocket(broker.host, broker.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
+    stalled = [open_websocket(broker.target.host, broker.target.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
     connected_mb = broker.rss_mb()
     message = b"x" * args.message_bytes
-    publisher = Publisher(broker.host, broker.port, broker.token, PUBLISHERS)
+    publisher = Publisher(broker.target.host, broker.target.port, broker.token, PUBLISHERS)
     started = time.monotonic()
     deadline = started + write_timeout + 30
     published = 0

@@ -32,6 +32,7 @@ import subprocess
 
 from loadtest import arguments, records, runner
 from loadtest.client import sweep, workers
+from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement, registry
 from loadtest.errors import Interrupted, ServerGone
 from loadtest.results import console, files, summary
@@ -242,7 +243,7 @@ async def idle_rss(running, label, count, transport="sockjs", source_addresses=N
     """Open ``count`` connections to a :class:`loadtest.contenders.server_group.Cluster` from ``procs`` client processes
     (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
     :class:`~loadtest.records.IdleRss`."""
-    probe = sweep.ServerProbe(list(running.pids().values()))
+    probe = ServerProbe(list(running.pids().values()))
     before = probe.rss_kb()
     groups, shares = workers.make_groups(running.urls, transport, list(source_addresses or ()), count, procs,
                                          [client_cpu] if client_cpu is not None else None)

@@ -27,14 +27,12 @@ Rules (BENCHMARKS.rst, "C100K"):
 import asyncio
 import secrets
 import time
-import urllib.parse
 
-from loadtest import affinity, arguments, procstat, runner
-from loadtest import records
-from loadtest.client import connections, payload, workers
+from loadtest import affinity, arguments, records, runner
+from loadtest.client import connections, endpoints, payload, workers
 from loadtest.client.publisher import Publisher
+from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement
-from loadtest.errors import ServerGone
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console, files
@@ -75,35 +73,6 @@ def add_arguments(parser):
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
 
 
-class ClusterProbe:
-    """RSS and CPU share of every process of a cluster, by name, between two samples."""
-
-    def __init__(self, pids):
-        self.pids = pids
-        self._cpu = {}
-        self._at = None
-        self.cpu()
-
-    def rss_kb(self):
-        return {name: self._read(procstat.rss_kb, name) for name in self.pids}
-
-    def cpu(self):
-        """``(shares, seconds)``: each process's CPU since the last call as a share
-        of one core, and the seconds since that call."""
-        now = time.monotonic()
-        used = {name: self._read(procstat.cpu_seconds, name) for name in self.pids}
-        seconds = now - self._at if self._at is not None else 0.0
-        shares = {name: round((used[name] - self._cpu[name]) / seconds, 4) for name in self.pids if seconds > 0}
-        self._cpu, self._at = used, now
-        return shares, seconds
-
-    def _read(self, what, name):
-        try:
-            return what(self.pids[name])
-        except procstat.ProcessGone as exc:
-            raise ServerGone("%s died: %s" % (name, exc)) from None
-
-
 class FeedRun:
     """One feed against one cluster: connect, publish and sample, drain, sum up."""
 
@@ -114,7 +83,8 @@ class FeedRun:
         self.args = args
         self.out = out
         self.status = status
-        self.probe = ClusterProbe(cluster_.pids())
+        self.probe = ServerProbe(cluster_.pids())
+        self.probe.cpu_shares()
         self.histogram = rules.new_histogram()
         self.received = 0
 
@@ -128,7 +98,7 @@ class FeedRun:
             failures = await workers.connect_groups(groups, shares, lambda opened: self.status.progress(
                 {"level": args.clients, "phase": "connecting", "opened": opened}))
             connect_s = round(time.monotonic() - started, 1)
-            connected_rss = self.probe.rss_kb()
+            connected_rss = self.probe.rss_kb_each()
             if failures:
                 text = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
                 return self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
@@ -148,12 +118,13 @@ class FeedRun:
         Message ``k`` (from 0) is due ``k / rate`` seconds after the start.
         """
         args = self.args
-        publishers = [Publisher(*_host_port(url), self.token) for url in self.cluster.urls]
+        publishers = [Publisher(endpoints.target(url).host, endpoints.target(url).port, self.token)
+                      for url in self.cluster.urls]
         loop = asyncio.get_event_loop()
         total = max(1, int(round(args.rate * args.duration)))
         published = sampled = 0
         await _sample(groups)  # what connecting cost is no sample's
-        self.probe.cpu()
+        self.probe.cpu_shares()
         start = loop.time()
         next_sample = start + args.sample
         try:
@@ -194,10 +165,10 @@ class FeedRun:
         self.received += part.received
         if not (part.received or published or part.drop_reasons):
             return
-        cpu, seconds = self.probe.cpu()
+        cpu, seconds = self.probe.cpu_shares()
         sample = records.FeedSample(
             server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
-            alive=part.alive, delivery_ms=rules.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb(),
+            alive=part.alive, delivery_ms=rules.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb_each(),
             cpu=cpu, client_cpu=round(part.cpu_s / seconds, 4))
         self.out.write(sample)
         self.status.message(console.feed_sample_line(sample))
@@ -209,18 +180,13 @@ class FeedRun:
             duration_s=round(elapsed, 1), published=published, received=self.received, short=last.short,
             extra=last.extra, dropped=sum(last.drop_reasons.values()), drop_reasons=last.drop_reasons,
             delivery_ms=rules.rtt_summary(self.histogram), connected_rss_kb=connected_rss,
-            final_rss_kb=self.probe.rss_kb(), end=end)
+            final_rss_kb=self.probe.rss_kb_each(), end=end)
         self.out.write(record)
         return record
 
 
 async def _sample(groups, expected=None):
     return rules.merge_feed(await asyncio.gather(*(group.take_sample(expected) for group in groups)))
-
-
-def _host_port(url):
-    parts = urllib.parse.urlsplit(url)
-    return parts.hostname, parts.port
 
 
 def run(parser, args):

@@ -30,8 +30,7 @@ import time
 
 from broker.protocol.frames import websocket_frame
 from broker.runtime import interpreter
-from loadtest import affinity, arguments
-from loadtest import records
+from loadtest import affinity, arguments, records
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'

@@ -1,12 +1,8 @@
 """``python -m loadtest --url URL --clients N``: sweep one server, write results, print a table."""
 
-import urllib.parse
-
 from broker.runtime import raise_open_files_limit
-from loadtest import affinity, arguments, procstat, runner
-from loadtest import records
-from loadtest.client import sweep
-from loadtest.contenders import runtime_probe
+from loadtest import affinity, arguments, procstat, records, runner
+from loadtest.client import endpoints, server_probe, sweep
 from loadtest.method import rules
 from loadtest.results import console, files
 
@@ -66,7 +62,7 @@ def run(parser, args):
     for pid in args.server_pid or ():
         affinity.pin(pid, args.server_cpu)
     raise_open_files_limit()
-    label = args.label or ",".join(urllib.parse.urlsplit(url).netloc for url in args.url)
+    label = args.label or ",".join(endpoints.target(url).netloc for url in args.url)
     options = sweep.Options(
         args.url,
         levels=[args.clients] if args.clients is not None else (args.levels or rules.DEFAULT_LEVELS),
@@ -81,7 +77,7 @@ def run(parser, args):
     with files.ResultsFile(out_path) as out:
         pids = args.server_pid or [None]
         out.write(files.run_record(",".join(args.url), args.transport, args.command_line))
-        out.write(records.Server(server=label, runtime=runtime_probe.server_runtime(args.url[0], pids[0]),
+        out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url[0], pids[0]),
                                  pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu))
 
         def on_step(step):

@@ -1,41 +1,45 @@
-"""``python -m loadtest ping --url URL``: one connection, one message, its round trip."""
+"""``python -m loadtest ping --url URL``: one connection, one message, its round trip.
 
-import random
-import string
+The connection is the load client's own (:class:`loadtest.client.connections.ClientGroup`
+of one), so ``ping`` checks exactly what a sweep would use.
+"""
+
+import asyncio
 import sys
-import time
-import urllib.parse
-
-import websocket as websocket_client
 
 from loadtest import arguments
-from loadtest.client import connections, endpoints
+from loadtest.client import connections
+from loadtest.errors import ConnectError
+
+# How often the wait for the echo looks; the round trip itself is timed when the echo is read.
+POLL_S = 0.001
 
 
-def websocket_url(url, transport):
-    parts = urllib.parse.urlsplit(url)
-    return "ws://%s%s" % (parts.netloc, endpoints.endpoint_path(url, transport))
+async def round_trip(url, transport="sockjs", timeout=5.0):
+    """Round trip in seconds of one message through the server at ``url``; ConnectError when
+    the connection fails, or the message is not back within ``timeout``."""
+    group = connections.ClientGroup([url], transport)
+    try:
+        failures = await group.connect(1, timeout=timeout)
+        if failures:
+            raise ConnectError(", ".join(sorted(failures)))
+        (connection,) = group.connections
+        seq, _ = connection.send()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while seq in connection.protocol.pending:
+            if not connection.alive:
+                raise ConnectError(connection.closed_reason)
+            if asyncio.get_running_loop().time() > deadline:
+                raise ConnectError("no echo within %g s" % timeout)
+            await asyncio.sleep(POLL_S)
+        return group.histogram.get_max_value() / 1e6
+    finally:
+        group.close()
 
 
 def ping(url, transport="sockjs", timeout=5.0):
-    """Round trip in seconds of one message through the server at ``url``."""
-    token = "ping-" + "".join(random.choice(string.ascii_lowercase) for _ in range(10))
-    conn = websocket_client.create_connection(websocket_url(url, transport), timeout=timeout)
-    try:
-        if transport == "sockjs":
-            opening = conn.recv()
-            if opening != "o":
-                raise websocket_client.WebSocketException("expected the SockJS open frame, got %r" % opening)
-        started = time.monotonic()
-        conn.send('["%s"]' % token if transport == "sockjs" else token)
-        deadline = started + timeout
-        while time.monotonic() < deadline:
-            conn.settimeout(max(0.01, deadline - time.monotonic()))
-            if token in conn.recv():
-                return time.monotonic() - started
-        raise websocket_client.WebSocketTimeoutException("no echo within %g s" % timeout)
-    finally:
-        conn.close()
+    """:func:`round_trip`, on a loop of its own."""
+    return asyncio.run(round_trip(url, transport, timeout))
 
 
 SUMMARY = "one connection, one message, its round trip"
@@ -53,9 +57,8 @@ def add_arguments(parser):
 def run(parser, args):
     try:
         rtt = ping(args.url, args.transport, args.timeout)
-    except (OSError, websocket_client.WebSocketException) as exc:
-        print("ping %s: failed: %s" % (args.url, connections.failure_reason(exc) if isinstance(exc, OSError) else exc),
-              file=sys.stderr)
+    except ConnectError as error:
+        print("ping %s: failed: %s" % (args.url, error), file=sys.stderr)
         return 1
     print("ping %s: round trip %.2f ms" % (args.url, rtt * 1000))
     return 0

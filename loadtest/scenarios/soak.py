@@ -23,13 +23,10 @@ Rules (BENCHMARKS.rst, "Soak"):
 
 import asyncio
 import math
-import urllib.parse
 
-from loadtest import affinity, arguments, procstat, runner
-from loadtest import records
-from loadtest.client import churn, sweep
-from loadtest.contenders import placement
-from loadtest.contenders import registry, runtime_probe
+from loadtest import affinity, arguments, procstat, records, runner
+from loadtest.client import churn, endpoints, server_probe, sweep
+from loadtest.contenders import placement, registry
 from loadtest.errors import Interrupted
 from loadtest.method import memory_verdict
 from loadtest.method.rules import End
@@ -113,7 +110,7 @@ async def watch_stats(url, every, latest, stopped):
     3.12, ``asyncio.wait_for`` loses a cancellation that comes as what it waits
     for completes, and the soak then waited for this loop for ever."""
     while not stopped.is_set():
-        latest[:] = [held_figures(await churn.server_stats(url))]
+        latest[:] = [held_figures(await server_probe.server_stats(url))]
         try:
             await asyncio.wait_for(stopped.wait(), every)
         except asyncio.TimeoutError:
@@ -186,7 +183,7 @@ class SoakRun:
 
         async def held():
             if args.churn:
-                baseline.append(await churn.session_count(url))
+                baseline.append(await server_probe.session_count(url))
             stopped = asyncio.Event()
             watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now, stopped))
             try:
@@ -280,9 +277,9 @@ def run(parser, args):
         run = SoakRun(args, out, status)
         try:
             if args.url:
-                label = args.label or urllib.parse.urlsplit(args.url).netloc
+                label = args.label or endpoints.target(args.url).netloc
                 affinity.pin(args.server_pid, args.server_cpu)
-                out.write(records.Server(server=label, runtime=runtime_probe.server_runtime(args.url, args.server_pid),
+                out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url, args.server_pid),
                                          pid=args.server_pid, cpu=args.server_cpu))
                 held += run.server(label, args.url, args.server_pid)
             for contender in chosen:

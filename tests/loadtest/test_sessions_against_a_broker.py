@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from loadtest.client import http_sessions
+from loadtest.client import http_head, http_sessions
 
 
 def test_sessions_over_http_open_and_count_in_the_broker(broker):
@@ -25,5 +25,5 @@ def test_a_refused_session_says_why(broker):
     async def scenario():
         await http_sessions.open_session(broker.url.rsplit("/", 1)[0] + "/nothing-here", "xhr")
 
-    with pytest.raises(http_sessions.HTTPError, match="HTTP 404 on xhr"):
+    with pytest.raises(http_head.HTTPError, match="HTTP 404 on xhr"):
         asyncio.run(scenario())

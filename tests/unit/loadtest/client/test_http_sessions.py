@@ -25,14 +25,6 @@ def read(data, **headers):
     return asyncio.run(pieces())
 
 
-def test_parse_head_reads_the_status_and_lowercases_header_names():
-    status, headers = http_sessions.parse_head(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked")
-    assert status == 200
-    assert headers == {"content-type": "text/plain", "transfer-encoding": "chunked"}
-    with pytest.raises(http_sessions.HTTPError, match="not an HTTP response"):
-        http_sessions.parse_head(b"SSH-2.0-OpenSSH")
-
-
 def test_a_body_is_read_chunked_by_length_or_to_the_close():
     chunked = read(b"3\r\nh\no\r\n2;x=1\r\no\n\r\n0\r\n\r\n", **{"transfer-encoding": "chunked"})
     assert chunked == [b"h\no", b"o\n"]

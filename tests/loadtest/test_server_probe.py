@@ -3,21 +3,21 @@
 import pytest
 
 from broker.runtime import interpreter
-from loadtest.contenders import runtime_probe
+from loadtest.client import server_probe
 
 
 @pytest.mark.parametrize("prefix", ["/broadcast", "/a/b/broadcast/"])
 def test_the_server_runtime_comes_from_stats_at_the_root(broker_server, prefix):
     origin = broker_server.url.rsplit("/", 1)[0]
-    assert runtime_probe.server_runtime(origin + prefix, None).startswith(("CPython ", "PyPy "))
+    assert server_probe.server_runtime(origin + prefix, None).startswith(("CPython ", "PyPy "))
 
 
 def test_the_client_names_its_interpreter_as_the_broker_does(broker_server):
     """The broker runs on this interpreter: its ``/stats`` and the client must agree to the letter."""
-    assert runtime_probe.server_runtime(broker_server.url, None) == interpreter()
+    assert server_probe.server_runtime(broker_server.url, None) == interpreter()
 
 
 def test_without_stats_the_runtime_is_the_executable(broker_server):
     with_no_stats = "http://127.0.0.1:9/broadcast"
-    assert runtime_probe.server_runtime(with_no_stats, broker_server.pid).startswith(("python", "pypy"))
-    assert runtime_probe.server_runtime(with_no_stats, None) is None
+    assert server_probe.server_runtime(with_no_stats, broker_server.pid).startswith(("python", "pypy"))
+    assert server_probe.server_runtime(with_no_stats, None) is None
