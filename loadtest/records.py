@@ -11,8 +11,10 @@ Rules:
   ``cpu_load`` are shares of one core.
 - ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
   ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.rules.End`.
-- Records are written by :class:`loadtest.results.files.ResultsFile` and read back as
-  plain dicts (:func:`loadtest.results.files.read`); :func:`parse` makes a record of one.
+- Records are written by :class:`loadtest.results.files.ResultsFile` and read back
+  as records (:func:`loadtest.results.files.read`), older files included: a field
+  an older line lacks reads as None (:func:`parse_older`). :func:`parse` is strict:
+  the line must have exactly this version's fields.
 """
 
 import dataclasses
@@ -280,3 +282,12 @@ TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleR
 def parse(line):
     """The record of a results line (a JSON object), by its ``"type"``; KeyError or TypeError if it has none such."""
     return TYPES[line["type"]].from_dict(line)
+
+
+def parse_older(line):
+    """The record of a results line written by this version or an older one: a field the line
+    lacks is None, a field this version no longer has is left out; None for a type it does not know."""
+    kind = TYPES.get(line.get("type"))
+    if kind is None:
+        return None
+    return kind(**{field.name: line.get(field.name) for field in dataclasses.fields(kind)})

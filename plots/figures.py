@@ -106,29 +106,29 @@ def _bar_figure(title, xlabel, ylabel, results, bars, value_format, reference=No
 
 def cpu_figure(results):
     """Server CPU per delivered message at the first fixed load, with the bare send loop as the floor."""
-    records = [r for r in results.cpu_per_msg if r.get("cpu_us_per_msg") is not None]
+    records = [r for r in results.cpu_per_msg if r.cpu_us_per_msg is not None]
     if not records:
         return None
     load = records[0]
-    records = [r for r in records if (r["level"], r["rate"]) == (load["level"], load["rate"])]
+    records = [r for r in records if (r.level, r.rate) == (load.level, load.rate)]
     xlabel = "server, at %s clients x %s msgs/s sent = %s deliveries/s" % (
-        "{:,}".format(load["level"]), "{:,.0f}".format(load["rate"]), "{:,.0f}".format(load["level"] * load["rate"]))
+        "{:,}".format(load.level), "{:,.0f}".format(load.rate), "{:,.0f}".format(load.level * load.rate))
     reference = None
-    if results.floor and results.floor.get("cpu_us_per_send") is not None:
-        reference = ("floor: bare send loop, %.2f µs per send" % results.floor["cpu_us_per_send"],
-                     results.floor["cpu_us_per_send"])
-    bars = [(r["server"], r["cpu_us_per_msg"]) for r in records]
+    if results.floor and results.floor.cpu_us_per_send is not None:
+        reference = ("floor: bare send loop, %.2f µs per send" % results.floor.cpu_us_per_send,
+                     results.floor.cpu_us_per_send)
+    bars = [(r.server, r.cpu_us_per_msg) for r in records]
     return _bar_figure("Server CPU per delivered message (lower is better)", xlabel,
                        "server CPU per delivered message (µs)", results, bars, "%.2f µs", reference)
 
 
 def rss_figure(results):
     """Resident memory per idle connection, by server."""
-    records = [r for r in results.idle_rss if r.get("rss_per_conn_kb") is not None]
+    records = [r for r in results.idle_rss if r.rss_per_conn_kb is not None]
     if not records:
         return None
-    xlabel = "server, holding %s idle connections" % "{:,}".format(records[0]["connections"])
-    bars = [(r["server"], r["rss_per_conn_kb"]) for r in records]
+    xlabel = "server, holding %s idle connections" % "{:,}".format(records[0].connections)
+    bars = [(r.server, r.rss_per_conn_kb) for r in records]
     return _bar_figure("Memory per idle connection (lower is better)", xlabel,
                        "server RSS per idle connection (KiB)", results, bars, "%.1f KiB")
 
@@ -140,7 +140,7 @@ def rss_over_time_figure(results):
         return None
     figure, axes = _new_figure("Server memory over time under a held load (flat is good)", results)
     colors = server_colors(results.servers)
-    verdicts = {r["server"]: r["verdict"] for r in results.soaks}
+    verdicts = {r.server: r.verdict for r in results.soaks}
     for server, points in series.items():
         label = server if verdicts.get(server) is None else "%s: %s" % (server, verdicts[server])
         axes.plot([p[0] for p in points], [p[1] for p in points], color=colors[server], linewidth=1.8,
@@ -148,8 +148,8 @@ def rss_over_time_figure(results):
     xlabel = "minutes under load"
     if results.soaks:
         load = results.soaks[0]
-        xlabel += ", %s clients x %s msgs/s sent" % ("{:,}".format(load["clients"]), "{:,.0f}".format(load["rate"]))
-        warmup = load["warmup_s"] / 60.0
+        xlabel += ", %s clients x %s msgs/s sent" % ("{:,}".format(load.clients), "{:,.0f}".format(load.rate))
+        warmup = load.warmup_s / 60.0
         axes.axvline(warmup, color="#555555", linestyle=":", linewidth=1.2, label="_warmup")
         axes.annotate("end of warm-up", xy=(warmup, 0.01), xycoords=("data", "axes fraction"), xytext=(3, 0),
                       textcoords="offset points", color="#555555", fontsize=9, va="bottom")

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
+import result_lines
 from checkout import ROOT
-from loadtest.results import files
 
 REFUSED = ("tornado", "sockjs")
 
@@ -71,7 +71,7 @@ def test_a_sweep_soak_and_figures_run_against_a_broker(without_server_stack, sta
     done = run(without_server_stack, "-m", "loadtest", "--url", broker.url, "--clients", "5", "--rate", "10",
                "--duration", "1", "--pause", "0", "--out", out)
     assert done.returncode == 0, done.stderr
-    (step,) = [r for r in files.read(out) if r["type"] == "step"]
+    (step,) = [r for r in result_lines.read(out) if r["type"] == "step"]
     assert step["sent"] == 10 and step["received"] == 50 and step["lost"] == 0
 
     soaked = str(tmp_path / "soak.jsonl")
@@ -79,7 +79,7 @@ def test_a_sweep_soak_and_figures_run_against_a_broker(without_server_stack, sta
                str(broker.server.pid), "--clients", "5", "--rate", "10", "--duration", "2", "--sample", "1",
                "--warm-up", "1", "--out", soaked)
     assert done.returncode == 0, done.stderr
-    (summary,) = [r for r in files.read(soaked) if r["type"] == "soak"]
+    (summary,) = [r for r in result_lines.read(soaked) if r["type"] == "soak"]
     assert (summary["samples"], summary["lost"], summary["end"]) == (2, 0, "completed")
 
     pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")

@@ -1,8 +1,8 @@
 """Results files: one JSON object per line, each a record of :mod:`loadtest.records` with its ``"type"``.
 
 :class:`ResultsFile` writes and flushes line by line, so an interrupted run keeps
-everything measured so far. :func:`read` loads a file back as plain dicts,
-older files included.
+everything measured so far. :func:`read` loads a file back as records, older
+files included.
 """
 
 import datetime
@@ -58,6 +58,8 @@ class ResultsFile:
 
 
 def read(path):
-    """Every record of a results file, in order, as dicts."""
+    """Every record of a results file, in order (:func:`loadtest.records.parse_older`; a line of
+    a type this version does not know is left out)."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        parsed = [records.parse_older(json.loads(line)) for line in f if line.strip()]
+    return [record for record in parsed if record is not None]

@@ -8,6 +8,7 @@ beside the figures.
 
 import collections
 
+from loadtest import records as schema
 from loadtest.method import rules
 from loadtest.method.memory_verdict import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
 from loadtest.method.rules import REALTIME_MS, End
@@ -21,24 +22,28 @@ Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate rati
 
 
 class Results:
-    """The records of one results file, sorted by type; servers in the order they were measured."""
+    """The records of one results file (:mod:`loadtest.records`), sorted by type; servers in
+    the order they were measured."""
 
     def __init__(self, records):
-        self.run = next((r for r in records if r["type"] == "run"), {})
+        def of(kind):
+            return [r for r in records if type(r) is kind]
+
+        self.run = next(iter(of(schema.Run)), None)
         self.runtimes = collections.OrderedDict()
         for record in records:
-            if record["type"] == "server":
-                self.runtimes[record["server"]] = record.get("runtime")
-            elif "server" in record:
-                self.runtimes.setdefault(record["server"], None)
-        self.steps = [r for r in records if r["type"] == "step"]
-        self.level_ends = {(r["server"], r["level"]): r["end"] for r in records if r["type"] == "level"}
-        self.cpu_per_msg = [r for r in records if r["type"] == "cpu_per_msg"]
-        self.idle_rss = [r for r in records if r["type"] == "idle_rss"]
-        self.floor = next((r for r in records if r["type"] == "floor"), None)
-        self.soak_samples = [r for r in records if r["type"] == "soak_sample"]
-        self.soaks = [r for r in records if r["type"] == "soak"]
-        self.churns = [r for r in records if r["type"] == "churn"]
+            if type(record) is schema.Server:
+                self.runtimes[record.server] = record.runtime
+            elif hasattr(record, "server"):
+                self.runtimes.setdefault(record.server, None)
+        self.steps = of(schema.Step)
+        self.level_ends = {(r.server, r.level): r.end for r in of(schema.Level)}
+        self.cpu_per_msg = of(schema.CpuPerMsg)
+        self.idle_rss = of(schema.IdleRss)
+        self.floor = next(iter(of(schema.Floor)), None)
+        self.soak_samples = of(schema.SoakSample)
+        self.soaks = of(schema.Soak)
+        self.churns = of(schema.Churn)
 
     @property
     def servers(self):
@@ -50,10 +55,10 @@ def curves(results, statistic="mean"):
     grouped = collections.OrderedDict()
     for server in results.servers:
         for step in results.steps:
-            if step["server"] != server or step["rtt_ms"].get(statistic) is None:
+            if step.server != server or step.rtt_ms.get(statistic) is None:
                 continue
-            point = (step["server_msgs_per_s"], step["rtt_ms"][statistic], step["overloaded"])
-            grouped.setdefault((server, step["level"]), []).append(point)
+            point = (step.server_msgs_per_s, step.rtt_ms[statistic], step.overloaded)
+            grouped.setdefault((server, step.level), []).append(point)
     return [Curve(server, level, points) for (server, level), points in grouped.items()]
 
 
@@ -70,25 +75,25 @@ def realtime_capacity(results):
     broke = {}
     for server in results.servers:
         for step in results.steps:
-            if step["server"] != server:
+            if step.server != server:
                 continue
-            key = (server, step["level"])
+            key = (server, step.level)
             best.setdefault(key, None)
-            if rules.past_realtime(step["overloaded"], step["rtt_ms"]["mean"]):
+            if rules.past_realtime(step.overloaded, step.rtt_ms["mean"]):
                 broke.setdefault(key, step)
-            elif best[key] is None or step["server_msgs_per_s"] > best[key]["server_msgs_per_s"]:
+            elif best[key] is None or step.server_msgs_per_s > best[key].server_msgs_per_s:
                 best[key] = step
     rows = []
     for (server, level), step in best.items():
-        value = step and step["server_msgs_per_s"]
+        value = step and step.server_msgs_per_s
         reference = best.get((REFERENCE, level))
-        ratio = value / reference["server_msgs_per_s"] if value is not None and reference else None
+        ratio = value / reference.server_msgs_per_s if value is not None and reference else None
         if (server, level) in broke:
             at = broke[(server, level)]
-            limit = CLIENT if rules.client_limited(at.get("client_bound"), at.get("server_cpu")) else SERVER
+            limit = CLIENT if rules.client_limited(at.client_bound, at.server_cpu) else SERVER
         else:
             limit = End.of(results.level_ends.get((server, level), ""))
-        rows.append(Capacity(server, level, value, step and step["rate"], ratio, limit))
+        rows.append(Capacity(server, level, value, step and step.rate, ratio, limit))
     return rows
 
 
@@ -96,8 +101,8 @@ def rss_series(results):
     """Per server, in the order measured: ``(minutes under load, RSS in MB)`` of each soak sample."""
     series = collections.OrderedDict()
     for server in results.servers:
-        points = [(s["elapsed_s"] / 60.0, s["server_rss_kb"] / KB_PER_MB) for s in results.soak_samples
-                  if s["server"] == server and s.get("server_rss_kb") is not None]
+        points = [(s.elapsed_s / 60.0, s.server_rss_kb / KB_PER_MB) for s in results.soak_samples
+                  if s.server == server and s.server_rss_kb is not None]
         if points:
             series[server] = points
     return series
@@ -105,7 +110,8 @@ def rss_series(results):
 
 def subtitle(results):
     """Machine, runtimes and date of the run, for figure subtitles."""
-    machine = results.run.get("machine") or {}
+    run = results.run
+    machine = (run and run.machine) or {}
     parts = []
     if machine.get("cpu_model"):
         parts.append("%s, %s cores" % (machine["cpu_model"], machine.get("cores", "?")))
@@ -114,14 +120,14 @@ def subtitle(results):
     runtimes = sorted({runtime for runtime in results.runtimes.values() if runtime})
     if runtimes:
         parts.append(", ".join(runtimes))
-    if results.run.get("started"):
-        parts.append(results.run["started"][:10])
+    if run and run.started:
+        parts.append(run.started[:10])
     return " · ".join(parts)
 
 
 def fixed_loads(results):
     """The ``(clients, rate)`` of every fixed load measured, in the order first met."""
-    return list(dict.fromkeys((r["level"], r["rate"]) for r in results.cpu_per_msg))
+    return list(dict.fromkeys((r.level, r.rate) for r in results.cpu_per_msg))
 
 
 def cost_rows(results, load=None):
@@ -129,26 +135,29 @@ def cost_rows(results, load=None):
     the first one) and RSS per idle connection, with ratios."""
     loads = fixed_loads(results)
     load = load or (loads[0] if loads else None)
-    cpu = {r["server"]: r for r in results.cpu_per_msg if (r["level"], r["rate"]) == load}
-    rss = {r["server"]: r for r in results.idle_rss}
-    floor = results.floor.get("cpu_us_per_send") if results.floor else None
+    cpu = {r.server: r for r in results.cpu_per_msg if (r.level, r.rate) == load}
+    rss = {r.server: r for r in results.idle_rss}
+    floor = results.floor.cpu_us_per_send if results.floor else None
+    reference_cpu, reference_rss = cpu.get(REFERENCE), rss.get(REFERENCE)
     rows = []
     for server in results.servers:
-        if server not in cpu and server not in rss:
+        at_load, idle = cpu.get(server), rss.get(server)
+        if at_load is None and idle is None:
             continue
-        us = cpu.get(server, {}).get("cpu_us_per_msg")
-        kb = rss.get(server, {}).get("rss_per_conn_kb")
+        us = at_load and at_load.cpu_us_per_msg
+        kb = idle and idle.rss_per_conn_kb
+        rtt = (at_load and at_load.rtt_ms) or {}
         rows.append({
             "server": server,
             "runtime": results.runtimes.get(server),
             "cpu_us_per_msg": us,
-            "vs_reference": _ratio(us, cpu.get(REFERENCE, {}).get("cpu_us_per_msg")),
+            "vs_reference": _ratio(us, reference_cpu and reference_cpu.cpu_us_per_msg),
             "vs_floor": _ratio(us, floor),
-            "p50_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p50"),
-            "p99_ms": (cpu.get(server, {}).get("rtt_ms") or {}).get("p99"),
-            "lost": cpu.get(server, {}).get("lost"),
+            "p50_ms": rtt.get("p50"),
+            "p99_ms": rtt.get("p99"),
+            "lost": at_load and at_load.lost,
             "rss_per_conn_kb": kb,
-            "rss_vs_reference": _ratio(kb, rss.get(REFERENCE, {}).get("rss_per_conn_kb")),
+            "rss_vs_reference": _ratio(kb, reference_rss and reference_rss.rss_per_conn_kb),
         })
     return rows
 
@@ -224,8 +233,8 @@ def summary_rst(results):
         title = "Cost per delivered message"
         if load:
             title += " at %d clients x %s msgs/s" % (load[0], _rate(load[1]))
-        if index == 0 and results.floor and results.floor.get("cpu_us_per_send") is not None:
-            title += "; floor (bare send loop): %.2f us per send" % results.floor["cpu_us_per_send"]
+        if index == 0 and results.floor and results.floor.cpu_us_per_send is not None:
+            title += "; floor (bare send loop): %.2f us per send" % results.floor.cpu_us_per_send
         headers = ("server", "runtime", "CPU us/msg", "vs %s" % REFERENCE, "vs floor", "p50 ms", "p99 ms",
                    "lost", "idle KiB/conn", "vs %s" % REFERENCE)
         rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
@@ -250,14 +259,14 @@ def _signed(value):
 def _soak_section(results):
     load = results.soaks[0]
     title = ("Memory under a held load of %d clients x %s msgs/s; \"flat\": at most %g %% or %g MB above "
-             "the RSS after the %g s warm-up" % (load["clients"], _rate(load["rate"]), FLAT_SHARE * 100,
-                                                 FLAT_MIN_MB, load["warmup_s"]))
+             "the RSS after the %g s warm-up" % (load.clients, _rate(load.rate), FLAT_SHARE * 100,
+                                                 FLAT_MIN_MB, load.warmup_s))
     headers = ("server", "runtime", "minutes", "RSS after warm-up MB", "final RSS MB", "growth MB/h",
                "growth %", "lost", "dropped", "verdict")
-    rows = [(r["server"], results.runtimes.get(r["server"]), _number(r["duration_s"] / 60.0),
-             _mb(r["rss_after_warmup_kb"]), _mb(r["final_rss_kb"]), _signed(r["growth_mb_per_h"]),
-             _signed(r["growth_pct"]), r["lost"], r["dropped"],
-             r["verdict"] if End.of(r["end"]) is End.COMPLETED else "%s (%s)" % (r["verdict"] or "-", r["end"]))
+    rows = [(r.server, results.runtimes.get(r.server), _number(r.duration_s / 60.0),
+             _mb(r.rss_after_warmup_kb), _mb(r.final_rss_kb), _signed(r.growth_mb_per_h),
+             _signed(r.growth_pct), r.lost, r.dropped,
+             r.verdict if End.of(r.end) is End.COMPLETED else "%s (%s)" % (r.verdict or "-", r.end))
             for r in results.soaks]
     return title + "\n\n" + rst_table(headers, rows)
 
@@ -265,9 +274,9 @@ def _soak_section(results):
 def _churn_section(results):
     churn = results.churns[0]
     title = "Churn: %d waves of %d sessions per transport, websocket, xhr-streaming and abandoned xhr-polling" % (
-        churn["waves"], churn["size"])
+        churn.waves, churn.size)
     headers = ("server", "sessions before", "sessions after", "waited s", "RSS before MB", "RSS after MB",
                "verdict")
-    rows = [(r["server"], r["baseline_connections"], r["final_connections"], _number(r["settle_s"]),
-             _mb(r["baseline_rss_kb"]), _mb(r["final_rss_kb"]), r["verdict"]) for r in results.churns]
+    rows = [(r.server, r.baseline_connections, r.final_connections, _number(r.settle_s),
+             _mb(r.baseline_rss_kb), _mb(r.final_rss_kb), r.verdict) for r in results.churns]
     return title + "\n\n" + rst_table(headers, rows)

@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 from loadtest import records
-from loadtest.results import files
 from checkout import ROOT
+import result_lines
 
 
 
@@ -18,7 +18,7 @@ def test_the_load_client_spreads_its_clients_over_the_brokers_of_a_cluster(start
          "--clients", "10", "--rate", "20", "--duration", "1", "--pause", "0.1", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    lines = [records.parse(line) for line in files.read(str(out))]
+    lines = [records.parse(line) for line in result_lines.read(str(out))]
     (step,) = [line for line in lines if line.TYPE == "step"]
     assert (step.lost, step.dropped, step.received) == (0, 0, step.sent * 10)
     assert step.server_cpu is not None and step.server_rss_kb > 2 * 20 * 1024  # both brokers, summed

@@ -2,8 +2,8 @@
 
 import subprocess
 import sys
+import result_lines
 
-from loadtest.results import files
 
 SERVERS = ["broker-cpython", "sockjs-node"]
 
@@ -17,7 +17,7 @@ def test_soak_launches_each_server_in_turn_and_churns_it(tmp_path):
         capture_output=True, text=True, timeout=90,
     )
     assert done.returncode == 0, done.stderr
-    records = files.read(str(out))
+    records = result_lines.read(str(out))
     assert records[0]["type"] == "run" and records[0]["command"][:4] == ["python", "-m", "loadtest", "soak"]
     per_server = [r["type"] for r in records if r.get("server") == SERVERS[0]]
     assert per_server == ["server", "soak_sample", "soak_sample", "soak", "churn_wave", "churn"]

@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 from loadtest import records
-from loadtest.results import files
 from checkout import ROOT
+import result_lines
 
 
 
@@ -15,7 +15,7 @@ def feed(tmp_path, *argv):
     done = subprocess.run([sys.executable, "-m", "loadtest", "feed", "--out", str(out), *argv],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    lines = [records.parse(line) for line in files.read(str(out))]
+    lines = [records.parse(line) for line in result_lines.read(str(out))]
     by_type = {}
     for line in lines:
         by_type.setdefault(line.TYPE, []).append(line)

@@ -9,8 +9,8 @@ import pytest
 
 from loadtest import records as schema
 from loadtest.method import memory_verdict
-from loadtest.results import files
 from checkout import ROOT
+import result_lines
 
 
 
@@ -42,7 +42,7 @@ def test_a_short_soak_samples_the_broker_and_sums_it_up(broker_server, tmp_path)
     process = run_soak(broker_server, out, "--duration", "4")
     stdout, stderr = finish(process)
     assert process.returncode == 0, stderr
-    records = files.read(str(out))
+    records = result_lines.read(str(out))
     assert [r["type"] for r in records] == ["run", "server"] + ["soak_sample"] * 4 + ["soak"]
     assert [schema.parse(r).as_dict() for r in records] == records
     server = records[1]
@@ -82,7 +82,7 @@ def test_churn_waves_leave_the_broker_at_its_baseline(broker, tmp_path):
                        "--churn-size", "5", "--churn-hold", "0.2")
     _, stderr = finish(process)
     assert process.returncode == 0, stderr
-    records = files.read(str(out))
+    records = result_lines.read(str(out))
     assert [r["type"] for r in records[-3:]] == ["churn_wave", "churn_wave", "churn"]
     assert [schema.parse(r).as_dict() for r in records] == records
     waves = by_type(records, "churn_wave")
@@ -108,7 +108,7 @@ def test_ctrl_c_keeps_the_samples_and_sums_them_up(broker_server, tmp_path):
     process = run_soak(broker_server, out, "--duration", "60")
     try:
         deadline = time.monotonic() + 30
-        while not (out.exists() and by_type(files.read(str(out)), "soak_sample")):
+        while not (out.exists() and by_type(result_lines.read(str(out)), "soak_sample")):
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
@@ -117,6 +117,6 @@ def test_ctrl_c_keeps_the_samples_and_sums_them_up(broker_server, tmp_path):
         process.kill()
     assert process.returncode == 130
     assert "Traceback" not in stderr and "interrupted" in stderr
-    records = files.read(str(out))
+    records = result_lines.read(str(out))
     assert records[-1]["type"] == "soak" and records[-1]["end"] == "interrupted"
     assert records[-1]["samples"] == len(by_type(records, "soak_sample")) >= 1

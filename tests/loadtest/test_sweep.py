@@ -14,8 +14,8 @@ from loadtest.client import sweep
 from loadtest.client.sweep import Options
 from loadtest.errors import ServerGone
 from loadtest.method import rules
-from loadtest.results import files
 from checkout import ROOT
+import result_lines
 
 
 
@@ -133,7 +133,7 @@ def run_cli(url, out, *extra):
 def wait_for_steps(out, count, process, timeout=20):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if os.path.exists(out) and sum(r["type"] == "step" for r in files.read(out)) >= count:
+        if os.path.exists(out) and sum(r["type"] == "step" for r in result_lines.read(out)) >= count:
             return
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
@@ -156,7 +156,7 @@ def test_a_crashed_server_ends_the_run_with_a_message_and_partial_results(slow_s
     assert process.returncode == 1
     assert "Traceback" not in stderr
     assert "run ended:" in stderr
-    records = files.read(out)
+    records = result_lines.read(out)
     assert [r["type"] for r in records[:2]] == ["run", "server"]
     assert records[1]["server"] == "doomed"
     assert records[1]["pid"] == (server.pid if pid_known else None)
@@ -176,7 +176,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
         process.kill()
     assert process.returncode == 130
     assert "Traceback" not in stderr and "interrupted" in stderr
-    records = files.read(out)
+    records = result_lines.read(out)
     assert records[0]["type"] == "run" and records[0]["transport"] == "sockjs"
     assert records[0]["client"]["interpreter"] and records[0]["machine"]["cores"]
     assert any(r["type"] == "step" for r in records)

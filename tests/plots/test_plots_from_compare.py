@@ -6,20 +6,26 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
+from loadtest import records as schema  # noqa: E402
 from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
 from plots import figures  # noqa: E402
+
+
+def results_of(lines):
+    """The :class:`~loadtest.results.summary.Results` of results lines as a file holds them."""
+    return summary.Results([schema.parse_older(line) for line in lines])
 
 SERVERS = ["sockjs-tornado", "sockjs-node"]
 
 
 @pytest.fixture
 def compared(compare_results):
-    return summary.Results(compare_results[1])
+    return results_of(compare_results[1])
 
 
 def steps_of(results, server, level):
-    return [s for s in results.steps if s["server"] == server and s["level"] == level]
+    return [s for s in results.steps if s.server == server and s.level == level]
 
 
 def test_command_writes_every_figure_and_the_table(compare_results, tmp_path, capsys):
@@ -43,10 +49,10 @@ def test_latency_figure_has_one_line_per_server_and_level(compared, statistic):
     assert sorted(lines) == sorted("%s, %d clients" % (s, n) for s in SERVERS for n in (3, 6))
     for server in SERVERS:
         for level in (3, 6):
-            steps = [s for s in steps_of(compared, server, level) if s["rtt_ms"][statistic] is not None]
+            steps = [s for s in steps_of(compared, server, level) if s.rtt_ms[statistic] is not None]
             line = lines["%s, %d clients" % (server, level)]
-            assert list(line.get_xdata()) == [s["server_msgs_per_s"] for s in steps]
-            assert list(line.get_ydata()) == [s["rtt_ms"][statistic] for s in steps]
+            assert list(line.get_xdata()) == [s.server_msgs_per_s for s in steps]
+            assert list(line.get_ydata()) == [s.rtt_ms[statistic] for s in steps]
     realtime = [line for line in axes.get_lines() if line.get_label() == "_realtime"]
     assert list(realtime[0].get_ydata()) == [summary.REALTIME_MS] * 2
     assert axes.get_xscale() == "log"
@@ -56,31 +62,31 @@ def test_latency_figure_has_one_line_per_server_and_level(compared, statistic):
 def test_cpu_figure_has_a_bar_per_server_and_the_floor(compared):
     axes = figures.cpu_figure(compared).axes[0]
     heights = [bar.get_height() for bar in axes.patches]
-    assert heights == [r["cpu_us_per_msg"] for r in compared.cpu_per_msg]
+    assert heights == [r.cpu_us_per_msg for r in compared.cpu_per_msg]
     assert [t.get_text() for t in axes.get_xticklabels()] == SERVERS
     floor = [line for line in axes.get_lines() if line.get_label().startswith("floor")]
-    assert list(floor[0].get_ydata()) == [compared.floor["cpu_us_per_send"]] * 2
+    assert list(floor[0].get_ydata()) == [compared.floor.cpu_us_per_send] * 2
 
 
 def test_rss_figure_has_a_bar_per_server(compared):
     axes = figures.rss_figure(compared).axes[0]
-    assert [bar.get_height() for bar in axes.patches] == [r["rss_per_conn_kb"] for r in compared.idle_rss]
+    assert [bar.get_height() for bar in axes.patches] == [r.rss_per_conn_kb for r in compared.idle_rss]
     assert "KiB" in axes.get_ylabel()
 
 
 def test_subtitle_names_machine_runtimes_and_date(compared):
     text = summary.subtitle(compared)
-    assert compared.run["started"][:10] in text
+    assert compared.run.started[:10] in text
     assert "Node " in text and "CPython " in text
-    assert "%d cores" % compared.run["machine"]["cores"] in text
+    assert "%d cores" % compared.run.machine["cores"] in text
 
 
 def test_realtime_capacity_is_the_best_healthy_step_against_sockjs_node(compared):
     rows = {(row.server, row.level): row for row in summary.realtime_capacity(compared)}
     assert sorted(rows) == sorted((s, n) for s in SERVERS for n in (3, 6))
     for (server, level), row in rows.items():
-        healthy = [s["server_msgs_per_s"] for s in steps_of(compared, server, level)
-                   if not s["overloaded"] and s["rtt_ms"]["mean"] <= summary.REALTIME_MS]
+        healthy = [s.server_msgs_per_s for s in steps_of(compared, server, level)
+                   if not s.overloaded and s.rtt_ms["mean"] <= summary.REALTIME_MS]
         assert row.msgs_per_s == max(healthy)
         reference = rows[("sockjs-node", level)].msgs_per_s
         assert row.ratio == pytest.approx(row.msgs_per_s / reference)

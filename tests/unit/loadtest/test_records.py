@@ -50,3 +50,14 @@ def test_records_are_frozen():
     level = records.Level(server="s", level=1, end="sweep done")
     with pytest.raises(AttributeError):
         level.end = "overloaded"
+
+
+def test_an_older_line_reads_as_a_record_with_what_it_lacks_as_none():
+    line = {"type": "floor", "connections": 10, "rate": 100.0, "sends": 5, "cpu_us_per_send": 2.5,
+            "a_field_since_removed": 1}
+    floor = records.parse_older(line)
+    assert isinstance(floor, records.Floor)
+    assert (floor.connections, floor.cpu_us_per_send, floor.blocked) == (10, 2.5, None)
+    assert records.parse_older({"type": "a type of a later version"}) is None
+    with pytest.raises(TypeError):
+        records.parse(line)

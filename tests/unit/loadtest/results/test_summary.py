@@ -1,7 +1,13 @@
 """The summary table, which needs no matplotlib."""
 
 from loadtest.method.rules import End
+from loadtest import records as schema
 from loadtest.results import summary
+
+
+def results_of(lines):
+    """The :class:`~loadtest.results.summary.Results` of results lines as a file holds them."""
+    return summary.Results([schema.parse_older(line) for line in lines])
 
 CPU_PER_MSG = {"type": "cpu_per_msg", "server": "sockjs-node", "level": 8, "rate": 10.0, "cpu_us_per_msg": 12.5,
                "rtt_ms": {"p50": 1.0, "p99": 2.0}, "lost": 0}
@@ -10,14 +16,14 @@ CPU_PER_MSG = {"type": "cpu_per_msg", "server": "sockjs-node", "level": 8, "rate
 def test_a_floor_that_sent_nothing_is_left_out_of_the_costs():
     records = [{"type": "run"}, {"type": "server", "server": "sockjs-node", "runtime": "Node 20.20.2"},
                CPU_PER_MSG, {"type": "floor", "sends": 0, "cpu_us_per_send": None}]
-    table = summary.summary_rst(summary.Results(records))
+    table = summary.summary_rst(results_of(records))
     assert "Cost per delivered message at 8 clients x 10 msgs/s\n" in table
     assert "sockjs-node  Node 20.20.2  12.50" in table
 
 
 def test_the_floor_is_in_the_title_and_the_ratios():
     records = [{"type": "run"}, CPU_PER_MSG, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
-    table = summary.summary_rst(summary.Results(records))
+    table = summary.summary_rst(results_of(records))
     assert "floor (bare send loop): 2.50 us per send" in table
     assert "5.00x" in table
 
@@ -25,7 +31,7 @@ def test_the_floor_is_in_the_title_and_the_ratios():
 def test_each_fixed_load_gets_its_own_cost_table_the_floor_only_the_first():
     second = dict(CPU_PER_MSG, level=19000, rate=5.0, cpu_us_per_msg=9.0, rtt_ms={"p50": 1.5, "p99": 3.0})
     records = [{"type": "run"}, CPU_PER_MSG, second, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
-    table = summary.summary_rst(summary.Results(records))
+    table = summary.summary_rst(results_of(records))
     assert "Cost per delivered message at 8 clients x 10 msgs/s; floor (bare send loop): 2.50 us per send\n" in table
     assert "Cost per delivered message at 19000 clients x 5 msgs/s\n" in table
     assert table.index("12.50") < table.index("9.00")
@@ -33,7 +39,7 @@ def test_each_fixed_load_gets_its_own_cost_table_the_floor_only_the_first():
 
 
 def test_a_soak_gets_a_row_per_server_with_its_growth_and_verdict(soak_records):
-    table = summary.summary_rst(summary.Results(soak_records))
+    table = summary.summary_rst(results_of(soak_records))
     lines = table.splitlines()
     assert lines[0] == ('Memory under a held load of 100 clients x 300 msgs/s; "flat": at most 10 % or 20 MB '
                         'above the RSS after the 60 s warm-up')
@@ -49,14 +55,14 @@ def test_a_soak_gets_a_row_per_server_with_its_growth_and_verdict(soak_records):
 
 
 def test_a_churn_gets_its_sessions_and_rss_before_and_after(soak_records):
-    table = summary.summary_rst(summary.Results(soak_records))
+    table = summary.summary_rst(results_of(soak_records))
     assert "Churn: 5 waves of 100 sessions per transport" in table
     (row,) = [line for line in table.split("Churn:")[1].splitlines() if line.startswith("broker-cpython")]
     assert row.split() == ["broker-cpython", "0", "0", "6.2", "41.0", "42.0", "flat"]
 
 
 def test_rss_series_is_minutes_and_mb_per_server_in_the_order_measured(soak_records):
-    series = summary.rss_series(summary.Results(soak_records))
+    series = summary.rss_series(results_of(soak_records))
     assert list(series) == ["broker-cpython", "broker-pypy"]
     assert series["broker-pypy"][0] == (0.5, 110.0)
     assert series["broker-pypy"][-1] == (10.0, 300.0)
@@ -64,7 +70,7 @@ def test_rss_series_is_minutes_and_mb_per_server_in_the_order_measured(soak_reco
 
 
 def test_results_without_a_soak_have_no_soak_section():
-    table = summary.summary_rst(summary.Results([{"type": "run"}, CPU_PER_MSG]))
+    table = summary.summary_rst(results_of([{"type": "run"}, CPU_PER_MSG]))
     assert "held load" not in table and "Churn" not in table
 
 
@@ -87,13 +93,13 @@ def test_realtime_capacity_names_what_stopped_each_level():
         + [{"type": "level", "server": "client", "level": 100, "end": "client-bound: at 28 msgs/s"},
            {"type": "level", "server": "capped", "level": 100, "end": "the sweep's cap reached: 10 msgs/s"}]
     )
-    rows = {row.server: row for row in summary.realtime_capacity(summary.Results(records))}
+    rows = {row.server: row for row in summary.realtime_capacity(results_of(records))}
     assert (rows["knee"].msgs_per_s, rows["knee"].rate, rows["knee"].limit) == (1000, 10, summary.SERVER)
     assert (rows["client"].msgs_per_s, rows["client"].rate, rows["client"].limit) == (1900, 20, summary.CLIENT)
     assert rows["sockjs-node"].limit == summary.SERVER  # past realtime, not yet overloaded
     assert rows["capped"].limit is End.CAP_REACHED
     assert rows["client"].ratio == 1900 / 1500
-    table = summary.summary_rst(summary.Results(records))
+    table = summary.summary_rst(results_of(records))
     cells = {line.split()[0]: line.split() for line in table.splitlines() if line.split()[:1] and
              line.split()[0] in rows}
     assert cells["knee"] == ["knee", "100", "1,000", "10", "0.67x", "server"]
@@ -105,6 +111,6 @@ def test_realtime_capacity_names_what_stopped_each_level():
 def test_old_results_whose_sweep_stopped_at_its_top_rate_keep_their_plus():
     records = level_steps("broker", 25, (19961, 800, 0.5, False, False, 0.1)) + [
         {"type": "level", "server": "broker", "level": 25, "end": "sweep done"}]
-    (row,) = summary.realtime_capacity(summary.Results(records))
+    (row,) = summary.realtime_capacity(results_of(records))
     assert row.limit is End.SWEEP_DONE
-    assert "19,961+" in summary.summary_rst(summary.Results(records))
+    assert "19,961+" in summary.summary_rst(results_of(records))
