@@ -1,8 +1,10 @@
 """Building the broker's application and running it until SIGTERM or SIGINT, then draining it."""
 
 import asyncio
+import functools
 import logging
 import signal
+import time
 
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -10,6 +12,7 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker.config import http_url, parse_args
+from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
@@ -160,6 +163,14 @@ async def drain_then_stop(drain, hub, listener):
         connection.disconnect(*RECONNECT)
 
 
+def close_aged(node):
+    """Close the connections ``node.ages`` finds old enough, unless the drain is closing everyone."""
+    if node.drain.draining:
+        return
+    for connection in node.ages.due(time.monotonic()):
+        connection.disconnect(*RECONNECT)
+
+
 def cluster_backplane(config):
     """The :class:`broker.cluster.backplane.Backplane` of ``--redis``, or None: without
     it nothing of Redis is imported."""
@@ -177,14 +188,17 @@ async def run(config, open_files):
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
     node = Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
-                heartbeats=HeartbeatWheel(config.heartbeat_delay), collection=gc_policy.install(limits),
-                backplane=backplane)
+                heartbeats=HeartbeatWheel(config.heartbeat_delay),
+                ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
+                collection=gc_policy.install(limits), backplane=backplane)
     listener = make_server(config, make_app(config, node), limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
+    if node.ages is not None:
+        timers.append(PeriodicCallback(functools.partial(close_aged, node), 1000))
     if hasattr(node.collection, "audit_if_due"):
         timers.append(PeriodicCallback(node.collection.audit_if_due, 1000))
     for timer in timers:

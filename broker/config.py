@@ -39,6 +39,7 @@ class Config:
     ws_ping_timeout: float = 20.0
     heartbeat_delay: float = 25.0
     drain_seconds: float = 10.0
+    max_connection_age: float = 0.0
     log_level: str = "info"
 
     @property
@@ -187,6 +188,9 @@ FLAGS = (
          "sessions as they open, and close the clients with 3012 \"Server draining: reconnect\" spread evenly "
          "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once",
          "%g" % DEFAULTS.drain_seconds, _zero_or_more, "SECONDS"),
+    Flag("--max-connection-age", "close a connection this old with 3012 \"Server draining: reconnect\", at a "
+         "moment drawn within 10%% of it, so that its client reconnects through the proxy and brokers added "
+         "later get their share; 0: never", "%g" % DEFAULTS.max_connection_age, _zero_or_more, "SECONDS"),
     Flag("--log-level", "how much the broker logs", DEFAULTS.log_level, choices=("debug", "info", "warning", "error")),
 )
 

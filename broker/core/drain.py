@@ -8,9 +8,10 @@ onto the restarted one before it is ready): a reconnect storm. Rules:
   (:meth:`Drain.request`); it starts at the first request and never stops.
 * From that instant ``/healthz`` answers 503 "draining", so the proxy sends
   the broker no new sessions, and a session that opens all the same, on any
-  transport, is closed as it opens with :data:`RECONNECT`.
+  transport, is closed as it opens with ``RECONNECT``
+  (:mod:`broker.protocol.close_codes`).
 * The clients connected when the drain starts (:meth:`Drain.start`) are closed
-  with :data:`RECONNECT`, spread evenly over ``seconds``: ``t`` seconds after
+  with ``RECONNECT``, spread evenly over ``seconds``: ``t`` seconds after
   the start, ``ceil(n * t / seconds)`` of them have been (:meth:`Drain.due`).
   Each is closed as every session closes: after what it is owed.
 * At the end of the period, or at a second request, the rest are closed at
@@ -21,10 +22,6 @@ time and closes what :meth:`Drain.due` returns.
 """
 
 import math
-
-# "Reconnect now, to another server": the broker is going away on purpose. A
-# client should come back at once (after a little jitter), not give up; with
-# positions, it resumes where it was.
 
 
 class Drain:

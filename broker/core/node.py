@@ -17,6 +17,7 @@ Rules this module keeps:
 import dataclasses
 from typing import Any, Optional
 
+from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
@@ -46,7 +47,8 @@ class Node:
     """One running broker: its room (``hub``), its connection ``limits``, its
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
-    session); the garbage-collector policy (``collection``, see
+    session); the age limit that sends old connections elsewhere (``ages``);
+    the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`) and the cluster ``backplane``
     (:class:`broker.cluster.backplane.Backplane`), each of which adds its
     counters to ``/stats`` and ``/metrics``."""
@@ -56,5 +58,6 @@ class Node:
     drain: Optional[Drain] = None
     pings: Optional[PingWheel] = None
     heartbeats: Optional[HeartbeatWheel] = None
+    ages: Optional[AgeLimit] = None
     collection: Any = None
     backplane: Any = None

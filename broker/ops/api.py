@@ -116,6 +116,8 @@ class StatsHandler(_JSONHandler):
             stats["backplane"] = node.backplane.stats()
         if node.drain is not None:
             stats["drain"] = node.drain.stats()
+        if node.ages is not None:
+            stats["max_connection_age"] = node.ages.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

@@ -85,6 +85,9 @@ class BrokerCollector:
         if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
                                     "exits", value=int(node.drain.draining))
+        if node.ages is not None:
+            yield CounterMetricFamily(PREFIX + "connection_age_closes", "Connections closed for reaching "
+                                      "--max-connection-age", value=node.ages.closed)
         if node.collection is not None:
             for name, value in sorted(node.collection.stats().items()):
                 yield CounterMetricFamily(PREFIX + "gc_" + name, GC_HELP.get(name, name.replace("_", " ")),

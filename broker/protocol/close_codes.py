@@ -29,8 +29,9 @@ code   name                         meaning, and what a client should do
                                     when another session of this address ends.
 3011   MAX_SESSIONS                 The process is full: reconnect, with jitter;
                                     a load balancer may send it elsewhere.
-3012   RECONNECT                    The broker is draining (a deploy): reconnect
-                                    now, with jitter, to another broker.
+3012   RECONNECT                    The broker is draining (a deploy), or the
+                                    connection reached --max-connection-age:
+                                    reconnect now, with jitter, to any broker.
 =====  ===========================  ===========================================
 """
 

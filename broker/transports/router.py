@@ -191,6 +191,8 @@ class BroadcastConnection(SockJSConnection):
         rate = server.rules.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         self.hub.subscribe(self)
+        if server.node.ages is not None:
+            server.node.ages.add(self, time.monotonic())
 
     def on_message(self, message):
         if self.session.is_closed:
@@ -213,6 +215,9 @@ class BroadcastConnection(SockJSConnection):
     def on_close(self):
         if self.hub is not None:
             self.hub.unsubscribe(self)
+            ages = self.session.server.node.ages
+            if ages is not None:
+                ages.discard(self)
         if self.counted:
             self.counted = False
             self.session.server.node.limits.release_session(self.client)
