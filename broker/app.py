@@ -12,6 +12,7 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker.config import http_url, parse_args
+from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
@@ -171,6 +172,15 @@ def close_aged(node):
         connection.disconnect(*RECONNECT)
 
 
+def announce_audience(node):
+    """Send the announcement that found no batch to ride in for a second alone, then make
+    the next, when one is due (see :mod:`broker.core.audience`)."""
+    node.hub.send_announcement()
+    announcement = node.audience.announcement(time.monotonic())
+    if announcement is not None:
+        node.hub.announce(announcement)
+
+
 def cluster_backplane(config):
     """The :class:`broker.cluster.backplane.Backplane` of ``--redis``, or None: without
     it nothing of Redis is imported."""
@@ -190,6 +200,8 @@ async def run(config, open_files):
     node = Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
+                audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
+                                  config.announce_audience),
                 collection=gc_policy.install(limits), backplane=backplane)
     listener = make_server(config, make_app(config, node), limits)
     hub.sample()
@@ -199,6 +211,8 @@ async def run(config, open_files):
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
     if node.ages is not None:
         timers.append(PeriodicCallback(functools.partial(close_aged, node), 1000))
+    if node.audience.every:
+        timers.append(PeriodicCallback(functools.partial(announce_audience, node), 1000))
     if hasattr(node.collection, "audit_if_due"):
         timers.append(PeriodicCallback(node.collection.audit_if_due, 1000))
     for timer in timers:

@@ -40,6 +40,7 @@ class Config:
     heartbeat_delay: float = 25.0
     drain_seconds: float = 10.0
     max_connection_age: float = 0.0
+    announce_audience: float = 0.0
     log_level: str = "info"
 
     @property
@@ -139,6 +140,9 @@ FLAGS = (
          "the environment, flags show in ps"),
     Flag("--replay", "send each new subscriber the last N messages first; 1 suits a live counter",
          str(DEFAULTS.replay), _non_negative, "N"),
+    Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "
+         "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
+         "%g" % DEFAULTS.announce_audience, _zero_or_more, "SECONDS"),
     Flag("--redis", "join a cluster: every message goes through the room's stream in this Redis "
          "(redis://host:port/db), and every broker of the cluster delivers it in the stream's order",
          type=_redis_url, metavar="URL", shown="none: one process"),

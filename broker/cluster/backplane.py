@@ -36,6 +36,11 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   last id it delivered, so what Redis still holds is neither lost nor
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
   waiting on it; whether Redis applied it first cannot be known.
+* Every AUDIENCE_REPORT_S each broker reports how many it serves to one hash
+  beside the stream and reads back the room's total, in one script that also
+  drops the brokers silent for AUDIENCE_STALE_MS (one that died, or lost
+  Redis) and times them by Redis's clock, not the brokers'. Until a report
+  succeeds, and while Redis is down, the room's total is unknown (None).
 
 The stream is trusted: only brokers write to it, and an entry's text goes to
 every client as it is.
@@ -43,6 +48,7 @@ every client as it is.
 
 import asyncio
 import logging
+import secrets
 import time
 
 import redis.asyncio
@@ -63,11 +69,37 @@ BLOCK_MS = 1000
 REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
 FIELD = b"m"
 FAILURES = (RedisError, OSError)
+AUDIENCE_REPORT_S = 1.0
+AUDIENCE_STALE_MS = 3000
+# KEYS[1]: the room's audience hash; ARGV: this broker's id, its count, the staleness in ms.
+# Each field holds "count:milliseconds" by Redis's clock; the total is of the fresh ones.
+AUDIENCE_REPORT = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now_ms)
+local total = 0
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  local count, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
+  if count and now_ms - tonumber(at) <= tonumber(ARGV[3]) then
+    total = total + tonumber(count)
+  else
+    redis.call('HDEL', KEYS[1], fields[i])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
+return total
+"""
 
 
 def stream_key(prefix):
     """The Redis key of the room served at ``prefix``."""
     return "sockjs-broker:" + prefix
+
+
+def audience_key(prefix):
+    """The Redis key of the audience of the room served at ``prefix``."""
+    return stream_key(prefix) + ":audience"
 
 
 def _redis_failure(error):
@@ -88,6 +120,11 @@ class Backplane:
         self._redis = redis.asyncio.from_url(
             url, socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
             lib_version=None)
+        self.audience_key = audience_key(prefix)
+        self.broker_id = secrets.token_hex(8)
+        self.room_audience = None
+        self._report = self._redis.register_script(AUDIENCE_REPORT)
+        self._report_task = None
         self._reconnect_backoff = Backoff()
         self._silences = 0
         self._disconnecting = None
@@ -108,6 +145,7 @@ class Backplane:
         except FAILURES as error:
             self._went_down(error)
         self._read_task = asyncio.ensure_future(self._read_forever())
+        self._report_task = asyncio.ensure_future(self._report_forever())
 
     async def stop(self):
         """Let the transaction in flight finish, close the connections, stop reading.
@@ -118,6 +156,11 @@ class Backplane:
         self._stopping.set()
         if self._write_task is not None:
             await asyncio.gather(self._write_task, return_exceptions=True)
+        await asyncio.gather(self._report_task, return_exceptions=True)
+        try:  # leave the count at once, rather than after AUDIENCE_STALE_MS
+            await self._answer(self._redis.hdel(self.audience_key, self.broker_id))
+        except FAILURES:
+            pass
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
@@ -221,6 +264,19 @@ class Backplane:
                 continue
             if entries:
                 self._deliver(entries)
+
+    async def _report_forever(self):
+        while not self._stopping.is_set():
+            try:
+                total = await self._answer(self._report(keys=[self.audience_key],
+                                                        args=[self.broker_id, len(self._hub), AUDIENCE_STALE_MS]))
+                self.room_audience = int(total)
+            except FAILURES:
+                self.room_audience = None
+            try:
+                await asyncio.wait_for(self._stopping.wait(), AUDIENCE_REPORT_S)
+            except asyncio.TimeoutError:
+                pass
 
     async def _read(self):
         """The entries after ``last_id``: see the module's rules for when the read is counted."""

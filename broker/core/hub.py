@@ -26,6 +26,11 @@ Rules this module keeps:
   sends only what the relay gives back through :meth:`Hub.deliver`, one call
   one batch, so every broker of a cluster sends one sequence. A relay that
   cannot take a message raises, and the publisher sees it.
+* An announcement (:meth:`Hub.announce`, the audience count) is the broker's,
+  not the room's: never relayed, replayed or counted as a message. It rides
+  at the end of the next batch the room sends, and goes alone only when
+  :meth:`Hub.send_announcement` finds it still waiting (a quiet room). A
+  newer announcement replaces one not yet sent.
 
 No socket, no HTTP: the room delivers to a :class:`Subscriber` and relays
 through a :class:`Relay`, the two seams below. Subscribers are grouped by
@@ -92,6 +97,11 @@ class Batch:
 
     def __len__(self):
         return len(self.encoded)
+
+    def with_announcement(self, encoded):
+        """This batch with the JSON text ``encoded`` after its messages."""
+        raw = None if self._raw is None else self._raw + [frames.raw_message(encoded)]
+        return Batch(self.encoded + [encoded], raw)
 
     def form(self, name):
         """The wire form a subscriber asked for by ``name``; None asks for the batch itself."""
@@ -196,6 +206,7 @@ class Hub:
         self._flush_scheduled = False
         self._oldest_pending = None
         self._replay = collections.deque(maxlen=replay) if replay > 0 else None
+        self._announcement = None
         self._meter = RateMeter()
         self.started = clock()
         self.by_transport = collections.Counter()
@@ -265,6 +276,16 @@ class Hub:
         one batch; ``age``: seconds since the first of them was published."""
         self._send(Batch(encoded), self._clock() - age)
 
+    def announce(self, encoded):
+        """Send ``encoded``, the JSON text of the broker's own message, to every subscriber once
+        (see the module's rules)."""
+        self._announcement = encoded
+
+    def send_announcement(self):
+        """Send the announcement still waiting for a batch, alone."""
+        if self._announcement is not None:
+            self._send(Batch([]), None)
+
     def remember(self, encoded):
         """Add ``encoded`` (JSON texts, oldest first) to the replay buffer without sending it:
         the room's history from before this broker started."""
@@ -272,7 +293,12 @@ class Hub:
             self._replay.extend(encoded)
 
     def _send(self, batch, oldest):
+        """Send ``batch`` (and the announcement, if one waits) to every subscriber; ``oldest``:
+        when its first message was published (None for an announcement alone)."""
         self.remember(batch.encoded)
+        messages = len(batch)
+        if self._announcement is not None:
+            batch, self._announcement = batch.with_announcement(self._announcement), None
         self.flushes += 1
         slow = []
         reached = 0
@@ -281,8 +307,9 @@ class Hub:
             writers = tuple(group.items())
             slow += [s for s, write in writers if not write(data)]
             reached += len(writers)
-        self.messages_out += len(batch) * (reached - len(slow))
-        self.latency.observe(self._clock() - oldest, len(batch))
+        self.messages_out += messages * (reached - len(slow))
+        if oldest is not None:
+            self.latency.observe(self._clock() - oldest, messages)
         for subscriber in slow:
             self.drop(subscriber, SLOW_CONSUMER)
 

@@ -17,6 +17,7 @@ Rules this module keeps:
 import dataclasses
 from typing import Any, Optional
 
+from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
@@ -48,6 +49,7 @@ class Node:
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
+    the count of who watches (``audience``);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`) and the cluster ``backplane``
     (:class:`broker.cluster.backplane.Backplane`), each of which adds its
@@ -59,5 +61,6 @@ class Node:
     pings: Optional[PingWheel] = None
     heartbeats: Optional[HeartbeatWheel] = None
     ages: Optional[AgeLimit] = None
+    audience: Optional[Audience] = None
     collection: Any = None
     backplane: Any = None

@@ -118,6 +118,8 @@ class StatsHandler(_JSONHandler):
             stats["drain"] = node.drain.stats()
         if node.ages is not None:
             stats["max_connection_age"] = node.ages.stats()
+        if node.audience is not None:
+            stats["audience"] = node.audience.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

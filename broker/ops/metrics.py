@@ -85,6 +85,9 @@ class BrokerCollector:
         if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
                                     "exits", value=int(node.drain.draining))
+        if node.audience is not None and node.audience.room_count() is not None:
+            yield GaugeMetricFamily(PREFIX + "audience", "Clients watching the room at every broker (here "
+                                    "alone without a cluster)", value=node.audience.room_count())
         if node.ages is not None:
             yield CounterMetricFamily(PREFIX + "connection_age_closes", "Connections closed for reaching "
                                       "--max-connection-age", value=node.ages.closed)

@@ -53,6 +53,8 @@ async function main() {
       return page.locator('#counter', { hasText: /^42$/ }).textContent();
     });
 
+    await step('audience', () => page.locator('#audience', { hasText: /^1 watching$/ }).textContent());
+
     await page.screenshot({ path: screenshot });
     seen.transport = await page.locator('#transport').textContent();
     seen.errors = logs.filter((line) => line.startsWith('pageerror') || line.startsWith('error'));

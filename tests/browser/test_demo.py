@@ -15,7 +15,7 @@ TOKEN = "demo-token"
 
 def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker, browser_script,
                                                                     tmp_path):
-    demo = start_broker("--publish-token", TOKEN, "--replay", "1")
+    demo = start_broker("--publish-token", TOKEN, "--replay", "1", "--announce-audience", "1")
     status, _ = demo.request("POST", "/publish", json.dumps({"counter": 41}).encode(),
                              {"Authorization": "Bearer " + TOKEN,
                               "Content-Type": "application/json"})
@@ -25,6 +25,7 @@ def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker,
     assert seen["forced transport"] == "xhr-streaming"
     assert seen["chat"].endswith(": hello from the demo test")
     assert seen["published counter"] == "42"
+    assert seen["audience"] == "1 watching"
     assert seen["errors"] == []
 
 

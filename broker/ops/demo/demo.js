@@ -46,6 +46,8 @@
       logLine(message);
     } else if (message && typeof message.counter === 'number') {
       showCounter(message.counter);
+    } else if (message && typeof message.audience === 'number' && Object.keys(message).length === 1) {
+      $('audience').textContent = message.audience.toLocaleString() + ' watching';
     } else {
       logLine('published: ' + JSON.stringify(message), 'system');
     }

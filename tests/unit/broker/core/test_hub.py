@@ -274,3 +274,43 @@ def test_remembered_history_is_replayed_but_not_sent(scheduled):
     late = Recorder()
     hub.subscribe(late)
     assert late.batches == [['"2"', '"3"']]
+
+
+def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unreplayed(scheduled):
+    hub = Hub(scheduled.append, replay=5)
+    watcher, raw = Recorder(), FormRecorder("raw_websocket")
+    hub.subscribe(watcher)
+    hub.subscribe(raw)
+    hub.announce('{"audience":1}')
+    hub.announce('{"audience":2}')  # the newer replaces the one not yet sent
+    hub.publish("m")
+    run(scheduled)
+    assert watcher.batches == [['"m"', '{"audience":2}']]
+    assert raw.batches[0] == b"\x81\x01m\x81\x0e{\"audience\":2}"
+    assert (hub.messages_in, hub.messages_out, hub.flushes) == (1, 2, 1)
+    hub.send_announcement()  # already sent: nothing more
+    late = Recorder()
+    hub.subscribe(late)
+    assert late.batches == [['"m"']]
+
+
+def test_in_a_quiet_room_an_announcement_goes_alone_once(hub, scheduled):
+    watcher = Recorder()
+    hub.subscribe(watcher)
+    hub.announce('{"audience":1}')
+    assert watcher.batches == []
+    hub.send_announcement()
+    hub.send_announcement()
+    assert watcher.batches == [['{"audience":1}']]
+    assert (hub.messages_out, sum(hub.latency.counts)) == (0, 0)
+
+
+def test_with_a_relay_an_announcement_rides_on_a_delivery_and_is_never_relayed(scheduled):
+    relayed = []
+    hub = Hub(scheduled.append, relay=relayed.append)
+    watcher = Recorder()
+    hub.subscribe(watcher)
+    hub.announce('{"audience":3}')
+    hub.deliver(['"from the stream"'])
+    assert watcher.batches == [['"from the stream"', '{"audience":3}']]
+    assert relayed == []

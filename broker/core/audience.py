@@ -1,0 +1,50 @@
+"""How many are watching: at this broker, in the whole room, and when to tell them.
+
+Rules this module keeps:
+
+* ``here`` is this broker's subscribers. The room's count is every broker's,
+  as the cluster reports it (:mod:`broker.cluster.backplane`), or ``here``
+  for a broker alone.
+* While a cluster's count is unknown (Redis down, or not reported yet) the
+  room's count is None: it is never guessed from ``here``, and nothing is
+  announced.
+* With an announcement period, the room's count goes to every client at most
+  once a period, and only when it changed, as the message
+  ``{"audience": 12345}`` (the hub sends it: see :meth:`broker.core.hub.Hub.announce`).
+* Nothing here touches a socket or a clock: the caller gives the time.
+"""
+
+from broker.protocol import frames
+
+KEY = "audience"
+
+
+class Audience:
+    """``here()``: this broker's count; ``room()``: the cluster's count or None (absent for a
+    broker alone); ``every``: seconds between announcements (0: never)."""
+
+    def __init__(self, here, room=None, every=0.0):
+        self._here = here
+        self._room = room
+        self.every = every
+        self.announced = None
+        self._announced_at = None
+
+    def room_count(self):
+        """Everybody watching the room, or None while a cluster's count is unknown."""
+        return self._room() if self._room is not None else self._here()
+
+    def announcement(self, now):
+        """The JSON text to announce at ``now``, or None: not due, unchanged, or unknown."""
+        if not self.every or (self._announced_at is not None and now - self._announced_at < self.every):
+            return None
+        count = self.room_count()
+        if count is None or count == self.announced:
+            return None
+        self.announced, self._announced_at = count, now
+        return frames.encode_message({KEY: count})
+
+    def stats(self):
+        """``here``, ``room`` (None while unknown), the period and the last count announced."""
+        return {"here": self._here(), "room": self.room_count(), "announce_every_s": self.every,
+                "announced": self.announced}
