@@ -150,8 +150,9 @@ def start_cluster(start_server, tmp_path):
             if os.environ.get("CI"):
                 pytest.fail("cannot run: " + reason, pytrace=False)
             pytest.skip(reason)
-        brokers = [RunningBroker(start_server(*deployment.broker_argv(sys.executable, 0),
-                                              "--log-level", "warning", *flags)) for _ in range(n)]
+        argv, environment = deployment.broker_command(sys.executable, 0)
+        brokers = [RunningBroker(start_server(*argv, "--log-level", "warning", *flags, env=environment))
+                   for _ in range(n)]
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
         directory = tmp_path / ("haproxy%d" % len(proxies))
         directory.mkdir()

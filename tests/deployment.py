@@ -1,6 +1,6 @@
 """The shipped deployment files (``deploy/``), run by tests as they are.
 
-A test runs the brokers by the systemd unit's ``ExecStart`` and haproxy by
+A test runs the brokers by the systemd unit's ``ExecStart`` and ``Environment`` and haproxy by
 ``deploy/haproxy.cfg``, with only what must differ on a test machine changed:
 the interpreter and ports (ephemeral, on loopback), and none of the global
 settings of a system service (chroot, user, stats socket), haproxy's log on its
@@ -25,12 +25,24 @@ SYSTEM_SERVICE_ONLY = ("chroot", "user", "group", "stats socket")
 _SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
 
 
-def broker_argv(python, port):
-    """The unit's ``ExecStart`` run by ``python``, listening on ``port``."""
+def broker_command(python, port):
+    """``(argv, environment)``: the unit's ``ExecStart`` run by ``python``, and the variables its
+    ``Environment=`` lines set, for the instance listening on ``port``."""
+    argv, environment = None, {}
+    for words in unit_lines():
+        key, _, value = words.partition("=")
+        value = value.replace("%i", str(port))
+        if key == "ExecStart":
+            argv = [python] + shlex.split(value)[1:]
+        elif key == "Environment":
+            environment.update(assignment.split("=", 1) for assignment in shlex.split(value))
+    return argv, environment
+
+
+def unit_lines():
+    """The settings of ``deploy/sockjs-broker@.service``, comments and sections left out."""
     with open(os.path.join(DEPLOY, "sockjs-broker@.service")) as f:
-        exec_start = next(line for line in f if line.startswith("ExecStart="))
-    argv = shlex.split(exec_start[len("ExecStart="):])
-    return [python] + [str(port) if word == "%i" else word for word in argv[1:]]
+        return [line.strip() for line in f if "=" in line and not line.startswith("#")]
 
 
 def haproxy_config(listen_port, metrics_port, broker_ports):

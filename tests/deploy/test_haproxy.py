@@ -1,11 +1,14 @@
 """deploy/haproxy.cfg, run by Debian's haproxy in front of brokers run by the systemd unit."""
 
+import os
 import signal
 import socket
+import subprocess
 
 import pytest
 import websocket
 
+import deployment
 from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
                             WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until)
 
@@ -114,3 +117,30 @@ def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
                 assert client.receive() == ["moved"]
     finally:
         hung.send_signal(signal.SIGCONT)
+
+
+def test_an_address_over_the_request_rate_is_answered_429_before_the_brokers(start_cluster):
+    cluster = start_cluster(1)
+    port = cluster.proxy.port
+
+    def status(source):
+        # /stats is refused by haproxy itself (403), so the burst costs the broker nothing.
+        with connected_from(source, port) as sock:
+            sock.sendall(b"GET /stats HTTP/1.1\r\nHost: broker\r\nConnection: close\r\n\r\n")
+            return int(sock.recv(64).split(b" ", 2)[1])
+
+    statuses = [status("127.0.0.9") for _ in range(1001)]
+    assert statuses[:1000] == [403] * 1000
+    assert statuses[1000] == 429
+    assert status("127.0.0.10") == 403, "another address has its own count"
+    assert cluster.brokers[0].stats()["messages_in"] == 0
+
+
+def test_haproxy_accepts_the_shipped_config_as_it_is():
+    if not os.access(deployment.HAPROXY, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail("%s is missing: apt-get install haproxy" % deployment.HAPROXY, pytrace=False)
+        pytest.skip("%s is missing: apt-get install haproxy" % deployment.HAPROXY)
+    done = subprocess.run([deployment.HAPROXY, "-c", "-f", os.path.join(deployment.DEPLOY, "haproxy.cfg")],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,48 @@
+"""deploy/sockjs-broker@.service: every setting from the environment, nothing on the command line
+to override the files, and a unit systemd itself accepts."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from broker import config
+from checkout import ROOT
+from deployment import DEPLOY, broker_command, unit_lines
+
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+def test_the_command_line_sets_nothing_the_files_could_not():
+    argv, _ = broker_command(sys.executable, 8081)
+    assert argv == [sys.executable, "-m", "broker"]
+
+
+def test_the_units_defaults_are_broker_settings_and_the_files_come_after_them():
+    _, environment = broker_command(sys.executable, 8081)
+    variables = {flag.variable("BROKER_") for flag in config.FLAGS}
+    assert set(environment) <= variables, set(environment) - variables
+    settings = config.parse_args([], environ=environment)
+    assert (settings.host, settings.port) == ("127.0.0.1", 8081)
+    assert settings.client_address_header == "X-Forwarded-For"
+    assert settings.max_connections_per_ip > 0, "the forwarded address would count for nothing"
+    keys = [line.split("=", 1)[0] for line in unit_lines()]
+    last_default = max(i for i, key in enumerate(keys) if key == "Environment")
+    files = [line.split("=", 1)[1] for line in unit_lines() if line.startswith("EnvironmentFile=")]
+    assert files == ["-/etc/default/sockjs-broker", "-/etc/default/sockjs-broker-%i"]
+    assert keys.index("EnvironmentFile") > last_default, "a default would override the files"
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
+def test_systemd_accepts_the_unit(tmp_path):
+    """The unit as installed, with its paths pointing at this checkout and interpreter."""
+    with open(os.path.join(DEPLOY, "sockjs-broker@.service")) as f:
+        unit = f.read()
+    unit = unit.replace("/opt/sockjs-broker/.venv/bin/python", sys.executable).replace("/opt/sockjs-broker", ROOT)
+    (tmp_path / "sockjs-broker@.service").write_text(unit)
+    done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(tmp_path / "sockjs-broker@8081.service")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sockjs-broker@" not in done.stderr, done.stderr
