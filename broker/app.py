@@ -17,7 +17,7 @@ from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
-from broker.core.limits import Limits, default_max_connections
+from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
 from broker.ops import api, demo_page, gc_policy, metrics
@@ -102,13 +102,14 @@ def connection_limits(config, open_files):
 
 def make_server(config, app, limits):
     """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
-    by_header = bool(config.client_address_header and config.max_connections_per_ip)
-    if by_header:
+    proxies = None
+    if config.client_address_header and config.max_connections_per_ip:
+        proxies = TrustedProxies(config.trusted_proxies)
         app = ClientAddressCheck(app, limits, config.client_address_header)
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
                         idle_connection_timeout=config.header_timeout,
                         body_timeout=config.body_timeout)
-    return Listener(server, limits, by_header=by_header, send_buffer=config.send_buffer)
+    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer)
 
 
 def listen(server, host, port, name, path):

@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 
 import broker
 from broker.core import origins
+from broker.core.limits import TrustedProxies
 from broker.flags import Environment, Flag
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
@@ -33,6 +34,7 @@ class Config:
     max_connections_per_ip: int = 0
     max_accept_rate: float = 0.0
     client_address_header: Optional[str] = None
+    trusted_proxies: Tuple[str, ...] = ("127.0.0.0/8", "::1")
     header_timeout: float = 20.0
     body_timeout: float = 20.0
     ws_ping_interval: float = 25.0
@@ -102,6 +104,15 @@ def _zero_or_more(text):
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError("must be 0 or more, got %r" % text)
     return value
+
+
+def _networks(text):
+    listed = tuple(part.strip() for part in text.split(",") if part.strip())
+    try:
+        TrustedProxies(listed)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return listed
 
 
 def _header_name(text):
@@ -177,6 +188,9 @@ FLAGS = (
          "(X-Forwarded-For: its last address; X-Real-IP), for the per-IP limit; set it only if every request "
          "comes through a proxy that sets it", type=_header_name, metavar="NAME",
          shown="none: the peer's address"),
+    Flag("--trusted-proxies", "comma-separated addresses or networks of the proxies whose "
+         "--client-address-header is believed; a request from any other peer counts as its own address, "
+         "whatever its headers say", ",".join(DEFAULTS.trusted_proxies), _networks, "NETWORKS"),
     Flag("--header-timeout", "time a connection has to send a request's complete headers, from its opening "
          "or from its previous response: closes half-sent headers and idle keep-alive connections",
          "%g" % DEFAULTS.header_timeout, _seconds, "SECONDS"),

@@ -18,7 +18,9 @@ Rules this module keeps:
 * A client is an address: IPv4 as it is, an IPv4-mapped IPv6 address as its
   IPv4 address, any other IPv6 address by its /64 (one subscriber's network:
   a single host may hold all of it). ``None`` is a client not known yet, as
-  behind a proxy until a request names it (see ``reassign``).
+  behind a proxy until a request names it (see ``reassign``). Only a peer in
+  :class:`TrustedProxies` may name another client; any other peer is its own
+  address, whatever its headers say.
 * Without a per-client limit nothing is kept per client.
 * New sessions arrive at most ``accept_rate`` a second, in bursts of at most
   as many (a token bucket; 0: no limit): ``admit_new_session`` takes a token
@@ -44,6 +46,24 @@ MAX_SESSIONS = "max_sessions"
 SESSIONS_PER_IP = "sessions_per_ip"
 ACCEPT_RATE = "accept_rate"
 RESERVED_DESCRIPTORS = 64
+
+
+class TrustedProxies:
+    """The peers whose requests may name their client in a header: ``networks``, each an
+    address or a network (``127.0.0.0/8``, ``10.1.2.3``, ``::1``); ValueError for another text."""
+
+    def __init__(self, networks):
+        self.networks = [ipaddress.ip_network(text.strip(), strict=False) for text in networks]
+
+    def trusts(self, address):
+        """Whether the peer at ``address`` is one of them (an IPv4-mapped address as its IPv4)."""
+        try:
+            ip = ipaddress.ip_address(address.strip())
+        except ValueError:
+            return False
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return any(ip in network for network in self.networks)
 
 
 def default_max_connections(open_files):

@@ -81,13 +81,15 @@ def refuse(connection, response):
 class CountedStream(IOStream):
     """The stream of an admitted connection: released from ``limits`` when its
     socket closes, with the client it belongs to then (``client``); ``peer``
-    is the client its peer address names. When Tornado closes it because a
+    is the client its peer address names, ``from_proxy`` whether that peer is a
+    trusted proxy, whose requests name their client. When Tornado closes it because a
     request's headers are over its limit, the close is preceded by a 431."""
 
-    def __init__(self, connection, limits, client, peer, **kwargs):
+    def __init__(self, connection, limits, client, peer, from_proxy=False, **kwargs):
         self.limits = limits
         self.client = client
         self.peer = peer
+        self.from_proxy = from_proxy
         self.reading_headers = False
         super().__init__(connection, **kwargs)
 
@@ -119,13 +121,14 @@ class CountedStream(IOStream):
 
 class Listener:
     """Accepts connections for ``server`` (a Tornado ``HTTPServer``) within
-    ``limits``; ``add_sockets`` and ``stop`` as the server's own. With
-    ``by_header`` the client is not known before a request names it."""
+    ``limits``; ``add_sockets`` and ``stop`` as the server's own. A peer among
+    ``proxies`` (:class:`broker.core.limits.TrustedProxies`, or None: no proxy)
+    has no client before a request names it."""
 
-    def __init__(self, server, limits, by_header=False, send_buffer=0):
+    def __init__(self, server, limits, proxies=None, send_buffer=0):
         self.server = server
         self.limits = limits
-        self.by_header = by_header
+        self.proxies = proxies
         self.send_buffer = send_buffer
         self.sockets = []
         self.watching = False
@@ -183,23 +186,25 @@ class Listener:
 
     def take(self, connection, address):
         peer = client_key(address[0])
-        client = None if self.by_header else peer
+        from_proxy = self.proxies is not None and self.proxies.trusts(address[0])
+        client = None if from_proxy else peer
         refusal = self.limits.admit(client)
         if refusal is not None:
             refuse(connection, REFUSAL_RESPONSES[refusal])
             return
         if self.send_buffer:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-        stream = CountedStream(connection, self.limits, client, peer,
+        stream = CountedStream(connection, self.limits, client, peer, from_proxy,
                                max_buffer_size=self.server.max_buffer_size,
                                read_chunk_size=self.server.read_chunk_size)
         self.server.handle_stream(stream, address)
 
 
 class ClientAddressCheck(httputil.HTTPServerConnectionDelegate):
-    """Behind a proxy: the client of each request is the address in its
-    ``header`` (the peer's address when the header is missing or not an
-    address); a connection belongs to the client of its latest request, and a
+    """Behind a proxy: the client of each request from a trusted proxy is the
+    address in its ``header`` (the peer's address when the header is missing or
+    not an address), and of any other request its peer's address, whatever its
+    headers say; a connection belongs to the client of its latest request, and a
     request whose client is at its limit is answered 503 and its connection
     closed. Wraps ``app``, the application's own delegate."""
 
@@ -228,6 +233,9 @@ class CheckedRequest(httputil.HTTPMessageDelegate):
     def headers_received(self, start_line, headers):
         check = self.check
         stream = self.server_conn.stream
+        if not stream.from_proxy:  # counted by its own address as it was accepted
+            self.inner = check.app.start_request(self.server_conn, self.request_conn)
+            return self.inner.headers_received(start_line, headers)
         named = headers.get(check.header)
         client = (named and client_key(named.rsplit(",", 1)[-1])) or stream.peer
         refusal = check.limits.reassign(stream.client, client)

@@ -107,6 +107,22 @@ def test_behind_a_proxy_the_configured_header_names_the_client(start_broker):
         sock.close()
 
 
+def test_only_a_trusted_proxy_may_name_the_client(start_broker):
+    broker = start_broker("--max-connections-per-ip", "1", "--client-address-header", "X-Forwarded-For",
+                          "--trusted-proxies", "127.0.0.2")
+    # The proxy's requests count for the clients they name, one each.
+    proxied = [connect(broker, "127.0.0.2") for _ in range(2)]
+    assert get(broker, "/healthz", sock=proxied[0], headers={"X-Forwarded-For": "10.0.0.1"})[0] == 200
+    assert get(broker, "/healthz", sock=proxied[1], headers={"X-Forwarded-For": "10.0.0.2"})[0] == 200
+    # Any other peer is its own address, whatever it claims: its second connection is refused.
+    direct = connect(broker, "127.0.0.3")
+    assert get(broker, "/healthz", sock=direct, headers={"X-Forwarded-For": "10.0.0.3"})[0] == 200
+    status, _, body = get(broker, "/healthz", source="127.0.0.3", headers={"X-Forwarded-For": "10.0.0.4"})
+    assert status == 503 and "from your address" in body
+    for sock in proxied + [direct]:
+        sock.close()
+
+
 def test_without_the_flag_the_header_is_not_trusted(start_broker):
     broker = start_broker("--max-connections-per-ip", "2")
     held = [connect(broker) for _ in range(2)]

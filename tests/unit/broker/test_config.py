@@ -11,3 +11,11 @@ def test_version_is_the_packages(capsys):
         config.parse_args(["--version"])
     assert exit.value.code == 0
     assert capsys.readouterr().out == "sockjs-broker %s\n" % broker.__version__
+
+
+def test_trusted_proxies_are_addresses_or_networks(capsys):
+    assert config.parse_args(["--trusted-proxies", "10.0.0.0/8, ::1"]).trusted_proxies == ("10.0.0.0/8", "::1")
+    assert config.parse_args([]).trusted_proxies == ("127.0.0.0/8", "::1")
+    with pytest.raises(SystemExit):
+        config.parse_args(["--trusted-proxies", "10.0.0.0/8,not-an-address"])
+    assert "argument --trusted-proxies" in capsys.readouterr().err

@@ -55,7 +55,7 @@ def test_each_flag_has_its_variable_and_default(name, variable, set_to, default)
         assert (default, set_to) == ("off", "=1")
         assert value(dest) != value(dest, [name]) == value(dest, environ={variable: "1"})
         return
-    given = default.split(":")[0].strip().strip("`")
+    given = default.split(": ")[0].strip().strip("`")
     if given == "none":
         assert value(dest) is None
         return

@@ -5,7 +5,7 @@ and the flags of the limits and timeouts."""
 import pytest
 
 from broker.config import parse_args
-from broker.core.limits import Limits, client_key, default_max_connections
+from broker.core.limits import Limits, TrustedProxies, client_key, default_max_connections
 
 
 @pytest.mark.parametrize("address, client", [
@@ -133,3 +133,10 @@ def test_without_an_accept_rate_every_session_is_admitted():
     limits = Limits(1000)
     assert all(limits.admit_new_session(0.0) is None for _ in range(10000))
     assert limits.refused["accept_rate"] == 0
+
+
+def test_only_the_trusted_proxies_may_name_a_client():
+    proxies = TrustedProxies(["127.0.0.0/8", "10.1.2.3", "fd00::/8"])
+    assert proxies.trusts("127.0.0.5") and proxies.trusts("10.1.2.3") and proxies.trusts("::ffff:127.0.0.1")
+    assert proxies.trusts("fd00::1")
+    assert not proxies.trusts("10.1.2.4") and not proxies.trusts("::1") and not proxies.trusts("garbage")
