@@ -55,3 +55,14 @@ def test_no_broker_signature_takes_more_than_six_parameters():
                     long.append("%s:%d %s(%s)" % (os.path.relpath(path, ROOT), node.lineno, node.name,
                                                    ", ".join(names)))
     assert not long, "pass a Node, ClientRules or a dataclass instead: %s" % long
+
+
+def test_test_modules_have_names_of_their_own():
+    """Test folders are not packages: two modules of one name cannot both be collected."""
+    seen = collections.defaultdict(list)
+    for directory, subdirectories, files in os.walk(os.path.join(ROOT, "tests")):
+        subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+        for filename in files:
+            if filename.startswith("test_") and filename.endswith(".py"):
+                seen[filename].append(os.path.relpath(os.path.join(directory, filename), ROOT))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}
