@@ -11,7 +11,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
-from broker.config import http_url, parse_args
+from broker.config import DEFAULTS, http_url, parse_args
 from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
@@ -105,6 +105,10 @@ def make_server(config, app, limits):
     proxies = None
     if config.client_address_header and config.max_connections_per_ip:
         proxies = TrustedProxies(config.trusted_proxies)
+        if not proxies.trusts(config.host) and config.trusted_proxies == DEFAULTS.trusted_proxies:
+            LOG.warning("--client-address-header %s is believed from loopback peers only "
+                        "(--trusted-proxies %s): a proxy on another host needs its address there",
+                        config.client_address_header, ",".join(config.trusted_proxies))
         app = ClientAddressCheck(app, limits, config.client_address_header)
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
                         idle_connection_timeout=config.header_timeout,

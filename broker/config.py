@@ -148,7 +148,7 @@ FLAGS = (
     Flag("--port", "port to listen on, 0 for any free port", str(DEFAULTS.port), int),
     Flag("--prefix", "URL prefix of the SockJS service", DEFAULTS.prefix, _prefix),
     Flag("--publish-token", "bearer token for POST /publish; without one the endpoint is disabled; prefer "
-         "the environment, flags show in ps"),
+         "the environment, flags show in ps", secret=True),
     Flag("--replay", "send each new subscriber the last N messages first; 1 suits a live counter",
          str(DEFAULTS.replay), _non_negative, "N"),
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "

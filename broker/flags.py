@@ -11,6 +11,8 @@ Rules this module keeps:
   flag, naming the flag.
 * A switch takes no value; it is on when given, or when its variable is 1,
   true, yes or on.
+* A secret's value (a token) never shows in ``--help``, from the environment
+  or not: its help names the variable only.
 * Standard library only: the broker and the load client (which must install
   without a server stack) both build their command lines with it.
 """
@@ -23,7 +25,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 class Flag:
     """One flag: ``default`` is its value as typed (None: none); ``shown`` is
     what its help says the default is, when that is not ``default`` itself;
-    a ``switch`` stores ``not inverted`` into ``dest`` when given."""
+    a ``switch`` stores ``not inverted`` into ``dest`` when given; a ``secret`` never shows."""
 
     name: str
     help: str
@@ -35,6 +37,7 @@ class Flag:
     switch: bool = False
     inverted: bool = False
     dest: Optional[str] = None
+    secret: bool = False
 
     def variable(self, prefix):
         """The environment variable of this flag under ``prefix`` (``BROKER_``)."""
@@ -57,13 +60,13 @@ class Environment:
     prefix: str
     values: Mapping[str, str]
 
-    def add(self, container, *names, help="", default=None, shown=None, **kwargs):
+    def add(self, container, *names, help="", default=None, shown=None, secret=False, **kwargs):
         """Add one flag to ``container`` (an argparse parser or group) as
         ``add_argument(*names, **kwargs)`` would, by the rules above: its
         first long name gives its variable; ``default`` is as typed, or a value
         of its own kind; ``shown`` replaces it in the help, and a help that
-        says its default itself keeps its own words. A ``store_true`` or
-        ``store_false`` action is a switch."""
+        says its default itself keeps its own words; a ``secret`` shows no
+        default at all. A ``store_true`` or ``store_false`` action is a switch."""
         name = variable(self.prefix, [name for name in names if name.startswith("--")][0])
         given = self.values.get(name)
         action = kwargs.get("action")
@@ -73,7 +76,9 @@ class Environment:
             suffix = "%s=1" % name
         else:
             default = given if given else default
-            if shown is None and default is not None and "default" not in help:
+            if secret:
+                shown = None
+            elif shown is None and default is not None and "default" not in help:
                 shown = "%(default)s"
             suffix = name + (", default " + shown if shown else "")
         return container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
@@ -86,5 +91,5 @@ class Environment:
                 kwargs["action"] = "store_false" if flag.inverted else "store_true"
             else:
                 kwargs.update(type=flag.type, metavar=flag.metavar, choices=flag.choices, default=flag.default,
-                              shown=flag.shown)
+                              shown=flag.shown, secret=flag.secret)
             self.add(parser, flag.name, help=flag.help, **kwargs)

@@ -6,8 +6,9 @@ Rules:
   ``PyPy 7.3.11 (Python 3.9.16)``): the broker's ``/stats`` shows it, results
   files put a server's beside the client's, and ``compare`` tells CPython
   from PyPy by its prefix.
-- Standard library only, like :mod:`broker.protocol.frames`: the load client imports
-  these two modules of the broker and nothing else (``.importlinter``), and
+- Standard library only, like :mod:`broker.protocol.frames` and :mod:`broker.flags`:
+  the load client imports these three modules of the broker and nothing else
+  (``.importlinter``), and
   ``compare`` imports this one in every candidate interpreter it probes,
   before it knows what that interpreter has installed.
 """

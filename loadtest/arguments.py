@@ -2,10 +2,12 @@
 
 Rules:
 
-- Every option is added with :func:`option`: ``--client-cpu`` reads
+- An option is added with :func:`option`: ``--client-cpu`` reads
   ``LOADTEST_CLIENT_CPU`` as its default and says so in its help (the
-  broker's rules, :mod:`broker.flags`, under ``LOADTEST_``). One option has one
-  spelling and one meaning in every command, so one variable serves them all.
+  broker's rules, :mod:`broker.flags`, under ``LOADTEST_``). A variable serves
+  every command that has the option, so it must hold what each of them takes.
+  Options that exclude each other, and those that go with them, read none:
+  argparse checks only what is typed.
 
 - Each is an argparse ``type``: it returns the parsed value or raises
   ``argparse.ArgumentTypeError``, so argparse names the option in the message

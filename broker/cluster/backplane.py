@@ -273,6 +273,10 @@ class Backplane:
                 self.room_audience = int(total)
             except FAILURES:
                 self.room_audience = None
+            except Exception:
+                # As for any event-loop callback: log it, and the reporting goes on.
+                LOG.exception("reporting the audience to %s failed", self.audience_key)
+                self.room_audience = None
             try:
                 await asyncio.wait_for(self._stopping.wait(), AUDIENCE_REPORT_S)
             except asyncio.TimeoutError:

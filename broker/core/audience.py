@@ -9,7 +9,8 @@ Rules this module keeps:
   room's count is None: it is never guessed from ``here``, and nothing is
   announced.
 * With an announcement period, the room's count goes to every client at most
-  once a period, and only when it changed, as the message
+  once a period (less ``EARLY_S``, the jitter of the broker's one-second
+  ticks), and only when it changed, as the message
   ``{"audience": 12345}`` (the hub sends it: see :meth:`broker.core.hub.Hub.announce`).
 * Nothing here touches a socket or a clock: the caller gives the time.
 """
@@ -17,6 +18,8 @@ Rules this module keeps:
 from broker.protocol import frames
 
 KEY = "audience"
+# The broker looks once a second, and its ticks jitter: a period is met this early.
+EARLY_S = 0.5
 
 
 class Audience:
@@ -36,7 +39,7 @@ class Audience:
 
     def announcement(self, now):
         """The JSON text to announce at ``now``, or None: not due, unchanged, or unknown."""
-        if not self.every or (self._announced_at is not None and now - self._announced_at < self.every):
+        if not self.every or (self._announced_at is not None and now - self._announced_at < self.every - EARLY_S):
             return None
         count = self.room_count()
         if count is None or count == self.announced:

@@ -30,7 +30,8 @@ Rules this module keeps:
   not the room's: never relayed, replayed or counted as a message. It rides
   at the end of the next batch the room sends, and goes alone only when
   :meth:`Hub.send_announcement` finds it still waiting (a quiet room). A
-  newer announcement replaces one not yet sent.
+  newer announcement replaces one not yet sent. A new subscriber gets the
+  latest one after its replay, so it need not wait for the next change.
 
 No socket, no HTTP: the room delivers to a :class:`Subscriber` and relays
 through a :class:`Relay`, the two seams below. Subscribers are grouped by
@@ -207,6 +208,7 @@ class Hub:
         self._oldest_pending = None
         self._replay = collections.deque(maxlen=replay) if replay > 0 else None
         self._announcement = None
+        self._last_announcement = None
         self._meter = RateMeter()
         self.started = clock()
         self.by_transport = collections.Counter()
@@ -223,13 +225,17 @@ class Hub:
         return iter([s for group in self._groups.values() for s in group])
 
     def subscribe(self, subscriber):
-        """Add ``subscriber``; it first receives the replay buffer, if any."""
+        """Add ``subscriber``; it first receives the replay buffer and the latest
+        announcement, if any, in one batch."""
         self._groups.setdefault(subscriber.form, {})[subscriber] = subscriber.write
         self.by_transport[subscriber.transport] += 1
-        if self._replay:
-            batch = Batch(list(self._replay))
+        if self._replay or self._last_announcement is not None:
+            batch = Batch(list(self._replay or ()))
+            replayed = len(batch)
+            if self._last_announcement is not None:
+                batch = batch.with_announcement(self._last_announcement)
             if subscriber.write(batch.form(subscriber.form)):
-                self.messages_out += len(batch)
+                self.messages_out += replayed
             else:
                 self.drop(subscriber, SLOW_CONSUMER)
 
@@ -279,7 +285,7 @@ class Hub:
     def announce(self, encoded):
         """Send ``encoded``, the JSON text of the broker's own message, to every subscriber once
         (see the module's rules)."""
-        self._announcement = encoded
+        self._announcement = self._last_announcement = encoded
 
     def send_announcement(self):
         """Send the announcement still waiting for a batch, alone."""

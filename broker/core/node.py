@@ -9,8 +9,9 @@ Rules this module keeps:
   no ping wheel without ``--ws-ping-interval``). A running broker always has
   its room, limits and drain; a router a test builds may go without them.
 * :class:`ClientRules` are plain values, fixed at startup; the defaults are
-  the broker's flags' defaults, so a router built in a test behaves as the
-  broker does.
+  the broker's flags' defaults but ``client_rate``, which is 0 (no limit):
+  a router built in a test or for the SockJS conformance suite does not
+  limit its clients unless told to.
 * Nothing here does I/O or imports a layer above the core.
 """
 

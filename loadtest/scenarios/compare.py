@@ -196,7 +196,7 @@ class Compare:
         """Run the bare send loop under the first fixed load, pinned like the servers."""
         clients, rate = self.args.cpu_load[0]
         try:
-            python, _ = registry.cpython("loadtest.scenarios.floor")
+            python, _ = registry.cpython("loadtest.command_line")
         except registry.Unavailable as reason:
             self.status.message("floor: left out: %s" % reason)
             return

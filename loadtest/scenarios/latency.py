@@ -22,10 +22,12 @@ def add_arguments(parser):
                      help="SockJS prefix of the server under test (default %s, where python -m broker "
                      "listens; loopback only); several, comma-separated, spread the clients over the "
                      "brokers of a cluster in turn" % arguments.DEFAULT_URL)
+    # Options that exclude each other read no variable: argparse checks only what is typed, so a
+    # variable could win over the flag that excludes it.
     which = parser.add_mutually_exclusive_group()
-    arguments.option(which, "--clients", type=arguments.positive_int, help="one concurrency level")
-    arguments.option(which, "--levels", type=arguments.comma_list(arguments.positive_int),
-                     help="comma-separated levels (default %s)" % ",".join(map(str, rules.DEFAULT_LEVELS)))
+    which.add_argument("--clients", type=arguments.positive_int, help="one concurrency level")
+    which.add_argument("--levels", type=arguments.comma_list(arguments.positive_int),
+                       help="comma-separated levels (default %s)" % ",".join(map(str, rules.DEFAULT_LEVELS)))
     arguments.option(parser, "--rate", type=arguments.positive_float,
                      help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
     # --duration: the spelling before every command said --step-seconds.

@@ -46,14 +46,17 @@ EPILOG = ("\"flat\": the final RSS is at most %g%% or %g MB (whichever is larger
 
 
 def add_arguments(parser):
+    # Options that exclude each other read no variable: argparse checks only what is typed, so a
+    # variable could win over the flag that excludes it.
     which = parser.add_mutually_exclusive_group()
-    arguments.option(which, "--servers", type=arguments.names_from("server", registry.SINGLE),
-                     default=list(registry.SINGLE),
-                     help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
-    arguments.option(which, "--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
-                     "instead of launching them; needs --server-pid")
-    arguments.option(parser, "--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
-    arguments.option(parser, "--label", help="with --url: the server's name in the results (default: host:port)")
+    which.add_argument("--servers", type=arguments.names_from("server", registry.SINGLE),
+                       default=list(registry.SINGLE),
+                       help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
+    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
+                       "instead of launching them; needs --server-pid")
+    # These go with --url, which reads no variable: neither do they.
+    parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
+    parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
     arguments.option(parser, "--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
                      help="connections")
     arguments.option(parser, "--rate", type=arguments.positive_float, default=DEFAULT_RATE,

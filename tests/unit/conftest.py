@@ -8,6 +8,7 @@ event loop's own socket pair is allowed: it neither binds nor connects.)
 
 import asyncio
 import multiprocessing.process
+import os
 import socket
 import subprocess
 
@@ -28,6 +29,10 @@ def _refuse(what):
 def no_sockets_or_processes(monkeypatch):
     for method in ("connect", "connect_ex", "bind"):
         monkeypatch.setattr(socket.socket, method, _refuse("use a socket (%s)" % method))
+    monkeypatch.setattr(socket.socket, "sendto", _refuse("use a socket (sendto)"))
     monkeypatch.setattr(subprocess.Popen, "__init__", _refuse("start a process"))
+    for name in ("fork", "system", "posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, _refuse("start a process (os.%s)" % name))
     monkeypatch.setattr(asyncio, "create_subprocess_exec", _refuse("start a process"))
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", _refuse("start a process"))

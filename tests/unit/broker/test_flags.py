@@ -8,7 +8,7 @@ from broker.flags import Environment, Flag
 
 FLAGS = (
     Flag("--max-buffer", "unsent bytes allowed", "1024", int, "SIZE"),
-    Flag("--token", "a secret", shown="none"),
+    Flag("--token", "a secret", secret=True),
     Flag("--quiet", "say less", switch=True),
     Flag("--no-echo", "do not echo", switch=True, inverted=True, dest="echo"),
 )
@@ -42,8 +42,14 @@ def test_switches_follow_their_variable():
     assert (args.quiet, args.echo) == (True, False)
 
 
+def test_a_secret_from_the_environment_never_shows_in_help():
+    parser, args = parse(environ={"DEMO_TOKEN": "s3cret"})
+    assert args.token == "s3cret"
+    assert "s3cret" not in parser.format_help()
+
+
 def test_help_names_the_variable_and_the_default():
     text = " ".join(parse()[0].format_help().split())
     assert "unsent bytes allowed [DEMO_MAX_BUFFER, default 1024]" in text
-    assert "a secret [DEMO_TOKEN, default none]" in text
+    assert "a secret [DEMO_TOKEN]" in text
     assert "say less [DEMO_QUIET=1]" in text

@@ -291,7 +291,8 @@ def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unrepl
     hub.send_announcement()  # already sent: nothing more
     late = Recorder()
     hub.subscribe(late)
-    assert late.batches == [['"m"']]
+    assert late.batches == [['"m"', '{"audience":2}']]  # the replay, then the latest count
+    assert hub.messages_out == 3
 
 
 def test_in_a_quiet_room_an_announcement_goes_alone_once(hub, scheduled):
