@@ -32,6 +32,15 @@ class Closed(Exception):
         self.reason = reason
 
 
+def closed_with(client):
+    """The close code and reason ``client`` receives, after any messages."""
+    try:
+        while True:
+            client.receive()
+    except Closed as closed:
+        return closed.code, closed.reason
+
+
 def raw_websocket(origin, path, then=b"", receive_buffer=None):
     """A plain socket that sent a websocket upgrade for ``path`` (and ``then``
     in the same write) and read its 101 answer; returns the socket and the

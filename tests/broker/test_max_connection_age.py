@@ -9,16 +9,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from broker.core.connection_age import JITTER
 from broker.protocol.close_codes import RECONNECT
 from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient, XhrStreamingClient,
-                            wait_until)
+                            closed_with, wait_until)
 
 AGE_S = 2.0
-
-
-def closed_with(client):
-    with pytest.raises(Closed) as closed:
-        while True:
-            client.receive()
-    return closed.value.code, closed.value.reason
 
 
 def test_old_connections_are_sent_elsewhere_and_counted(start_broker):

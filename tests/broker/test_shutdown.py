@@ -12,19 +12,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient, XhrPollingClient,
-                            XhrStreamingClient, wait_until)
+                            XhrStreamingClient, closed_with, wait_until)
 
 from broker.protocol.close_codes import RECONNECT
 
 AUTH = {"Authorization": "Bearer s3cret"}
-
-
-def closed_with(client):
-    """The close code and reason ``client`` receives (after any messages)."""
-    with pytest.raises(Closed) as closed:
-        while True:
-            client.receive()
-    return closed.value.code, closed.value.reason
 
 
 def draining_gauge(broker):
