@@ -28,20 +28,11 @@ def take_socket(stream):
 
 
 def close_after_response(request):
-    """Close the connection once the response to ``request`` is finished, even
-    if the client asked for keep-alive."""
+    """Have the response to ``request`` end its connection, even if the
+    client asked for keep-alive: Tornado then sends ``Connection: close`` to
+    an HTTP/1.1 client, and closes the connection once the response is
+    finished."""
     request.connection._disconnect_on_finish = True
-
-
-def attach_session(handler, session_id):
-    """Attach a polling or streaming ``handler`` to its SockJS session, creating
-    it if new; False when the session refused (it has sent its close frame)."""
-    return handler._attach_session(session_id)
-
-
-def detach(handler):
-    """Detach a streaming ``handler`` from its SockJS session."""
-    handler._detach()
 
 
 def abort_redis_connections(pool):

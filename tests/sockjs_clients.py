@@ -225,12 +225,25 @@ class _StreamingClient(Client):
     suffix = None
 
     def open(self):
+        self.request()
+        return super().open()
+
+    def reopen(self):
+        """Open the session's next stream, on a new connection, after the last one ended."""
+        self.close()
+        self.request()
+        return self
+
+    def request(self):
+        """Send the stream's request and read the answer's prelude."""
         self.conn = self.http()
         self.conn.request(self.method, urllib.parse.urlsplit(self.url).path + self.suffix)
+        # A response that ends its connection takes the socket from the
+        # HTTPConnection: keep it, and close it through the response.
+        self.sock = self.conn.sock
         self.response = self.conn.getresponse()
         assert self.response.status == 200, self.response.status
         self.read_prelude()
-        return super().open()
 
     def readline(self):
         line = self.response.readline()
@@ -239,6 +252,7 @@ class _StreamingClient(Client):
         return line.decode()
 
     def close(self):
+        self.response.close()
         self.conn.close()
 
 
@@ -311,5 +325,6 @@ class JsonpClient(Client):
         assert self.post(self.url + "/jsonp_send", body, headers, expect=200) == b"ok"
 
 
+STREAMING = [XhrStreamingClient, EventSourceClient, HtmlFileClient]
 ALL = [WebSocketClient, RawWebSocketClient, XhrStreamingClient, EventSourceClient,
        HtmlFileClient, XhrPollingClient, JsonpClient]

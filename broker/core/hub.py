@@ -86,7 +86,7 @@ class Batch:
     """
 
     __slots__ = ("encoded", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
-                 "_raw_websocket")
+                 "_raw_websocket", "_streamed")
 
     def __init__(self, encoded, raw=None):
         self.encoded = encoded
@@ -95,6 +95,7 @@ class Batch:
         self._sockjs_frame = None
         self._sockjs_websocket = None
         self._raw_websocket = None
+        self._streamed = None
 
     def __len__(self):
         return len(self.encoded)
@@ -141,6 +142,18 @@ class Batch:
         if self._raw_websocket is None:
             self._raw_websocket = b"".join(frames.websocket_frame(r) for r in self.raw)
         return self._raw_websocket
+
+
+    def streamed(self, transport, chunked):
+        """The ``a[...]`` frame as a stream of ``transport`` carries it, chunked
+        or not (:func:`broker.protocol.frames.stream_frame`)."""
+        key = (transport, chunked)
+        if self._streamed is None:
+            self._streamed = {}
+        elif key in self._streamed:
+            return self._streamed[key]
+        data = self._streamed[key] = frames.stream_frame(transport, self.sockjs_frame, chunked)
+        return data
 
 
 class RateMeter:

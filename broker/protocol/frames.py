@@ -10,6 +10,12 @@ frame, and every message coalesced into it.
 A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
 string literal from :func:`script_string`, which no message can end early.
 
+A streaming HTTP transport wraps each SockJS frame in its own framing
+(:data:`STREAM_FRAMINGS`: a line for xhr-streaming, an event for
+eventsource, a ``<script>`` element for htmlfile), and an HTTP/1.1 response
+in a chunk of its own (:func:`http_chunk`); like a websocket frame, those
+bytes are the same for every client of the transport.
+
 A server's websocket frame is never masked (RFC 6455 section 5.1), so one
 built frame can be written to every connection as the same bytes (a
 client's frames are read by :mod:`broker.protocol.rfc6455`).
@@ -77,3 +83,25 @@ def websocket_frame(payload, opcode=TEXT):
     else:
         header = struct.pack("!BBQ", _FIN | opcode, 127, length)
     return header + payload
+
+
+STREAM_FRAMINGS = {
+    "xhr_streaming": lambda frame: frame + "\n",
+    "eventsource": lambda frame: "data: " + frame + "\r\n\r\n",
+    "htmlfile": lambda frame: "<script>\np(" + script_string(frame) + ");\n</script>\r\n",
+}
+"""How each streaming transport carries one SockJS frame (str -> str)."""
+
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+def http_chunk(data):
+    """``data`` (bytes, not empty) as one chunk of an HTTP/1.1 chunked body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def stream_frame(transport, frame, chunked):
+    """The bytes that carry the SockJS ``frame`` on a stream of ``transport``
+    (a key of :data:`STREAM_FRAMINGS`), in a chunk of its own if ``chunked``."""
+    data = STREAM_FRAMINGS[transport](frame).encode()
+    return http_chunk(data) if chunked else data

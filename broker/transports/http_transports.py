@@ -1,16 +1,17 @@
-"""sockjs-tornado's HTTP transports, with the broker's fixes.
+"""sockjs-tornado's polling and send handlers, with the broker's fixes, and what every HTTP transport shares.
 
-Each class here replaces the sockjs-tornado handler it subclasses, for every
-router the broker builds (see ``broker.transports.router.TRANSPORT_OVERRIDES``), so the
-production broker and the conformance services share one code path. The
-websocket transports are the broker's own (:mod:`broker.transports.websocket`).
+Each handler class here replaces the sockjs-tornado handler it subclasses,
+for every router the broker builds (see
+``broker.transports.router.TRANSPORT_OVERRIDES``), so the production broker
+and the conformance services share one code path. The streaming and
+websocket transports are the broker's own, on sockets taken from Tornado
+(:mod:`broker.transports.streams`, :mod:`broker.transports.websocket`).
 
 Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
 SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
 here follow the protocol: ``no-transform`` caching headers, validated
-callback names, ``/**/``-prefixed JSONP, an exact eventsource type, one frame
-per poll, and HTTP/1.0 streams that end by closing. README.rst (Conformance)
-has the list.
+callback names, ``/**/``-prefixed JSONP and one frame per poll.
+README.rst (Conformance) has the list.
 """
 
 import math
@@ -19,18 +20,12 @@ import time
 import urllib.parse
 
 from sockjs.tornado import transports as base
-from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
-from sockjs.tornado.util import asynchronous
 
-from broker import _internals
 from broker.protocol import frames
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
-# What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
-# old browsers' XHR into streaming mode.
-XHR_STREAMING_PRELUDE = "h" * 2048 + "\n"
 
 
 class ServiceHeaders:
@@ -84,6 +79,11 @@ class NewSessions:
     (``opens_session`` False): see :func:`refuse_over_accept_rate`."""
 
     opens_session = True
+
+    @property
+    def client(self):
+        """The address the connection limits count this request's session under, if any."""
+        return getattr(self.request.connection.stream, "client", None)
 
     def prepare(self):
         super().prepare()
@@ -174,53 +174,11 @@ class _OneFramePerPoll:
             super().send_pack(message, binary)
 
 
-class _Streaming(NewSessions, ServiceHeaders):
-    """Mixin for streaming transports: an HTTP/1.0 response has neither a
-    length nor chunks, so only closing the connection ends it, even when the
-    client asked for keep-alive (Tornado would keep it open)."""
-
-    def initialize(self, server):
-        super().initialize(server)
-        if self.request.version != "HTTP/1.1":
-            _internals.close_after_response(self.request)
-
-    def start_stream(self, session_id, content_type, prelude):
-        """Send the headers and ``prelude`` at once, then join the session (a
-        session that refuses the join has already sent its close frame) and
-        start its heartbeats, which sockjs-tornado sends to polls only: a
-        stream quiet for longer than a proxy's idle timeout would be cut."""
-        self.preflight()
-        self.handle_session_cookie()
-        self.disable_cache()
-        self.set_header("Content-Type", content_type)
-        self.write(prelude)
-        self.flush()
-        if not _internals.attach_session(self, session_id):
-            self.finish()
-        elif self.session:
-            self.session.start_heartbeat()
-            self.session.flush()
-
-
 class XhrPollingTransport(NewSessions, _OneFramePerPoll, ServiceHeaders, base.XhrPollingTransport):
     pass
 
 
-class XhrStreamingTransport(_Streaming, base.XhrStreamingTransport):
-    @asynchronous
-    def post(self, session_id):
-        self.start_stream(session_id, "application/javascript; charset=UTF-8", XHR_STREAMING_PRELUDE)
-
-
-class EventSourceTransport(_Streaming, base.EventSourceTransport):
-    """EventSource, served as exactly ``text/event-stream`` (UTF-8 by definition)."""
-
-    @asynchronous
-    def get(self, session_id):
-        self.start_stream(session_id, "text/event-stream", "\r\n")
-
-
-class _CallbackTransport:
+class CallbackTransport:
     """jsonp and htmlfile: the ``c`` parameter names the page's JavaScript
     function that receives the frames. A name outside ``[A-Za-z0-9_.]`` is
     refused with a 500, never used as given nor rewritten."""
@@ -240,33 +198,7 @@ class _CallbackTransport:
         return None
 
 
-class HtmlFileTransport(_Streaming, _CallbackTransport, base.HtmlFileTransport):
-    """Streaming into a hidden iframe; the page calls ``parent.<callback>``."""
-
-    @asynchronous
-    def get(self, session_id):
-        callback = self.callback_name()
-        if callback is not None:
-            self.set_header("X-Content-Type-Options", "nosniff")
-            frame_ancestors = self.server.rules.origins.frame_ancestors()
-            if frame_ancestors:
-                self.set_header("Content-Security-Policy", frame_ancestors)
-            self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)
-
-    def send_pack(self, message, binary=False):
-        """One ``<script>`` element calling ``p`` with the frame, as a string
-        literal that nothing in a message can break out of."""
-        self.active = False
-        try:
-            self.notify_sent(len(message))
-            self.write("<script>\np(%s);\n</script>\r\n" % frames.script_string(message))
-            self.flush().add_done_callback(self.send_complete)
-        except IOError:
-            self.session.delayed_close()
-            _internals.detach(self)
-
-
-class JSONPTransport(NewSessions, ServiceHeaders, _CallbackTransport, base.JSONPTransport):
+class JSONPTransport(NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
     """JSONP polling: one ``/**/callback("frame");`` script per request. The
     leading comment keeps a browser from sniffing the response as anything
     but a script (the Rosetta Flash defence). As with xhr polling, one frame

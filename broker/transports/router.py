@@ -20,7 +20,7 @@ from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
 from broker.core.token_bucket import TokenBucket
 from broker.protocol import close_codes
-from broker.transports import service_pages, http_transports, websocket
+from broker.transports import http_transports, service_pages, streams, websocket
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: websocket.WebSocketTransport,
@@ -28,9 +28,9 @@ TRANSPORT_OVERRIDES = {
     stock.XhrSendHandler: http_transports.XhrSendHandler,
     stock.JSONPSendHandler: http_transports.JSONPSendHandler,
     stock.XhrPollingTransport: http_transports.XhrPollingTransport,
-    stock.XhrStreamingTransport: http_transports.XhrStreamingTransport,
-    stock.EventSourceTransport: http_transports.EventSourceTransport,
-    stock.HtmlFileTransport: http_transports.HtmlFileTransport,
+    stock.XhrStreamingTransport: streams.XhrStreamingTransport,
+    stock.EventSourceTransport: streams.EventSourceTransport,
+    stock.HtmlFileTransport: streams.HtmlFileTransport,
     stock.JSONPTransport: http_transports.JSONPTransport,
     stock_static.InfoHandler: service_pages.InfoHandler,
     stock_static.IFrameHandler: service_pages.IFrameHandler,
@@ -178,7 +178,7 @@ class BroadcastConnection(SockJSConnection):
         if self.form is None and server.node.limits is not None:
             # A websocket is counted as the connection it is; a session of
             # requests is counted on its own, for the client of this first one.
-            self.client = getattr(handler.request.connection.stream, "client", None)
+            self.client = handler.client
             refusal = server.node.limits.admit_session(self.client)
             if refusal is not None:
                 LOG.debug("refused a %s session of %s: %s", self.transport, self.client, refusal)
@@ -226,12 +226,17 @@ class BroadcastConnection(SockJSConnection):
         self.session.close(code, reason)
 
     def write(self, batch):
-        """Polling and streaming sessions: the pre-encoded batch through the
-        session queue. A websocket's connection has its handler's prebuilt
-        writer instead, set as it opens. (Keeping a bound method of its own on
-        the connection would make a reference cycle, which a frozen heap keeps
-        until an audit: see broker.ops.gc_policy.)"""
+        """Polling and streaming sessions: the batch in its stream's framing,
+        straight to the stream's socket, or else through the session queue
+        (a poll, or a stream between two responses). A websocket's connection
+        has its handler's prebuilt writer instead, set as it opens. (Keeping a
+        bound method of its own on the connection would make a reference
+        cycle, which a frozen heap keeps until an audit: see
+        broker.ops.gc_policy.)"""
         session = self.session
+        handler = session.handler
+        if type(handler) is streams.Stream and not session.send_queue:
+            return handler.write_batch(batch)
         if session.queued_bytes > session.server.rules.max_buffer:
             return False
         session.send_batch(batch)

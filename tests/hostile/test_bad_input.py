@@ -133,7 +133,7 @@ def test_garbage_http_gets_an_error_not_a_crash(broker, witnesses):
 def test_clients_vanishing_mid_stream_cost_nothing(broker, witnesses):
     for _ in range(20):
         client = XhrStreamingClient(broker.url).open()
-        client.conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
     still_served(broker, witnesses, "after resets")
     wait_until(lambda: broker.stats()["connections_total"] == len(witnesses))

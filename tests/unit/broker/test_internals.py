@@ -99,9 +99,3 @@ def test_close_after_response_sets_what_tornado_reads():
         right.close()
 
 
-def test_the_private_methods_the_broker_calls_or_overrides_exist():
-    for owner, name in ((pollingbase.PollingTransportBase, "_attach_session"),
-                        (sockjs_transports.HtmlFileTransport, "_detach")):
-        assert callable(getattr(owner, name, None)), "%s.%s is gone" % (owner.__name__, name)
-
-

@@ -88,6 +88,11 @@ def test_batch_builds_each_wire_form_once_for_all():
     assert first.sockjs_websocket == b"\x81\x09a[\"hi\",7]"
     assert first.sockjs_websocket is first.sockjs_websocket
     assert first.raw_websocket == b"\x81\x02hi" + b"\x81\x017"
+    chunk = first.streamed("xhr_streaming", True)
+    assert chunk == b'a\r\na["hi",7]\n\r\n'
+    assert first.streamed("xhr_streaming", True) is chunk
+    assert first.streamed("xhr_streaming", False) == b'a["hi",7]\n'
+    assert first.streamed("eventsource", True) == b'13\r\ndata: a["hi",7]\r\n\r\n\r\n'
 
 
 def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):

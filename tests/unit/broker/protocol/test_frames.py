@@ -31,3 +31,12 @@ def test_script_strings_cannot_end_or_change_their_element(text):
     literal = frames.script_string(text)
     assert not set(literal) & set("<>&\u2028\u2029"), literal
     assert json.loads(literal) == text
+
+
+def test_each_stream_carries_a_frame_in_its_own_framing_chunked_or_not():
+    assert frames.stream_frame("xhr_streaming", "h", False) == b"h\n"
+    assert frames.stream_frame("eventsource", "o", False) == b"data: o\r\n\r\n"
+    assert frames.stream_frame("htmlfile", 'a["</script>"]', False) == (
+        b'<script>\np("a[\\"\\u003c/script\\u003e\\"]");\n</script>\r\n')
+    assert frames.stream_frame("xhr_streaming", "a" * 20, True) == b"15\r\n" + b"a" * 20 + b"\n\r\n"
+    assert frames.http_chunk(b"x" * 255) == b"ff\r\n" + b"x" * 255 + b"\r\n"

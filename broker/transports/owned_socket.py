@@ -1,0 +1,283 @@
+"""A client's socket once Tornado has let go of it: the write path every long-lived transport shares.
+
+A websocket after its upgrade (:mod:`broker.transports.websocket`) and an
+HTTP stream after its head (:mod:`broker.transports.streams`) live for
+minutes or hours and, from then on, only write what the room broadcasts.
+Tornado would keep, for each of them, a request handler, the request, its
+HTTP connection and an IOStream; an :class:`OwnedSocket` keeps the socket,
+its SockJS session and a backlog.
+
+Rules this module keeps:
+
+* Reading: one ``recv`` of at most READ_BUDGET bytes per readable event,
+  handed to :meth:`OwnedSocket.received`; the end of the client's side
+  closes the socket.
+* Writing: everything goes out in the order written, through
+  :meth:`OwnedSocket.write_prebuilt` (bounded: the broadcasts) or
+  :meth:`OwnedSocket.write_unbounded` (the session's own frames, even past
+  the bound), until :meth:`OwnedSocket.write_last` (a close frame, the end
+  of a body): what comes after it is dropped. What the kernel does not take waits in a backlog, written with
+  one ``sendmsg`` per writable event; a backlog over the router's
+  ``max_buffer`` refuses more (the hub drops the slow consumer), and one not
+  emptied for ``write_timeout`` seconds is dropped as a slow consumer too,
+  and its socket closed.
+* Closing: :meth:`OwnedSocket.cut` closes at once. However it ends, the
+  socket is closed and its connection released (event loop, connection
+  limits, the router's list of those behind) at once, and the SockJS session
+  is told on the next turn (:meth:`OwnedSocket.ended`), never from inside a
+  broadcast.
+"""
+
+import asyncio
+import socket
+import types
+
+from sockjs.tornado.session import ConnectionInfo
+from tornado.ioloop import IOLoop
+
+from broker.protocol.close_codes import SLOW_CONSUMER
+
+READ_BUDGET = 64 * 1024
+# sendmsg takes at most this many buffers (IOV_MAX is 1024 on Linux).
+SENDMSG_BUFFERS = 512
+# What the event loop watches a socket for (OwnedSocket._watching).
+_READ = 1
+_WRITE = 2
+# What a session keeps of its request's cookies, arguments and headers once
+# open: one shared, read-only empty mapping rather than three dicts each.
+_NOTHING = types.MappingProxyType({})
+
+
+def lean_connection_info(info):
+    """What an open session keeps of its request's ``info``: the address and
+    path, not the headers, cookies and arguments (about 1 KB a session)."""
+    return ConnectionInfo(info.ip, _NOTHING, _NOTHING, _NOTHING, info.path)
+
+
+class OwnedSocket:
+    """One client's socket, written to directly.
+
+    ``server`` is the router; ``release`` (or None) is called once the socket
+    is closed. Subclasses say what the client's bytes mean (:meth:`received`)
+    and what ending means for the session (:meth:`ended`), and may act once a
+    backlog is written (:meth:`caught_up`) or the socket closed (:meth:`closed`).
+    """
+
+    __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
+                 "_backlog", "_backlog_bytes", "_deadline", "_last_written")
+
+    def __init__(self, server, sock, release):
+        self.server = server
+        self.session = None
+        self._sock = sock
+        self._send = sock.send
+        self._fd = sock.fileno()
+        self._release = release
+        self._reading = True
+        self._watching = 0
+        self._backlog = None
+        self._backlog_bytes = 0
+        self._deadline = None
+        self._last_written = False
+        if server.settings["disable_nagle"]:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # reset already: the first read or write finds out and closes
+                pass
+        self.watch()
+
+    @property
+    def is_open(self):
+        return self._sock is not None
+
+    @property
+    def behind(self):
+        """Whether bytes wait for the kernel to take them."""
+        return self._backlog is not None
+
+    def write_prebuilt(self, data):
+        """Send ``data`` (bytes); False when the connection's unsent bytes are
+        over the router's ``max_buffer``. Once the last bytes are written
+        (:meth:`write_last`), ``data`` is dropped."""
+        if self._last_written:
+            return True
+        backlog = self._backlog
+        if backlog is not None:
+            if self._backlog_bytes > self.server.rules.max_buffer:
+                return False
+            backlog.append(data)
+            self._backlog_bytes += len(data)
+            return True
+        try:
+            sent = self._send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            self.cut()
+            return True
+        if sent != len(data):
+            self._fall_behind(memoryview(data)[sent:])
+        return True
+
+    def write_unbounded(self, data):
+        """Send ``data``, or queue it behind the backlog whatever its size."""
+        if self._last_written:
+            return
+        if self._backlog is not None:
+            self._backlog.append(data)
+            self._backlog_bytes += len(data)
+        else:
+            self.write_prebuilt(data)
+
+    def write_last(self, data):
+        """Send ``data``, whatever the backlog holds, and nothing after it (a
+        close frame, an HTTP body's end); False if there was a last already or
+        the socket is closed."""
+        if self._last_written or self._sock is None:
+            return False
+        self.write_unbounded(data)
+        self._last_written = True
+        return self._sock is not None
+
+    def unsent_bytes(self):
+        return self._backlog_bytes
+
+    def leave_session(self):
+        """Stop being the SockJS session's handler."""
+        if self.session is not None:
+            self.session.remove_handler(self)
+            self.session = None
+
+    def pause_reading(self, paused):
+        """Stop (or resume) watching the socket for reading."""
+        self._reading = not paused
+        self.watch()
+
+    def shutdown_writing(self):
+        """Shut the socket for writing (closing it if that fails)."""
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.cut()
+
+    # What subclasses say.
+
+    def received(self, data):
+        """Handle ``data`` read from the client."""
+        raise NotImplementedError
+
+    def ended(self):
+        """On the turn after the socket closed: tell the session."""
+        raise NotImplementedError
+
+    def caught_up(self):
+        """The backlog is written."""
+
+    def closed(self):
+        """The socket has just been closed: forget what else watches it."""
+
+    # The event loop's side.
+
+    def _read(self):
+        try:
+            data = self._sock.recv(READ_BUDGET)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.cut()
+            return
+        if not data:
+            self.cut()
+            return
+        self.received(data)
+
+    def watch(self):
+        """Have the event loop watch the socket for reading unless paused, for
+        writing while behind, and for nothing once closed. Through asyncio's
+        loop itself: Tornado's ``add_handler`` would keep a dict entry, a tuple
+        and a set entry more per socket."""
+        events = 0
+        if self._sock is not None:
+            events = (_READ if self._reading else 0) | (_WRITE if self._backlog is not None else 0)
+        changed = events ^ self._watching
+        if not changed:
+            return
+        self._watching = events
+        loop = asyncio.get_running_loop()
+        if changed & _READ:
+            if events & _READ:
+                loop.add_reader(self._fd, self._read)
+            else:
+                loop.remove_reader(self._fd)
+        if changed & _WRITE:
+            if events & _WRITE:
+                loop.add_writer(self._fd, self._write_backlog)
+            else:
+                loop.remove_writer(self._fd)
+
+    def _fall_behind(self, rest):
+        self._backlog = [rest]
+        self._backlog_bytes = len(rest)
+        self.server.behind.add(self)
+        self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
+        self.watch()
+
+    def _write_backlog(self):
+        backlog = self._backlog
+        if backlog is None or self._sock is None:
+            return
+        try:
+            sent = self._sock.sendmsg(backlog[:SENDMSG_BUFFERS])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.cut()
+            return
+        self._backlog_bytes -= sent
+        done = 0
+        for buffer in backlog:
+            size = len(buffer)
+            if sent < size:
+                if sent:
+                    backlog[done] = memoryview(buffer)[sent:]
+                break
+            sent -= size
+            done += 1
+        del backlog[:done]
+        if not backlog:
+            self._backlog = None
+            self._backlog_bytes = 0
+            self.server.behind.discard(self)
+            IOLoop.current().remove_timeout(self._deadline)
+            self._deadline = None
+            self.watch()
+            self.caught_up()
+
+    def _timed_out(self):
+        """Nothing taken for ``write_timeout``: dropped, and cut, since its
+        close frame would wait behind the rest."""
+        self._deadline = None
+        if self.session is not None and self.server.node.hub is not None:
+            self.server.node.hub.drop(self.session.conn, SLOW_CONSUMER)
+        self.cut()
+
+    def cut(self):
+        """Close now, without waiting for the client (see the module's rules)."""
+        sock = self._sock
+        if sock is None:
+            return
+        self._sock = None
+        self.watch()
+        sock.close()
+        loop = IOLoop.current()
+        if self._release is not None:
+            self._release()
+        if self._deadline is not None:
+            loop.remove_timeout(self._deadline)
+        self._deadline = None
+        self._backlog = None
+        self._backlog_bytes = 0
+        self.server.behind.discard(self)
+        self.server.stats.on_conn_closed()
+        self.closed()
+        loop.add_callback(self.ended)

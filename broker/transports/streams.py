@@ -1,0 +1,208 @@
+"""The streaming transports on their own sockets: Tornado answers the request, then lets go.
+
+xhr-streaming, eventsource and htmlfile are one long HTTP response each,
+which the server writes for as long as the client reads. Tornado would keep
+for each its request handler, the request, the HTTP connection and an
+IOStream, and write every broadcast through them, framed and flushed for
+that one session (about 14 KB and 10 us a delivery). Here a request handler
+checks the request and sends the head and the transport's prelude
+(:class:`XhrStreamingTransport`, :class:`EventSourceTransport`,
+:class:`HtmlFileTransport`), takes the socket from Tornado and hands it to
+a :class:`Stream`, the SockJS session's handler from then on, which writes
+as a websocket does (:class:`broker.transports.owned_socket.OwnedSocket`).
+
+Rules this module keeps:
+
+* A broadcast is framed once per transport and chunking
+  (:meth:`broker.core.hub.Batch.streamed`) and written as the same bytes to
+  every stream of that kind; only the session's own frames (open, heartbeat,
+  close) are framed per stream. Messages that arrive while a session has no
+  stream wait in its queue (bounded by ``max_buffer``) and go out in one
+  ``a[...]`` frame when the client reopens.
+* A body is chunked for HTTP/1.1 and ends with the connection for HTTP/1.0.
+  Every response says ``Connection: close``: once taken from Tornado, a
+  socket cannot serve another request, so a body ends with its connection,
+  and the client opens its next request on a new one, as it would after
+  any streaming response.
+* After ``response_limit`` bytes (SockJS's 128 KiB) a stream ends its body
+  and leaves the session, so that a browser can free what the response
+  holds; the client reopens the stream on the same session.
+* The client sends nothing on a stream: what it sends is read and dropped.
+  Its end, before the body's, closes the session (1002 "Connection
+  interrupted", as sockjs-tornado closes it).
+* Protocol fixes over sockjs-tornado (README.rst, Conformance) hold here:
+  ``no-transform`` caching headers, an exact eventsource type, a validated
+  htmlfile callback, and frames inside ``<script>`` that no message can end.
+"""
+
+from typing import NamedTuple, Optional
+
+from sockjs.tornado import transports as base
+from sockjs.tornado.session import ConnectionInfo
+from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
+from tornado.iostream import StreamClosedError
+
+from broker import _internals
+from broker.protocol import frames
+from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.owned_socket import OwnedSocket, lean_connection_info
+
+# What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
+# old browsers' XHR into streaming mode.
+XHR_STREAMING_PRELUDE = "h" * 2048 + "\n"
+INTERRUPTED = (1002, "Connection interrupted")
+
+
+class Opening(NamedTuple):
+    """What a stream takes from the request that opened it."""
+
+    transport: str
+    """A key of :data:`broker.protocol.frames.STREAM_FRAMINGS`."""
+    chunked: bool
+    """Whether the body is chunked (HTTP/1.1)."""
+    info: ConnectionInfo
+    """The request's connection info, which a new session takes whole (lean once open)."""
+    client: Optional[str]
+    """The address the connection limits count the session under, if any."""
+
+
+class Stream(OwnedSocket):
+    """One streaming response after its head, opened by ``opening`` (an
+    :class:`Opening`): the session's handler."""
+
+    __slots__ = ("name", "client", "_chunked", "_left", "_info")
+
+    active = True
+
+    def __init__(self, server, sock, release, opening):
+        super().__init__(server, sock, release)
+        self.name = opening.transport
+        self.client = opening.client
+        self._chunked = opening.chunked
+        self._left = server.settings["response_limit"]
+        self._info = opening.info
+
+    # What the SockJS session calls.
+
+    def get_conn_info(self):
+        return self._info
+
+    def send_pack(self, message, binary=False):
+        """The session's own frames, even past ``max_buffer``: a slow consumer
+        still gets told why it is dropped."""
+        data = frames.stream_frame(self.name, message, self._chunked)
+        self.write_unbounded(data)
+        self._count(len(data))
+
+    def session_closed(self):
+        self.end()
+
+    # What the broker calls.
+
+    def join(self, session_id):
+        """Serve the session ``session_id``, opening it if new."""
+        server = self.server
+        session = server.get_session(session_id)
+        if session is None:
+            session = server.create_session(session_id)
+        if not session.set_handler(self, False):
+            self.end()  # the session has written why
+            return
+        self.session = session
+        info, self._info = self._info, None
+        session.verify_state()
+        if session.conn_info is info:
+            session.conn_info = lean_connection_info(info)
+        if self.session is not None:
+            session.start_heartbeat()
+            session.flush()
+
+    def write_batch(self, batch):
+        """Send a hub batch in this stream's framing; False when over ``max_buffer``."""
+        data = batch.streamed(self.name, self._chunked)
+        if not self.write_prebuilt(data):
+            return False
+        self._count(len(data))
+        return True
+
+    def end(self):
+        """Leave the session, end the body, and close once it is written."""
+        self.leave_session()
+        if self.write_last(frames.LAST_CHUNK if self._chunked else b"") and not self.behind:
+            self.cut()
+
+    # The event loop's side.
+
+    def received(self, data):
+        pass
+
+    def caught_up(self):
+        if self._last_written:
+            self.cut()
+
+    def ended(self):
+        session = self.session
+        if session is not None:
+            self.leave_session()
+            session.close(*INTERRUPTED)
+
+    def _count(self, size):
+        self._left -= size
+        if self._left <= 0 and self.session is not None:
+            self.end()
+
+
+class _StreamOpening(NewSessions, ServiceHeaders):
+    """Mixin for the streaming transports' request handlers: the head and
+    prelude, then the socket to a :class:`Stream` (see the module's rules)."""
+
+    async def start_stream(self, session_id, content_type, prelude):
+        self.preflight()
+        self.handle_session_cookie()
+        self.disable_cache()
+        self.set_header("Content-Type", content_type)
+        request = self.request
+        _internals.close_after_response(request)
+        opening = Opening(self.name, request.version == "HTTP/1.1",
+                          ConnectionInfo(request.remote_ip, request.cookies, request.arguments, request.headers,
+                                         request.path),
+                          self.client)
+        self.write(prelude)
+        try:
+            await self.flush()
+        except StreamClosedError:
+            return
+        connection = self.detach()
+        if connection.closed():
+            self.server.stats.on_conn_closed()
+            return
+        # The conformance services run on Tornado's own streams, without limits.
+        release = connection.release_function() if hasattr(connection, "release_function") else None
+        sock, _ = _internals.take_socket(connection)
+        Stream(self.server, sock, release, opening).join(session_id)
+
+
+class XhrStreamingTransport(_StreamOpening, base.XhrStreamingTransport):
+    async def post(self, session_id):
+        await self.start_stream(session_id, "application/javascript; charset=UTF-8", XHR_STREAMING_PRELUDE)
+
+
+class EventSourceTransport(_StreamOpening, base.EventSourceTransport):
+    """EventSource, served as exactly ``text/event-stream`` (UTF-8 by definition)."""
+
+    async def get(self, session_id):
+        await self.start_stream(session_id, "text/event-stream", "\r\n")
+
+
+class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTransport):
+    """Streaming into a hidden iframe; the page calls ``parent.<callback>``."""
+
+    async def get(self, session_id):
+        callback = self.callback_name()
+        if callback is None:
+            return
+        self.set_header("X-Content-Type-Options", "nosniff")
+        frame_ancestors = self.server.rules.origins.frame_ancestors()
+        if frame_ancestors:
+            self.set_header("Content-Security-Policy", frame_ancestors)
+        await self.start_stream(session_id, "text/html; charset=UTF-8", HTMLFILE_HEAD % callback)

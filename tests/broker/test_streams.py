@@ -1,0 +1,44 @@
+"""Streaming transports on their own sockets: a body ends at the response
+limit and the session goes on in the next one; the client's end closes it."""
+
+import socket
+
+import pytest
+
+from sockjs_clients import STREAMING, Closed, WebSocketClient, closed_with, wait_until
+
+# Past SockJS's response limit (128 KiB) within the first stream.
+MESSAGES = 200
+PADDING = "x" * 1000
+
+
+@pytest.mark.parametrize("client", STREAMING, ids=lambda c: c.transport)
+def test_a_body_ends_at_the_response_limit_and_the_next_stream_goes_on(broker, client):
+    with WebSocketClient(broker.url) as publisher, client(broker.url) as viewer:
+        sent = ["%03d %s" % (i, PADDING) for i in range(MESSAGES)]
+        for message in sent:
+            publisher.send(message)
+            assert publisher.receive() == [message]
+        assert viewer.response.getheader("Connection") == "close"
+        received = []
+        with pytest.raises(Closed) as ended:
+            while True:
+                received.extend(viewer.receive())
+        assert ended.value.code is None, "the body ended with a close frame: %s" % ended.value
+        assert 0 < len(received) < MESSAGES
+        viewer.reopen()
+        received.extend(viewer.collect(MESSAGES - len(received)))
+        assert received == sent
+        publisher.send("live")
+        assert viewer.receive() == ["live"]
+
+
+@pytest.mark.parametrize("client", STREAMING, ids=lambda c: c.transport)
+def test_a_client_that_ends_its_stream_ends_its_session(broker, client):
+    viewer = client(broker.url).open()
+    wait_until(lambda: broker.stats()["connections_total"] == 1)
+    viewer.sock.shutdown(socket.SHUT_RDWR)
+    viewer.close()
+    wait_until(lambda: broker.stats()["connections_total"] == 0)
+    viewer.request()
+    assert closed_with(viewer) == (1002, "Connection interrupted")
