@@ -22,9 +22,14 @@ import os
 import urllib.parse
 
 from broker.flags import Environment
+from loadtest.client import endpoints
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 ENVIRONMENT_PREFIX = "LOADTEST_"
+# ``--transport``, the same in every command: ``add_argument("--transport", **TRANSPORT)``.
+TRANSPORT = dict(type=endpoints.transport_name, choices=endpoints.TRANSPORTS, default=endpoints.WEBSOCKET,
+                 help="how the clients connect: SockJS over a websocket (sockjs is another name for it) or over "
+                 "one of SockJS's HTTP transports, or a plain websocket (raw)")
 
 
 def option(container, *names, **kwargs):
@@ -80,6 +85,22 @@ def comma_list(parse_item):
 
     parse.__name__ = "comma-separated %s" % parse_item.__name__  # argparse names it in errors
     return parse
+
+
+def transport_mix(text):
+    """``websocket=70,xhr-streaming=30``: transports and their whole weights, as
+    :func:`loadtest.client.endpoints.mix` names them."""
+    weights = {}
+    for item in text.split(","):
+        name, _, weight = (part.strip() for part in item.partition("="))
+        name = endpoints.transport_name(name)
+        if name not in endpoints.TRANSPORTS or name in weights:
+            raise argparse.ArgumentTypeError("%r is no transport, or twice (known: %s)" % (
+                name, ", ".join(endpoints.TRANSPORTS)))
+        if not weight.isdigit() or not int(weight):
+            raise argparse.ArgumentTypeError("the weight of %s must be a whole number above 0, got %r" % (name, weight))
+        weights[name] = int(weight)
+    return endpoints.mix(weights)
 
 
 def loopback_url(text):

@@ -26,7 +26,7 @@ import asyncio
 import collections
 
 from loadtest import records
-from loadtest.client import connections, http_sessions, server_probe
+from loadtest.client import connections, endpoints, http_sessions, server_probe
 from loadtest.client.server_probe import ServerProbe
 from loadtest.errors import ConnectError
 from loadtest.method import memory_verdict
@@ -71,7 +71,7 @@ async def _open_http(url, transport, count, opened, failures, kind):
 async def wave(url, pid, label, number, size, hold, counted):
     """Wave ``number``: open, hold, drop; its :class:`~loadtest.records.ChurnWave` (``counted``: the server has ``/stats``)."""
     failures = collections.Counter()
-    websockets = connections.ClientGroup([url], "sockjs")
+    websockets = connections.ClientGroup([url], endpoints.WEBSOCKET)
     streams, polls = [], []
     try:
         websocket_failures, _, _ = await asyncio.gather(

@@ -57,13 +57,25 @@ class Closed(NamedTuple):
 
 
 # The hot path's helpers, looked up once. Most reads bring only messages of
-# others: their events, immutable, are made once and shared, ``_ONLY_DELIVERED[n]``
-# for n messages; any other Delivered is made without NamedTuple's Python-level __new__.
-_SHARED_COUNTS = 1024
-_ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, _SHARED_COUNTS)]
-_new_delivered = tuple.__new__
+# others: their events, immutable, are made once and shared, ``ONLY_DELIVERED[n]``
+# for n messages (below SHARED_COUNTS); any other Delivered is made without
+# NamedTuple's Python-level __new__ (``new_delivered(Delivered, (count, own))``).
+SHARED_COUNTS = 1024
+ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, SHARED_COUNTS)]
+new_delivered = tuple.__new__
 _parse_frames = websocket_frames.parse_frames
 _count_messages = payload.count_sockjs_messages
+
+
+def take_pending(pending, found, own):
+    """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were
+    still in ``pending`` (taken out of it), or all of them if ``pending`` is None (a listener)."""
+    for mine in found:
+        if pending is None or pending.pop(mine[0], None) is not None:
+            if own is None:
+                own = []
+            own.append(mine)
+    return own
 
 
 class ClientProtocol:
@@ -162,27 +174,27 @@ class ClientProtocol:
                 count += 1
                 mine = payload.own_raw_message(message, self.marker, start, end)
                 if mine is not None:
-                    own = self._own((mine,), own)
+                    own = take_pending(self.pending, (mine,), own)
                 continue
             kind = message[start]
             if kind == _SOCKJS_ARRAY:
                 count += _count_messages(message, start, end)
                 if message.find(self.marker, start, end) >= 0:
-                    own = self._own(payload.own_messages(message, self.marker, start, end), own)
+                    own = take_pending(self.pending, payload.own_messages(message, self.marker, start, end), own)
             elif kind == _SOCKJS_OPEN:
                 if not self.opened:
                     self.opened = True
                     if count:
-                        events.append(_new_delivered(Delivered, (count, own or ())))
+                        events.append(new_delivered(Delivered, (count, own or ())))
                         count, own = 0, None
                     events.append(OPENED)
             elif kind == _SOCKJS_CLOSE:
                 self.close("SockJS close " + payload.sockjs_close_reason(message, start, end))
                 break
-        if not (events or own or self.closed_reason is not None) and count < _SHARED_COUNTS:
-            return _ONLY_DELIVERED[count]
+        if not (events or own or self.closed_reason is not None) and count < SHARED_COUNTS:
+            return ONLY_DELIVERED[count]
         if count:
-            events.append(_new_delivered(Delivered, (count, own or ())))
+            events.append(new_delivered(Delivered, (count, own or ())))
         if self.closed_reason is not None:
             events.append(Closed(self.closed_reason))
         return events
@@ -207,17 +219,6 @@ class ClientProtocol:
             events.append(OPENED)
         events.extend(self.receive_data(data[head_end + 4 :]))
         return events
-
-    def _own(self, found, own):
-        """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were pending
-        (all of them, for a listener)."""
-        pending = self.pending
-        for mine in found:
-            if pending is None or pending.pop(mine[0], None) is not None:
-                if own is None:
-                    own = []
-                own.append(mine)
-        return own
 
     def _fragment(self, opcode, fin, chunk):
         """The whole message once its last fragment is in, else None (closed if out of order)."""

@@ -1,10 +1,12 @@
-"""Websocket load clients on one asyncio loop: connect, publish, count, time round trips.
+"""Load clients on one asyncio loop: connect, publish, count, time round trips.
 
 Rules:
 
-- A :class:`Connection` only moves bytes between its socket and a sans-I/O
+- A :class:`Connection` (a websocket) only moves bytes between its socket and a sans-I/O
   :class:`loadtest.client.client_protocol.ClientProtocol`, and acts on the events that returns:
-  it counts deliveries, times its own messages and settles ``opened``.
+  it counts deliveries, times its own messages and settles ``opened``
+  (:class:`loadtest.client.deliveries.ClientConnection`). A client over one of SockJS's HTTP
+  transports is a :class:`loadtest.client.http_connections.HttpConnection`, alike.
 - Every connection of a loop reads into one shared buffer (see :class:`Connection`).
 - A :class:`ClientGroup` is the unit one process runs. It opens connections at
   most ``CONNECTING_AT_ONCE`` at a time; :meth:`ClientGroup.run_step` sends its
@@ -12,7 +14,8 @@ Rules:
   for them back and returns a :class:`loadtest.method.rules.Partial` that
   :mod:`loadtest.client.sweep` merges. The rules it applies are :mod:`loadtest.method.rules`'s.
 - A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
-  several servers of one cluster share the load evenly.
+  several servers of one cluster share the load evenly. Each one's transport is the
+  group's, or its share of a mix (:func:`loadtest.client.endpoints.client_transport`).
 - A group of listeners (``listen``) sends nothing: it times the feed's messages
   (:mod:`loadtest.scenarios.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
   A feed's messages arrive in bursts, one per listener at once: their delivery
@@ -23,13 +26,13 @@ Rules:
 import array
 import asyncio
 import collections
-import errno
 import os
-import time
 
 from loadtest import arguments
-from loadtest.client import endpoints
+from loadtest.client import endpoints, http_connections
 from loadtest.client.client_protocol import OPENED, ClientProtocol, Delivered
+from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
+from loadtest.client.http_transport_protocol import HttpSessionProtocol
 from loadtest.client.loop_lag import LagMonitor
 from loadtest.errors import ConnectError
 from loadtest.method import rules
@@ -41,29 +44,6 @@ LOSS_CHECK_S = 0.25
 READ_BUFFER_BYTES = 256 * 1024
 
 
-def now_us():
-    return int(time.monotonic() * 1e6)
-
-
-def failure_reason(exc):
-    """A short reason for a failed connection attempt, never a traceback."""
-    if isinstance(exc, ConnectError):
-        return exc.reason
-    if isinstance(exc, asyncio.TimeoutError):
-        return "timeout"
-    if isinstance(exc, ConnectionRefusedError):
-        return "refused"
-    if isinstance(exc, OSError):
-        if exc.errno in (errno.EMFILE, errno.ENFILE):
-            return "too many open files"
-        if exc.errno == errno.EADDRNOTAVAIL:
-            return "no free local port (add --source-addresses)"
-        if exc.errno in (errno.ECONNRESET, errno.EPIPE):
-            return "reset by the server"
-        return exc.strerror or str(exc)
-    return "%s: %s" % (type(exc).__name__, exc)
-
-
 class LatencyLog(array.array):
     """Delivery times in microseconds, as they come: ``LatencyLog("q")``, with a
     histogram's ``record_value``."""
@@ -71,7 +51,7 @@ class LatencyLog(array.array):
     record_value = array.array.append
 
 
-class Connection(asyncio.BufferedProtocol):
+class Connection(ClientConnection, asyncio.BufferedProtocol):
     """One websocket client on the loop: a socket, its :class:`ClientProtocol`, its counters.
 
     It reads into ``read_buffer``, one bytearray shared by all connections of a
@@ -80,22 +60,18 @@ class Connection(asyncio.BufferedProtocol):
     """
 
     def __init__(self, protocol, histogram, read_buffer):
-        self.protocol = protocol
-        self.histogram = histogram
-        self.received = 0
-        self.sampled = 0
+        super().__init__(protocol, histogram)
         self.local_address = None
         self._transport = None
         self._read_view = memoryview(read_buffer)
-        self.opened = asyncio.get_event_loop().create_future()
 
-    @property
-    def alive(self):
-        return self.protocol.closed_reason is None
-
-    @property
-    def closed_reason(self):
-        return self.protocol.closed_reason
+    async def open(self, host, port, local, timeout):
+        """Connect to ``host``:``port`` from ``local`` (an address to bind, or None); returns
+        once the websocket (and the SockJS session) is open (ConnectError, OSError or
+        asyncio.TimeoutError if not within ``timeout`` seconds)."""
+        loop = asyncio.get_event_loop()
+        await asyncio.wait_for(loop.create_connection(lambda: self, host, port, local_addr=local), timeout)
+        await asyncio.wait_for(asyncio.shield(self.opened), timeout)
 
     def connection_made(self, transport):
         self._transport = transport
@@ -114,12 +90,9 @@ class Connection(asyncio.BufferedProtocol):
             if type(event) is Delivered:
                 self.received += event.count
                 if event.own:
-                    now = now_us()
-                    for _, sent_us in event.own:
-                        self.histogram.record_value(max(1, now - sent_us))
+                    self._record(event.own)
             elif event is OPENED:
-                if not self.opened.done():
-                    self.opened.set_result(None)
+                self._open()
             else:
                 self._closed(event.reason)
                 self._transport.abort()
@@ -139,18 +112,13 @@ class Connection(asyncio.BufferedProtocol):
         if self._transport is not None:
             self._transport.abort()
 
-    def _closed(self, reason):
-        if not self.opened.done():
-            self.opened.set_exception(ConnectError(reason))
-            self.opened.exception()  # nobody may be waiting any more
-
 
 class ClientGroup:
     """The connections one process opens to ``urls`` (SockJS prefixes), and the steps it runs with them."""
 
-    def __init__(self, urls, transport="sockjs", source_addresses=None, first_id=0, listen=False):
+    def __init__(self, urls, transport=endpoints.WEBSOCKET, source_addresses=None, first_id=0, listen=False):
         self.urls = list(urls)
-        self.transport = transport
+        self.transport = endpoints.transport_name(transport)
         self.listen = listen
         self.source_addresses = source_addresses or []
         self.next_id = first_id
@@ -167,7 +135,6 @@ class ClientGroup:
         After ``CONNECTING_AT_ONCE`` failures the rest are not attempted ("not attempted"),
         so a dead server is not hammered.
         """
-        loop = asyncio.get_event_loop()
         gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
         failures = collections.Counter()
         opened = [0]
@@ -179,20 +146,10 @@ class ClientGroup:
                     return
                 url = self.urls[client_id % len(self.urls)]
                 service = endpoints.target(url)
-                host, port = service.host, service.port
-                path = endpoints.endpoint_path(url, self.transport)
-                if self.listen:
-                    protocol = ClientProtocol.listener("%s:%d" % (host, port), path, self.transport == "sockjs")
-                else:
-                    protocol = ClientProtocol(client_id, "%s:%d" % (host, port), path, self.transport == "sockjs")
-                conn = Connection(protocol, self.histogram, self._read_buffer)
+                conn = self._connection(client_id, url)
                 local = arguments.source_address(self.source_addresses, client_id)
                 try:
-                    await asyncio.wait_for(
-                        loop.create_connection(lambda: conn, host, port, local_addr=local),
-                        timeout,
-                    )
-                    await asyncio.wait_for(asyncio.shield(conn.opened), timeout)
+                    await conn.open(service.host, service.port, local, timeout)
                 except (OSError, asyncio.TimeoutError, ConnectError) as exc:
                     conn.close()
                     failures[failure_reason(exc)] += 1
@@ -206,6 +163,20 @@ class ClientGroup:
         self.next_id += count
         await asyncio.gather(*(open_one(i) for i in ids))
         return dict(failures)
+
+    def _connection(self, client_id, url):
+        """A new connection of client ``client_id`` to ``url``, over its transport, not yet open."""
+        transport = endpoints.client_transport(self.transport, client_id)
+        host = endpoints.target(url).netloc
+        if transport in endpoints.HTTP_TRANSPORTS:
+            session = endpoints.session_path(url)
+            protocol = (HttpSessionProtocol.listener(host, session, transport) if self.listen
+                        else HttpSessionProtocol(client_id, host, session, transport))
+            return http_connections.HttpConnection(protocol, self.histogram, self._read_buffer)
+        path, sockjs = endpoints.endpoint_path(url, transport), transport != endpoints.RAW
+        protocol = (ClientProtocol.listener(host, path, sockjs) if self.listen
+                    else ClientProtocol(client_id, host, path, sockjs))
+        return Connection(protocol, self.histogram, self._read_buffer)
 
     def alive(self):
         return [conn for conn in self.connections if conn.alive]

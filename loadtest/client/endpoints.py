@@ -7,15 +7,32 @@ websocket, without SockJS framing, is ``<prefix>/websocket``.
 
 A service's URL (``http://127.0.0.1:8080/broadcast``) is parsed here and only
 here, once (:func:`target`); everything else asks its :class:`Target`.
+
+The load client's transports are named here, once (:data:`TRANSPORTS`, as
+sockjs-client names them, and ``raw``); every command's ``--transport`` offers
+them. ``sockjs``, the name of the SockJS websocket before there were others,
+is read as ``websocket`` (:func:`transport_name`). A mix of transports
+(``mix:websocket=70,xhr-streaming=30``, :func:`mix`) gives each client its
+transport by the weights, deterministically by client id (:func:`client_transport`).
 """
 
 import dataclasses
 import functools
+import math
 import random
 import string
 import urllib.parse
 
 SESSION_CHARACTERS = string.ascii_lowercase + string.digits
+WEBSOCKET = "websocket"
+RAW = "raw"
+HTTP_TRANSPORTS = ("xhr-streaming", "eventsource", "htmlfile", "xhr-polling", "jsonp-polling")
+TRANSPORTS = (WEBSOCKET,) + HTTP_TRANSPORTS + (RAW,)
+ALIASES = {"sockjs": WEBSOCKET}
+MIX_PREFIX = "mix:"
+# Client i of a mix draws frac(i * golden ratio): a low-discrepancy sequence, so
+# every run of consecutive ids, however short, holds each transport close to its weight.
+_GOLDEN = (math.sqrt(5) - 1) / 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +69,43 @@ def session_path(url):
 
 
 def endpoint_path(url, transport):
-    """The websocket path for ``transport`` (``sockjs`` or ``raw``) under the SockJS prefix ``url``."""
-    if transport == "raw":
+    """The websocket path for ``transport`` (``websocket`` or ``raw``) under the SockJS prefix ``url``."""
+    if transport == RAW:
         return target(url).prefix + "/websocket"
     return session_path(url) + "/websocket"
+
+
+def transport_name(text):
+    """The transport ``text`` names (an argparse ``type``): ``sockjs`` reads as ``websocket``."""
+    return ALIASES.get(text, text)
+
+
+def mix(weights):
+    """The transport of a mix: ``mix:websocket=70,xhr-polling=30`` of ``{transport: weight}``
+    (transports in :data:`TRANSPORTS`, weights positive integers)."""
+    return MIX_PREFIX + ",".join("%s=%d" % item for item in weights.items())
+
+
+@functools.lru_cache(maxsize=None)
+def _mix_bounds(transport):
+    """``[(upper bound in [0, 1], transport)]`` of a mix, in its order."""
+    weights = [(name, int(weight)) for name, _, weight in
+               (item.partition("=") for item in transport[len(MIX_PREFIX):].split(","))]
+    total = sum(weight for _, weight in weights)
+    bounds, reached = [], 0
+    for name, weight in weights:
+        reached += weight
+        bounds.append((reached / total, name))
+    return bounds
+
+
+def client_transport(transport, client_id):
+    """The transport client ``client_id`` uses: ``transport`` itself, or its share of a :func:`mix`."""
+    if not transport.startswith(MIX_PREFIX):
+        return transport
+    draw = (client_id * _GOLDEN) % 1.0
+    bounds = _mix_bounds(transport)
+    for bound, name in bounds:
+        if draw < bound:
+            return name
+    return bounds[-1][1]

@@ -19,9 +19,10 @@ def message(client_id, seq, t_us):
     return b"%d:%d:%d" % (client_id, seq, t_us)
 
 
-def sockjs_send_payload(msg):
-    """The text a SockJS websocket client sends to publish ``msg``."""
-    return b'["' + msg + b'"]'
+def sockjs_send_payload(*messages):
+    """The JSON array a SockJS client sends to publish ``messages`` (a websocket
+    frame's text, an xhr_send body)."""
+    return b'["' + b'","'.join(messages) + b'"]'
 
 
 def sockjs_marker(client_id):

@@ -25,7 +25,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from loadtest import records
-from loadtest.client import connections, workers
+from loadtest.client import connections, endpoints, workers
 from loadtest.client.server_probe import ServerProbe
 from loadtest.errors import ServerGone
 from loadtest.method import rules
@@ -40,7 +40,8 @@ class Options:
 
     ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rules.rate_schedule` of each level);
     ``duration`` and ``pause``: seconds per step and of quiet before it;
-    ``transport``: ``sockjs`` or ``raw``; ``server``: its label in the records;
+    ``transport``: one of :data:`loadtest.client.endpoints.TRANSPORTS`, or a mix of them
+    (:func:`loadtest.client.endpoints.mix`); ``server``: its label in the records;
     ``server_pids``: its processes, whose CPU and RSS are measured (summed); ``source_addresses``: local
     addresses to spread connections over; ``procs``: client processes, pinned to
     ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded (or client-bound) step.
@@ -51,7 +52,7 @@ class Options:
     rates: Optional[Tuple[float, ...]] = None
     duration: float = 10.0
     pause: float = 2.0
-    transport: str = "sockjs"
+    transport: str = endpoints.WEBSOCKET
     server: str = "server"
     server_pids: Tuple[int, ...] = ()
     source_addresses: Tuple[str, ...] = ()

@@ -9,7 +9,6 @@ is a descriptor): larger loads are spread over ``--procs`` processes.
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, records
-from loadtest.client import sweep
 from loadtest.contenders import child_process, registry, server_group
 
 CONNECTIONS_PER_PROC = 10000
@@ -24,7 +23,7 @@ def add_placement_arguments(parser, server_cpu_help):
     arguments.option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
     arguments.option(group, "--client-cpu", type=int, default=client_cpu,
                      help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
-    arguments.option(group, "--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    arguments.option(group, "--transport", **arguments.TRANSPORT)
     arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
                      help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")

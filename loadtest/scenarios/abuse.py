@@ -115,7 +115,7 @@ def flood(url, seconds, cpu, reconnect, results):
     connections = cut = written = 0
     while time.monotonic() < deadline and (reconnect or not connections):
         try:
-            sock = open_websocket(service.host, service.port, endpoints.endpoint_path(url, "sockjs"))
+            sock = open_websocket(service.host, service.port, endpoints.endpoint_path(url, endpoints.WEBSOCKET))
         except OSError:
             time.sleep(0.01)
             continue
@@ -208,7 +208,7 @@ def run_stalled(broker, args):
     max_buffer, write_timeout = stats["slow_consumers"]["max_buffer"], stats["slow_consumers"]["write_timeout_s"]
     cut_before = stats["slow_consumer_disconnects"]
     base_mb = broker.rss_mb()
-    path = endpoints.endpoint_path(broker.server.url, "sockjs")
+    path = endpoints.endpoint_path(broker.server.url, endpoints.WEBSOCKET)
     stalled = [open_websocket(broker.target.host, broker.target.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
     connected_mb = broker.rss_mb()
     message = b"x" * args.message_bytes

@@ -31,7 +31,7 @@ import json
 import subprocess
 
 from loadtest import arguments, records, runner
-from loadtest.client import sweep, workers
+from loadtest.client import endpoints, sweep, workers
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement, registry
 from loadtest.errors import Interrupted, ServerGone
@@ -239,7 +239,7 @@ class Compare:
         self.status.message("%s, %d clients: %s" % (record.server, record.level, record.end))
 
 
-async def idle_rss(running, label, count, transport="sockjs", source_addresses=None, procs=1, client_cpu=None):
+async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_addresses=None, procs=1, client_cpu=None):
     """Open ``count`` connections to a :class:`loadtest.contenders.server_group.Cluster` from ``procs`` client processes
     (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
     :class:`~loadtest.records.IdleRss`."""

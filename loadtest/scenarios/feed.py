@@ -91,7 +91,7 @@ class FeedRun:
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
         args = self.args
-        groups, shares = workers.make_groups(self.cluster.urls, "sockjs", [], args.clients,
+        groups, shares = workers.make_groups(self.cluster.urls, endpoints.WEBSOCKET, [], args.clients,
                                              placement.client_procs(args, args.clients), args.client_cpus, listen=True)
         try:
             started = time.monotonic()
@@ -199,7 +199,7 @@ def run(parser, args):
     out_path = args.out or files.default_path()
     clean = 0
     with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, "sockjs", args.command_line))
+        out.write(files.run_record(None, endpoints.WEBSOCKET, args.command_line))
         for contender in chosen:
             token = secrets.token_hex(16)
             status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))

@@ -36,7 +36,11 @@ def add_arguments(parser):
                      help="seconds per step")
     arguments.option(parser, "--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
                      help="seconds of quiet before each step")
-    arguments.option(parser, "--transport", choices=("sockjs", "raw"), default=sweep.Options.transport)
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--transport", **arguments.TRANSPORT)
+    how.add_argument("--mix", type=arguments.transport_mix,
+                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
+                     "gets one by the weights, the same for the same client number every run")
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
     arguments.option(parser, "--label", help="server name in the results (default: the URL's host:port)")
     arguments.option(parser, "--server-pid", type=arguments.comma_list(int),
@@ -69,7 +73,7 @@ def run(parser, args):
         args.url,
         levels=[args.clients] if args.clients is not None else (args.levels or rules.DEFAULT_LEVELS),
         rates=[args.rate] if args.rate is not None else None, duration=args.duration, pause=args.pause,
-        transport=args.transport, server=label, server_pids=args.server_pid or (),
+        transport=args.mix or args.transport, server=label, server_pids=args.server_pid or (),
         source_addresses=args.source_addresses or (), procs=args.procs, client_cpus=args.client_cpu or (),
     )
     out_path = args.out or files.default_path()
@@ -78,7 +82,7 @@ def run(parser, args):
 
     with files.ResultsFile(out_path) as out:
         pids = args.server_pid or [None]
-        out.write(files.run_record(",".join(args.url), args.transport, args.command_line))
+        out.write(files.run_record(",".join(args.url), options.transport, args.command_line))
         out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url[0], pids[0]),
                                  pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu))
 

@@ -8,14 +8,14 @@ import asyncio
 import sys
 
 from loadtest import arguments
-from loadtest.client import connections
+from loadtest.client import connections, endpoints
 from loadtest.errors import ConnectError
 
 # How often the wait for the echo looks; the round trip itself is timed when the echo is read.
 POLL_S = 0.001
 
 
-async def round_trip(url, transport="sockjs", timeout=5.0):
+async def round_trip(url, transport=endpoints.WEBSOCKET, timeout=5.0):
     """Round trip in seconds of one message through the server at ``url``; ConnectError when
     the connection fails, or the message is not back within ``timeout``."""
     group = connections.ClientGroup([url], transport)
@@ -37,7 +37,7 @@ async def round_trip(url, transport="sockjs", timeout=5.0):
         group.close()
 
 
-def ping(url, transport="sockjs", timeout=5.0):
+def ping(url, transport=endpoints.WEBSOCKET, timeout=5.0):
     """:func:`round_trip`, on a loop of its own."""
     return asyncio.run(round_trip(url, transport, timeout))
 
@@ -49,7 +49,7 @@ DESCRIPTION = "One connection, one message, its round trip."
 def add_arguments(parser):
     arguments.option(parser, "--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
                      help="SockJS prefix (loopback only)")
-    arguments.option(parser, "--transport", choices=("sockjs", "raw"), default="sockjs")
+    arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.option(parser, "--timeout", type=arguments.positive_float, default=5.0,
                      help="seconds to connect and to get the message back")
 

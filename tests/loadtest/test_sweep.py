@@ -177,7 +177,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_results(slow_server, tmp_path):
     assert process.returncode == 130
     assert "Traceback" not in stderr and "interrupted" in stderr
     records = result_lines.read(out)
-    assert records[0]["type"] == "run" and records[0]["transport"] == "sockjs"
+    assert records[0]["type"] == "run" and records[0]["transport"] == "websocket"
     assert records[0]["client"]["interpreter"] and records[0]["machine"]["cores"]
     assert any(r["type"] == "step" for r in records)
 

@@ -25,6 +25,10 @@ def test_connections_take_the_source_addresses_in_turn():
     (arguments.loopback_url, "http://10.0.0.1:8080/broadcast", "only loopback servers may be load tested"),
     (arguments.loopback_url, "ws://127.0.0.1:8080/broadcast", "must look like http://127.0.0.1:8080/broadcast"),
     (arguments.comma_list(arguments.positive_int), ",", "expected a comma-separated list"),
+    (arguments.transport_mix, "websocket=70,carrier-pigeon=30", "'carrier-pigeon' is no transport"),
+    (arguments.transport_mix, "websocket=70,sockjs=30", "'websocket' is no transport, or twice"),
+    (arguments.transport_mix, "websocket=0", "the weight of websocket must be a whole number above 0"),
+    (arguments.transport_mix, "websocket", "the weight of websocket must be a whole number above 0"),
 ])
 def test_what_cannot_be_measured_is_refused(parse, text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
@@ -34,3 +38,7 @@ def test_what_cannot_be_measured_is_refused(parse, text, message):
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/broadcast", "http://localhost:8080/a", "http://[::1]:80/b"])
 def test_loopback_urls_pass(url):
     assert arguments.loopback_url(url) == url
+
+
+def test_a_transport_mix_names_its_transports_canonically():
+    assert arguments.transport_mix("sockjs=70, xhr-polling=30") == "mix:websocket=70,xhr-polling=30"

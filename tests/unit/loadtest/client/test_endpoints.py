@@ -17,3 +17,20 @@ def test_sessions_and_websockets_live_under_the_prefix():
     assert re.match(r"^/broadcast/\d{3}/[a-z0-9]{12}/websocket$",
                     endpoints.endpoint_path("http://127.0.0.1:8080/broadcast", "sockjs"))
     assert endpoints.endpoint_path("http://127.0.0.1:8080/broadcast", "raw") == "/broadcast/websocket"
+
+
+def test_sockjs_is_another_name_for_the_websocket_transport():
+    assert endpoints.transport_name("sockjs") == "websocket"
+    assert endpoints.transport_name("xhr-polling") == "xhr-polling"
+    assert set(endpoints.HTTP_TRANSPORTS) < set(endpoints.TRANSPORTS)
+
+
+def test_a_mix_gives_every_client_its_transport_by_the_weights_and_by_its_id():
+    mix = endpoints.mix({"websocket": 70, "xhr-streaming": 20, "xhr-polling": 10})
+    assert mix == "mix:websocket=70,xhr-streaming=20,xhr-polling=10"
+    first_ten = [endpoints.client_transport(mix, i) for i in range(10)]
+    assert (first_ten.count("websocket"), first_ten.count("xhr-streaming"), first_ten.count("xhr-polling")) == (7, 2, 1)
+    thousand = [endpoints.client_transport(mix, i) for i in range(1000)]
+    assert abs(thousand.count("xhr-polling") - 100) <= 2
+    assert thousand == [endpoints.client_transport(mix, i) for i in range(1000)]
+    assert endpoints.client_transport("raw", 5) == "raw"

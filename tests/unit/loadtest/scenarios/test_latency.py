@@ -19,3 +19,20 @@ def test_counts_and_durations_must_be_positive(argv, message, capsys, tmp_path):
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_mix_excludes_one_transport(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit:
+        command_line.main(["--transport", "raw", "--mix", "websocket=1", "--out", str(tmp_path / "r.jsonl")])
+    assert exit.value.code == 2
+    assert "argument --mix: not allowed with argument --transport" in capsys.readouterr().err
+
+
+def test_every_transport_is_offered_and_sockjs_still_means_the_websocket(capsys):
+    with pytest.raises(SystemExit):
+        command_line.main(["latency", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "{websocket,xhr-streaming,eventsource,htmlfile,xhr-polling,jsonp-polling,raw}" in help_text
+    with pytest.raises(SystemExit):
+        command_line.main(["--transport", "carrier-pigeon"])
+    assert "invalid choice: 'carrier-pigeon'" in capsys.readouterr().err

@@ -1,0 +1,148 @@
+"""What each SockJS HTTP transport's requests and responses look like, without I/O (protocol 0.3.3).
+
+Rules:
+
+- :data:`HTTP` gives each transport of :data:`loadtest.client.endpoints.HTTP_TRANSPORTS`
+  its :class:`HttpTransport`: the request that receives (it opens the session,
+  and reopens a stream or polls on the same session), and the one that sends.
+- Requests are what sockjs-client makes in a browser, HTTP/1.1 and keep-alive:
+  xhr-streaming and xhr-polling receive with an empty ``POST``; eventsource,
+  htmlfile and jsonp-polling with a ``GET``, the last two naming the callback
+  in ``c``. Sends go to ``xhr_send``, the JSON array of the messages as
+  ``text/plain``, answered 204; jsonp-polling's to ``jsonp_send``, the form
+  ``d=<the array>``, answered 200.
+- A body holds one frame a line, each transport wrapping it its way: xhr
+  (streaming or polling), the line itself; eventsource, ``data: <frame>``;
+  htmlfile, ``p("<frame>");``; jsonp, ``[/**/]<callback>("<frame>");``. Other
+  lines (preludes, blank lines) are no frames.
+- A :class:`LineFrames` gives the frames of one body as ``(buffer, start, end)``.
+  The hot transports' frames (xhr, eventsource) are offsets into the bytes
+  read, never copied nor decoded; htmlfile's and jsonp's, JavaScript string
+  literals, are decoded (``json.loads``: the broker escapes ``<``, ``>``, ``&``
+  as ``\\u003c``...) into a buffer of their own.
+- A line over ``MAX_LINE_BYTES``, or a literal that does not decode, raises
+  :class:`loadtest.client.http_head.HTTPError`.
+"""
+
+import json
+import urllib.parse
+from typing import NamedTuple
+
+from loadtest.client import payload
+from loadtest.client.http_head import HTTPError
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+CALLBACK = "_sockjs_load"
+_CARRIAGE_RETURN = 0x0D
+
+
+class LineFrames:
+    """The frames of one xhr or xhr-streaming body: one a line, the line itself."""
+
+    __slots__ = ("_rest",)
+
+    def __init__(self):
+        self._rest = b""
+
+    def frames(self, data):
+        """The frames of the body piece ``data`` (and what was left of the last line), as ``(buffer, start, end)``."""
+        if self._rest:
+            data = self._rest + data
+        found = []
+        pos = 0
+        line_end = data.find(b"\n")
+        while line_end >= 0:
+            self._line(data, pos, line_end, found)
+            pos = line_end + 1
+            line_end = data.find(b"\n", pos)
+        self._rest = data[pos:] if pos < len(data) else b""
+        if len(self._rest) > MAX_LINE_BYTES:
+            raise HTTPError("a line over %d bytes" % MAX_LINE_BYTES)
+        return found
+
+    def finish(self):
+        """The frame of a last line the body left unended, if any."""
+        return self.frames(b"\n") if self._rest else []
+
+    def _line(self, data, start, end, found):
+        if end > start:
+            found.append((data, start, end))
+
+
+class EventSourceFrames(LineFrames):
+    """eventsource: ``data: <frame>`` lines (ending ``\\r\\n``), between blank lines."""
+
+    __slots__ = ()
+
+    def _line(self, data, start, end, found):
+        if data.startswith(b"data: ", start):
+            found.append((data, start + 6, end - 1 if data[end - 1] == _CARRIAGE_RETURN else end))
+
+
+class ScriptFrames(LineFrames):
+    """htmlfile and jsonp: a line ``<prefix>"<frame>");``, the frame a JavaScript string literal."""
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, prefix):
+        super().__init__()
+        self._prefix = prefix
+
+    def _line(self, data, start, end, found):
+        if data.startswith(b"/**/", start):  # jsonp's guard against content sniffing
+            start += 4
+        if not data.startswith(self._prefix, start):
+            return
+        close = data.rfind(b")", start, end)
+        try:
+            frame = json.loads(data[start + len(self._prefix) : close]).encode()
+        except (ValueError, AttributeError):
+            raise HTTPError("a script line that is no call with a string: %r" % data[start:end][:80]) from None
+        found.append((frame, 0, len(frame)))
+
+
+class HttpTransport(NamedTuple):
+    """One SockJS HTTP transport: its receiving request (``method`` to the session's
+    ``suffix``), whether it ``streams``, how its bodies hold frames (``frames``,
+    a new :class:`LineFrames` per response) and where its sends go."""
+
+    name: str
+    method: str
+    suffix: str
+    streams: bool
+    frames: object
+    send_suffix: str
+    send_status: int
+
+    def receive_request(self, host, session):
+        """The request that opens, reopens or polls the session at path ``session`` on ``host``."""
+        body = "Content-Length: 0\r\n" if self.method == "POST" else ""
+        return ("%s %s/%s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
+            self.method, session, self.suffix, host, body)).encode("latin-1")
+
+    def send_request(self, host, session, messages):
+        """The request that publishes ``messages`` (bytes, needing no JSON escapes) on the session."""
+        array = payload.sockjs_send_payload(*messages)
+        if self.send_suffix == "jsonp_send":
+            body = b"d=" + urllib.parse.quote_from_bytes(array, safe="").encode("ascii")
+            content_type = "application/x-www-form-urlencoded"
+        else:
+            body, content_type = array, "text/plain;charset=UTF-8"
+        return ("POST %s/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (
+            session, self.send_suffix, host, content_type, len(body))).encode("latin-1") + body
+
+
+def _script_frames(prefix):
+    def frames():
+        return ScriptFrames(prefix)
+    return frames
+
+
+HTTP = {transport.name: transport for transport in (
+    HttpTransport("xhr-streaming", "POST", "xhr_streaming", True, LineFrames, "xhr_send", 204),
+    HttpTransport("eventsource", "GET", "eventsource", True, EventSourceFrames, "xhr_send", 204),
+    HttpTransport("htmlfile", "GET", "htmlfile?c=" + CALLBACK, True, _script_frames(b"p("), "xhr_send", 204),
+    HttpTransport("xhr-polling", "POST", "xhr", False, LineFrames, "xhr_send", 204),
+    HttpTransport("jsonp-polling", "GET", "jsonp?c=" + CALLBACK, False, _script_frames(CALLBACK.encode() + b"("),
+                  "jsonp_send", 200),
+)}

@@ -1,0 +1,274 @@
+"""One load client's side of a SockJS session over an HTTP transport, as a state machine without I/O.
+
+Rules (the shape of :mod:`loadtest.client.client_protocol`, over two connections):
+
+- :class:`HttpSessionProtocol` never touches a socket or a clock. A session
+  uses two connections, as a browser does: the *receiving* one carries the
+  transport's request (:mod:`loadtest.client.http_framing`), answered by a
+  stream or a poll; the *sending* one carries its sends, one in flight at a
+  time, as sockjs-client sends them: messages published meanwhile wait, and
+  go together in the next send.
+- The caller writes :meth:`~HttpSessionProtocol.data_to_send` on the receiving
+  connection and :meth:`~HttpSessionProtocol.sends_to_send` on the sending one,
+  feeds each one's reads to :meth:`~HttpSessionProtocol.receive_data` and
+  :meth:`~HttpSessionProtocol.send_answer_data`, and tells each one's close
+  (:meth:`~HttpSessionProtocol.receive_closed`, :meth:`~HttpSessionProtocol.send_closed`).
+- Events: those of :class:`~loadtest.client.client_protocol.ClientProtocol`
+  (:data:`~loadtest.client.client_protocol.OPENED`, ``Delivered``, ``Closed``;
+  nothing follows Closed), and :data:`NEW_CONNECTION` (drop the receiving
+  connection: what :meth:`~HttpSessionProtocol.data_to_send` holds goes on a
+  new one) and :data:`NEW_SEND_CONNECTION` (drop the sending one: the next
+  send goes on a new one).
+- When a response ends, the receiving request is made again at once, on the
+  same connection if it may carry it: a stream is reopened (counted in
+  ``reopened``), a poll made anew (counted too). Only the first response
+  brings the open frame ``o``; one that ends before it closes the client.
+- A receiving connection that closes before any byte of an answer is retried
+  once on a new one, if it had carried an answer already (a keep-alive race);
+  so is a sending connection that closes before its send's answer.
+- A send answered with another status than the transport's closes the client,
+  naming it; so does a receiving request answered with another than 200.
+- Messages are counted and timed as over websockets, without JSON
+  (:mod:`loadtest.client.payload`), one Delivered per read at most.
+"""
+
+from loadtest.client import client_protocol, http_framing, payload
+from loadtest.client.client_protocol import OPENED, Closed, Delivered
+from loadtest.client.http_head import HTTPError
+from loadtest.client.http_responses import Ended, Head, ResponseParser
+
+
+class NewConnection:
+    """A connection of the session is done: the next request goes on a new one."""
+
+    __slots__ = ("sending",)
+
+    def __init__(self, sending):
+        self.sending = sending
+
+    def __repr__(self):
+        return "NEW_SEND_CONNECTION" if self.sending else "NEW_CONNECTION"
+
+
+NEW_CONNECTION = NewConnection(False)
+NEW_SEND_CONNECTION = NewConnection(True)
+
+_SOCKJS_ARRAY = payload.SOCKJS_ARRAY
+_SOCKJS_OPEN = payload.SOCKJS_OPEN
+_SOCKJS_CLOSE = payload.SOCKJS_CLOSE
+_SHARED_COUNTS = client_protocol.SHARED_COUNTS
+_ONLY_DELIVERED = client_protocol.ONLY_DELIVERED
+_new_delivered = client_protocol.new_delivered
+_take_pending = client_protocol.take_pending
+_count_messages = payload.count_sockjs_messages
+_bytes = bytes
+
+
+class HttpSessionProtocol:
+    """Client ``client_id`` of one SockJS session at path ``session`` on ``host``
+    (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.client.http_framing.HTTP`).
+
+    ``pending``, ``seq``, ``closed_reason``, ``opened``: as
+    :class:`~loadtest.client.client_protocol.ClientProtocol`'s; ``reopened``:
+    receiving requests made again (stream reopens, polls after the first).
+    """
+
+    def __init__(self, client_id, host, session, transport):
+        self.client_id = client_id
+        self.transport = http_framing.HTTP[transport]
+        self.marker = payload.sockjs_marker(client_id)
+        self.pending = {}
+        self.seq = 0
+        self.closed_reason = None
+        self.opened = False
+        self.reopened = 0
+        self._host = host
+        self._session = session
+        self._request = self.transport.receive_request(host, session)
+        self._responses = ResponseParser()
+        self._frames = self.transport.frames()
+        self._answered = False  # the receiving connection carried an answer
+        self._retried = False  # the receiving request now outstanding is a retry
+        self.outgoing = [self._request]
+        self._answers = ResponseParser()
+        self._queued = []
+        self._in_flight = None
+        self._send_retried = False
+        self.sends = []
+
+    @classmethod
+    def listener(cls, host, session, transport):
+        """A client that only listens, timing every message of the feed (:data:`loadtest.client.payload.FEED_ID`)."""
+        protocol = cls(payload.FEED_ID, host, session, transport)
+        protocol.pending = None
+        return protocol
+
+    @property
+    def alive(self):
+        return self.closed_reason is None
+
+    def data_to_send(self):
+        """The bytes to write on the receiving connection now (``b""`` when there are none)."""
+        data = b"".join(self.outgoing)
+        self.outgoing = []
+        return data
+
+    def sends_to_send(self):
+        """The bytes to write on the sending connection now (``b""`` when there are none)."""
+        data = b"".join(self.sends)
+        self.sends = []
+        return data
+
+    def send(self, sent_us):
+        """Publish this client's next message, sent at ``sent_us``; returns its sequence number."""
+        self.seq += 1
+        self.pending[self.seq] = sent_us
+        self._queued.append(payload.message(self.client_id, self.seq, sent_us))
+        if self._in_flight is None:
+            self._send_queued()
+        return self.seq
+
+    def close(self, reason):
+        """End the session for ``reason`` (the first reason given stays); its :class:`Closed` event."""
+        if self.closed_reason is None:
+            self.closed_reason = reason
+        return Closed(self.closed_reason)
+
+    def receive_data(self, data):
+        """The events of ``data``, read on the receiving connection: most often one :class:`Delivered`."""
+        if self.closed_reason is not None:
+            return ()
+        try:
+            return self._received(self._responses.feed(data))
+        except HTTPError as exc:
+            return [self.close(str(exc))]
+
+    def receive_closed(self):
+        """The events of the receiving connection's close."""
+        if self.closed_reason is not None:
+            return ()
+        idle = self._responses.idle
+        try:
+            events = list(self._received(self._responses.feed_eof()))
+        except HTTPError as exc:
+            return [self.close(str(exc))]
+        if self.closed_reason is not None or events[-1:] == [NEW_CONNECTION]:
+            return events
+        if idle and self._answered and not self._retried:
+            self._retried = True
+            events.append(self._new_connection())
+        else:
+            events.append(self.close("closed by the server"))
+        return events
+
+    def send_answer_data(self, data):
+        """The events of ``data``, read on the sending connection: none, unless it ends something."""
+        if self.closed_reason is not None:
+            return ()
+        try:
+            answers = self._answers.feed(data)
+        except HTTPError as exc:
+            return [self.close("%s: %s" % (self.transport.send_suffix, exc))]
+        events = []
+        for answer in answers:
+            answer_type = type(answer)
+            if answer_type is Head:
+                if answer.status != self.transport.send_status:
+                    return [self.close("%s answered HTTP %d" % (self.transport.send_suffix, answer.status))]
+            elif answer_type is Ended:
+                self._in_flight = None
+                self._send_retried = False
+                if not answer.reusable:
+                    self._answers = ResponseParser()
+                    events.append(NEW_SEND_CONNECTION)
+                if self._queued:
+                    self._send_queued()
+        return events
+
+    def send_closed(self):
+        """The events of the sending connection's close: its send in flight is made
+        again, once, on a new connection (see :meth:`sends_to_send`)."""
+        if self.closed_reason is not None or self._in_flight is None:
+            self._answers = ResponseParser()
+            return ()
+        if self._send_retried:
+            return [self.close("%s: the connection closed before the answer" % self.transport.send_suffix)]
+        self._send_retried = True
+        self._answers = ResponseParser()
+        self.sends = [self._in_flight]
+        return ()
+
+    def _send_queued(self):
+        self._in_flight = self.transport.send_request(self._host, self._session, self._queued)
+        self._queued = []
+        self.sends.append(self._in_flight)
+
+    def _received(self, pieces):
+        """The events of the receiving connection's ``pieces`` (:mod:`loadtest.client.http_responses`'s events)."""
+        events = []
+        count = 0
+        own = None
+        renew = None
+        for piece in pieces:
+            piece_type = type(piece)
+            if piece_type is _bytes:
+                frames = self._frames.frames(piece)
+            elif piece_type is Head:
+                self._answered = True
+                self._retried = False
+                if piece.status != 200:
+                    self.close("HTTP %d on %s" % (piece.status, self.transport.name))
+                    break
+                continue
+            else:
+                frames = self._frames.finish()
+            for buffer, start, end in frames:
+                kind = buffer[start]
+                if kind == _SOCKJS_ARRAY:
+                    count += _count_messages(buffer, start, end)
+                    if buffer.find(self.marker, start, end) >= 0:
+                        own = _take_pending(self.pending, payload.own_messages(buffer, self.marker, start, end), own)
+                elif kind == _SOCKJS_OPEN:
+                    if not self.opened:
+                        self.opened = True
+                        if count:
+                            events.append(_new_delivered(Delivered, (count, own or ())))
+                            count, own = 0, None
+                        events.append(OPENED)
+                elif kind == _SOCKJS_CLOSE:
+                    self.close("SockJS close " + payload.sockjs_close_reason(buffer, start, end))
+                    break
+            if self.closed_reason is not None:
+                break
+            if piece_type is Ended:
+                renew = self._renew(piece.reusable)
+        if not (events or own or renew or self.closed_reason is not None) and count < _SHARED_COUNTS:
+            return _ONLY_DELIVERED[count]
+        if count:
+            events.append(_new_delivered(Delivered, (count, own or ())))
+        if self.closed_reason is not None:
+            events.append(Closed(self.closed_reason))
+        elif renew is not None:
+            events.append(renew)
+        return events
+
+    def _renew(self, reusable):
+        """A receiving response ended: make its request again, on this connection if
+        ``reusable`` (None), else on a new one (:data:`NEW_CONNECTION`); close if the
+        session never opened."""
+        if not self.opened:
+            self.close("the %s response ended before the open frame" % self.transport.name)
+            return None
+        self.reopened += 1
+        if reusable:
+            self._frames = self.transport.frames()
+            self.outgoing.append(self._request)
+            return None
+        return self._new_connection()
+
+    def _new_connection(self):
+        self._responses = ResponseParser()
+        self._frames = self.transport.frames()
+        self._answered = False
+        self.outgoing = [self._request]
+        return NEW_CONNECTION
