@@ -57,17 +57,17 @@ class Closed(NamedTuple):
 
 
 # The hot path's helpers, looked up once. Most reads bring only messages of
-# others: their events, immutable, are made once and shared, ``ONLY_DELIVERED[n]``
-# for n messages (below SHARED_COUNTS); any other Delivered is made without
-# NamedTuple's Python-level __new__ (``new_delivered(Delivered, (count, own))``).
-SHARED_COUNTS = 1024
-ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, SHARED_COUNTS)]
-new_delivered = tuple.__new__
+# others: their events, immutable, are made once and shared, ``_ONLY_DELIVERED[n]``
+# for n messages (below _SHARED_COUNTS); any other Delivered is made without
+# NamedTuple's Python-level __new__ (``_new_delivered(Delivered, (count, own))``).
+_SHARED_COUNTS = 1024
+_ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, _SHARED_COUNTS)]
+_new_delivered = tuple.__new__
 _parse_frames = websocket_frames.parse_frames
 _count_messages = payload.count_sockjs_messages
 
 
-def take_pending(pending, found, own):
+def _take_pending(pending, found, own):
     """``own`` (a list or None) with the ``(seq, sent_us)`` of ``found`` that were
     still in ``pending`` (taken out of it), or all of them if ``pending`` is None (a listener)."""
     for mine in found:
@@ -78,7 +78,66 @@ def take_pending(pending, found, own):
     return own
 
 
-class ClientProtocol:
+def tally_sockjs_frame(protocol, buffer, start, end, count, own, events):
+    """Add the SockJS frame at ``buffer[start:end]`` to one read's ``count`` and ``own``
+    (a list or None), returned, for ``protocol`` (its ``marker``, ``pending`` and ``opened``):
+    an array's messages are counted and the client's own taken from ``pending``; the first
+    open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
+    it; a close frame closes ``protocol``. Every transport's protocol reads its frames so."""
+    kind = buffer[start]
+    if kind == _SOCKJS_ARRAY:
+        count += _count_messages(buffer, start, end)
+        if buffer.find(protocol.marker, start, end) >= 0:
+            own = _take_pending(protocol.pending, payload.own_messages(buffer, protocol.marker, start, end), own)
+    elif kind == _SOCKJS_OPEN:
+        if not protocol.opened:
+            protocol.opened = True
+            if count:
+                events.append(_new_delivered(Delivered, (count, own or ())))
+                count, own = 0, None
+            events.append(OPENED)
+    elif kind == _SOCKJS_CLOSE:
+        protocol.close("SockJS close " + payload.sockjs_close_reason(buffer, start, end))
+    return count, own
+
+
+def events_of_read(protocol, count, own, events):
+    """The events of one read: ``events``, then a Delivered of ``count`` messages and
+    ``own``, then Closed if ``protocol`` has closed (a shared event when that is all)."""
+    if not (events or own or protocol.closed_reason is not None) and count < _SHARED_COUNTS:
+        return _ONLY_DELIVERED[count]
+    if count:
+        events.append(_new_delivered(Delivered, (count, own or ())))
+    if protocol.closed_reason is not None:
+        events.append(Closed(protocol.closed_reason))
+    return events
+
+
+class ClientSide:
+    """What a load client's protocol is, whatever its transport: its own
+    messages ``pending`` (see :class:`ClientProtocol`), ``closed_reason``, and a
+    listener made by :meth:`listener`."""
+
+    @classmethod
+    def listener(cls, *args):
+        """A client that only listens, timing every message of the feed
+        (:data:`loadtest.client.payload.FEED_ID`); ``args``: the constructor's after the client id."""
+        protocol = cls(payload.FEED_ID, *args)
+        protocol.pending = None
+        return protocol
+
+    @property
+    def alive(self):
+        return self.closed_reason is None
+
+    def close(self, reason):
+        """End the client for ``reason`` (the first reason given stays); its :class:`Closed` event."""
+        if self.closed_reason is None:
+            self.closed_reason = reason
+        return Closed(self.closed_reason)
+
+
+class ClientProtocol(ClientSide):
     """Client ``client_id`` of one websocket to ``path`` on ``host`` (``"127.0.0.1:8080"``).
 
     ``sockjs``: the SockJS websocket transport (an open frame first, messages in
@@ -103,17 +162,6 @@ class ClientProtocol:
         self._fragments = None
         self.outgoing = [websocket_frames.handshake_request(host, path, self._key)]
 
-    @classmethod
-    def listener(cls, host, path, sockjs=True):
-        """A client that only listens, timing every message of the feed (:data:`loadtest.client.payload.FEED_ID`)."""
-        protocol = cls(payload.FEED_ID, host, path, sockjs)
-        protocol.pending = None
-        return protocol
-
-    @property
-    def alive(self):
-        return self.closed_reason is None
-
     def data_to_send(self):
         """The bytes to write now (``b""`` when there are none)."""
         if not self.outgoing:
@@ -131,12 +179,6 @@ class ClientProtocol:
         self.pending[self.seq] = sent_us
         self.outgoing.append(websocket_frames.client_frame(message))
         return self.seq
-
-    def close(self, reason):
-        """End the connection for ``reason`` (the first reason given stays); its :class:`Closed` event."""
-        if self.closed_reason is None:
-            self.closed_reason = reason
-        return Closed(self.closed_reason)
 
     def receive_data(self, data):
         """The events the bytes ``data`` bring, in order: a sequence, most often of one :class:`Delivered`."""
@@ -174,30 +216,12 @@ class ClientProtocol:
                 count += 1
                 mine = payload.own_raw_message(message, self.marker, start, end)
                 if mine is not None:
-                    own = take_pending(self.pending, (mine,), own)
+                    own = _take_pending(self.pending, (mine,), own)
                 continue
-            kind = message[start]
-            if kind == _SOCKJS_ARRAY:
-                count += _count_messages(message, start, end)
-                if message.find(self.marker, start, end) >= 0:
-                    own = take_pending(self.pending, payload.own_messages(message, self.marker, start, end), own)
-            elif kind == _SOCKJS_OPEN:
-                if not self.opened:
-                    self.opened = True
-                    if count:
-                        events.append(new_delivered(Delivered, (count, own or ())))
-                        count, own = 0, None
-                    events.append(OPENED)
-            elif kind == _SOCKJS_CLOSE:
-                self.close("SockJS close " + payload.sockjs_close_reason(message, start, end))
+            count, own = tally_sockjs_frame(self, message, start, end, count, own, events)
+            if self.closed_reason is not None:
                 break
-        if not (events or own or self.closed_reason is not None) and count < SHARED_COUNTS:
-            return ONLY_DELIVERED[count]
-        if count:
-            events.append(new_delivered(Delivered, (count, own or ())))
-        if self.closed_reason is not None:
-            events.append(Closed(self.closed_reason))
-        return events
+        return events_of_read(self, count, own, events)
 
     def _handshake(self, data):
         """The events of ``data`` before the handshake answer is in (or after the end: none)."""

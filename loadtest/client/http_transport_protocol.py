@@ -33,7 +33,6 @@ Rules (the shape of :mod:`loadtest.client.client_protocol`, over two connections
 """
 
 from loadtest.client import client_protocol, http_framing, payload
-from loadtest.client.client_protocol import OPENED, Closed, Delivered
 from loadtest.client.http_head import HTTPError
 from loadtest.client.http_responses import Ended, Head, ResponseParser
 
@@ -53,18 +52,12 @@ class NewConnection:
 NEW_CONNECTION = NewConnection(False)
 NEW_SEND_CONNECTION = NewConnection(True)
 
-_SOCKJS_ARRAY = payload.SOCKJS_ARRAY
-_SOCKJS_OPEN = payload.SOCKJS_OPEN
-_SOCKJS_CLOSE = payload.SOCKJS_CLOSE
-_SHARED_COUNTS = client_protocol.SHARED_COUNTS
-_ONLY_DELIVERED = client_protocol.ONLY_DELIVERED
-_new_delivered = client_protocol.new_delivered
-_take_pending = client_protocol.take_pending
-_count_messages = payload.count_sockjs_messages
+_tally = client_protocol.tally_sockjs_frame
+_events_of_read = client_protocol.events_of_read
 _bytes = bytes
 
 
-class HttpSessionProtocol:
+class HttpSessionProtocol(client_protocol.ClientSide):
     """Client ``client_id`` of one SockJS session at path ``session`` on ``host``
     (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.client.http_framing.HTTP`).
 
@@ -96,17 +89,6 @@ class HttpSessionProtocol:
         self._send_retried = False
         self.sends = []
 
-    @classmethod
-    def listener(cls, host, session, transport):
-        """A client that only listens, timing every message of the feed (:data:`loadtest.client.payload.FEED_ID`)."""
-        protocol = cls(payload.FEED_ID, host, session, transport)
-        protocol.pending = None
-        return protocol
-
-    @property
-    def alive(self):
-        return self.closed_reason is None
-
     def data_to_send(self):
         """The bytes to write on the receiving connection now (``b""`` when there are none)."""
         data = b"".join(self.outgoing)
@@ -128,14 +110,8 @@ class HttpSessionProtocol:
             self._send_queued()
         return self.seq
 
-    def close(self, reason):
-        """End the session for ``reason`` (the first reason given stays); its :class:`Closed` event."""
-        if self.closed_reason is None:
-            self.closed_reason = reason
-        return Closed(self.closed_reason)
-
     def receive_data(self, data):
-        """The events of ``data``, read on the receiving connection: most often one :class:`Delivered`."""
+        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.client.client_protocol.Delivered`."""
         if self.closed_reason is not None:
             return ()
         try:
@@ -223,32 +199,16 @@ class HttpSessionProtocol:
             else:
                 frames = self._frames.finish()
             for buffer, start, end in frames:
-                kind = buffer[start]
-                if kind == _SOCKJS_ARRAY:
-                    count += _count_messages(buffer, start, end)
-                    if buffer.find(self.marker, start, end) >= 0:
-                        own = _take_pending(self.pending, payload.own_messages(buffer, self.marker, start, end), own)
-                elif kind == _SOCKJS_OPEN:
-                    if not self.opened:
-                        self.opened = True
-                        if count:
-                            events.append(_new_delivered(Delivered, (count, own or ())))
-                            count, own = 0, None
-                        events.append(OPENED)
-                elif kind == _SOCKJS_CLOSE:
-                    self.close("SockJS close " + payload.sockjs_close_reason(buffer, start, end))
+                count, own = _tally(self, buffer, start, end, count, own, events)
+                if self.closed_reason is not None:
                     break
             if self.closed_reason is not None:
                 break
             if piece_type is Ended:
                 renew = self._renew(piece.reusable)
-        if not (events or own or renew or self.closed_reason is not None) and count < _SHARED_COUNTS:
-            return _ONLY_DELIVERED[count]
-        if count:
-            events.append(_new_delivered(Delivered, (count, own or ())))
-        if self.closed_reason is not None:
-            events.append(Closed(self.closed_reason))
-        elif renew is not None:
+        events = _events_of_read(self, count, own, events)
+        if renew is not None and self.closed_reason is None:
+            events = list(events)
             events.append(renew)
         return events
 
