@@ -87,6 +87,20 @@ def comma_list(parse_item):
     return parse
 
 
+def transports(text):
+    """A type: a non-empty comma-separated list of transports of
+    :data:`loadtest.client.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
+    named = names_from("transport", endpoints.TRANSPORTS + tuple(endpoints.ALIASES))(text)
+    return list(dict.fromkeys(endpoints.transport_name(name) for name in named))
+
+
+# ``--transport`` of a command that measures several transports in turn:
+# ``add_argument("--transport", **TRANSPORT_LIST)``; one transport still reads as itself.
+TRANSPORT_LIST = dict(type=transports, default=[endpoints.WEBSOCKET], metavar="TRANSPORT[,...]",
+                      help="how the clients connect, one transport or several measured in turn, comma-separated: "
+                      "%s (sockjs is another name for websocket; default websocket)" % ", ".join(endpoints.TRANSPORTS))
+
+
 def transport_mix(text):
     """``websocket=70,xhr-streaming=30``: transports and their whole weights, as
     :func:`loadtest.client.endpoints.mix` names them."""

@@ -42,7 +42,9 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class Run(Record):
-    """The first line: when, how (the command line), on what client and machine, against what."""
+    """The first line: when, how (the command line), on what client and machine, against what;
+    ``transport``: how the clients connected (several, comma-separated, when ``compare`` measured
+    several in turn, each record then saying its own)."""
 
     TYPE: ClassVar[str] = "run"
     started: str
@@ -66,7 +68,8 @@ class Server(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Step(Record):
-    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`)."""
+    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`); ``reopened``: the
+    streams its clients reopened and the polls they made after their first (0 over a websocket)."""
 
     TYPE: ClassVar[str] = "step"
     server: str
@@ -79,6 +82,7 @@ class Step(Record):
     rtt_ms: Dict[str, Optional[float]]
     lost: int
     dropped: int
+    reopened: int
     client_cpu: float
     loop_lag_ms: Dict[str, float]
     server_cpu: Optional[float]
@@ -101,16 +105,19 @@ class Level(Record):
 
 @dataclasses.dataclass(frozen=True)
 class CpuPerMsg(Record):
-    """Server CPU per delivered message at ``compare``'s fixed load, with what qualifies it."""
+    """Server CPU per delivered message at ``compare``'s fixed load over one ``transport``, with what
+    qualifies it (an older line without ``transport`` measured the run's)."""
 
     TYPE: ClassVar[str] = "cpu_per_msg"
     server: str
+    transport: str
     level: int
     rate: float
     cpu_us_per_msg: Optional[float]
     rtt_ms: Dict[str, Optional[float]]
     lost: int
     dropped: int
+    reopened: int
     server_msgs_per_s: float
     server_cpu: Optional[float]
     client_cpu: float
@@ -118,20 +125,23 @@ class CpuPerMsg(Record):
     overloaded: bool
 
     @classmethod
-    def of_step(cls, step):
-        """From the fixed load's :class:`Step`."""
-        return cls(server=step.server, level=step.level, rate=step.rate, cpu_us_per_msg=step.server_cpu_us_per_msg,
-                   rtt_ms=step.rtt_ms, lost=step.lost, dropped=step.dropped,
+    def of_step(cls, step, transport):
+        """From the fixed load's :class:`Step` over ``transport``."""
+        return cls(server=step.server, transport=transport, level=step.level, rate=step.rate,
+                   cpu_us_per_msg=step.server_cpu_us_per_msg, rtt_ms=step.rtt_ms, lost=step.lost,
+                   dropped=step.dropped, reopened=step.reopened,
                    server_msgs_per_s=step.server_msgs_per_s, server_cpu=step.server_cpu,
                    client_cpu=step.client_cpu, client_bound=step.client_bound, overloaded=step.overloaded)
 
 
 @dataclasses.dataclass(frozen=True)
 class IdleRss(Record):
-    """Server RSS with ``connections`` idle connections open, against the fresh server's."""
+    """Server RSS with ``connections`` idle connections open over ``transport``, against the fresh
+    server's (an older line without ``transport`` measured the run's)."""
 
     TYPE: ClassVar[str] = "idle_rss"
     server: str
+    transport: str
     connections: int
     rss_kb: int
     rss_before_kb: int

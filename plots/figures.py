@@ -2,6 +2,8 @@
 
 Each ``*_figure`` function returns a :class:`matplotlib.figure.Figure`, or None
 when the results hold nothing to draw; :func:`write_all` saves them as PNG and SVG.
+Results over several transports get the figure by transport; the figures of one
+fixed load or of idle connections by server then show the first transport.
 """
 
 import itertools
@@ -10,7 +12,7 @@ import os
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from loadtest.results.summary import REALTIME_MS, curves, rss_series, subtitle
+from loadtest.results.summary import REALTIME_MS, cost_rows, curves, fixed_loads, rss_series, subtitle
 
 SERVER_COLORS = {
     "broker-cpython": "#1f6fb4",
@@ -31,15 +33,22 @@ def server_colors(servers):
 
 
 def _new_figure(title, results, size=(11, 6.4)):
-    figure = Figure(figsize=size, dpi=100, layout="constrained")
-    axes = figure.add_subplot()
-    figure.suptitle(title, fontsize=14, fontweight="bold")
-    axes.set_title(subtitle(results), fontsize=9, color="#555555")
-    axes.grid(True, which="major", color="#dddddd", linewidth=0.8)
-    axes.set_axisbelow(True)
-    for side in ("top", "right"):
-        axes.spines[side].set_visible(False)
+    figure, (axes,) = _new_panels(title, results, size, 1)
     return figure, axes
+
+
+def _new_panels(title, results, size, rows):
+    """A figure of ``rows`` panels, one above the other, sharing their x axis; the run's subtitle on the first."""
+    figure = Figure(figsize=size, dpi=100, layout="constrained")
+    panels = figure.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    figure.suptitle(title, fontsize=14, fontweight="bold")
+    panels[0].set_title(subtitle(results), fontsize=9, color="#555555")
+    for axes in panels:
+        axes.grid(True, which="major", color="#dddddd", linewidth=0.8)
+        axes.set_axisbelow(True)
+        for side in ("top", "right"):
+            axes.spines[side].set_visible(False)
+    return figure, list(panels)
 
 
 def latency_figure(results, statistic="mean"):
@@ -104,15 +113,25 @@ def _bar_figure(title, xlabel, ylabel, results, bars, value_format, reference=No
     return figure
 
 
+def _transport_suffix(results, transport):
+    """How an x label names the transport: only when the results hold several."""
+    return " over %s" % transport if len(results.transports) > 1 else ""
+
+
+def _load_label(clients, rate):
+    return "%s clients x %s msgs/s sent = %s deliveries/s" % (
+        "{:,}".format(clients), "{:,.0f}".format(rate), "{:,.0f}".format(clients * rate))
+
+
 def cpu_figure(results):
-    """Server CPU per delivered message at the first fixed load, with the bare send loop as the floor."""
+    """Server CPU per delivered message at the first fixed load over the first transport, with the bare
+    send loop as the floor."""
     records = [r for r in results.cpu_per_msg if r.cpu_us_per_msg is not None]
     if not records:
         return None
     load = records[0]
-    records = [r for r in records if (r.level, r.rate) == (load.level, load.rate)]
-    xlabel = "server, at %s clients x %s msgs/s sent = %s deliveries/s" % (
-        "{:,}".format(load.level), "{:,.0f}".format(load.rate), "{:,.0f}".format(load.level * load.rate))
+    records = [r for r in records if (r.level, r.rate, r.transport) == (load.level, load.rate, load.transport)]
+    xlabel = "server, at %s%s" % (_load_label(load.level, load.rate), _transport_suffix(results, load.transport))
     reference = None
     if results.floor and results.floor.cpu_us_per_send is not None:
         reference = ("floor: bare send loop, %.2f µs per send" % results.floor.cpu_us_per_send,
@@ -123,14 +142,66 @@ def cpu_figure(results):
 
 
 def rss_figure(results):
-    """Resident memory per idle connection, by server."""
+    """Resident memory per idle connection over the first transport, by server."""
     records = [r for r in results.idle_rss if r.rss_per_conn_kb is not None]
     if not records:
         return None
-    xlabel = "server, holding %s idle connections" % "{:,}".format(records[0].connections)
+    records = [r for r in records if r.transport == records[0].transport]
+    xlabel = "server, holding %s idle connections%s" % (
+        "{:,}".format(records[0].connections), _transport_suffix(results, records[0].transport))
     bars = [(r.server, r.rss_per_conn_kb) for r in records]
     return _bar_figure("Memory per idle connection (lower is better)", xlabel,
                        "server RSS per idle connection (KiB)", results, bars, "%.1f KiB")
+
+
+BY_TRANSPORT_PANELS = (
+    ("cpu_us_per_msg", "server CPU per\ndelivered message (µs)", "%.2f"),
+    ("p99_ms", "99th percentile\nround trip (ms)", "%.1f"),
+    ("rss_per_conn_kb", "server RSS per idle\nconnection (KiB)", "%.1f"),
+)
+
+
+def _transports_with(rows, key):
+    """The transports of the :func:`~loadtest.results.summary.cost_rows` that have a ``key`` figure."""
+    return {row["transport"] for row in rows if row[key] is not None}
+
+
+def by_transport_figure(results):
+    """CPU per delivered message and the 99th percentile round trip at the first fixed load (and RSS
+    per idle connection, if measured over several transports), grouped by transport, a bar per server;
+    None unless the results hold CPU figures over more than one transport."""
+    rows = cost_rows(results)
+    if len(_transports_with(rows, "cpu_us_per_msg")) < 2:
+        return None
+    panels = [panel for panel in BY_TRANSPORT_PANELS if len(_transports_with(rows, panel[0])) > 1]
+    transports = results.transports
+    servers = [server for server in results.servers if any(row["server"] == server for row in rows)]
+    figure, axes_list = _new_panels("Server costs by transport (lower is better)", results,
+                                    (11, 3.2 * len(panels) + 1.2), len(panels))
+    colors = server_colors(results.servers)
+    width = 0.8 / len(servers)
+    for axes, (key, ylabel, value_format) in zip(axes_list, panels):
+        values = {(row["transport"], row["server"]): row[key] for row in rows}
+        for index, server in enumerate(servers):
+            drawn = [(position, values[(transport, server)]) for position, transport in enumerate(transports)
+                     if values.get((transport, server)) is not None]
+            if not drawn:
+                continue
+            bars = axes.bar([position + (index - (len(servers) - 1) / 2) * width for position, _ in drawn],
+                            [value for _, value in drawn], width=width * 0.92, color=colors[server], label=server)
+            axes.bar_label(bars, labels=[value_format % value for _, value in drawn], padding=2, fontsize=7)
+        axes.set_ylabel(ylabel)
+        top = max(value for value in values.values() if value is not None)
+        if top > 0:
+            axes.set_ylim(0, top * 1.18)
+        axes.grid(False, axis="x")
+    axes_list[-1].set_xticks(range(len(transports)), transports)
+    xlabel = "transport; CPU and round trip at %s" % _load_label(*fixed_loads(results)[0])
+    if panels[-1] is BY_TRANSPORT_PANELS[-1]:
+        xlabel += "; RSS holding %s idle connections" % "{:,}".format(results.idle_rss[0].connections)
+    axes_list[-1].set_xlabel(xlabel)
+    axes_list[0].legend(title="server", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    return figure
 
 
 def rss_over_time_figure(results):
@@ -166,6 +237,7 @@ FIGURES = (
     ("rtt_p99", lambda results: latency_figure(results, "p99")),
     ("cpu_per_msg", cpu_figure),
     ("idle_rss", rss_figure),
+    ("by_transport", by_transport_figure),
     ("rss_over_time", rss_over_time_figure),
 )
 

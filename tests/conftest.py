@@ -201,3 +201,25 @@ def soak_records():
         + [soak_sample(pypy, 30.0 * n, 100 + 10 * n) for n in range(1, 21)]
         + [soak_summary(pypy, 120, 300, 1080.0, 150.0, "growing", lost=7, end="server gone: the server died")]
     )
+
+
+BY_TRANSPORT = (  # (transport, server, us/msg, p99 ms, idle KiB/conn)
+    ("websocket", "broker-cpython", 4.0, 2.0, 10.0), ("websocket", "sockjs-node", 8.0, 3.0, 20.0),
+    ("xhr-polling", "broker-cpython", 30.0, 40.0, 15.0), ("xhr-polling", "sockjs-node", 20.0, 50.0, 30.0),
+)
+
+
+@pytest.fixture
+def by_transport_records():
+    """What ``compare --measure cpu,idle --transport websocket,xhr-polling`` writes for two servers."""
+    lines = [{"type": "run", "started": "2026-11-25T15:00:00+00:00", "transport": "websocket,xhr-polling"}]
+    for server, runtime in (("broker-cpython", "CPython 3.11.7"), ("sockjs-node", "Node 20.20.2")):
+        lines.append({"type": "server", "server": server, "runtime": runtime})
+        for transport, _, us, p99, _ in (row for row in BY_TRANSPORT if row[1] == server):
+            lines.append({"type": "cpu_per_msg", "server": server, "transport": transport, "level": 1000,
+                          "rate": 20.0, "cpu_us_per_msg": us, "rtt_ms": {"p50": p99 / 2, "p99": p99}, "lost": 0,
+                          "reopened": 0 if transport == "websocket" else 5000})
+        for transport, _, _, _, kb in (row for row in BY_TRANSPORT if row[1] == server):
+            lines.append({"type": "idle_rss", "server": server, "transport": transport, "connections": 100,
+                          "rss_per_conn_kb": kb})
+    return lines + [{"type": "floor", "sends": 100, "cpu_us_per_send": 2.0}]

@@ -200,6 +200,7 @@ class ClientGroup:
             conn.received = 0
             conn.protocol.pending.clear()
         self.lag.reset()
+        reopened_before = sum(conn.reopened for conn in connections)
         cpu_before = _cpu_seconds()
         started = loop.time()
         sent_log = collections.deque()
@@ -245,6 +246,7 @@ class ClientGroup:
             received=sum(conn.received for conn in connections),
             lost=lost,
             dropped=len(dropped),
+            reopened=sum(conn.reopened for conn in connections) - reopened_before,
             drop_reasons=dict(collections.Counter(dropped)),
             histogram=self.histogram,
             cpu_s=_cpu_seconds() - cpu_before,

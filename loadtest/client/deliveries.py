@@ -45,7 +45,12 @@ def failure_reason(exc):
 
 
 class ClientConnection:
-    """One load client's connection state (see the module's rules); subclasses move the bytes."""
+    """One load client's connection state (see the module's rules); subclasses move the bytes.
+
+    ``reopened``: how often it opened its stream anew, or polled after its first poll; never, over a websocket.
+    """
+
+    reopened = 0
 
     def __init__(self, protocol, histogram):
         self.protocol = protocol

@@ -15,15 +15,16 @@ CONNECTIONS_PER_PROC = 10000
 LAUNCH_TIMEOUT_S = 30.0
 
 
-def add_placement_arguments(parser, server_cpu_help):
+def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPORT):
     """Where servers and load run, how the clients connect, where results go:
-    the options ``compare`` and ``soak`` share."""
+    the options ``compare`` and ``soak`` share. ``transport``: how ``--transport`` is declared,
+    :data:`loadtest.arguments.TRANSPORT` (one) or :data:`~loadtest.arguments.TRANSPORT_LIST` (several in turn)."""
     server_cpu, client_cpu = affinity.default_cpus()
     group = parser.add_argument_group("placement")
     arguments.option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
     arguments.option(group, "--client-cpu", type=int, default=client_cpu,
                      help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
-    arguments.option(group, "--transport", **arguments.TRANSPORT)
+    arguments.option(group, "--transport", **transport)
     arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
                      help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")

@@ -160,13 +160,15 @@ def rtt_summary(histogram):
 
 @dataclasses.dataclass(frozen=True)
 class Partial:
-    """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`)."""
+    """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`);
+    ``reopened``: the streams its clients reopened and the polls they made meanwhile, past each one's first."""
 
     duration_s: float
     sent: int
     received: int
     lost: int
     dropped: int
+    reopened: int
     drop_reasons: Dict[str, int]
     histogram: HdrHistogram
     cpu_s: float
@@ -209,6 +211,7 @@ class Merged:
     received: int
     lost: int
     dropped: int
+    reopened: int
     drop_reasons: Dict[str, int]
     histogram: HdrHistogram
     client_cpu: float
@@ -226,6 +229,7 @@ def merge_partials(partials):
         received=sum(part.received for part in partials),
         lost=sum(part.lost for part in partials),
         dropped=sum(part.dropped for part in partials),
+        reopened=sum(part.reopened for part in partials),
         drop_reasons=drop_reasons,
         histogram=histogram,
         client_cpu=max(part.cpu_s / part.duration_s for part in partials),
@@ -330,6 +334,7 @@ def step_record(server, level, rate, merged, server_figures):
         rtt_ms=rtt,
         lost=merged.lost,
         dropped=merged.dropped,
+        reopened=merged.reopened,
         client_cpu=round(merged.client_cpu, 4),
         loop_lag_ms=merged.loop_lag_ms,
         server_cpu=server_figures.cpu,

@@ -7,6 +7,7 @@ beside the figures.
 """
 
 import collections
+import dataclasses
 
 from loadtest import records as schema
 from loadtest.method import rules
@@ -23,7 +24,8 @@ Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate rati
 
 class Results:
     """The records of one results file (:mod:`loadtest.records`), sorted by type; servers in
-    the order they were measured."""
+    the order they were measured. A fixed load or idle connections of an older file, without
+    its transport, measured the run's."""
 
     def __init__(self, records):
         def of(kind):
@@ -38,8 +40,9 @@ class Results:
                 self.runtimes.setdefault(record.server, None)
         self.steps = of(schema.Step)
         self.level_ends = {(r.server, r.level): r.end for r in of(schema.Level)}
-        self.cpu_per_msg = of(schema.CpuPerMsg)
-        self.idle_rss = of(schema.IdleRss)
+        transport = self.run and self.run.transport
+        self.cpu_per_msg = [_over(record, transport) for record in of(schema.CpuPerMsg)]
+        self.idle_rss = [_over(record, transport) for record in of(schema.IdleRss)]
         self.floor = next(iter(of(schema.Floor)), None)
         self.soak_samples = of(schema.SoakSample)
         self.soaks = of(schema.Soak)
@@ -48,6 +51,16 @@ class Results:
     @property
     def servers(self):
         return list(self.runtimes)
+
+    @property
+    def transports(self):
+        """Every transport of the fixed loads and idle connections, in the order first met."""
+        return list(dict.fromkeys(record.transport for record in self.cpu_per_msg + self.idle_rss))
+
+
+def _over(record, transport):
+    """``record``, its transport ``transport`` if it has none."""
+    return record if record.transport is not None else dataclasses.replace(record, transport=transport)
 
 
 def curves(results, statistic="mean"):
@@ -131,23 +144,24 @@ def fixed_loads(results):
 
 
 def cost_rows(results, load=None):
-    """Per server: CPU per delivered message at the fixed ``load`` (default:
-    the first one) and RSS per idle connection, with ratios."""
+    """Per transport, then per server: CPU per delivered message at the fixed ``load`` (default:
+    the first one) and RSS per idle connection, with ratios to sockjs-node's over the same transport."""
     loads = fixed_loads(results)
     load = load or (loads[0] if loads else None)
-    cpu = {r.server: r for r in results.cpu_per_msg if (r.level, r.rate) == load}
-    rss = {r.server: r for r in results.idle_rss}
+    cpu = {(r.transport, r.server): r for r in results.cpu_per_msg if (r.level, r.rate) == load}
+    rss = {(r.transport, r.server): r for r in results.idle_rss}
     floor = results.floor.cpu_us_per_send if results.floor else None
-    reference_cpu, reference_rss = cpu.get(REFERENCE), rss.get(REFERENCE)
     rows = []
-    for server in results.servers:
-        at_load, idle = cpu.get(server), rss.get(server)
+    for transport, server in ((t, s) for t in results.transports for s in results.servers):
+        at_load, idle = cpu.get((transport, server)), rss.get((transport, server))
         if at_load is None and idle is None:
             continue
+        reference_cpu, reference_rss = cpu.get((transport, REFERENCE)), rss.get((transport, REFERENCE))
         us = at_load and at_load.cpu_us_per_msg
         kb = idle and idle.rss_per_conn_kb
         rtt = (at_load and at_load.rtt_ms) or {}
         rows.append({
+            "transport": transport,
             "server": server,
             "runtime": results.runtimes.get(server),
             "cpu_us_per_msg": us,
@@ -210,7 +224,8 @@ def _number(value, digits=1):
 
 
 def summary_rst(results):
-    """The summary as RST: realtime capacity per server and level, then the costs per server."""
+    """The summary as RST: realtime capacity per server and level, then the costs per server
+    (and per transport, in a column of its own, when the run measured several)."""
     sections = []
     capacity = realtime_capacity(results)
     if capacity:
@@ -240,6 +255,10 @@ def summary_rst(results):
         rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
                  _times(c["vs_floor"]) if index == 0 else None, _number(c["p50_ms"]), _number(c["p99_ms"]),
                  c["lost"], _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
+        if len(results.transports) > 1:
+            title += "; ratios to %s over the same transport" % REFERENCE
+            headers = ("transport",) + headers
+            rows = [(c["transport"],) + row for c, row in zip(costs, rows)]
         sections.append(title + "\n\n" + rst_table(headers, rows))
     if results.soaks:
         sections.append(_soak_section(results))

@@ -17,6 +17,15 @@ reason; the others are still measured.
 ``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
 round trips and losses of every server at one load, beside the floor.
 
+``--transport`` may name several transports (``websocket,xhr-streaming,...``):
+each contender's fixed loads then run over each in turn, on the same server
+process (a ``--warm-up`` before each transport's), and its idle connections
+over each, on a fresh process each; every record says its transport. A sweep
+is long and its figures carry no transport: it takes one, so ``--measure
+sweep`` with several is refused. A transport that fails (or one of whose
+fixed loads is not measured) skips the rest of its own measurements only,
+its idle connections included.
+
 The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
 brokers joined through Redis, :mod:`loadtest.contenders.server_group`) run only when named.
 Their processes, Redis included, share the server CPU; the load client spreads
@@ -98,7 +107,8 @@ def add_arguments(parser):
     arguments.option(parser, "--measure", type=parse_measures, default=list(MEASURES),
                      help="comma-separated, from %s (default: all; the floor comes with cpu)"
                      % ",".join(MEASURES))
-    placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)")
+    placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
+                                      transport=arguments.TRANSPORT_LIST)
 
 
 class Compare:
@@ -110,70 +120,85 @@ class Compare:
         self.status = status
 
     def measure(self, contender):
-        """The chosen measurements of one contender; False if it failed along the way."""
+        """The chosen measurements of one contender; False if one failed along the way. A transport
+        whose measurements under load failed is left out of the idle connections."""
         measures = self.args.measure
-        if ("sweep" in measures or "cpu" in measures) and not self._under_load(contender):
-            return False
-        if "idle" in measures:
-            return self._idle(contender, record_server="sweep" not in measures and "cpu" not in measures)
-        return True
+        under_load = "sweep" in measures or "cpu" in measures
+        transports = self._under_load(contender) if under_load else self.args.transport
+        idle = "idle" not in measures or all([self._idle(contender, transport, not under_load)
+                                               for transport in transports])
+        return transports == self.args.transport and idle
+
+    def _who(self, contender, transport):
+        """How the messages name a contender: its label, and the transport when the run has several."""
+        return contender.label if len(self.args.transport) == 1 else "%s over %s" % (contender.label, transport)
 
     def _under_load(self, contender):
-        """Sweep, then the fixed load, on one server process."""
+        """Sweep, then the fixed loads over each transport, on one server process: the transports
+        measured in full."""
         args = self.args
         running = placement.launch(contender, [args.server_cpu], self.status, args.brokers)
         if running is None:
-            return False
+            return []
         try:
             self.out.write(placement.server_record(contender, running, args.server_cpu))
             options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
-                                    pause=args.pause, transport=args.transport, server=contender.label,
+                                    pause=args.pause, transport=args.transport[0], server=contender.label,
                                     server_pids=list(running.pids().values()),
                                     source_addresses=args.source_addresses or (),
                                     procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
             if "sweep" in args.measure:
                 steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
                 if steps is None:
-                    return False
-            measured = True
-            if "cpu" in args.measure:
-                if args.warm_up and not self._warm_up(contender, options):
-                    return False
-                for clients, rate in args.cpu_load:
-                    ends = []
-                    fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
-                                                  on_level=ends.append, on_progress=self.status.progress))
-                    if fixed is None:
-                        return False
-                    if not fixed:
-                        self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
-                            contender.label, clients, rate, ends[-1].end))
-                        measured = False
-                        continue
-                    self.out.write(records.CpuPerMsg.of_step(fixed[0]))
-                    self.status.message("%s: %s us of server CPU per delivered message at %dx%g, p99 %s ms" % (
-                        contender.label, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
-            return measured
+                    return []
+            if "cpu" not in args.measure:
+                return args.transport
+            return [transport for transport in args.transport
+                    if self._fixed_loads(contender, dataclasses.replace(options, transport=transport))]
         finally:
             running.stop()
+
+    def _fixed_loads(self, contender, options):
+        """CPU per delivered message at each fixed load over ``options.transport``, after the warm-up;
+        False if one was not measured (said why)."""
+        args, transport = self.args, options.transport
+        who = self._who(contender, transport)
+        if args.warm_up and not self._warm_up(who, options):
+            return False
+        measured = True
+        for clients, rate in args.cpu_load:
+            ends = []
+            fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
+                                          on_level=ends.append, on_progress=self.status.progress), transport)
+            if fixed is None:
+                return False
+            if not fixed:
+                self.status.message("%s: no CPU per delivered message at %dx%g: %s" % (
+                    who, clients, rate, ends[-1].end))
+                measured = False
+                continue
+            self.out.write(records.CpuPerMsg.of_step(fixed[0], transport))
+            self.status.message("%s: %s us of server CPU per delivered message at %dx%g, p99 %s ms" % (
+                who, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
+        return measured
 
     def _fixed_load(self, options, clients, rate, seconds):
         return dataclasses.replace(options, levels=[clients], rates=[rate], duration=seconds,
                                    procs=placement.client_procs(self.args, clients))
 
-    def _warm_up(self, contender, options):
+    def _warm_up(self, who, options):
         """The first fixed load for ``--warm-up`` seconds, not recorded; False if it failed (said why)."""
         clients, rate = self.args.cpu_load[0]
         warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.args.warm_up),
-                                     on_progress=self.status.progress))
+                                     on_progress=self.status.progress), options.transport)
         if warm is None:
             return False
         self.status.message("%s: warmed up at %dx%g for %g s (%s messages delivered), not recorded" % (
-            contender.label, clients, rate, self.args.warm_up, sum(step.received for step in warm)))
+            who, clients, rate, self.args.warm_up, sum(step.received for step in warm)))
         return True
 
-    def _idle(self, contender, record_server):
-        """RSS per idle connection, on fresh server processes."""
+    def _idle(self, contender, transport, record_server):
+        """RSS per idle connection over ``transport``, on fresh server processes."""
         running = placement.launch(contender, [self.args.server_cpu], self.status, self.args.brokers)
         if running is None:
             return False
@@ -181,13 +206,14 @@ class Compare:
             if record_server:
                 self.out.write(placement.server_record(contender, running, self.args.server_cpu))
             record = self._run(idle_rss(running, contender.label, self.args.idle_connections,
-                                        self.args.transport, self.args.source_addresses,
-                                        placement.client_procs(self.args, self.args.idle_connections), self.args.client_cpu))
+                                        transport, self.args.source_addresses,
+                                        placement.client_procs(self.args, self.args.idle_connections),
+                                        self.args.client_cpu), transport)
             if record is None:
                 return False
             self.out.write(record)
             self.status.message("%s: %s KiB per idle connection (%d connections)" % (
-                contender.label, record.rss_per_conn_kb, record.connections))
+                self._who(contender, transport), record.rss_per_conn_kb, record.connections))
             return True
         finally:
             running.stop()
@@ -219,14 +245,20 @@ class Compare:
         self.out.write(record)
         self.status.message("floor: %s us of CPU per send" % record.cpu_us_per_send)
 
-    def _run(self, coroutine):
-        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted."""
+    def _run(self, coroutine, transport=None):
+        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted.
+
+        A failure skips the contender's remaining measurements, or only those over ``transport``
+        when it is one of several.
+        """
         outcome = runner.run_interruptible(coroutine)
         if outcome.interrupted:
             raise Interrupted()
         if outcome.error is not None:
-            self.status.message("%s, its remaining measurements skipped: %s" % (
-                "server gone" if isinstance(outcome.error, ServerGone) else "measurement failed", outcome.error))
+            over = " over %s" % transport if transport is not None and len(self.args.transport) > 1 else ""
+            self.status.message("%s, its remaining measurements%s skipped: %s" % (
+                "server gone" if isinstance(outcome.error, ServerGone) else "measurement failed", over,
+                outcome.error))
             return None
         return outcome.value
 
@@ -267,12 +299,15 @@ async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_
     finally:
         for group in groups:
             group.close()
-    return records.IdleRss(server=label, connections=opened, rss_kb=rss, rss_before_kb=before,
+    return records.IdleRss(server=label, transport=transport, connections=opened, rss_kb=rss, rss_before_kb=before,
                            rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
 
 
 def run(parser, args):
     placement.check_cpus(parser, args)
+    if "sweep" in args.measure and len(args.transport) > 1:
+        parser.error("--measure sweep takes one --transport (a sweep is long); with %s, choose from "
+                     "--measure cpu,idle" % ",".join(args.transport))
     status = console.StatusLine()
     chosen = placement.resolve_all(args.servers, status)
     if not chosen:
@@ -282,7 +317,7 @@ def run(parser, args):
     out_path = args.out or files.default_path()
     measured = []
     with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, args.transport, args.command_line))
+        out.write(files.run_record(None, ",".join(args.transport), args.command_line))
         run = Compare(args, out, status)
         try:
             for contender in chosen:

@@ -65,6 +65,28 @@ def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):
     assert types == ["run", "server", "cpu_per_msg", "floor"]
 
 
+def test_several_transports_are_measured_in_turn_each_record_saying_its_own(tmp_path):
+    out = tmp_path / "transports.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu,idle",
+         "--transport", "websocket,xhr-polling", "--cpu-load", "6x5", "--cpu-seconds", "0.5", "--pause", "0.1",
+         "--idle-connections", "10", "--out", str(out)],
+        capture_output=True, text=True, timeout=50,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [schema.parse(r).as_dict() for r in records] == records
+    assert [r["type"] for r in records] == ["run", "server", "cpu_per_msg", "cpu_per_msg", "idle_rss", "idle_rss",
+                                            "floor"]
+    assert records[0]["transport"] == "websocket,xhr-polling"
+    websocket, polling = records[2:4]
+    assert [(r["transport"], r["lost"]) for r in (websocket, polling)] == [("websocket", 0), ("xhr-polling", 0)]
+    assert websocket["reopened"] == 0 and polling["reopened"] > 0  # every poll after a client's first
+    assert [(r["transport"], r["connections"]) for r in records[4:6]] == [("websocket", 10), ("xhr-polling", 10)]
+    assert "sockjs-node over xhr-polling: " in done.stderr
+    assert re.search(r"^xhr-polling +sockjs-node ", done.stdout, re.MULTILINE), done.stdout
+
+
 def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
     out = tmp_path / "fanout.jsonl"
     done = subprocess.run(

@@ -67,3 +67,4 @@ def test_a_stream_past_the_response_limit_is_reopened_and_loses_nothing(start_se
     assert (partial.sent, partial.received, partial.lost, partial.dropped) == (400, 400, 0, 0)
     assert partial.histogram.get_total_count() == 400
     assert reopened >= 2
+    assert partial.reopened == reopened  # the step counts every reopen since its start

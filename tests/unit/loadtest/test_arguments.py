@@ -29,6 +29,8 @@ def test_connections_take_the_source_addresses_in_turn():
     (arguments.transport_mix, "websocket=70,sockjs=30", "'websocket' is no transport, or twice"),
     (arguments.transport_mix, "websocket=0", "the weight of websocket must be a whole number above 0"),
     (arguments.transport_mix, "websocket", "the weight of websocket must be a whole number above 0"),
+    (arguments.transports, "websocket,carrier-pigeon", "unknown transport carrier-pigeon (known: websocket,"),
+    (arguments.transports, ",", "unknown transport ''"),
 ])
 def test_what_cannot_be_measured_is_refused(parse, text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
@@ -42,3 +44,8 @@ def test_loopback_urls_pass(url):
 
 def test_a_transport_mix_names_its_transports_canonically():
     assert arguments.transport_mix("sockjs=70, xhr-polling=30") == "mix:websocket=70,xhr-polling=30"
+
+
+def test_a_list_of_transports_names_each_once_canonically_in_order():
+    assert arguments.transports("xhr-polling, sockjs,websocket,htmlfile") == ["xhr-polling", "websocket", "htmlfile"]
+    assert arguments.transports("raw") == ["raw"]

@@ -1,5 +1,6 @@
 """The results schema: every line written, old or new, is a record whose JSON object is kept to the letter."""
 
+import dataclasses
 import json
 import os
 
@@ -11,17 +12,51 @@ from checkout import ROOT
 REFERENCE = os.path.join(ROOT, "plots", "reference", "results.jsonl")
 
 
-def test_the_committed_reference_results_read_as_records_field_for_field():
+# The fields each type gained after the reference results were written.
+NEWER_FIELDS = {"step": ["reopened"], "cpu_per_msg": ["transport", "reopened"], "idle_rss": ["transport"]}
+
+
+def reference_lines():
     with open(REFERENCE) as f:
-        lines = [json.loads(line) for line in f]
+        return [json.loads(line) for line in f]
+
+
+def reference_step():
+    """The reference results' first step, as this version writes one (over a websocket, so never reopened)."""
+    line = next(line for line in reference_lines() if line["type"] == "step")
+    return dataclasses.replace(records.parse_older(line), reopened=0)
+
+
+def test_the_committed_reference_results_read_as_records_field_for_field():
+    lines = reference_lines()
     assert {line["type"] for line in lines} == {"run", "server", "step", "level", "cpu_per_msg", "idle_rss", "floor"}
     for line in lines:
-        assert list(records.parse(line).as_dict().items()) == list(line.items())
+        read = records.parse_older(line).as_dict()
+        newer = NEWER_FIELDS.get(line["type"], [])
+        assert [(name, value) for name, value in read.items() if name not in newer] == list(line.items())
+        assert [read[name] for name in newer] == [None] * len(newer)
+
+
+def test_a_line_of_this_version_reads_back_to_the_letter():
+    lines = reference_lines()
+    now = {"transport": "xhr-streaming", "reopened": 12}
+    for kind in ("step", "cpu_per_msg", "idle_rss"):
+        line = next(line for line in lines if line["type"] == kind)
+        record = dataclasses.replace(records.parse_older(line), **{name: now[name] for name in NEWER_FIELDS[kind]})
+        assert list(records.parse(record.as_dict()).as_dict().items()) == list(record.as_dict().items())
+        with pytest.raises(TypeError):
+            records.parse(line)  # an older line is no record of this version: parse_older reads it
+
+
+def test_a_fixed_load_record_says_its_transport_and_its_step_s_reopened_streams():
+    step = dataclasses.replace(reference_step(), reopened=40)
+    fixed = records.CpuPerMsg.of_step(step, "xhr-polling")
+    assert list(fixed.as_dict())[:3] == ["type", "server", "transport"]
+    assert (fixed.transport, fixed.reopened, fixed.cpu_us_per_msg) == ("xhr-polling", 40, step.server_cpu_us_per_msg)
 
 
 def test_a_soak_sample_is_its_step_and_the_time_under_load():
-    with open(REFERENCE) as f:
-        step = records.parse(next(json.loads(line) for line in f if '"type": "step"' in line))
+    step = reference_step()
     held = {"behind": 0, "unsent_kb": 0, "gc_used_kb": None, "gc_live_kb": None}
     sample = records.SoakSample.of_step(step, 12.5, held).as_dict()
     assert list(sample) == list(step.as_dict()) + ["elapsed_s", "server_held"]
@@ -31,9 +66,7 @@ def test_a_soak_sample_is_its_step_and_the_time_under_load():
 
 
 def test_a_soak_sample_written_before_server_held_still_reads():
-    with open(REFERENCE) as f:
-        step = records.parse(next(json.loads(line) for line in f if '"type": "step"' in line))
-    old = dict(step.as_dict(), type="soak_sample", elapsed_s=5.0)
+    old = dict(reference_step().as_dict(), type="soak_sample", elapsed_s=5.0)
     assert records.parse(old).server_held is None
 
 

@@ -7,6 +7,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
+from matplotlib.colors import to_rgba  # noqa: E402
+
 from loadtest import records as schema  # noqa: E402
 from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
@@ -60,3 +62,63 @@ def test_command_draws_the_soak_figure_and_table(soak_records, tmp_path, capsys)
     assert written == ["rss_over_time.png", "rss_over_time.svg", "summary.rst"]
     out, err = capsys.readouterr()
     assert "held load" in out and "no rtt_mean figure" in err
+
+
+def bars_of(axes, labels=("websocket", "xhr-polling")):
+    """``{(transport, server): height}`` of a by-transport panel whose groups are ``labels``."""
+    heights = {}
+    for container in axes.containers:
+        for bar in container:
+            transport = labels[int(round(bar.get_x() + bar.get_width() / 2))]
+            heights[(transport, container.get_label())] = bar.get_height()
+    return heights
+
+
+def test_the_figure_by_transport_has_a_bar_per_server_in_each_transport_s_group(by_transport_records):
+    def figures_of(kind, figure):
+        return {(line["transport"], line["server"]): figure(line) for line in by_transport_records
+                if line["type"] == kind}
+
+    results = results_of(by_transport_records)
+    figure = figures.by_transport_figure(results)
+    cpu, p99, rss = figure.axes
+    assert [tick.get_text() for tick in rss.get_xticklabels()] == ["websocket", "xhr-polling"]
+    assert bars_of(cpu) == figures_of("cpu_per_msg", lambda line: line["cpu_us_per_msg"])
+    assert bars_of(p99) == figures_of("cpu_per_msg", lambda line: line["rtt_ms"]["p99"])
+    assert bars_of(rss) == figures_of("idle_rss", lambda line: line["rss_per_conn_kb"])
+    assert len(bars_of(cpu)) == 4
+    colors = figures.server_colors(results.servers)
+    for container in cpu.containers:
+        assert {bar.get_facecolor() for bar in container} == {to_rgba(colors[container.get_label()])}
+    assert "µs" in cpu.get_ylabel() and "ms" in p99.get_ylabel() and "KiB" in rss.get_ylabel()
+    assert "1,000 clients x 20 msgs/s" in rss.get_xlabel() and "100 idle connections" in rss.get_xlabel()
+
+
+def test_without_idle_connections_by_transport_it_has_two_panels(by_transport_records):
+    lines = [line for line in by_transport_records if line["type"] != "idle_rss"]
+    assert len(figures.by_transport_figure(results_of(lines)).axes) == 2
+
+
+def test_one_transport_draws_no_figure_by_transport_and_the_others_as_before(by_transport_records):
+    websocket = [line for line in by_transport_records if line.get("transport") in (None, "websocket")]
+    results = results_of(websocket)
+    assert figures.by_transport_figure(results) is None
+    axes = figures.cpu_figure(results).axes[0]
+    assert [tick.get_text() for tick in axes.get_xticklabels()] == ["broker-cpython", "sockjs-node"]
+    assert axes.get_xlabel() == "server, at 1,000 clients x 20 msgs/s sent = 20,000 deliveries/s"
+
+
+def test_with_several_transports_the_figures_by_server_show_the_first(by_transport_records):
+    results = results_of(by_transport_records)
+    cpu = figures.cpu_figure(results).axes[0]
+    assert [bar.get_height() for bar in cpu.containers[0]] == [4.0, 8.0]
+    assert cpu.get_xlabel().endswith(" over websocket")
+    rss = figures.rss_figure(results).axes[0]
+    assert [bar.get_height() for bar in rss.containers[0]] == [10.0, 20.0]
+    assert rss.get_xlabel() == "server, holding 100 idle connections over websocket"
+
+
+def test_write_all_draws_the_figure_by_transport_when_there_are_several(by_transport_records, tmp_path):
+    written, skipped = figures.write_all(results_of(by_transport_records), str(tmp_path))
+    assert str(tmp_path / "by_transport.png") in written
+    assert skipped == ["rtt_mean", "rtt_p99", "rss_over_time"]

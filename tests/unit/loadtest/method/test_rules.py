@@ -26,7 +26,7 @@ def test_the_cap_bounds_both_the_messages_sent_and_the_deliveries():
 
 
 def merged(**changes):
-    base = dict(duration_s=1.0, sent=10, received=100, lost=0, dropped=0, drop_reasons={},
+    base = dict(duration_s=1.0, sent=10, received=100, lost=0, dropped=0, reopened=0, drop_reasons={},
                 histogram=rules.new_histogram(), client_cpu=0.5, loop_lag_ms={"mean": 1.0, "max": 2.0}, end=None)
     base.update(changes)
     return rules.Merged(**base)
@@ -92,7 +92,8 @@ def test_split_shares_a_step_exactly():
 def partial(**changes):
     histogram = rules.new_histogram()
     histogram.record_value(changes.pop("rtt_us", 1000))
-    base = dict(duration_s=1.0, sent=5, received=50, lost=0, dropped=0, drop_reasons={}, histogram=histogram,
+    base = dict(duration_s=1.0, sent=5, received=50, lost=0, dropped=0, reopened=0, drop_reasons={},
+                histogram=histogram,
                 cpu_s=0.2, loop_lag_ms={"mean": 0.5, "max": 3.0}, end=None)
     base.update(changes)
     return rules.Partial(**base)
@@ -100,11 +101,12 @@ def partial(**changes):
 
 def test_partials_of_client_groups_add_up_to_one_step():
     total = rules.merge_partials([
-        partial(duration_s=1.1, drop_reasons={"refused": 1}, dropped=1, rtt_us=2000),
+        partial(duration_s=1.1, drop_reasons={"refused": 1}, dropped=1, rtt_us=2000, reopened=7),
         partial(cpu_s=0.5, loop_lag_ms={"mean": 2.0, "max": 1.0}, drop_reasons={"refused": 2, "timeout": 1},
-                dropped=3, end=End.LATE),
+                dropped=3, end=End.LATE, reopened=5),
     ])
     assert (total.duration_s, total.sent, total.received, total.dropped) == (1.1, 10, 100, 4)
+    assert total.reopened == 12  # every group's clients' reopened streams and polls
     assert total.drop_reasons == {"refused": 3, "timeout": 1}
     assert total.histogram.get_total_count() == 2
     assert total.client_cpu == 0.5  # the busiest group
@@ -130,8 +132,8 @@ def test_samples_of_listener_groups_add_up():
 def test_a_step_record_says_overloaded_and_client_bound():
     figures = rules.ServerFigures.of(cpu_s=0.5, duration_s=2.0, received=1000, rss_kb=4096)
     assert (figures.cpu, figures.rss_kb, figures.cpu_us_per_msg) == (0.25, 4096, 500.0)
-    step = rules.step_record("broker", 10, 5, merged(client_cpu=0.95, lost=2), figures)
-    assert (step.server, step.level, step.rate, step.server_msgs_per_s) == ("broker", 10, 5, 100.0)
+    step = rules.step_record("broker", 10, 5, merged(client_cpu=0.95, lost=2, reopened=3), figures)
+    assert (step.server, step.level, step.rate, step.server_msgs_per_s, step.reopened) == ("broker", 10, 5, 100.0, 3)
     assert (step.server_cpu, step.server_rss_kb, step.server_cpu_us_per_msg) == (0.25, 4096, 500.0)
     assert step.client_bound and step.overloaded
     assert step.overload_reason == "2 messages not back within 5 s"

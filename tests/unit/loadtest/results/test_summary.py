@@ -114,3 +114,36 @@ def test_old_results_whose_sweep_stopped_at_its_top_rate_keep_their_plus():
     (row,) = summary.realtime_capacity(results_of(records))
     assert row.limit is End.SWEEP_DONE
     assert "19,961+" in summary.summary_rst(results_of(records))
+
+
+def test_several_transports_get_a_column_and_ratios_over_the_same_transport(by_transport_records):
+    results = results_of(by_transport_records)
+    assert results.transports == ["websocket", "xhr-polling"]
+    table = summary.summary_rst(results)
+    assert "ratios to sockjs-node over the same transport" in table
+    header = [line for line in table.splitlines() if line.startswith("transport")][0]
+    assert header.split()[:3] == ["transport", "server", "runtime"]
+    rows = [line.split() for line in table.splitlines() if line.split()[:1] in (["websocket"], ["xhr-polling"])]
+    assert [row[:2] for row in rows] == [["websocket", "broker-cpython"], ["websocket", "sockjs-node"],
+                                         ["xhr-polling", "broker-cpython"], ["xhr-polling", "sockjs-node"]]
+    assert rows[0][4:7] == ["4.00", "0.50x", "2.00x"]  # CPU, vs sockjs-node over websocket, vs floor
+    assert rows[2][4:7] == ["30.00", "1.50x", "15.00x"]
+    assert rows[2][-2:] == ["15.0", "0.50x"]  # idle KiB per connection, vs sockjs-node over xhr-polling
+
+
+def test_one_transport_keeps_the_table_without_a_transport_column(by_transport_records):
+    websocket = [line for line in by_transport_records if line.get("transport") in (None, "websocket")]
+    table = summary.summary_rst(results_of(websocket))
+    assert "transport" not in table
+    assert [line.split()[:4] for line in table.splitlines() if line.startswith("sockjs-node")] == [
+        ["sockjs-node", "Node", "20.20.2", "8.00"]]
+
+
+def test_older_fixed_loads_and_idle_connections_measured_the_run_s_transport():
+    records = [{"type": "run", "transport": "sockjs"}, CPU_PER_MSG,
+               {"type": "idle_rss", "server": "sockjs-node", "rss_per_conn_kb": 5.0}]
+    results = results_of(records)
+    assert [r.transport for r in results.cpu_per_msg + results.idle_rss] == ["sockjs", "sockjs"]
+    assert results.transports == ["sockjs"]
+    (row,) = summary.cost_rows(results)
+    assert (row["transport"], row["cpu_us_per_msg"], row["rss_per_conn_kb"]) == ("sockjs", 12.5, 5.0)

@@ -1,0 +1,42 @@
+"""``compare --transport`` names one transport or several, refused before anything runs when it cannot be."""
+
+import pytest
+
+from loadtest import command_line
+from loadtest.client import endpoints
+
+
+def parsed(argv):
+    parser = command_line.build_parser()
+    return parser.parse_args(["compare"] + argv)
+
+
+@pytest.mark.parametrize("text, transports", [
+    ("xhr-polling", ["xhr-polling"]),
+    ("websocket,xhr-streaming,eventsource,htmlfile,xhr-polling,jsonp-polling",
+     ["websocket", "xhr-streaming", "eventsource", "htmlfile", "xhr-polling", "jsonp-polling"]),
+    ("sockjs,websocket", ["websocket"]),
+])
+def test_one_transport_or_several(text, transports):
+    assert parsed(["--transport", text]).transport == transports
+
+
+def test_the_default_is_the_websocket_or_the_variable(monkeypatch):
+    assert parsed([]).transport == [endpoints.WEBSOCKET]
+    monkeypatch.setenv("LOADTEST_TRANSPORT", "eventsource")
+    assert parsed([]).transport == ["eventsource"]
+
+
+def test_a_sweep_takes_one_transport(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit:
+        command_line.main(["compare", "--transport", "websocket,xhr-polling", "--out", str(tmp_path / "r.jsonl")])
+    assert exit.value.code == 2
+    assert "--measure sweep takes one --transport" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_an_unknown_transport_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit:
+        command_line.main(["compare", "--measure", "cpu", "--transport", "websocket,carrier-pigeon"])
+    assert exit.value.code == 2
+    assert "unknown transport carrier-pigeon" in capsys.readouterr().err
