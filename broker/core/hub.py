@@ -32,6 +32,9 @@ Rules this module keeps:
   :meth:`Hub.send_announcement` finds it still waiting (a quiet room). A
   newer announcement replaces one not yet sent. A new subscriber gets the
   latest one after its replay, so it need not wait for the next change.
+* A subscriber may change its form (:meth:`Hub.move`: a stream attached to
+  its session, or gone), but never during a flush: it would get the batch
+  being sent once in each form.
 
 No socket, no HTTP: the room delivers to a :class:`Subscriber` and relays
 through a :class:`Relay`, the two seams below. Subscribers are grouped by
@@ -42,7 +45,7 @@ subscriber.
 import bisect
 import collections
 import time
-from typing import Optional, Protocol
+from typing import Hashable, Optional, Protocol
 
 from broker.protocol import frames
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
@@ -58,8 +61,8 @@ class Subscriber(Protocol):
 
     transport: str
     """A name for the counters (``"websocket"``, ``"xhr_streaming"``...)."""
-    form: Optional[str]
-    """The :class:`Batch` attribute it takes (``"sockjs_websocket"``), or None for the batch itself."""
+    form: Optional[Hashable]
+    """The wire form it takes (see :meth:`Batch.form`), or None for the batch itself."""
 
     def write(self, data) -> bool:
         """Take one batch in its form; False when over its bound (the room then drops it)."""
@@ -106,8 +109,14 @@ class Batch:
         return Batch(self.encoded + [encoded], raw)
 
     def form(self, name):
-        """The wire form a subscriber asked for by ``name``; None asks for the batch itself."""
-        return self if name is None else getattr(self, name)
+        """The wire form a subscriber asked for by ``name``: an attribute's name
+        (``"sockjs_websocket"``), a stream's ``(transport, chunked)`` (see
+        :meth:`streamed`), or None for the batch itself."""
+        if name is None:
+            return self
+        if type(name) is tuple:
+            return self.streamed(*name)
+        return getattr(self, name)
 
     @property
     def raw(self):
@@ -252,6 +261,14 @@ class Hub:
             else:
                 self.drop(subscriber, SLOW_CONSUMER)
 
+    def move(self, subscriber, old_form, write):
+        """``subscriber``, whose form was ``old_form``, takes its new ``form``
+        through ``write`` from now on (a stream attached to its session, or
+        gone); nothing for one not subscribed. Never called from a flush."""
+        group = self._groups.get(old_form)
+        if group is not None and group.pop(subscriber, None) is not None:
+            self._groups.setdefault(subscriber.form, {})[subscriber] = write
+
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
         group = self._groups.get(subscriber.form)
@@ -322,6 +339,8 @@ class Hub:
         slow = []
         reached = 0
         for form, group in tuple(self._groups.items()):
+            if not group:
+                continue
             data = batch.form(form)
             writers = tuple(group.items())
             slow += [s for s, write in writers if not write(data)]

@@ -225,18 +225,23 @@ class BroadcastConnection(SockJSConnection):
     def disconnect(self, code, reason):
         self.session.close(code, reason)
 
+    def deliver_through(self, stream):
+        """Take the room's batches straight through ``stream`` (a
+        :class:`broker.transports.streams.Stream` now serving this session) in
+        its form, or through :meth:`write` again (None)."""
+        if self.hub is not None:
+            old_form, self.form = self.form, None if stream is None else stream.form
+            self.hub.move(self, old_form, self.write if stream is None else stream.write_framed)
+
     def write(self, batch):
-        """Polling and streaming sessions: the batch in its stream's framing,
-        straight to the stream's socket, or else through the session queue
-        (a poll, or a stream between two responses). A websocket's connection
-        has its handler's prebuilt writer instead, set as it opens. (Keeping a
-        bound method of its own on the connection would make a reference
-        cycle, which a frozen heap keeps until an audit: see
+        """Polling and streaming sessions: the batch through the session queue,
+        to the poll or stream attached, if any, or to the next one. (A stream
+        takes later batches straight, see :meth:`deliver_through`.) A
+        websocket's connection has its handler's prebuilt writer instead, set
+        as it opens. (Keeping a bound method of its own on the connection would
+        make a reference cycle, which a frozen heap keeps until an audit: see
         broker.ops.gc_policy.)"""
         session = self.session
-        handler = session.handler
-        if type(handler) is streams.Stream and not session.send_queue:
-            return handler.write_batch(batch)
         if session.queued_bytes > session.server.rules.max_buffer:
             return False
         session.send_batch(batch)

@@ -15,8 +15,11 @@ Rules this module keeps:
 
 * A broadcast is framed once per transport and chunking
   (:meth:`broker.core.hub.Batch.streamed`) and written as the same bytes to
-  every stream of that kind; only the session's own frames (open, heartbeat,
-  close) are framed per stream. Messages that arrive while a session has no
+  every stream of that kind: while a stream serves a session, the session's
+  connection takes the room's batches in the stream's form, straight
+  through :meth:`Stream.write_framed` (:meth:`broker.core.hub.Hub.move`).
+  Only the session's own frames (open, heartbeat, close) are framed per
+  stream. Messages that arrive while a session has no
   stream wait in its queue (bounded by ``max_buffer``) and go out in one
   ``a[...]`` frame when the client reopens.
 * A body is chunked for HTTP/1.1 and ends with the connection for HTTP/1.0.
@@ -40,6 +43,7 @@ from typing import NamedTuple, Optional
 from sockjs.tornado import transports as base
 from sockjs.tornado.session import ConnectionInfo
 from sockjs.tornado.transports.htmlfile import HTMLFILE_HEAD
+from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
 from broker import _internals
@@ -70,7 +74,7 @@ class Stream(OwnedSocket):
     """One streaming response after its head, opened by ``opening`` (an
     :class:`Opening`): the session's handler."""
 
-    __slots__ = ("name", "client", "_chunked", "_left", "_info")
+    __slots__ = ("name", "client", "_chunked", "_left", "_ending", "_info")
 
     active = True
 
@@ -80,7 +84,13 @@ class Stream(OwnedSocket):
         self.client = opening.client
         self._chunked = opening.chunked
         self._left = server.settings["response_limit"]
+        self._ending = False
         self._info = opening.info
+
+    @property
+    def form(self):
+        """The wire form of a batch on this stream (see :meth:`broker.core.hub.Batch.form`)."""
+        return self.name, self._chunked
 
     # What the SockJS session calls.
 
@@ -116,10 +126,10 @@ class Stream(OwnedSocket):
         if self.session is not None:
             session.start_heartbeat()
             session.flush()
+            self._deliver_to(session, self)
 
-    def write_batch(self, batch):
-        """Send a hub batch in this stream's framing; False when over ``max_buffer``."""
-        data = batch.streamed(self.name, self._chunked)
+    def write_framed(self, data):
+        """Send ``data``, a batch in this stream's form; False when over ``max_buffer``."""
         if not self.write_prebuilt(data):
             return False
         self._count(len(data))
@@ -130,6 +140,20 @@ class Stream(OwnedSocket):
         self.leave_session()
         if self.write_last(frames.LAST_CHUNK if self._chunked else b"") and not self.behind:
             self.cut()
+
+    def leave_session(self):
+        session = self.session
+        if session is not None:
+            self._deliver_to(session, None)
+            super().leave_session()
+
+    @staticmethod
+    def _deliver_to(session, stream):
+        """Have the session's connection take the room's batches through
+        ``stream``, or through the session's queue (None), if it takes them."""
+        deliver = getattr(session.conn, "deliver_through", None)
+        if deliver is not None:
+            deliver(stream)
 
     # The event loop's side.
 
@@ -147,9 +171,12 @@ class Stream(OwnedSocket):
             session.close(*INTERRUPTED)
 
     def _count(self, size):
+        """Count ``size`` bytes against the response limit; past it, end on the
+        next turn (never inside the room's flush: see :meth:`broker.core.hub.Hub.move`)."""
         self._left -= size
-        if self._left <= 0 and self.session is not None:
-            self.end()
+        if self._left <= 0 and not self._ending:
+            self._ending = True
+            IOLoop.current().add_callback(self.end)
 
 
 class _StreamOpening(NewSessions, ServiceHeaders):

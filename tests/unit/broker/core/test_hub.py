@@ -95,6 +95,33 @@ def test_batch_builds_each_wire_form_once_for_all():
     assert first.streamed("eventsource", True) == b'13\r\ndata: a["hi",7]\r\n\r\n\r\n'
 
 
+def test_a_moved_subscriber_takes_its_new_form_through_its_new_writer(hub, scheduled):
+    viewer = Recorder("xhr_streaming")
+    hub.subscribe(viewer)
+    stream = []
+    viewer.form = ("xhr_streaming", True)
+    hub.move(viewer, None, lambda data: stream.append(data) or True)
+    hub.publish("1")
+    run(scheduled)
+    assert (viewer.batches, stream) == ([], [b'7\r\na["1"]\n\r\n'])
+    viewer.form = None
+    hub.move(viewer, ("xhr_streaming", True), viewer.write)
+    hub.publish("2")
+    run(scheduled)
+    assert viewer.batches == [['"2"']] and len(stream) == 1
+    assert hub.stats()["connections"] == {"xhr_streaming": 1}
+
+
+def test_moving_a_subscriber_that_left_subscribes_nothing(hub, scheduled):
+    gone = Recorder()
+    hub.subscribe(gone)
+    hub.unsubscribe(gone)
+    hub.move(gone, None, gone.write)
+    hub.publish("1")
+    run(scheduled)
+    assert gone.batches == [] and len(hub) == 0
+
+
 def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):
     fast, slow = Recorder(), Recorder(accept=False)
     hub.subscribe(fast)
