@@ -17,6 +17,9 @@ code   name                         meaning, and what a client should do
 1000   PING_TIMEOUT                 No pong within the ping timeout: reconnect.
 1002   PROTOCOL_ERROR               The client broke RFC 6455 (the reason says
                                     how): a client bug, do not retry as is.
+1002   INTERRUPTED                  A stream's connection ended before its
+                                    response (SockJS's code): the session is
+                                    gone; a client asking again reconnects.
 1003   BINARY_FRAME                 Binary frames are refused: send text.
 1007   INVALID_UTF8                 A text message that is not UTF-8.
 1007   INVALID_MESSAGE              A SockJS message that is not JSON.
@@ -45,6 +48,7 @@ class Close(NamedTuple):
 
 PING_TIMEOUT = Close(1000, "ping timed out")
 PROTOCOL_ERROR = 1002
+INTERRUPTED = Close(1002, "Connection interrupted")
 BINARY_FRAME = Close(1003, "Text frames only")
 INVALID_UTF8 = Close(1007, "Invalid UTF-8")
 INVALID_MESSAGE = Close(1007, "Invalid message")

@@ -48,13 +48,13 @@ from tornado.iostream import StreamClosedError
 
 from broker import _internals
 from broker.protocol import frames
+from broker.protocol.close_codes import INTERRUPTED
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
 from broker.transports.owned_socket import OwnedSocket, lean_connection_info
 
 # What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
 # old browsers' XHR into streaming mode.
 XHR_STREAMING_PRELUDE = "h" * 2048 + "\n"
-INTERRUPTED = (1002, "Connection interrupted")
 
 
 class Opening(NamedTuple):
