@@ -152,7 +152,6 @@ class Batch:
             self._raw_websocket = b"".join(frames.websocket_frame(r) for r in self.raw)
         return self._raw_websocket
 
-
     def streamed(self, transport, chunked):
         """The ``a[...]`` frame as a stream of ``transport`` carries it, chunked
         or not (:func:`broker.protocol.frames.stream_frame`)."""
