@@ -192,13 +192,13 @@ def cluster_backplane(config):
     if config.redis is None:
         return None
     from broker.cluster.backplane import Backplane
-    return Backplane(config.redis, config.prefix, config.replay)
+    return Backplane(config.redis, config.prefix, max(config.history, config.replay))
 
 
 async def run(config, open_files):
     backplane = cluster_backplane(config)
-    hub = Hub(IOLoop.current().add_callback, replay=config.replay,
-              relay=backplane.append if backplane else None)
+    hub = Hub(IOLoop.current().add_callback, replay=config.replay, history=config.history,
+              history_seconds=config.history_seconds, relay=backplane.append if backplane else None)
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)

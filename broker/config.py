@@ -22,6 +22,8 @@ class Config:
     prefix: str = "/broadcast"
     publish_token: Optional[str] = None
     replay: int = 0
+    history: int = 1000
+    history_seconds: float = 0.0
     redis: Optional[str] = None
     client_publish: bool = True
     allowed_origins: Tuple[str, ...] = (origins.ANY,)
@@ -151,6 +153,11 @@ FLAGS = (
          "the environment, flags show in ps", secret=True),
     Flag("--replay", "send each new subscriber the last N messages first; 1 suits a live counter",
          str(DEFAULTS.replay), _non_negative, "N"),
+    Flag("--history", "keep the room's last N messages, so that a client reconnecting with its position "
+         "(?positions=1&epoch=E&since=OFFSET) gets every message it missed; older is a gap",
+         str(DEFAULTS.history), _non_negative, "N"),
+    Flag("--history-seconds", "keep no message of the history longer than this; 0: only --history bounds it",
+         "%g" % DEFAULTS.history_seconds, _zero_or_more, "SECONDS"),
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "
          "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
          "%g" % DEFAULTS.announce_audience, _zero_or_more, "SECONDS"),

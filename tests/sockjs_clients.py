@@ -118,11 +118,21 @@ def parse_frame(frame):
 class Client:
     transport = None
 
-    def __init__(self, base, timeout=TIMEOUT, server_id=None):
+    def __init__(self, base, timeout=TIMEOUT, server_id=None, query=""):
+        """``query`` (``"positions=1"``) goes on every URL the client requests,
+        as sockjs-client carries the query of its base URL."""
         self.base = base
         self.timeout = timeout
+        self.query = query
         self.url = session_url(base, server_id)
         self._split = urllib.parse.urlsplit(base)
+
+    def target(self, url):
+        """The request target of ``url``: its path, and the client's query."""
+        path = urllib.parse.urlsplit(url).path if "://" in url else url
+        if not self.query:
+            return path
+        return path + ("&" if "?" in path else "?") + self.query
 
     def open(self):
         frame = self.read_frame()
@@ -152,7 +162,7 @@ class Client:
     def post(self, url, body, headers=None, expect=204):
         conn = self.http()
         try:
-            conn.request("POST", urllib.parse.urlsplit(url).path, body=body, headers=headers or {})
+            conn.request("POST", self.target(url), body=body, headers=headers or {})
             response = conn.getresponse()
             data = response.read()
             assert response.status == expect, (response.status, data)
@@ -173,13 +183,13 @@ class Client:
 class WebSocketClient(Client):
     transport = "websocket"
 
-    def __init__(self, base, timeout=TIMEOUT, server_id=None, **options):
+    def __init__(self, base, timeout=TIMEOUT, server_id=None, query="", **options):
         """``options`` go to ``websocket.create_connection`` (``header``, ``socket``)."""
-        super().__init__(base, timeout, server_id)
+        super().__init__(base, timeout, server_id, query)
         self.ws = websocket.create_connection(self.ws_url(), timeout=timeout, **options)
 
     def ws_url(self):
-        return "ws" + self.url[4:] + "/websocket"
+        return "ws" + self.url[4:] + "/websocket" + ("?" + self.query if self.query else "")
 
     def read_frame(self):
         """The next text frame; Closed with the websocket close code at the end."""
@@ -207,7 +217,7 @@ class RawWebSocketClient(WebSocketClient):
     transport = "rawwebsocket"
 
     def ws_url(self):
-        return "ws" + self.base[4:] + "/websocket"
+        return "ws" + self.base[4:] + "/websocket" + ("?" + self.query if self.query else "")
 
     def open(self):
         return self
@@ -237,7 +247,7 @@ class _StreamingClient(Client):
     def request(self):
         """Send the stream's request and read the answer's prelude."""
         self.conn = self.http()
-        self.conn.request(self.method, urllib.parse.urlsplit(self.url).path + self.suffix)
+        self.conn.request(self.method, self.target(urllib.parse.urlsplit(self.url).path + self.suffix))
         # A response that ends its connection takes the socket from the
         # HTTPConnection: keep it, and close it through the response.
         self.sock = self.conn.sock
@@ -310,7 +320,7 @@ class JsonpClient(Client):
     def read_frame(self):
         conn = self.http()
         try:
-            conn.request("GET", urllib.parse.urlsplit(self.url).path + "/jsonp?c=callback")
+            conn.request("GET", self.target(urllib.parse.urlsplit(self.url).path + "/jsonp?c=callback"))
             response = conn.getresponse()
             body = response.read().decode()
             assert response.status == 200, (response.status, body)

@@ -15,9 +15,17 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
 * Nothing is delivered from here to the hub but what a blocking XREAD returns,
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
-* At start the stream's tail (XREVRANGE) fills the hub's replay buffer and
-  sets where reading starts, so a broker started later replays what other
-  brokers published before it.
+* A message's offset is its stream id, the same on every broker. The room's
+  epoch is a token kept beside the stream, set once (SET NX) by the first
+  broker to look: a Redis that comes back without its data (no persistence)
+  comes back without it, and the next broker to look sets another, which
+  tells the clients resuming that the history is lost.
+* At start, and after an outage in which the epoch changed, the stream's
+  tail (XREVRANGE, the hub's ``history`` messages) fills the hub's history
+  and sets where reading starts, so a broker started later replays and
+  resumes what other brokers published before it. The stream keeps more
+  than that tail (:data:`STREAM_MAXLEN`): one that holds fewer entries was
+  never trimmed, and its history starts at its beginning.
 * While the broker keeps up, a read is one blocking XREAD. When one comes
   back full (the broker is behind, and the trim may overtake it), or while
   its position in the stream is unknown (at start, after an outage), the read
@@ -97,6 +105,11 @@ def stream_key(prefix):
     return "sockjs-broker:" + prefix
 
 
+def epoch_key(prefix):
+    """The Redis key of the epoch of the room served at ``prefix``."""
+    return stream_key(prefix) + ":epoch"
+
+
 def audience_key(prefix):
     """The Redis key of the audience of the room served at ``prefix``."""
     return stream_key(prefix) + ":audience"
@@ -110,11 +123,12 @@ def _redis_failure(error):
 class Backplane:
     """The room's stream at the Redis of ``url``; the hub's relay once :meth:`start` ran."""
 
-    def __init__(self, url, prefix, replay=0):
+    def __init__(self, url, prefix, history=0):
         self.state = BackplaneState(stream_key(prefix), lambda: int(time.time() * 1000))
         self.key = self.state.key
-        self.replay = replay
-        self.maxlen = max(STREAM_MAXLEN, replay)
+        self.epoch_key = epoch_key(prefix)
+        self.history = history
+        self.maxlen = max(STREAM_MAXLEN, history + 1)
         # No retries inside the client: the reader reconnects with its own backoff, and a
         # failed publish is answered at once. No socket timeout: see :meth:`_answer`.
         self._redis = redis.asyncio.from_url(
@@ -130,7 +144,7 @@ class Backplane:
         self._disconnecting = None
         self._hub = None
         self._pending = []
-        self._pending_written = None
+        self._waiting_ids = []
         self._write_task = None
         self._read_task = None
         self._stopping = None
@@ -174,11 +188,12 @@ class Backplane:
             self._write_task = asyncio.ensure_future(self._write())
 
     def written(self):
-        """A future that is done when everything appended so far is in the stream,
-        or fails with :class:`broker.core.hub.RelayUnavailable`."""
-        if self._pending_written is None:
-            self._pending_written = asyncio.get_running_loop().create_future()
-        return self._pending_written
+        """A future of the stream id (its offset) of the message appended last,
+        done once it is in the stream, or failing with
+        :class:`broker.core.hub.RelayUnavailable`."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting_ids.append((len(self._pending) - 1, future))
+        return future
 
     def stats(self):
         return self.state.stats()
@@ -188,19 +203,20 @@ class Backplane:
         # iteration's messages are pending, and go in one write.
         try:
             while self._pending:
-                batch, written = self._pending, self._pending_written
-                self._pending, self._pending_written = [], None
+                batch, waiting = self._pending, self._waiting_ids
+                self._pending, self._waiting_ids = [], []
                 try:
-                    await self._answer(self._append(batch))
+                    ids = await self._answer(self._append(batch))
                 except FAILURES as error:
                     LOG.warning("%d messages not published: %s", len(batch), error)
                     refused = self.state.refuse(len(batch), _redis_failure(error))
-                    if written is not None:
-                        written.set_exception(refused)
+                    for _, future in waiting:
+                        future.set_exception(refused)
                 else:
                     self.state.published += len(batch)
-                    if written is not None:
-                        written.set_result(None)
+                    ids = [ids] if len(batch) == 1 else ids
+                    for index, future in waiting:
+                        future.set_result(ids[index].decode())
         finally:
             self._write_task = None
 
@@ -238,11 +254,33 @@ class Backplane:
         except FAILURES:  # closed all the same
             pass
 
+    async def _epoch(self):
+        """The room's epoch, set here if no broker has set it (see the module's rules)."""
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.set(self.epoch_key, secrets.token_urlsafe(6), nx=True)
+        pipe.get(self.epoch_key)
+        return (await self._answer(pipe.execute()))[1].decode()
+
     async def _load_tail(self):
-        entries = await self._answer(self._redis.xrevrange(self.key, count=max(self.replay, 1)))
-        self._hub.remember([fields[FIELD].decode() for _, fields in reversed(entries[:self.replay])])
-        self.state.read(entries[0][0].decode() if entries else "0-0")
+        epoch = await self._epoch()
+        entries = await self._answer(self._redis.xrevrange(self.key, count=self.history + 1))
+        entries.reverse()
+        kept = entries[-self.history:] if self.history else []
+        before = entries[:len(entries) - len(kept)]
+        start = before[-1][0].decode() if before else "0-0"
+        self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
+                       [fields[FIELD].decode() for _, fields in kept])
+        self.state.read(entries[-1][0].decode() if entries else "0-0")
         self._came_up()
+
+    async def _resume(self):
+        """Redis answers again: read on after the last id delivered, unless its
+        epoch changed (its data was lost), and then from its stream's tail."""
+        if await self._epoch() != self._hub.epoch:
+            LOG.warning("the room's epoch changed in Redis (it lost its data): its history starts again")
+            await self._load_tail()
+        else:
+            self._came_up()
 
     async def _read_forever(self):
         while not self._stopping.is_set():
@@ -250,8 +288,7 @@ class Backplane:
                 if self.state.last_id is None:
                     await self._load_tail()
                 elif not self.state.is_up:
-                    await self._answer(self._redis.ping())
-                    self._came_up()
+                    await self._resume()
                 entries = await self._read()
             except FAILURES as error:
                 if self._stopping.is_set():
@@ -307,7 +344,8 @@ class Backplane:
     def _deliver(self, entries):
         age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
         try:
-            self._hub.deliver([fields[FIELD].decode() for _, fields in entries], age)
+            self._hub.deliver([fields[FIELD].decode() for _, fields in entries],
+                              [entry_id.decode() for entry_id, _ in entries], age)
         except Exception:
             # As for any event-loop callback: log it, and the reading goes on.
             LOG.exception("delivering %d messages up to %s failed", len(entries), self.state.last_id)

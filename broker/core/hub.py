@@ -18,9 +18,22 @@ Rules this module keeps:
   flush counts each of its messages in :class:`LatencyHistogram` at the age of
   that oldest message (an upper bound for every message of the batch). A
   relay's batch comes with the age of its first message.
-* A new subscriber gets the replay buffer (the last N flushed messages) before
-  any live batch; since replay is recorded at flush time, nothing published
-  before it joined arrives twice.
+* Every message the room sends has an offset (:mod:`broker.core.history`):
+  a count here, or what the relay gives with it. The room keeps its last
+  messages (``history``, at least the ``replay`` tail) at flush time, so
+  nothing published before a subscriber joined arrives twice.
+* A new subscriber gets the replay tail (the last ``replay`` messages) before
+  any live batch. One with positions (a :class:`Positioned` form: every
+  message in its envelope, :mod:`broker.protocol.positions`) gets first where
+  it starts; when it gives the ``(epoch, offset)`` it last saw and the history
+  holds every message after it, it gets those instead of the tail (a resume),
+  else the tail after a ``gap``. An offset past the newest is ``unknown``
+  for a room alone; with a relay the broker may be behind its cluster, and
+  the subscriber waits, receiving nothing, until a delivery reaches that
+  offset or AHEAD_WAIT_S pass.
+* The epoch names the room's history: a new one for each room alone, the
+  cluster's from the relay (:meth:`Hub.load`). When the history is lost
+  (another epoch), every subscriber with positions is told, with a ``gap``.
 * With a relay (the cluster backplane, :mod:`broker.cluster.backplane`), a published
   message is encoded and handed to the relay, never sent from here: the hub
   sends only what the relay gives back through :meth:`Hub.deliver`, one call
@@ -32,6 +45,8 @@ Rules this module keeps:
   :meth:`Hub.send_announcement` finds it still waiting (a quiet room). A
   newer announcement replaces one not yet sent. A new subscriber gets the
   latest one after its replay, so it need not wait for the next change.
+* Positions cost nothing to a subscriber without them: the envelopes are
+  another form of the batch, built once, when a subscriber first asks.
 * A subscriber may change its form (:meth:`Hub.move`: a stream attached to
   its session, or gone), but never during a flush: it would get the batch
   being sent once in each form.
@@ -44,12 +59,16 @@ subscriber.
 
 import bisect
 import collections
+import secrets
 import time
-from typing import Hashable, Optional, Protocol
+from typing import Hashable, NamedTuple, Optional, Protocol
 
-from broker.protocol import frames
+from broker.core.history import History, offset_key
+from broker.protocol import frames, positions
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
+# How long a subscriber resuming from an offset its broker has not delivered yet waits for it.
+AHEAD_WAIT_S = 5.0
 
 
 class RelayUnavailable(Exception):
@@ -80,25 +99,37 @@ class Relay(Protocol):
         """Take one message's JSON text for every broker's room, or raise :class:`RelayUnavailable`."""
 
 
+class Positioned(NamedTuple):
+    """The form of a subscriber with positions: the batch's ``inner`` form (see
+    :meth:`Batch.form`), every message in its envelope."""
+
+    inner: Optional[Hashable]
+
+
 class Batch:
     """Messages flushed together; each wire form is built once, when first asked for.
 
     ``encoded`` holds each message's JSON text, ``raw`` its UTF-8 bytes as the
     raw websocket sends it (a string as itself, any other value as JSON),
-    derived from ``encoded`` when not given.
+    derived from ``encoded`` when not given. ``offsets`` holds the room
+    messages' offsets; an announcement after them has none. ``lead``: the
+    JSON text that opens the positioned form (a connection's start).
     """
 
-    __slots__ = ("encoded", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
-                 "_raw_websocket", "_streamed")
+    __slots__ = ("encoded", "offsets", "lead", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
+                 "_raw_websocket", "_streamed", "_positioned")
 
-    def __init__(self, encoded, raw=None):
+    def __init__(self, encoded, raw=None, offsets=(), lead=None):
         self.encoded = encoded
+        self.offsets = offsets
+        self.lead = lead
         self._raw = raw
         self._sockjs_body = None
         self._sockjs_frame = None
         self._sockjs_websocket = None
         self._raw_websocket = None
         self._streamed = None
+        self._positioned = None
 
     def __len__(self):
         return len(self.encoded)
@@ -106,17 +137,32 @@ class Batch:
     def with_announcement(self, encoded):
         """This batch with the JSON text ``encoded`` after its messages."""
         raw = None if self._raw is None else self._raw + [frames.raw_message(encoded)]
-        return Batch(self.encoded + [encoded], raw)
+        return Batch(self.encoded + [encoded], raw, self.offsets, self.lead)
 
     def form(self, name):
         """The wire form a subscriber asked for by ``name``: an attribute's name
         (``"sockjs_websocket"``), a stream's ``(transport, chunked)`` (see
-        :meth:`streamed`), or None for the batch itself."""
+        :meth:`streamed`), a :class:`Positioned` form, or None for the batch itself."""
         if name is None:
             return self
-        if type(name) is tuple:
+        kind = type(name)
+        if kind is tuple:
             return self.streamed(*name)
+        if kind is Positioned:
+            return self.positioned.form(name.inner)
         return getattr(self, name)
+
+    @property
+    def positioned(self):
+        """This batch with every message in its position envelope, and its lead first."""
+        if self._positioned is None:
+            encoded = self.encoded
+            texts = [positions.message(offset, text) for offset, text in zip(self.offsets, encoded)]
+            texts += [positions.announcement(text) for text in encoded[len(texts):]]
+            if self.lead is not None:
+                texts.insert(0, self.lead)
+            self._positioned = Batch(texts)
+        return self._positioned
 
     @property
     def raw(self):
@@ -218,16 +264,21 @@ class Hub:
     local flush (see the module's rules).
     """
 
-    def __init__(self, schedule, replay=0, clock=time.monotonic, relay=None):
+    def __init__(self, schedule, replay=0, clock=time.monotonic, relay=None, history=0, history_seconds=0.0):
         self._schedule = schedule
         self._relay = relay
         self._clock = clock
         self._groups = {}
+        self._resuming = {}
         self._pending_encoded = []
         self._pending_raw = []
         self._flush_scheduled = False
         self._oldest_pending = None
-        self._replay = collections.deque(maxlen=replay) if replay > 0 else None
+        self._offset = 0
+        self._replay = replay
+        self.history = History(max(history, replay), history_seconds)
+        self.epoch = secrets.token_urlsafe(6)
+        self.starts = collections.Counter()
         self._announcement = None
         self._last_announcement = None
         self._meter = RateMeter()
@@ -240,30 +291,93 @@ class Hub:
         self.latency = LatencyHistogram()
 
     def __len__(self):
-        return sum(len(group) for group in self._groups.values())
+        return sum(len(group) for group in self._groups.values()) + len(self._resuming)
 
     def __iter__(self):
-        return iter([s for group in self._groups.values() for s in group])
+        return iter([s for group in self._groups.values() for s in group] + list(self._resuming))
 
-    def subscribe(self, subscriber):
-        """Add ``subscriber``; it first receives the replay buffer and the latest
-        announcement, if any, in one batch."""
-        self._groups.setdefault(subscriber.form, {})[subscriber] = subscriber.write
+    def subscribe(self, subscriber, since=None):
+        """Add ``subscriber``; it first receives, in one batch, the replay tail
+        and the latest announcement, if any. With positions it is told first
+        where it starts, and resumes after ``since``, the ``(epoch, offset)``
+        texts it last saw, when the history allows (see the module's rules)."""
         self.by_transport[subscriber.transport] += 1
-        if self._replay or self._last_announcement is not None:
-            batch = Batch(list(self._replay or ()))
-            replayed = len(batch)
-            if self._last_announcement is not None:
-                batch = batch.with_announcement(self._last_announcement)
-            if subscriber.write(batch.form(subscriber.form)):
-                self.messages_out += replayed
-            else:
-                self.drop(subscriber, SLOW_CONSUMER)
+        if type(subscriber.form) is not Positioned:
+            offsets, encoded = self.history.tail(self._replay)
+            self._join(subscriber, subscriber.write, Batch(encoded, None, offsets))
+            return
+        outcome, key = self._resumable(since)
+        if outcome is None:
+            self._resuming[subscriber] = [key, self._clock() + AHEAD_WAIT_S, subscriber.write]
+        else:
+            self._start(subscriber, subscriber.write, outcome, key)
+
+    def _resumable(self, since):
+        """How a subscriber asking to resume after ``since`` starts: an outcome
+        of :data:`broker.protocol.positions.OUTCOMES`, or None to wait; and the key of its offset."""
+        if since is None:
+            return positions.OPEN, None
+        epoch, offset = since
+        if epoch != self.epoch:
+            return positions.EPOCH, None
+        try:
+            key = offset_key(offset)
+        except ValueError:
+            return positions.UNKNOWN, None
+        return self._outcome(key), key
+
+    def _outcome(self, key):
+        """A resume after ``key`` in this epoch: see :meth:`_resumable`."""
+        if key > self.history.newest:
+            return None if self._relay is not None else positions.UNKNOWN
+        return positions.RESUMED if key >= self.history.horizon else positions.EXPIRED
+
+    def _start(self, subscriber, write, outcome, key):
+        """Join ``subscriber`` with its start: the messages after ``key`` if
+        ``outcome`` is a resume, else the replay tail after its open or gap."""
+        history = self.history
+        if outcome == positions.RESUMED:
+            offsets, encoded = history.after(key)
+            lead = positions.control(positions.RESUMED, self.epoch, history.newest_offset)
+        else:
+            offsets, encoded = history.tail(self._replay)
+            kind, reason = (positions.OPEN, None) if outcome == positions.OPEN else (positions.GAP, outcome)
+            lead = positions.control(kind, self.epoch, history.newest_offset, reason)
+        self.starts[outcome] += 1
+        self._join(subscriber, write, Batch(encoded, None, offsets, lead))
+
+    def _join(self, subscriber, write, batch):
+        self._groups.setdefault(subscriber.form, {})[subscriber] = write
+        sent = len(batch)
+        if self._last_announcement is not None:
+            batch = batch.with_announcement(self._last_announcement)
+        if not batch.encoded and batch.lead is None:
+            return
+        if write(batch.form(subscriber.form)):
+            self.messages_out += sent
+        else:
+            self.drop(subscriber, SLOW_CONSUMER)
+
+    def _catch_up(self, now):
+        """Start the waiting subscribers whose offset the room reached, and
+        those that waited AHEAD_WAIT_S, as an unknown offset."""
+        newest = self.history.newest
+        for subscriber, (key, deadline, write) in tuple(self._resuming.items()):
+            if key <= newest:
+                del self._resuming[subscriber]
+                self._start(subscriber, write, self._outcome(key), key)
+            elif now > deadline:
+                del self._resuming[subscriber]
+                self._start(subscriber, write, positions.UNKNOWN, key)
 
     def move(self, subscriber, old_form, write):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
         through ``write`` from now on (a stream attached to its session, or
         gone); nothing for one not subscribed. Never called from a flush."""
+        waiting = self._resuming.get(subscriber)
+        if waiting is not None:
+            waiting[2] = write
+            return
         group = self._groups.get(old_form)
         if group is not None and group.pop(subscriber, None) is not None:
             self._groups.setdefault(subscriber.form, {})[subscriber] = write
@@ -271,7 +385,8 @@ class Hub:
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
         group = self._groups.get(subscriber.form)
-        if group is not None and group.pop(subscriber, None) is not None:
+        if (group is not None and group.pop(subscriber, None) is not None
+                or self._resuming.pop(subscriber, None) is not None):
             self.by_transport[subscriber.transport] -= 1
 
     def publish(self, message):
@@ -296,20 +411,28 @@ class Hub:
             self._schedule(self.flush)
         return len(self)
 
+    def pending_offset(self):
+        """The offset the message published last will have, in a room alone."""
+        return str(self._offset + len(self._pending_encoded))
+
     def flush(self):
         """Send everything published since the last flush as one batch."""
         self._flush_scheduled = False
-        if not self._pending_encoded:
+        encoded = self._pending_encoded
+        if not encoded:
             return
-        batch = Batch(self._pending_encoded, self._pending_raw)
+        first = self._offset + 1
+        self._offset += len(encoded)
+        batch = Batch(encoded, self._pending_raw, range(first, self._offset + 1))
         self._pending_encoded = []
         self._pending_raw = []
         self._send(batch, self._oldest_pending)
 
-    def deliver(self, encoded, age=0.0):
-        """Send ``encoded`` (a list of JSON texts, in the relay's order) now, as
-        one batch; ``age``: seconds since the first of them was published."""
-        self._send(Batch(encoded), self._clock() - age)
+    def deliver(self, encoded, offsets, age=0.0):
+        """Send ``encoded`` (a list of JSON texts, in the relay's order) at
+        ``offsets`` now, as one batch; ``age``: seconds since the first of them
+        was published."""
+        self._send(Batch(encoded, None, offsets), self._clock() - age)
 
     def announce(self, encoded):
         """Send ``encoded``, the JSON text of the broker's own message, to every subscriber once
@@ -321,34 +444,56 @@ class Hub:
         if self._announcement is not None:
             self._send(Batch([]), None)
 
-    def remember(self, encoded):
-        """Add ``encoded`` (JSON texts, oldest first) to the replay buffer without sending it:
-        the room's history from before this broker started."""
-        if self._replay is not None:
-            self._replay.extend(encoded)
+    def load(self, epoch, start, offsets, encoded):
+        """Take the cluster's history without sending it: in ``epoch``, the
+        messages ``encoded`` (JSON texts, oldest first) at ``offsets``, the
+        history having started after offset ``start``. Another epoch than the
+        room's is a lost history: every subscriber with positions is told, with
+        a ``gap``, and those waiting to resume start with it."""
+        changed = epoch != self.epoch
+        self.epoch = epoch
+        self.history.restart(start)
+        self.history.add(offsets, encoded, self._clock())
+        if not changed:
+            return
+        gap = Batch([], None, (), positions.control(positions.GAP, epoch, self.history.newest_offset,
+                                                    positions.EPOCH))
+        self._write_all(gap, positioned_only=True)
+        for subscriber, (key, deadline, write) in tuple(self._resuming.items()):
+            del self._resuming[subscriber]
+            self._start(subscriber, write, positions.EPOCH, key)
 
     def _send(self, batch, oldest):
         """Send ``batch`` (and the announcement, if one waits) to every subscriber; ``oldest``:
         when its first message was published (None for an announcement alone)."""
-        self.remember(batch.encoded)
         messages = len(batch)
+        offsets, encoded = batch.offsets, batch.encoded
         if self._announcement is not None:
             batch, self._announcement = batch.with_announcement(self._announcement), None
         self.flushes += 1
+        self.messages_out += messages * self._write_all(batch)
+        now = self._clock()
+        self.history.add(offsets, encoded, now)
+        if oldest is not None:
+            self.latency.observe(now - oldest, messages)
+        if self._resuming:
+            self._catch_up(now)
+
+    def _write_all(self, batch, positioned_only=False):
+        """Write ``batch`` to every subscriber (``positioned_only``: those with
+        positions), drop those that cannot take it; returns how many took it."""
         slow = []
         reached = 0
         for form, group in tuple(self._groups.items()):
-            if not group:
+            if not group or positioned_only and type(form) is not Positioned:
                 continue
             data = batch.form(form)
             writers = tuple(group.items())
             slow += [s for s, write in writers if not write(data)]
             reached += len(writers)
-        self.messages_out += messages * (reached - len(slow))
-        if oldest is not None:
-            self.latency.observe(self._clock() - oldest, messages)
         for subscriber in slow:
             self.drop(subscriber, SLOW_CONSUMER)
+        return reached - len(slow)
 
     def drop(self, subscriber, why):
         """Unsubscribe ``subscriber``, close it with ``why`` (a code and reason:
@@ -358,8 +503,13 @@ class Hub:
         subscriber.disconnect(*why)
 
     def sample(self):
-        """Record the counters for the per-second rates; call about once a second."""
-        self._meter.sample(self._clock(), self.messages_in, self.messages_out)
+        """Record the counters for the per-second rates, age the history and
+        the waiting subscribers; call about once a second."""
+        now = self._clock()
+        self._meter.sample(now, self.messages_in, self.messages_out)
+        self.history.trim(now)
+        if self._resuming:
+            self._catch_up(now)
 
     def stats(self):
         """Counters and rates, as plain data."""
@@ -374,5 +524,8 @@ class Hub:
             "flushes": self.flushes,
             "slow_consumer_disconnects": self.dropped[SLOW_CONSUMER],
             "rate_limited_disconnects": self.dropped[TOO_MANY_MESSAGES],
+            "history": {"epoch": self.epoch, "messages": len(self.history), "newest": self.history.newest_offset,
+                        "forgotten": self.history.forgotten},
+            "starts": {outcome: self.starts[outcome] for outcome in positions.OUTCOMES},
             "uptime_s": round(self._clock() - self.started, 3),
         }

@@ -79,12 +79,14 @@ class PublishHandler(_JSONHandler):
         try:
             recipients = self.hub.publish(message)
             if self.backplane is not None:
-                await self.backplane.written()
+                offset = await self.backplane.written()
+            else:
+                offset = self.hub.pending_offset()
         except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
-        self.reply(200, {"recipients": recipients})
+        self.reply(200, {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}})
 
 
 class StatsHandler(_JSONHandler):

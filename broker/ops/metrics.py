@@ -21,6 +21,7 @@ from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
 from broker.ops import pypy_nursery
+from broker.protocol import positions
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
 PREFIX = "sockjs_broker_"
@@ -82,6 +83,15 @@ class BrokerCollector:
         yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets behind hold for "
                                 "their clients", value=self.router.unsent_bytes())
         yield self.latency()
+        yield GaugeMetricFamily(PREFIX + "history_messages", "Messages kept for clients resuming "
+                                "(--history)", value=len(hub.history))
+        yield CounterMetricFamily(PREFIX + "history_forgotten", "Messages that left the history, by "
+                                  "its count or its age", value=hub.history.forgotten)
+        starts = CounterMetricFamily(PREFIX + "position_starts", "Connections with positions, by how they "
+                                     "started: open, resumed, or a gap by its reason", labels=["outcome"])
+        for outcome in positions.OUTCOMES:
+            starts.add_metric([outcome], hub.starts[outcome])
+        yield starts
         if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
                                     "exits", value=int(node.drain.draining))

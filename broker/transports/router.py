@@ -15,11 +15,11 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
-from broker.core.hub import RelayUnavailable
+from broker.core.hub import Positioned, RelayUnavailable
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
 from broker.core.token_bucket import TokenBucket
-from broker.protocol import close_codes
+from broker.protocol import close_codes, positions
 from broker.transports import http_transports, service_pages, streams, websocket
 
 TRANSPORT_OVERRIDES = {
@@ -161,21 +161,29 @@ class BroadcastConnection(SockJSConnection):
     dropped, and its websocket, if it has one, cut at once. A polling or
     streaming session the router's limits refuse is closed as it opens
     (``SESSION_REFUSALS``), and never subscribed; so is any session that opens
-    while the broker drains (``RECONNECT``)."""
+    while the broker drains (``RECONNECT``).
+
+    A client that asks for positions (:mod:`broker.protocol.positions`, in
+    its URL's query) is subscribed in a :class:`broker.core.hub.Positioned`
+    form, and resumes from the position it gives."""
 
     hub = None
     counted = False
+    positioned = False
 
     def on_open(self, info):
         session = self.session
         server = session.server
         handler = session.handler
         self.transport = session.transport_name
-        self.form = getattr(handler, "prebuilt_form", None)
+        prebuilt = getattr(handler, "prebuilt_form", None)
+        request = positions.requested(info.arguments)
+        self.positioned = request.positions
+        self.form = Positioned(prebuilt) if request.positions else prebuilt
         if server.node.drain is not None and server.node.drain.draining:
             session.close(*close_codes.RECONNECT)
             return
-        if self.form is None and server.node.limits is not None:
+        if prebuilt is None and server.node.limits is not None:
             # A websocket is counted as the connection it is; a session of
             # requests is counted on its own, for the client of this first one.
             self.client = handler.client
@@ -186,11 +194,11 @@ class BroadcastConnection(SockJSConnection):
                 return
             self.counted = True
         self.hub = server.node.hub
-        if self.form:
+        if prebuilt is not None:
             self.write = handler.write_prebuilt
         rate = server.rules.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
-        self.hub.subscribe(self)
+        self.hub.subscribe(self, request.since)
         if server.node.ages is not None:
             server.node.ages.add(self, time.monotonic())
 
@@ -201,8 +209,8 @@ class BroadcastConnection(SockJSConnection):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
             handler = self.session.handler
             self.hub.drop(self, close_codes.TOO_MANY_MESSAGES)
-            if self.form:
-                handler.cut()
+            if (self.form.inner if self.positioned else self.form) is not None:
+                handler.cut()  # a websocket or a stream: its socket is the broker's
             return
         try:
             self.hub.publish(message)
@@ -230,7 +238,10 @@ class BroadcastConnection(SockJSConnection):
         :class:`broker.transports.streams.Stream` now serving this session) in
         its form, or through :meth:`write` again (None)."""
         if self.hub is not None:
-            old_form, self.form = self.form, None if stream is None else stream.form
+            old_form = self.form
+            self.form = None if stream is None else stream.form
+            if self.positioned:
+                self.form = Positioned(self.form)
             self.hub.move(self, old_form, self.write if stream is None else stream.write_framed)
 
     def write(self, batch):

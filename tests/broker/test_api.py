@@ -11,7 +11,9 @@ AUTH = {"Authorization": "Bearer s3cret"}
 
 def test_publish_reaches_every_client_and_counts_recipients(broker):
     with WebSocketClient(broker.url) as a, XhrPollingClient(broker.url) as b:
-        assert broker.request("POST", "/publish", b"plain text", AUTH) == (200, {"recipients": 2})
+        status, answer = broker.request("POST", "/publish", b"plain text", AUTH)
+        assert (status, answer["recipients"], answer["position"]["offset"]) == (200, 2, "1")
+        assert answer["position"]["epoch"] == broker.stats()["history"]["epoch"]
         assert a.receive() == ["plain text"]
         assert b.receive() == ["plain text"]
 

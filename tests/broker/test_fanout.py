@@ -40,7 +40,7 @@ def test_feed_mode_drops_client_messages_but_delivers_published_ones(start_broke
         a.send("ignored")
         status, body = feed.request("POST", "/publish", b"from backend",
                                     {"Authorization": "Bearer t"})
-        assert (status, body) == (200, {"recipients": 2})
+        assert (status, body["recipients"]) == (200, 2)
         assert a.receive() == ["from backend"]
         assert b.receive() == ["from backend"]
     assert feed.stats()["messages_in"] == 1

@@ -95,3 +95,20 @@ def test_openmetrics_is_served_to_a_scraper_that_asks_for_it(broker):
     with urllib.request.urlopen(request, timeout=5) as response:
         assert response.headers["Content-Type"].startswith("application/openmetrics-text")
         assert response.read().rstrip().endswith(b"# EOF")
+
+
+def test_the_history_and_how_positioned_connections_started_are_counted(start_broker):
+    broker = start_broker("--publish-token", "s3cret", "--history", "2")
+    for n in range(3):
+        broker.request("POST", "/publish", str(n).encode(), AUTH)
+    with WebSocketClient(broker.url, query="positions=1") as fresh:
+        epoch = fresh.receive()[0]["epoch"]
+    with WebSocketClient(broker.url, query="positions=1&epoch=%s&since=1" % epoch) as resumed:
+        resumed.collect(2)
+    with WebSocketClient(broker.url, query="positions=1&epoch=old&since=1") as lost:
+        lost.receive()
+    samples = scrape(broker)
+    assert value(samples, "sockjs_broker_history_messages") == 2
+    assert value(samples, "sockjs_broker_history_forgotten_total") == 1
+    assert [value(samples, "sockjs_broker_position_starts_total", outcome=o)
+            for o in ("open", "resumed", "epoch", "expired", "unknown")] == [1, 1, 1, 0, 0]

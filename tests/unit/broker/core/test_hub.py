@@ -1,8 +1,11 @@
 """The hub's fan-out logic, without sockets: subscribers are plain recorders."""
 
+import json
+
 import pytest
 
-from broker.core.hub import Hub, LatencyHistogram, RateMeter
+from broker.core.hub import AHEAD_WAIT_S, Hub, LatencyHistogram, Positioned, RateMeter
+from broker.protocol import frames
 from broker.protocol.close_codes import SLOW_CONSUMER
 
 
@@ -286,8 +289,8 @@ def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
     raw = FormRecorder("raw_websocket")
     hub.subscribe(a)
     hub.subscribe(raw)
-    hub.deliver(['"1"', '{"n":2}'], age=0.003)
-    hub.deliver(['"3"'])
+    hub.deliver(['"1"', '{"n":2}'], ["5-0", "5-1"], age=0.003)
+    hub.deliver(['"3"'], ["6-0"])
     assert a.batches == [['"1"', '{"n":2}'], ['"3"']]
     assert [count for _, count in hub.latency.cumulative()][4:6] == [1, 3], "3 ms, then at once"
     assert raw.batches == [b"\x81\x011\x81\x07{\"n\":2}", b"\x81\x013"]
@@ -297,11 +300,11 @@ def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
     assert late.batches == [['{"n":2}', '"3"']]
 
 
-def test_remembered_history_is_replayed_but_not_sent(scheduled):
+def test_a_loaded_history_is_replayed_but_not_sent(scheduled):
     hub = Hub(scheduled.append, replay=2, relay=Relay())
     early = Recorder()
     hub.subscribe(early)
-    hub.remember(['"1"', '"2"', '"3"'])
+    hub.load(hub.epoch, "0-0", ["1-0", "2-0", "3-0"], ['"1"', '"2"', '"3"'])
     assert early.batches == [] and hub.flushes == 0
     late = Recorder()
     hub.subscribe(late)
@@ -344,6 +347,148 @@ def test_with_a_relay_an_announcement_rides_on_a_delivery_and_is_never_relayed(s
     watcher = Recorder()
     hub.subscribe(watcher)
     hub.announce('{"audience":3}')
-    hub.deliver(['"from the stream"'])
+    hub.deliver(['"from the stream"'], ["1-0"])
     assert watcher.batches == [['"from the stream"', '{"audience":3}']]
     assert relayed == []
+
+
+# Positions and resume (broker.protocol.positions).
+
+
+class PositionedRecorder(Recorder):
+    """A subscriber with positions, keeping each message of its batches as JSON."""
+
+    def __init__(self, inner=None):
+        super().__init__()
+        self.form = Positioned(inner)
+
+    def write(self, data):
+        if self.accept:
+            self.batches.append([json.loads(text) for text in data.encoded])
+        return self.accept
+
+    def messages(self):
+        return [m for batch in self.batches for m in batch]
+
+
+def published(hub, scheduled, *messages):
+    for message in messages:
+        hub.publish(message)
+    run(scheduled)
+
+
+def test_without_positions_the_bytes_are_the_same(scheduled):
+    hub = Hub(scheduled.append, replay=1)
+    plain, positioned = FormRecorder("sockjs_websocket"), PositionedRecorder()
+    hub.subscribe(plain)
+    hub.subscribe(positioned)
+    published(hub, scheduled, "a")
+    assert plain.batches == [frames.websocket_frame(b'a["a"]')]
+    assert positioned.messages()[-1] == {"o": "1", "d": "a"}
+
+
+def test_a_positioned_subscriber_gets_its_start_then_offsets(scheduled):
+    hub = Hub(scheduled.append, replay=1)
+    published(hub, scheduled, "before 1", "before 2")
+    watcher = PositionedRecorder()
+    hub.subscribe(watcher)
+    published(hub, scheduled, "live")
+    assert watcher.messages() == [{"c": "open", "epoch": hub.epoch, "o": "2"}, {"o": "2", "d": "before 2"},
+                                  {"o": "3", "d": "live"}]
+    assert hub.starts["open"] == 1
+
+
+def test_a_resume_gets_every_message_after_its_offset_and_nothing_twice(scheduled):
+    hub = Hub(scheduled.append, history=10)
+    published(hub, scheduled, "1", "2", "3")
+    watcher = PositionedRecorder()
+    hub.subscribe(watcher, (hub.epoch, "1"))
+    published(hub, scheduled, "4")
+    assert watcher.messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "3"}, {"o": "2", "d": "2"},
+                                  {"o": "3", "d": "3"}, {"o": "4", "d": "4"}]
+    caught_up = PositionedRecorder()
+    hub.subscribe(caught_up, (hub.epoch, "4"))
+    assert caught_up.messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "4"}]
+
+
+@pytest.mark.parametrize("since, reason", [
+    (("another epoch", "2"), "epoch"),
+    (("EPOCH", "0"), "expired"),
+    (("EPOCH", "9"), "unknown"),
+    (("EPOCH", "not an offset"), "unknown"),
+])
+def test_a_resume_that_cannot_be_complete_is_a_gap_then_the_replay_tail(scheduled, since, reason):
+    hub = Hub(scheduled.append, replay=1, history=2)
+    published(hub, scheduled, "1", "2", "3")
+    watcher = PositionedRecorder()
+    hub.subscribe(watcher, (since[0].replace("EPOCH", hub.epoch), since[1]))
+    assert watcher.messages() == [{"c": "gap", "epoch": hub.epoch, "o": "3", "reason": reason},
+                                  {"o": "3", "d": "3"}]
+    assert hub.starts[reason] == 1
+
+
+def test_positioned_envelopes_are_built_once_per_batch_for_all(scheduled):
+    hub = Hub(scheduled.append)
+    seen = []
+
+    class Keeper(PositionedRecorder):
+        def write(self, data):
+            seen.append(data)
+            return True
+
+    for _ in range(3):
+        hub.subscribe(Keeper("sockjs_websocket"))
+    del seen[:]  # each one's start
+    published(hub, scheduled, "x")
+    assert len(seen) == 3 and seen[0] is seen[1] is seen[2]
+    assert seen[0] == frames.websocket_frame(b'a[{"o":"1","d":"x"}]')
+
+
+def test_an_announcement_has_no_offset_and_is_not_history(scheduled):
+    hub = Hub(scheduled.append, history=5)
+    watcher = PositionedRecorder()
+    hub.subscribe(watcher)
+    hub.announce('{"audience":1}')
+    published(hub, scheduled, "m")
+    assert watcher.messages()[1:] == [{"o": "1", "d": "m"}, {"a": {"audience": 1}}]
+    assert len(hub.history) == 1
+
+
+def test_behind_its_cluster_a_broker_holds_a_resume_until_it_catches_up(scheduled):
+    clock = [0.0]
+    hub = Hub(scheduled.append, history=10, relay=Relay(), clock=lambda: clock[0])
+    hub.deliver(['"1"'], ["10-0"])
+    early = PositionedRecorder()
+    hub.subscribe(early, (hub.epoch, "11-0"))  # seen through another broker, not here yet
+    assert early.batches == [] and len(hub) == 1
+    hub.deliver(['"2"', '"3"'], ["11-0", "12-0"])
+    assert early.messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "12-0"}, {"o": "12-0", "d": "3"}]
+    assert hub.starts["resumed"] == 1
+    never = PositionedRecorder()
+    hub.subscribe(never, (hub.epoch, "99-0"))
+    clock[0] = AHEAD_WAIT_S + 1
+    hub.sample()
+    assert never.messages()[0]["reason"] == "unknown"
+
+
+def test_a_lost_history_is_a_gap_for_every_positioned_subscriber(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.load("first", "0-0", ["1-0"], ['"1"'])
+    plain, watcher, waiting = Recorder(), PositionedRecorder(), PositionedRecorder()
+    hub.subscribe(plain)
+    hub.subscribe(watcher)
+    hub.subscribe(waiting, ("first", "5-0"))
+    hub.load("second", "0-0", [], [])
+    assert watcher.messages()[-1] == {"c": "gap", "epoch": "second", "o": "0-0", "reason": "epoch"}
+    assert waiting.messages() == [{"c": "gap", "epoch": "second", "o": "0-0", "reason": "epoch"}]
+    assert plain.batches == []
+    hub.deliver(['"new"'], ["2-0"])
+    assert watcher.messages()[-1] == {"o": "2-0", "d": "new"}
+
+
+def test_a_waiting_subscriber_that_leaves_is_forgotten(scheduled):
+    hub = Hub(scheduled.append, relay=Relay())
+    waiting = PositionedRecorder()
+    hub.subscribe(waiting, (hub.epoch, "5-0"))
+    hub.unsubscribe(waiting)
+    assert len(hub) == 0 and hub.by_transport["websocket"] == 0

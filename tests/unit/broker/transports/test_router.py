@@ -17,17 +17,18 @@ def session_of(transport, hub):
     reads as it opens: a polling or streaming handler (no prebuilt form)."""
     server = types.SimpleNamespace(node=Node(hub=hub), rules=ClientRules())
     return types.SimpleNamespace(server=server, handler=types.SimpleNamespace(), transport_name=transport,
-                                 is_closed=False)
+                                 is_closed=False, queued_bytes=0, send_batch=lambda batch: None)
 
 
 @pytest.mark.skipif(platform.python_implementation() != "CPython", reason="reference counting is CPython's")
-def test_a_closed_streaming_or_polling_connection_goes_with_its_last_reference():
+@pytest.mark.parametrize("query", [{}, {"positions": [b"1"]}], ids=["plain", "positions"])
+def test_a_closed_streaming_or_polling_connection_goes_with_its_last_reference(query):
     """CPython's collector policy freezes the heap (broker.ops.gc_policy): a
     reference cycle among frozen objects outlives its connection until an
     audit. A closed connection must be freed by its reference count alone."""
     hub = Hub(lambda flush: None)
     connection = BroadcastConnection(session_of("xhr_streaming", hub))
-    connection.on_open(None)
+    connection.on_open(types.SimpleNamespace(arguments=query))
     assert hub.by_transport["xhr_streaming"] == 1
     connection.on_close()
     gone = weakref.ref(connection)

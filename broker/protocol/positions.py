@@ -1,0 +1,106 @@
+"""The position envelope: what a client that asks for positions receives.
+
+A client asks with query parameters on the SockJS base URL, which
+sockjs-client carries to the URL of every transport and of every send::
+
+    new SockJS("https://example.com/broadcast?positions=1")
+    new SockJS("https://example.com/broadcast?positions=1&epoch=k3J9x2&since=41")
+
+Without ``positions`` a client gets exactly the bytes it always got. With
+it, every message of a SockJS ``a[...]`` frame is one JSON object:
+
+``{"o":"41","d":<message>}``
+    A room message and its offset. Offsets are texts: a count for a broker
+    alone, the Redis stream id in a cluster; they grow with every message,
+    and every broker of a cluster gives a message the same offset.
+``{"c":"open","epoch":"k3J9x2","o":"40"}``
+    The first message of a connection that did not ask to resume: the
+    replay tail follows (``--replay``), then live messages. ``o`` is the
+    newest offset when the connection joined.
+``{"c":"resumed","epoch":"k3J9x2","o":"40"}``
+    The first message of a connection that resumed: every message after
+    ``since`` follows, then live ones; nothing missed, nothing twice.
+``{"c":"gap","epoch":"Pq81Zt","o":"40","reason":"epoch"}``
+    The messages after ``since`` cannot be given: the replay tail follows,
+    as for a new connection. ``reason`` says why: ``epoch`` (the room's
+    history was lost since: a broker alone restarted, or Redis lost its
+    data; sent to connected clients too, when it happens), ``expired``
+    (older than the history kept, ``--history``), ``unknown`` (an offset
+    the room never gave).
+``{"a":<message>}``
+    The broker's own announcement (``{"audience": N}``): no offset, not
+    part of the room's history.
+
+The epoch names one history: a client keeps the epoch and the newest
+offset it saw, and sends both back as ``epoch`` and ``since`` when it
+reconnects.
+
+Rules this module keeps: every envelope is built from a message's JSON text
+by string formatting, never by encoding the message again; the query is
+read once, as a session opens, and a malformed ``since`` is an ``unknown``
+gap, never an error.
+"""
+
+import json
+from typing import NamedTuple, Optional
+
+QUERY_POSITIONS = "positions"
+QUERY_EPOCH = "epoch"
+QUERY_SINCE = "since"
+
+OPEN = "open"
+RESUMED = "resumed"
+GAP = "gap"
+# Why a resume is a gap.
+EPOCH = "epoch"
+EXPIRED = "expired"
+UNKNOWN = "unknown"
+OUTCOMES = (OPEN, RESUMED, EPOCH, EXPIRED, UNKNOWN)
+"""How a connection with positions starts: the last three are gaps, by reason."""
+
+
+class Request(NamedTuple):
+    """What a client asked for as its session opened."""
+
+    positions: bool
+    since: Optional[tuple]
+    """``(epoch, offset)`` texts to resume after, or None."""
+
+
+NONE = Request(False, None)
+
+
+def requested(arguments):
+    """The :class:`Request` in a transport URL's query ``arguments`` (Tornado's
+    ``{name: [bytes, ...]}``)."""
+    if QUERY_POSITIONS not in arguments:
+        return NONE
+    epoch = _first(arguments, QUERY_EPOCH)
+    since = _first(arguments, QUERY_SINCE)
+    return Request(True, (epoch, since) if epoch is not None and since is not None else None)
+
+
+def _first(arguments, name):
+    values = arguments.get(name)
+    if not values:
+        return None
+    return values[0].decode("utf-8", "replace")[:80]
+
+
+def message(offset, encoded):
+    """A room message ``encoded`` (its JSON text) at ``offset``."""
+    return '{"o":"%s","d":%s}' % (offset, encoded)
+
+
+def announcement(encoded):
+    """The broker's announcement ``encoded`` (its JSON text)."""
+    return '{"a":%s}' % encoded
+
+
+def control(kind, epoch, offset, reason=None):
+    """The JSON text of a connection's start (``open``, ``resumed``) or of a
+    ``gap`` and its ``reason``."""
+    body = {"c": kind, "epoch": epoch, "o": str(offset)}
+    if reason is not None:
+        body["reason"] = reason
+    return json.dumps(body, separators=(",", ":"))
