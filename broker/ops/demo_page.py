@@ -69,7 +69,8 @@ class DemoPageHandler(RequestHandler):
 
 def routes(prefix):
     """Routes for ``/`` (the demo of the SockJS service at ``prefix``), its script and
-    style sheet under ``/static/``, and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
+    style sheet and the broker's browser client (``broker-client.js``) under
+    ``/static/``, and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
     sockjs_client = find_sockjs_client()
     if sockjs_client is None:
         LOG.warning("sockjs-client is not installed (looked in %s): the demo page and the iframe "
@@ -77,7 +78,7 @@ def routes(prefix):
                     " and ".join(sockjs_client_candidates()))
     return [
         (r"/", DemoPageHandler, {"prefix": prefix, "sockjs_client_installed": bool(sockjs_client)}),
-        (r"/static/(demo\.(?:js|css))", StaticFileHandler, {"path": DEMO_DIR}),
+        (r"/static/(demo\.(?:js|css)|broker-client\.js)", StaticFileHandler, {"path": DEMO_DIR}),
         (SOCKJS_CLIENT_PATH + r"(.*)", StaticFileHandler,
          {"path": sockjs_client or sockjs_client_candidates()[0]}),
     ]

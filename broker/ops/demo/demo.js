@@ -1,18 +1,15 @@
-/* The demo page: a live counter driven by POST /publish and a one-room chat, on sockjs-client. */
+/* The demo page: a live counter driven by POST /publish and a one-room chat, on the
+   broker's own client (broker-client.js: sockjs-client with resume). */
 (function () {
   'use strict';
 
-  var RETRY_FIRST_MS = 500;
-  var RETRY_MAX_MS = 10000;
   var LOG_LINES = 200;
 
   var $ = function (id) { return document.getElementById(id); };
   var prefix = document.querySelector('meta[name="sockjs-prefix"]').content;
   var nickname = 'guest-' + Math.floor(1000 + Math.random() * 9000);
   var forced = new URLSearchParams(location.search).get('transport') || '';
-  var sock = null;
-  var retryDelay = RETRY_FIRST_MS;
-  var retryTimer = null;
+  var client = null;
 
   function setState(state, transport) {
     $('state').textContent = state;
@@ -46,55 +43,53 @@
       logLine(message);
     } else if (message && typeof message.counter === 'number') {
       showCounter(message.counter);
-    } else if (message && typeof message.audience === 'number' && Object.keys(message).length === 1) {
-      $('audience').textContent = message.audience.toLocaleString() + ' watching';
     } else {
       logLine('published: ' + JSON.stringify(message), 'system');
     }
   }
 
+  function announced(message) {
+    if (message && typeof message.audience === 'number') {
+      $('audience').textContent = message.audience.toLocaleString() + ' watching';
+    }
+  }
+
+  function stateChanged(state, detail) {
+    if (state === 'open') {
+      setState('open', detail);
+      logLine('connected via ' + detail, 'system');
+    } else if (state === 'closed' || state === 'stopped') {
+      setState('closed');
+      if (detail) logLine('disconnected (' + detail.code + ' ' + detail.reason + ')' +
+                          (state === 'closed' ? ', reconnecting' : ''), 'system');
+    } else {
+      setState(state);
+    }
+  }
+
   function connect() {
-    retryTimer = null;
-    if (typeof SockJS === 'undefined') {
+    if (typeof SockJS === 'undefined' || typeof BrokerClient === 'undefined') {
       setState('closed');
       return;
     }
-    setState('connecting');
-    var current = new SockJS(location.origin + prefix, null, forced ? { transports: [forced] } : {});
-    sock = current;
-    current.onopen = function () {
-      if (sock !== current) return;
-      retryDelay = RETRY_FIRST_MS;
-      setState('open', current.transport);
-      logLine('connected via ' + current.transport, 'system');
-    };
-    current.onmessage = function (event) {
-      if (sock === current) receive(event.data);
-    };
-    current.onclose = function (event) {
-      if (sock !== current) return;
-      setState('closed');
-      logLine('disconnected (' + event.code + ' ' + event.reason + '), retrying in ' +
-              Math.round(retryDelay / 1000) + ' s', 'system');
-      retryTimer = setTimeout(connect, retryDelay);
-      retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
-    };
+    client = new BrokerClient(location.origin + prefix, {
+      transports: forced ? [forced] : undefined,
+      onmessage: receive,
+      onannouncement: announced,
+      ongap: function (reason) { logLine('missed messages (' + reason + '): showing the latest', 'system'); },
+      onstatechange: stateChanged
+    });
   }
 
   function reconnect() {
-    var previous = sock;
-    sock = null;
-    if (previous) previous.close();
-    if (retryTimer) clearTimeout(retryTimer);
-    retryDelay = RETRY_FIRST_MS;
+    if (client) client.close();
     connect();
   }
 
   $('chat-form').addEventListener('submit', function (event) {
     event.preventDefault();
     var text = $('chat-input').value.trim();
-    if (!text || !sock || sock.readyState !== SockJS.OPEN) return;
-    sock.send(nickname + ': ' + text);
+    if (!text || !client || !client.send(nickname + ': ' + text)) return;
     $('chat-input').value = '';
   });
 

@@ -1,0 +1,145 @@
+/* broker-client.js: sockjs-client that comes back after every drop, missing nothing and
+   showing nothing twice. No build step: load sockjs-client, then this file.
+
+     var client = new BrokerClient('https://example.com/broadcast', {
+       onmessage: function (message, offset) { ... },  // every room message, once, in order
+       ongap: function (reason) { ... },                // messages were lost; the latest state follows
+       onannouncement: function (message) { ... },      // the broker's own, e.g. {audience: 12345}
+       onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
+       transports: ['websocket', 'xhr-streaming']       // optional, as for SockJS
+     });
+     client.send('hello');
+     client.close();
+
+   Rules it keeps:
+   - It asks for positions (?positions=1) and keeps the room's epoch and the newest offset it
+     delivered; every reconnect asks to resume after them (&epoch=E&since=O). The broker
+     answers with every message after that offset, or with a gap (the history was lost, or
+     is older than the broker keeps) and then the latest state: ongap(reason) is called once
+     for each gap, before that state.
+   - A message at or before the newest offset delivered in the same epoch is not delivered
+     again.
+   - Reconnecting waits a random time up to a delay that starts at 0.5 s and doubles to 30 s
+     ("full jitter"), so that thousands of pages dropped together do not come back together;
+     the delay starts again once a connection has opened and been told where it starts.
+     Close code 3012 (a broker draining for a deploy, or a connection at its age limit)
+     reconnects within 1 s, to any broker.
+   - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
+     message, 1009 message too big) stop it: state "stopped", and no reconnect.
+*/
+(function (root) {
+  'use strict';
+
+  var FIRST_DELAY_MS = 500;
+  var MAX_DELAY_MS = 30000;
+  var RECONNECT_NOW_MS = 1000;
+  var RECONNECT_NOW = 3012;
+  var STOP_CODES = [1003, 1007, 1009];
+
+  function offsetKey(offset) {
+    var parts = String(offset).split('-');
+    return [Number(parts[0]), Number(parts[1] || 0)];
+  }
+
+  function after(a, b) {
+    var x = offsetKey(a);
+    var y = offsetKey(b);
+    return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
+  }
+
+  function BrokerClient(url, options) {
+    this.url = url;
+    this.options = options || {};
+    this.epoch = null;
+    this.offset = null;
+    this._joined = null;
+    this.state = 'connecting';
+    this._delay = FIRST_DELAY_MS;
+    this._timer = null;
+    this._sock = null;
+    this._connect();
+  }
+
+  BrokerClient.prototype._call = function (name) {
+    var callback = this.options[name];
+    if (typeof callback === 'function') callback.apply(null, Array.prototype.slice.call(arguments, 1));
+  };
+
+  BrokerClient.prototype._setState = function (state, detail) {
+    this.state = state;
+    this._call('onstatechange', state, detail);
+  };
+
+  BrokerClient.prototype._resumeUrl = function () {
+    var query = 'positions=1';
+    if (this.epoch !== null) {
+      // The newest offset delivered, or where the connection joined if the state it was given is older.
+      var since = this.offset === null || after(this._joined, this.offset) ? this._joined : this.offset;
+      query += '&epoch=' + encodeURIComponent(this.epoch) + '&since=' + encodeURIComponent(since);
+    }
+    return this.url + (this.url.indexOf('?') < 0 ? '?' : '&') + query;
+  };
+
+  BrokerClient.prototype._connect = function () {
+    var self = this;
+    self._timer = null;
+    self._setState('connecting');
+    var sock = new SockJS(self._resumeUrl(), null, self.options.transports ? { transports: self.options.transports } : {});
+    self._sock = sock;
+    sock.onopen = function () {
+      if (self._sock === sock) self._setState('open', sock.transport);
+    };
+    sock.onmessage = function (event) {
+      if (self._sock === sock) self._receive(event.data);
+    };
+    sock.onclose = function (event) {
+      if (self._sock !== sock) return;
+      self._sock = null;
+      if (STOP_CODES.indexOf(event.code) >= 0) {
+        self._setState('stopped', event);
+        return;
+      }
+      var wait = event.code === RECONNECT_NOW ? RECONNECT_NOW_MS : self._delay;
+      self._delay = Math.min(self._delay * 2, MAX_DELAY_MS);
+      self._setState('closed', event);
+      self._timer = setTimeout(function () { self._connect(); }, Math.random() * wait);
+    };
+  };
+
+  BrokerClient.prototype._receive = function (envelope) {
+    if (envelope === null || typeof envelope !== 'object') return;
+    if ('o' in envelope && 'd' in envelope) {
+      if (this.offset !== null && !after(envelope.o, this.offset)) return;
+      this.offset = envelope.o;
+      this._call('onmessage', envelope.d, envelope.o);
+    } else if ('a' in envelope) {
+      this._call('onannouncement', envelope.a);
+    } else if (envelope.c) {
+      this._delay = FIRST_DELAY_MS;
+      this.epoch = envelope.epoch;
+      if (envelope.c !== 'resumed') {
+        if (envelope.c === 'gap') this._call('ongap', envelope.reason);
+        // The latest state follows, at or before envelope.o; live messages come after it.
+        this.offset = null;
+        this._joined = envelope.o;
+      }
+    }
+  };
+
+  BrokerClient.prototype.send = function (message) {
+    if (!this._sock || this._sock.readyState !== SockJS.OPEN) return false;
+    this._sock.send(message);
+    return true;
+  };
+
+  BrokerClient.prototype.close = function () {
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
+    var sock = this._sock;
+    this._sock = null;
+    if (sock) sock.close();
+    this._setState('stopped');
+  };
+
+  root.BrokerClient = BrokerClient;
+}(typeof window !== 'undefined' ? window : this));
