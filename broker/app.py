@@ -17,6 +17,7 @@ from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
+from broker.core.idempotency import Window
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
@@ -207,7 +208,8 @@ async def run(config, open_files):
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
                                   config.announce_audience),
-                collection=gc_policy.install(limits), backplane=backplane)
+                collection=gc_policy.install(limits), backplane=backplane,
+                idempotency=Window(config.idempotency_window))
     listener = make_server(config, make_app(config, node), limits)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]

@@ -24,6 +24,7 @@ class Config:
     replay: int = 0
     history: int = 1000
     history_seconds: float = 0.0
+    idempotency_window: float = 600.0
     redis: Optional[str] = None
     client_publish: bool = True
     allowed_origins: Tuple[str, ...] = (origins.ANY,)
@@ -156,6 +157,8 @@ FLAGS = (
     Flag("--history", "keep the room's last N messages, so that a client reconnecting with its position "
          "(?positions=1&epoch=E&since=OFFSET) gets every message it missed; older is a gap",
          str(DEFAULTS.history), _non_negative, "N"),
+    Flag("--idempotency-window", "seconds a POST /publish Idempotency-Key is remembered: a retry within it "
+         "publishes nothing and gets the first answer", "%g" % DEFAULTS.idempotency_window, _seconds, "SECONDS"),
     Flag("--history-seconds", "keep no message of the history longer than this; 0: only --history bounds it",
          "%g" % DEFAULTS.history_seconds, _zero_or_more, "SECONDS"),
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "

@@ -38,6 +38,12 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   still held unsent is dropped, not flushed whenever Redis reads again). One
   timer per call, not redis-py's socket timeout, which costs a task and two
   timers per command.
+* A publish with an idempotency key (:mod:`broker.core.idempotency`) is
+  appended by one script that first looks for the key beside the stream and
+  sets it with the message's id: a retry finds it, whichever broker it
+  reaches, and nothing is appended twice even when the first answer was
+  lost on the way back. It goes in the same transaction as the messages
+  around it, in their order.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.core.hub.RelayUnavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -77,6 +83,16 @@ BLOCK_MS = 1000
 REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
 FIELD = b"m"
 FAILURES = (RedisError, OSError)
+# KEYS[1]: the idempotency key, KEYS[2]: the stream; ARGV: the record to keep (the answer
+# but the id), the message, the stream's MAXLEN, the window in ms. Returns {1, id} when
+# appended, {0, record} when the key was seen.
+PUBLISH_ONCE = """
+local seen = redis.call('GET', KEYS[1])
+if seen then return {0, seen} end
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'PX', ARGV[4])
+return {1, id}
+"""
 AUDIENCE_REPORT_S = 1.0
 AUDIENCE_STALE_MS = 3000
 # KEYS[1]: the room's audience hash; ARGV: this broker's id, its count, the staleness in ms.
@@ -115,6 +131,14 @@ def audience_key(prefix):
     return stream_key(prefix) + ":audience"
 
 
+def _written(reply):
+    """What :meth:`Backplane.written` gives for one entry's ``reply``."""
+    if type(reply) is bytes:
+        return reply.decode()
+    appended, text = reply
+    return bool(appended), text.decode()
+
+
 def _redis_failure(error):
     """How ``error``, from a call to Redis, is reported."""
     return "Redis: %s" % (error or type(error).__name__)
@@ -138,6 +162,8 @@ class Backplane:
         self.broker_id = secrets.token_hex(8)
         self.room_audience = None
         self._report = self._redis.register_script(AUDIENCE_REPORT)
+        self._publish_once = self._redis.register_script(PUBLISH_ONCE)
+        self.once_prefix = stream_key(prefix) + ":once:"
         self._report_task = None
         self._reconnect_backoff = Backoff()
         self._silences = 0
@@ -178,19 +204,22 @@ class Backplane:
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
-    def append(self, encoded):
+    def append(self, encoded, once=None):
         """Queue one JSON text for the next transaction (the hub's relay); raises
-        :class:`broker.core.hub.RelayUnavailable` while Redis is not up."""
+        :class:`broker.core.hub.RelayUnavailable` while Redis is not up.
+        ``once``: ``(key, record, window_s)`` to append it only if the
+        idempotency ``key`` was not seen, keeping ``record`` and its id."""
         if not self.state.is_up:
             raise self.state.refuse()
-        self._pending.append(encoded)
+        self._pending.append(encoded if once is None else (encoded,) + once)
         if self._write_task is None:
             self._write_task = asyncio.ensure_future(self._write())
 
     def written(self):
         """A future of the stream id (its offset) of the message appended last,
         done once it is in the stream, or failing with
-        :class:`broker.core.hub.RelayUnavailable`."""
+        :class:`broker.core.hub.RelayUnavailable`; for one appended with
+        ``once``, ``(True, id)``, or ``(False, "record id")`` when the key was seen."""
         future = asyncio.get_running_loop().create_future()
         self._waiting_ids.append((len(self._pending) - 1, future))
         return future
@@ -214,19 +243,25 @@ class Backplane:
                         future.set_exception(refused)
                 else:
                     self.state.published += len(batch)
-                    ids = [ids] if len(batch) == 1 else ids
                     for index, future in waiting:
-                        future.set_result(ids[index].decode())
+                        future.set_result(_written(ids[index]))
         finally:
             self._write_task = None
 
-    def _append(self, batch):
-        if len(batch) == 1:
-            return self._redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)
+    async def _append(self, batch):
+        """Append ``batch``: one reply for each of its entries."""
+        if len(batch) == 1 and type(batch[0]) is str:
+            return [await self._redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)]
         pipe = self._redis.pipeline(transaction=True)
-        for encoded in batch:
-            pipe.xadd(self.key, {FIELD: encoded}, maxlen=self.maxlen, approximate=True)
-        return pipe.execute()
+        for entry in batch:
+            if type(entry) is str:
+                pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
+            else:
+                encoded, key, record, window_s = entry
+                # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
+                await self._publish_once(keys=[self.once_prefix + key, self.key],
+                                         args=[record, encoded, self.maxlen, int(window_s * 1000)], client=pipe)
+        return await pipe.execute()
 
     async def _answer(self, call):
         """What ``call`` (a coroutine on Redis) returns; if Redis does not answer

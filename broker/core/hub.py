@@ -95,8 +95,10 @@ class Relay(Protocol):
     cluster backplane (:class:`broker.cluster.backplane.Backplane`). Without a
     relay the room is its own, in this process."""
 
-    def __call__(self, encoded: str) -> None:
-        """Take one message's JSON text for every broker's room, or raise :class:`RelayUnavailable`."""
+    def __call__(self, encoded: str, once: Optional[tuple] = None) -> None:
+        """Take one message's JSON text for every broker's room, or raise
+        :class:`RelayUnavailable`; ``once``: the idempotency key under which
+        to take it at most once (see :meth:`Hub.publish`)."""
 
 
 class Positioned(NamedTuple):
@@ -389,17 +391,23 @@ class Hub:
                 or self._resuming.pop(subscriber, None) is not None):
             self.by_transport[subscriber.transport] -= 1
 
-    def publish(self, message):
+    def publish(self, message, once=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or
         no UTF-8 text (NaN, bytes, a string with a lone surrogate); with a
         relay, whatever the relay raises when it cannot take the message.
+        ``once`` goes to the relay with the message: a cluster's idempotency
+        key (:mod:`broker.core.idempotency`; a room alone has its publisher
+        look the key up first).
         """
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
-            self._relay(encoded)
+            if once is None:
+                self._relay(encoded)
+            else:
+                self._relay(encoded, once)
             self.messages_in += 1
             return len(self)
         self._pending_encoded.append(encoded)

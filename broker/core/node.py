@@ -23,6 +23,7 @@ from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
+from broker.core.idempotency import Window
 from broker.core.limits import Limits
 from broker.core.origins import OriginPolicy
 
@@ -50,7 +51,8 @@ class Node:
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
-    the count of who watches (``audience``);
+    the count of who watches (``audience``); the idempotency keys of
+    ``POST /publish`` (``idempotency``);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`) and the cluster ``backplane``
     (:class:`broker.cluster.backplane.Backplane`), each of which adds its
@@ -63,5 +65,6 @@ class Node:
     heartbeats: Optional[HeartbeatWheel] = None
     ages: Optional[AgeLimit] = None
     audience: Optional[Audience] = None
+    idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
     collection: Any = None
     backplane: Any = None

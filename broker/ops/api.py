@@ -2,20 +2,24 @@
 
 ``POST /publish`` takes one message per request. The body is the message: with
 ``Content-Type: application/json`` it is parsed and published as that JSON
-value, otherwise it is published as a UTF-8 string. The token is compared in
+value, otherwise it is published as a UTF-8 string. The answer gives the
+recipients at this broker and the message's position. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
 In a cluster (``backplane`` given) the answer waits until the message is in
 Redis's stream; while the backplane is not up, publish and health answer 503
-with the reason.
+with the reason. A request with an ``Idempotency-Key`` publishes once within
+the window (:mod:`broker.core.idempotency`).
 """
 
 import hmac
 import json
+import time
 
 from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
+from broker.core import idempotency
 from broker.core.hub import RelayUnavailable
 from broker.ops import pypy_nursery
 from broker.protocol import frames
@@ -56,6 +60,7 @@ class PublishHandler(_JSONHandler):
     def initialize(self, node, token, max_message_size):
         self.hub = node.hub
         self.backplane = node.backplane
+        self.once = node.idempotency
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
 
@@ -76,17 +81,53 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "body is not UTF-8"})
         except ValueError as error:
             return self.reply(400, {"error": "body is not JSON: %s" % error})
+        key = self.request.headers.get(idempotency.HEADER)
+        if key is not None and not idempotency.valid_key(key):
+            return self.reply(400, {"error": "%s: 1 to %d printable ASCII characters"
+                                    % (idempotency.HEADER, idempotency.MAX_KEY_LENGTH)})
         try:
-            recipients = self.hub.publish(message)
-            if self.backplane is not None:
-                offset = await self.backplane.written()
+            if key is None:
+                answer = await self._publish(message)
             else:
-                offset = self.hub.pending_offset()
+                answer = await self._publish_once(message, key, idempotency.fingerprint(body, is_json))
         except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
-        self.reply(200, {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}})
+        if answer is not None:
+            self.reply(200, answer)
+
+    async def _publish(self, message):
+        recipients = self.hub.publish(message)
+        offset = self.hub.pending_offset() if self.backplane is None else await self.backplane.written()
+        return {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}}
+
+    async def _publish_once(self, message, key, fingerprint):
+        """The answer to a publish with an idempotency ``key``: the first
+        answer again for a retry; None once it refused a key reused."""
+        once = self.once
+        if self.backplane is None:
+            now = time.monotonic()
+            kept = once.get(key, now)
+            if kept is None:
+                recipients = self.hub.publish(message)
+                kept = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset())
+                once.put(key, kept, now)
+                return kept.body()
+        else:
+            first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
+            self.hub.publish(message, (key, first.record(), once.seconds))
+            appended, text = await self.backplane.written()
+            if appended:
+                return first._replace(offset=text).body()
+            kept = idempotency.Answer.parse(text)
+        if kept.fingerprint != fingerprint:
+            once.refused += 1
+            self.reply(422, {"error": "this %s was used with another request" % idempotency.HEADER})
+            return None
+        once.replayed += 1
+        self.set_header(idempotency.REPLAYED_HEADER, "true")
+        return kept.body()
 
 
 class StatsHandler(_JSONHandler):
@@ -122,6 +163,7 @@ class StatsHandler(_JSONHandler):
             stats["max_connection_age"] = node.ages.stats()
         if node.audience is not None:
             stats["audience"] = node.audience.stats()
+        stats["idempotency"] = node.idempotency.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

@@ -87,6 +87,11 @@ class BrokerCollector:
                                 "(--history)", value=len(hub.history))
         yield CounterMetricFamily(PREFIX + "history_forgotten", "Messages that left the history, by "
                                   "its count or its age", value=hub.history.forgotten)
+        once = node.idempotency
+        yield CounterMetricFamily(PREFIX + "idempotent_replays", "POST /publish retries answered again, "
+                                  "publishing nothing (Idempotency-Key)", value=once.replayed)
+        yield CounterMetricFamily(PREFIX + "idempotent_refusals", "POST /publish refused (422): an "
+                                  "Idempotency-Key reused with another request", value=once.refused)
         starts = CounterMetricFamily(PREFIX + "position_starts", "Connections with positions, by how they "
                                      "started: open, resumed, or a gap by its reason", labels=["outcome"])
         for outcome in positions.OUTCOMES:
