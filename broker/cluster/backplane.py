@@ -315,6 +315,7 @@ class Backplane:
             LOG.warning("the room's epoch changed in Redis (it lost its data): its history starts again")
             await self._load_tail()
         else:
+            self._hub.confirm_epoch()
             self._came_up()
 
     async def _read_forever(self):
@@ -391,6 +392,7 @@ class Backplane:
             LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
 
     def _went_down(self, error):
+        self._hub.doubt_epoch()
         reason = _redis_failure(error)
         if self.state.went_down(reason):
             LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)

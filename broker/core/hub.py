@@ -30,7 +30,9 @@ Rules this module keeps:
   else the tail after a ``gap``. An offset past the newest is ``unknown``
   for a room alone; with a relay the broker may be behind its cluster, and
   the subscriber waits, receiving nothing, until a delivery reaches that
-  offset or AHEAD_WAIT_S pass.
+  offset or AHEAD_WAIT_S pass (then it is ``unknown``). So does any resume
+  while the cluster's epoch is in doubt (:meth:`Hub.doubt_epoch`: Redis
+  away, and perhaps back without its data), until it is known again.
 * The epoch names the room's history: a new one for each room alone, the
   cluster's from the relay (:meth:`Hub.load`). When the history is lost
   (another epoch), every subscriber with positions is told, with a ``gap``.
@@ -280,6 +282,7 @@ class Hub:
         self._replay = replay
         self.history = History(max(history, replay), history_seconds)
         self.epoch = secrets.token_urlsafe(6)
+        self._epoch_known = True
         self.starts = collections.Counter()
         self._announcement = None
         self._last_announcement = None
@@ -310,7 +313,7 @@ class Hub:
             return
         outcome, key = self._resumable(since)
         if outcome is None:
-            self._resuming[subscriber] = [key, self._clock() + AHEAD_WAIT_S, subscriber.write]
+            self._resuming[subscriber] = [since, self._clock() + AHEAD_WAIT_S, subscriber.write]
         else:
             self._start(subscriber, subscriber.write, outcome, key)
 
@@ -319,6 +322,8 @@ class Hub:
         of :data:`broker.protocol.positions.OUTCOMES`, or None to wait; and the key of its offset."""
         if since is None:
             return positions.OPEN, None
+        if not self._epoch_known:
+            return None, None
         epoch, offset = since
         if epoch != self.epoch:
             return positions.EPOCH, None
@@ -361,16 +366,13 @@ class Hub:
             self.drop(subscriber, SLOW_CONSUMER)
 
     def _catch_up(self, now):
-        """Start the waiting subscribers whose offset the room reached, and
-        those that waited AHEAD_WAIT_S, as an unknown offset."""
-        newest = self.history.newest
-        for subscriber, (key, deadline, write) in tuple(self._resuming.items()):
-            if key <= newest:
+        """Start the waiting subscribers that can be judged now, and those
+        that waited AHEAD_WAIT_S, as an unknown offset."""
+        for subscriber, (since, deadline, write) in tuple(self._resuming.items()):
+            outcome, key = self._resumable(since)
+            if outcome is not None or now > deadline:
                 del self._resuming[subscriber]
-                self._start(subscriber, write, self._outcome(key), key)
-            elif now > deadline:
-                del self._resuming[subscriber]
-                self._start(subscriber, write, positions.UNKNOWN, key)
+                self._start(subscriber, write, outcome or positions.UNKNOWN, key)
 
     def move(self, subscriber, old_form, write):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
@@ -462,14 +464,22 @@ class Hub:
         self.epoch = epoch
         self.history.restart(start)
         self.history.add(offsets, encoded, self._clock())
-        if not changed:
-            return
-        gap = Batch([], None, (), positions.control(positions.GAP, epoch, self.history.newest_offset,
-                                                    positions.EPOCH))
-        self._write_all(gap, positioned_only=True)
-        for subscriber, (key, deadline, write) in tuple(self._resuming.items()):
-            del self._resuming[subscriber]
-            self._start(subscriber, write, positions.EPOCH, key)
+        if changed:
+            gap = Batch([], None, (), positions.control(positions.GAP, epoch, self.history.newest_offset,
+                                                        positions.EPOCH))
+            self._write_all(gap, positioned_only=True)
+        self.confirm_epoch()
+
+    def doubt_epoch(self):
+        """The cluster's epoch may be changing (Redis is away): resumes wait
+        until :meth:`confirm_epoch` or :meth:`load`."""
+        self._epoch_known = False
+
+    def confirm_epoch(self):
+        """The cluster's epoch is the room's: judge the resumes that waited for it."""
+        self._epoch_known = True
+        if self._resuming:
+            self._catch_up(self._clock())
 
     def _send(self, batch, oldest):
         """Send ``batch`` (and the announcement, if one waits) to every subscriber; ``oldest``:

@@ -492,3 +492,26 @@ def test_a_waiting_subscriber_that_leaves_is_forgotten(scheduled):
     hub.subscribe(waiting, (hub.epoch, "5-0"))
     hub.unsubscribe(waiting)
     assert len(hub) == 0 and hub.by_transport["websocket"] == 0
+
+
+def test_while_the_epoch_is_in_doubt_a_resume_waits_for_it(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.load("first", "0-0", ["1-0"], ['"1"'])
+    hub.doubt_epoch()
+    same, learned_elsewhere = PositionedRecorder(), PositionedRecorder()
+    hub.subscribe(same, ("first", "1-0"))
+    hub.subscribe(learned_elsewhere, ("second", "0-0"))
+    assert same.batches == learned_elsewhere.batches == []
+    hub.load("second", "0-0", [], [])  # Redis came back without its data
+    assert same.messages() == [{"c": "gap", "epoch": "second", "o": "0-0", "reason": "epoch"}]
+    assert learned_elsewhere.messages() == [{"c": "resumed", "epoch": "second", "o": "0-0"}]
+
+
+def test_a_confirmed_epoch_resumes_those_that_waited(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.load("first", "0-0", ["1-0", "2-0"], ['"1"', '"2"'])
+    hub.doubt_epoch()
+    waiting = PositionedRecorder()
+    hub.subscribe(waiting, ("first", "1-0"))
+    hub.confirm_epoch()
+    assert waiting.messages() == [{"c": "resumed", "epoch": "first", "o": "2-0"}, {"o": "2-0", "d": "2"}]
