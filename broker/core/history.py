@@ -9,7 +9,7 @@ Rules this module keeps:
 * At most ``count`` messages are kept, and with ``seconds`` none older than
   that (checked as messages are added and on :meth:`History.trim`). A
   message that leaves is gone for good: ``horizon`` is the key of the newest
-  message gone, or of the position the history started from.
+  message gone, or of the position the history started from (``start``).
 * Everything after an offset X is kept exactly when ``horizon <= X``: a
   resume from X is then complete (:meth:`History.after`). A key past the
   newest offset is not judged here: the room decides (a broker behind its
@@ -45,6 +45,7 @@ class History:
         self.count = count
         self.seconds = seconds
         self._kept = collections.deque()
+        self.start = (0, 0)
         self.horizon = (0, 0)
         self.newest = (0, 0)
         self.newest_offset = "0"
@@ -57,7 +58,7 @@ class History:
         """Forget everything: the room's history starts again after ``start_offset``."""
         self.forgotten += len(self._kept)
         self._kept.clear()
-        self.horizon = self.newest = offset_key(start_offset)
+        self.start = self.horizon = self.newest = offset_key(start_offset)
         self.newest_offset = str(start_offset)
 
     def add(self, offsets, encoded, now):

@@ -27,7 +27,9 @@ Rules this module keeps:
   message in its envelope, :mod:`broker.protocol.positions`) gets first where
   it starts; when it gives the ``(epoch, offset)`` it last saw and the history
   holds every message after it, it gets those instead of the tail (a resume),
-  else the tail after a ``gap``. An offset past the newest is ``unknown``
+  else the tail after a ``gap``; after a gap of another epoch, every message
+  of the room's epoch instead, when the history still holds them all (they
+  are all new to it). An offset past the newest is ``unknown``
   for a room alone; with a relay the broker may be behind its cluster, and
   the subscriber waits, receiving nothing, until a delivery reaches that
   offset or AHEAD_WAIT_S pass (then it is ``unknown``). So does any resume
@@ -347,11 +349,17 @@ class Hub:
             offsets, encoded = history.after(key)
             lead = positions.control(positions.RESUMED, self.epoch, history.newest_offset)
         else:
-            offsets, encoded = history.tail(self._replay)
+            offsets, encoded = self._epoch_messages() if outcome == positions.EPOCH else history.tail(self._replay)
             kind, reason = (positions.OPEN, None) if outcome == positions.OPEN else (positions.GAP, outcome)
             lead = positions.control(kind, self.epoch, history.newest_offset, reason)
         self.starts[outcome] += 1
         self._join(subscriber, write, Batch(encoded, None, offsets, lead))
+
+    def _epoch_messages(self):
+        """What a subscriber from another epoch gets: every message of this
+        epoch when the history holds them all, else the replay tail."""
+        history = self.history
+        return history.after(history.start) or history.tail(self._replay)
 
     def _join(self, subscriber, write, batch):
         self._groups.setdefault(subscriber.form, {})[subscriber] = write
@@ -465,8 +473,9 @@ class Hub:
         self.history.restart(start)
         self.history.add(offsets, encoded, self._clock())
         if changed:
-            gap = Batch([], None, (), positions.control(positions.GAP, epoch, self.history.newest_offset,
-                                                        positions.EPOCH))
+            offsets, encoded = self._epoch_messages()
+            gap = Batch(encoded, None, offsets, positions.control(positions.GAP, epoch, self.history.newest_offset,
+                                                                  positions.EPOCH))
             self._write_all(gap, positioned_only=True)
         self.confirm_epoch()
 

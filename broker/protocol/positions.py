@@ -24,9 +24,10 @@ it, every message of a SockJS ``a[...]`` frame is one JSON object:
     The messages after ``since`` cannot be given: the replay tail follows,
     as for a new connection. ``reason`` says why: ``epoch`` (the room's
     history was lost since: a broker alone restarted, or Redis lost its
-    data; sent to connected clients too, when it happens), ``expired``
-    (older than the history kept, ``--history``), ``unknown`` (an offset
-    the room never gave).
+    data; sent to connected clients too, when it happens; every message of
+    the new epoch follows instead of the tail, when the history holds them
+    all), ``expired`` (older than the history kept, ``--history``),
+    ``unknown`` (an offset the room never gave).
 ``{"a":<message>}``
     The broker's own announcement (``{"audience": N}``): no offset, not
     part of the room's history.

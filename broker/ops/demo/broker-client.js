@@ -6,7 +6,8 @@
        ongap: function (reason) { ... },                // messages were lost; the latest state follows
        onannouncement: function (message) { ... },      // the broker's own, e.g. {audience: 12345}
        onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
-       transports: ['websocket', 'xhr-streaming']       // optional, as for SockJS
+       transports: ['websocket', 'xhr-streaming'],      // optional, as for SockJS
+       silenceMs: 60000                                 // optional, see below
      });
      client.send('hello');
      client.close();
@@ -24,6 +25,10 @@
      the delay starts again once a connection has opened and been told where it starts.
      Close code 3012 (a broker draining for a deploy, or a connection at its age limit)
      reconnects within 1 s, to any broker.
+   - A connection that brings nothing for silenceMs (60 s by default: the broker sends a
+     heartbeat every 25 s, --heartbeat-delay) is taken as dead and replaced, since
+     sockjs-client notices a dead stream on some transports only when the browser does,
+     which may be never (a proxy or a server gone without closing it).
    - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
      message, 1009 message too big) stop it: state "stopped", and no reconnect.
 */
@@ -35,6 +40,8 @@
   var RECONNECT_NOW_MS = 1000;
   var RECONNECT_NOW = 3012;
   var STOP_CODES = [1003, 1007, 1009];
+  var SILENCE_MS = 60000;
+  var SILENT = 4000;
 
   function offsetKey(offset) {
     var parts = String(offset).split('-');
@@ -56,6 +63,7 @@
     this.state = 'connecting';
     this._delay = FIRST_DELAY_MS;
     this._timer = null;
+    this._watchdog = null;
     this._sock = null;
     this._connect();
   }
@@ -86,14 +94,26 @@
     self._setState('connecting');
     var sock = new SockJS(self._resumeUrl(), null, self.options.transports ? { transports: self.options.transports } : {});
     self._sock = sock;
+    var alive = function () {
+      if (self._sock !== sock) return;
+      clearTimeout(self._watchdog);
+      self._watchdog = setTimeout(function () {
+        if (self._sock === sock) sock.close(SILENT, 'No heartbeat');
+      }, self.options.silenceMs || SILENCE_MS);
+    };
+    alive();
+    sock.addEventListener('heartbeat', alive);
     sock.onopen = function () {
+      alive();
       if (self._sock === sock) self._setState('open', sock.transport);
     };
     sock.onmessage = function (event) {
+      alive();
       if (self._sock === sock) self._receive(event.data);
     };
     sock.onclose = function (event) {
       if (self._sock !== sock) return;
+      clearTimeout(self._watchdog);
       self._sock = null;
       if (STOP_CODES.indexOf(event.code) >= 0) {
         self._setState('stopped', event);
@@ -133,7 +153,8 @@
   };
 
   BrokerClient.prototype.close = function () {
-    if (this._timer) clearTimeout(this._timer);
+    clearTimeout(this._timer);
+    clearTimeout(this._watchdog);
     this._timer = null;
     var sock = this._sock;
     this._sock = null;

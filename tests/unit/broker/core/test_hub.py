@@ -515,3 +515,16 @@ def test_a_confirmed_epoch_resumes_those_that_waited(scheduled):
     hub.subscribe(waiting, ("first", "1-0"))
     hub.confirm_epoch()
     assert waiting.messages() == [{"c": "resumed", "epoch": "first", "o": "2-0"}, {"o": "2-0", "d": "2"}]
+
+
+def test_after_a_lost_history_a_subscriber_gets_all_of_the_new_epoch_it_holds(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.load("first", "0-0", ["1-0"], ['"old"'])
+    live = PositionedRecorder()
+    hub.subscribe(live)
+    hub.load("second", "0-0", ["2-0"], ['"new"'])  # published through another broker meanwhile
+    assert live.messages()[-2:] == [{"c": "gap", "epoch": "second", "o": "2-0", "reason": "epoch"},
+                                    {"o": "2-0", "d": "new"}]
+    late = PositionedRecorder()
+    hub.subscribe(late, ("first", "1-0"))
+    assert late.messages() == live.messages()[-2:]

@@ -1,0 +1,151 @@
+"""The shipped browser client, broker-client.js, in Chromium on every transport, through
+the shipped haproxy config in front of two brokers that share the room through Redis:
+numbered messages published while a broker is killed with SIGKILL and restarted, Redis is
+restarted with its append-only file, and the brokers cut every connection after 5 s
+(--max-connection-age): every page ends with the complete sequence, no gap and no
+duplicate. Then Redis comes back without its data: every page reports exactly one gap.
+
+Messages go out at 20 a second, not more: every browser here is one client address to
+haproxy, whose per-address limit (1000 requests in 10 s) the polling pages would
+otherwise reach together."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import deployment
+from sockjs_clients import wait_until
+from test_transports import TRANSPORTS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RATE = 20
+TOKEN = "t"
+# Heartbeats every second: the pages take 3 s of silence as a dead connection.
+FLAGS = ("--publish-token", TOKEN, "--max-connection-age", "5", "--heartbeat-delay", "1")
+
+
+def healthy(broker):
+    try:
+        return broker.request("GET", "/healthz")[0] == 200
+    except OSError:
+        return False
+
+
+class Publisher(threading.Thread):
+    """Publishes "0", "1", ... at RATE a second, each with its number as its
+    Idempotency-Key, to the brokers in turn; a request that fails is retried on
+    the next broker until it is answered 200. ``publish(message)`` does the
+    same for one message, from the test's thread."""
+
+    def __init__(self, brokers):
+        super().__init__(daemon=True)
+        self.brokers = brokers
+        self.sent = 0
+        self.retries = 0
+        self.stopping = threading.Event()
+
+    def publish(self, message, deadline_s=30.0):
+        deadline = time.monotonic() + deadline_s
+        headers = {"Authorization": "Bearer " + TOKEN, "Idempotency-Key": message}
+        turn = self.sent
+        while True:
+            broker = self.brokers[turn % len(self.brokers)]
+            try:
+                if broker.request("POST", "/publish", message.encode(), headers)[0] == 200:
+                    return
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "no broker took %r" % message
+            self.retries += 1
+            turn += 1
+            time.sleep(0.05)
+
+    def run(self):
+        start = time.monotonic()
+        while not self.stopping.is_set() and self.sent < 2000:
+            self.publish(str(self.sent))
+            self.sent += 1
+            self.stopping.wait(max(0.0, start + self.sent / RATE - time.monotonic()))
+
+
+def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, start_broker, browser_script,
+                                                                tmp_path):
+    if not os.access(deployment.HAPROXY, os.X_OK):
+        pytest.fail("cannot run: %s is missing: apt-get install haproxy" % deployment.HAPROXY, pytrace=False)
+    redis_dir = tmp_path / "redis"
+    redis_dir.mkdir()
+    redis = start_redis(redis_dir)
+    ports = [deployment.free_port(), deployment.free_port()]
+
+    def start(port):
+        return start_broker("--port", str(port), "--redis", redis.url, *FLAGS)
+
+    brokers = [start(port) for port in ports]
+    proxy = deployment.HAProxy(ports, str(tmp_path))
+    browser = None
+    try:
+        proxy.wait_ready()
+        browser = subprocess.Popen(["node", os.path.join(HERE, "resume.js"), proxy.origin, ",".join(TRANSPORTS),
+                                    "phase-1", "phase-2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = iter(browser.stdout)
+
+        def next_report():
+            line = next(lines, None)
+            if line is None:
+                browser.wait(10)
+                pytest.fail("resume.js ended: %s" % browser.stderr.read()[:8000], pytrace=False)
+            return json.loads(line)
+
+        assert next_report() == {"ready": True}
+        publisher = Publisher(brokers)
+        publisher.start()
+        try:
+            wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)
+            os.kill(brokers[0].server.pid, signal.SIGKILL)
+            brokers[0].server.process.wait(5)
+            brokers[0] = start(ports[0])
+            wait_until(lambda: publisher.sent >= 4 * RATE, timeout=30)
+            redis.kill()
+            redis.start()
+            wait_until(lambda: all(healthy(b) for b in brokers), timeout=15)
+            wait_until(lambda: publisher.sent >= 10 * RATE, timeout=60)
+        finally:
+            publisher.stopping.set()
+            publisher.join(30)
+        publisher.publish("phase-1")
+        first = next_report()
+        expected = [str(n) for n in range(publisher.sent)] + ["phase-1"]
+        for transport, page in first["pages"].items():
+            assert page["gaps"] == [], (transport, page["gaps"])
+            assert page["log"] == expected, (transport, sorted(set(expected) ^ set(page["log"]))[:20],
+                                             len(page["log"]) - len(set(page["log"])))
+            assert page["opens"] >= 2, (transport, "never cut")
+
+        redis.kill()
+        shutil.rmtree(redis_dir)
+        redis_dir.mkdir()
+        redis.start()
+        wait_until(lambda: all(healthy(b) for b in brokers), timeout=15)
+        publisher.publish("phase-2")
+        second = next_report()
+        for transport, page in second["pages"].items():
+            assert page["gaps"] == ["epoch"], (transport, page["gaps"])
+            assert page["log"] == expected + ["phase-2"], (transport, page["log"][len(expected) - 2:])
+        browser.wait(20)
+    finally:
+        if browser is not None and browser.poll() is None:
+            browser.kill()
+            browser.wait()
+        proxy.stop()
+
+
+def test_the_broker_serves_its_browser_client(start_broker):
+    broker = start_broker()
+    status, text = broker.request("GET", "/static/broker-client.js")
+    assert status == 200 and "function BrokerClient" in text
