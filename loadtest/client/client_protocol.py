@@ -64,7 +64,6 @@ _SHARED_COUNTS = 1024
 _ONLY_DELIVERED = [()] + [(Delivered(count, ()),) for count in range(1, _SHARED_COUNTS)]
 _new_delivered = tuple.__new__
 _parse_frames = websocket_frames.parse_frames
-_count_messages = payload.count_sockjs_messages
 
 
 def _take_pending(pending, found, own):
@@ -80,13 +79,14 @@ def _take_pending(pending, found, own):
 
 def tally_sockjs_frame(protocol, buffer, start, end, count, own, events):
     """Add the SockJS frame at ``buffer[start:end]`` to one read's ``count`` and ``own``
-    (a list or None), returned, for ``protocol`` (its ``marker``, ``pending`` and ``opened``):
+    (a list or None), returned, for ``protocol`` (its ``marker``, ``pending``, ``opened`` and
+    ``count_messages``, which counts positioned messages for a client that asked for them):
     an array's messages are counted and the client's own taken from ``pending``; the first
     open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
     it; a close frame closes ``protocol``. Every transport's protocol reads its frames so."""
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
-        count += _count_messages(buffer, start, end)
+        count += protocol.count_messages(buffer, start, end)
         if buffer.find(protocol.marker, start, end) >= 0:
             own = _take_pending(protocol.pending, payload.own_messages(buffer, protocol.marker, start, end), own)
     elif kind == _SOCKJS_OPEN:
@@ -142,15 +142,18 @@ class ClientProtocol(ClientSide):
 
     ``sockjs``: the SockJS websocket transport (an open frame first, messages in
     ``a[...]`` arrays); otherwise a raw websocket, one message per text frame.
+    ``positions``: the client asked for position envelopes (``?positions=1`` in
+    ``path``), in which its messages are counted.
     ``pending`` maps the sequence number of every message sent and not yet back
     to its send time in microseconds (None for a listener, which times every
     message of its marker); ``outgoing`` holds the bytes waiting for
     :meth:`data_to_send`.
     """
 
-    def __init__(self, client_id, host, path, sockjs=True):
+    def __init__(self, client_id, host, path, sockjs=True, positions=False):
         self.client_id = client_id
         self.sockjs = sockjs
+        self.count_messages = payload.count_positioned_messages if positions else payload.count_sockjs_messages
         self.marker = payload.sockjs_marker(client_id) if sockjs else payload.raw_marker(client_id)
         self.pending = {}
         self.seq = 0

@@ -167,15 +167,16 @@ class ClientGroup:
     def _connection(self, client_id, url):
         """A new connection of client ``client_id`` to ``url``, over its transport, not yet open."""
         transport = endpoints.client_transport(self.transport, client_id)
-        host = endpoints.target(url).netloc
+        service = endpoints.target(url)
+        host = service.netloc
         if transport in endpoints.HTTP_TRANSPORTS:
             session = endpoints.session_path(url)
-            protocol = (HttpSessionProtocol.listener(host, session, transport) if self.listen
-                        else HttpSessionProtocol(client_id, host, session, transport))
+            args = (host, session, transport, service.query, service.positions)
+            protocol = HttpSessionProtocol.listener(*args) if self.listen else HttpSessionProtocol(client_id, *args)
             return http_connections.HttpConnection(protocol, self.histogram, self._read_buffer)
         path, sockjs = endpoints.endpoint_path(url, transport), transport != endpoints.RAW
-        protocol = (ClientProtocol.listener(host, path, sockjs) if self.listen
-                    else ClientProtocol(client_id, host, path, sockjs))
+        protocol = (ClientProtocol.listener(host, path, sockjs, service.positions) if self.listen
+                    else ClientProtocol(client_id, host, path, sockjs, service.positions))
         return Connection(protocol, self.histogram, self._read_buffer)
 
     def alive(self):

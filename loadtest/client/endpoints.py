@@ -6,7 +6,10 @@ suffix below it (``websocket``, ``xhr``, ``xhr_streaming``, ...); the raw
 websocket, without SockJS framing, is ``<prefix>/websocket``.
 
 A service's URL (``http://127.0.0.1:8080/broadcast``) is parsed here and only
-here, once (:func:`target`); everything else asks its :class:`Target`.
+here, once (:func:`target`); everything else asks its :class:`Target`. Its
+query, if any, goes on every request of a session, as sockjs-client carries
+it (:meth:`Target.with_query`): ``?positions=1`` asks the broker for
+position envelopes (:attr:`Target.positions`).
 
 The load client's transports are named here, once (:data:`TRANSPORTS`, as
 sockjs-client names them, and ``raw``); every command's ``--transport`` offers
@@ -42,6 +45,18 @@ class Target:
     host: str
     port: int
     prefix: str
+    query: str = ""
+
+    @property
+    def positions(self):
+        """Whether the URL asks for position envelopes (``?positions=1``)."""
+        return "positions" in urllib.parse.parse_qs(self.query, keep_blank_values=True)
+
+    def with_query(self, path):
+        """``path`` (a request's, perhaps with a query of its own) with the service's query."""
+        if not self.query:
+            return path
+        return path + ("&" if "?" in path else "?") + self.query
 
     @property
     def netloc(self):
@@ -57,7 +72,7 @@ class Target:
 def target(url):
     """The :class:`Target` of a service's URL, ``http://host[:port]/prefix``."""
     parts = urllib.parse.urlsplit(url)
-    return Target(parts.hostname, parts.port or 80, parts.path.rstrip("/"))
+    return Target(parts.hostname, parts.port or 80, parts.path.rstrip("/"), parts.query)
 
 
 def session_path(url):
@@ -70,9 +85,10 @@ def session_path(url):
 
 def endpoint_path(url, transport):
     """The websocket path for ``transport`` (``websocket`` or ``raw``) under the SockJS prefix ``url``."""
+    service = target(url)
     if transport == RAW:
-        return target(url).prefix + "/websocket"
-    return session_path(url) + "/websocket"
+        return service.with_query(service.prefix + "/websocket")
+    return service.with_query(session_path(url) + "/websocket")
 
 
 def transport_name(text):

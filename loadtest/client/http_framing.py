@@ -114,13 +114,14 @@ class HttpTransport(NamedTuple):
     send_suffix: str
     send_status: int
 
-    def receive_request(self, host, session):
-        """The request that opens, reopens or polls the session at path ``session`` on ``host``."""
+    def receive_request(self, host, session, query=""):
+        """The request that opens, reopens or polls the session at path ``session`` on ``host``;
+        ``query``: the service URL's, which goes on every request."""
         body = "Content-Length: 0\r\n" if self.method == "POST" else ""
-        return ("%s %s/%s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
-            self.method, session, self.suffix, host, body)).encode("latin-1")
+        return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
+            self.method, _with_query(session + "/" + self.suffix, query), host, body)).encode("latin-1")
 
-    def send_request(self, host, session, messages):
+    def send_request(self, host, session, messages, query=""):
         """The request that publishes ``messages`` (bytes, needing no JSON escapes) on the session."""
         array = payload.sockjs_send_payload(*messages)
         if self.send_suffix == "jsonp_send":
@@ -128,8 +129,12 @@ class HttpTransport(NamedTuple):
             content_type = "application/x-www-form-urlencoded"
         else:
             body, content_type = array, "text/plain;charset=UTF-8"
-        return ("POST %s/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (
-            session, self.send_suffix, host, content_type, len(body))).encode("latin-1") + body
+        return ("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (
+            _with_query(session + "/" + self.send_suffix, query), host, content_type, len(body))).encode("latin-1") + body
+
+
+def _with_query(path, query):
+    return path + ("&" if "?" in path else "?") + query if query else path
 
 
 def _script_frames(prefix):

@@ -64,11 +64,15 @@ class HttpSessionProtocol(client_protocol.ClientSide):
     ``pending``, ``seq``, ``closed_reason``, ``opened``: as
     :class:`~loadtest.client.client_protocol.ClientProtocol`'s; ``reopened``:
     receiving requests made again (stream reopens, polls after the first).
+    ``query``: the service URL's, on every request; ``positions``: it asks for
+    position envelopes, in which messages are counted.
     """
 
-    def __init__(self, client_id, host, session, transport):
+    def __init__(self, client_id, host, session, transport, query="", positions=False):
         self.client_id = client_id
         self.transport = http_framing.HTTP[transport]
+        self.query = query
+        self.count_messages = payload.count_positioned_messages if positions else payload.count_sockjs_messages
         self.marker = payload.sockjs_marker(client_id)
         self.pending = {}
         self.seq = 0
@@ -77,7 +81,7 @@ class HttpSessionProtocol(client_protocol.ClientSide):
         self.reopened = 0
         self._host = host
         self._session = session
-        self._request = self.transport.receive_request(host, session)
+        self._request = self.transport.receive_request(host, session, query)
         self._responses = ResponseParser()
         self._frames = self.transport.frames()
         self._answered = False  # the receiving connection carried an answer
@@ -175,7 +179,7 @@ class HttpSessionProtocol(client_protocol.ClientSide):
         return ()
 
     def _send_queued(self):
-        self._in_flight = self.transport.send_request(self._host, self._session, self._queued)
+        self._in_flight = self.transport.send_request(self._host, self._session, self._queued, self.query)
         self._queued = []
         self.sends.append(self._in_flight)
 

@@ -40,6 +40,13 @@ def count_sockjs_messages(buffer, start, end):
     return buffer.count(b'"', start, end) >> 1
 
 
+def count_positioned_messages(buffer, start, end):
+    """Messages in the SockJS array frame at ``buffer[start:end]`` of a client that
+    asked for positions: each in its envelope ``{"o":"<offset>","d":...}`` (the
+    broker's start and gap messages, ``{"c":...}``, are not messages of the room)."""
+    return buffer.count(b'{"o":', start, end)
+
+
 def own_messages(buffer, marker, start, end):
     """``(seq, t_us)`` of every message after ``marker`` in ``buffer[start:end]``."""
     found = []

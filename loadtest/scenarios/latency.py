@@ -58,6 +58,8 @@ def add_arguments(parser):
 def run(parser, args):
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
+    if endpoints.RAW in (args.mix or args.transport or "") and any(endpoints.target(u).positions for u in args.url):
+        parser.error("?positions=1 is SockJS's: the raw websocket carries no envelopes to count")
     for pid in args.server_pid or ():
         try:
             procstat.cpu_seconds(pid)

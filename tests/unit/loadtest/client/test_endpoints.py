@@ -34,3 +34,12 @@ def test_a_mix_gives_every_client_its_transport_by_the_weights_and_by_its_id():
     assert abs(thousand.count("xhr-polling") - 100) <= 2
     assert thousand == [endpoints.client_transport(mix, i) for i in range(1000)]
     assert endpoints.client_transport("raw", 5) == "raw"
+
+
+def test_the_query_of_the_service_goes_on_every_path_and_may_ask_for_positions():
+    service = endpoints.target("http://127.0.0.1:8080/broadcast?positions=1")
+    assert service.positions and service.prefix == "/broadcast"
+    assert service.with_query("/broadcast/000/abc/htmlfile?c=p") == "/broadcast/000/abc/htmlfile?c=p&positions=1"
+    assert endpoints.endpoint_path("http://127.0.0.1:8080/broadcast?positions=1", "raw") == \
+        "/broadcast/websocket?positions=1"
+    assert not endpoints.target("http://127.0.0.1:8080/broadcast").positions

@@ -170,3 +170,13 @@ def test_a_listener_times_every_message_of_the_feed():
     feed = payload.message(payload.FEED_ID, 1, 1000)
     frame = b'<script>\np("a[\\"' + feed + b'\\",\\"7:1:5\\"]");\n</script>\r\n'
     assert list(protocol.receive_data(chunk(frame))) == [Delivered(2, [(1, 1000)])]
+
+
+def test_the_query_goes_on_every_request_and_positions_are_counted_in_envelopes():
+    protocol = HttpSessionProtocol(CLIENT, "h:1", SESSION, "xhr-streaming", "positions=1", True)
+    assert protocol.data_to_send().startswith(b"POST /broadcast/000/abc/xhr_streaming?positions=1 HTTP/1.1\r\n")
+    protocol.receive_data(STREAM_HEAD + chunk(b"h" * 2048 + b"\n") + chunk(b"o\n"))
+    protocol.send(1000)
+    assert protocol.sends_to_send().startswith(b"POST /broadcast/000/abc/xhr_send?positions=1 HTTP/1.1\r\n")
+    frame = b'a[{"c":"open","epoch":"e","o":"0"},{"o":"1","d":"7:1:1000"}]\n'
+    assert list(protocol.receive_data(chunk(frame))) == [Delivered(1, [(1, 1000)])]
