@@ -15,7 +15,8 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
 * Nothing is delivered from here to the hub but what a blocking XREAD returns,
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
-* A message's offset is its stream id, the same on every broker. The room's
+* A message's offset is its stream id, the same on every broker. A message
+  with a conflating key carries it in a second field, :data:`KEY_FIELD`. The room's
   epoch is a token kept beside the stream, set once (SET NX) by the first
   broker to look: a Redis that comes back without its data (no persistence)
   comes back without it, and the next broker to look sets another, which
@@ -82,14 +83,20 @@ BLOCK_MS = 1000
 # A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
 REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
 FIELD = b"m"
+KEY_FIELD = b"k"
 FAILURES = (RedisError, OSError)
 # KEYS[1]: the idempotency key, KEYS[2]: the stream; ARGV: the record to keep (the answer
-# but the id), the message, the stream's MAXLEN, the window in ms. Returns {1, id} when
-# appended, {0, record} when the key was seen.
+# but the id), the message, the stream's MAXLEN, the window in ms, the conflating key or "".
+# Returns {1, id} when appended, {0, record} when the key was seen.
 PUBLISH_ONCE = """
 local seen = redis.call('GET', KEYS[1])
 if seen then return {0, seen} end
-local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
+local id
+if ARGV[5] == '' then
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
+else
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2], 'k', ARGV[5])
+end
 redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'PX', ARGV[4])
 return {1, id}
 """
@@ -129,6 +136,13 @@ def epoch_key(prefix):
 def audience_key(prefix):
     """The Redis key of the audience of the room served at ``prefix``."""
     return stream_key(prefix) + ":audience"
+
+
+def _keys(entries):
+    """The conflating keys of stream ``entries``, or None when none has one."""
+    if not any(KEY_FIELD in fields for _, fields in entries):
+        return None
+    return [fields[KEY_FIELD].decode() if KEY_FIELD in fields else None for _, fields in entries]
 
 
 def _written(reply):
@@ -204,14 +218,15 @@ class Backplane:
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
-    def append(self, encoded, once=None):
+    def append(self, encoded, once=None, key=None):
         """Queue one JSON text for the next transaction (the hub's relay); raises
         :class:`broker.core.hub.RelayUnavailable` while Redis is not up.
-        ``once``: ``(key, record, window_s)`` to append it only if the
-        idempotency ``key`` was not seen, keeping ``record`` and its id."""
+        ``once``: ``(idempotency key, record, window_s)`` to append it only if
+        that key was not seen, keeping ``record`` and its id; ``key``: its
+        conflating key."""
         if not self.state.is_up:
             raise self.state.refuse()
-        self._pending.append(encoded if once is None else (encoded,) + once)
+        self._pending.append(encoded if once is None and key is None else (encoded, once, key))
         if self._write_task is None:
             self._write_task = asyncio.ensure_future(self._write())
 
@@ -256,11 +271,16 @@ class Backplane:
         for entry in batch:
             if type(entry) is str:
                 pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
+                continue
+            encoded, once, key = entry
+            if once is None:
+                pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
             else:
-                encoded, key, record, window_s = entry
+                idempotency_key, record, window_s = once
                 # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
-                await self._publish_once(keys=[self.once_prefix + key, self.key],
-                                         args=[record, encoded, self.maxlen, int(window_s * 1000)], client=pipe)
+                await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
+                                         args=[record, encoded, self.maxlen, int(window_s * 1000), key or ""],
+                                         client=pipe)
         return await pipe.execute()
 
     async def _answer(self, call):
@@ -304,7 +324,7 @@ class Backplane:
         before = entries[:len(entries) - len(kept)]
         start = before[-1][0].decode() if before else "0-0"
         self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
-                       [fields[FIELD].decode() for _, fields in kept])
+                       [fields[FIELD].decode() for _, fields in kept], _keys(kept))
         self.state.read(entries[-1][0].decode() if entries else "0-0")
         self._came_up()
 
@@ -381,7 +401,7 @@ class Backplane:
         age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
         try:
             self._hub.deliver([fields[FIELD].decode() for _, fields in entries],
-                              [entry_id.decode() for entry_id, _ in entries], age)
+                              [entry_id.decode() for entry_id, _ in entries], age, _keys(entries))
         except Exception:
             # As for any event-loop callback: log it, and the reading goes on.
             LOG.exception("delivering %d messages up to %s failed", len(entries), self.state.last_id)

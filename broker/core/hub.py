@@ -49,6 +49,12 @@ Rules this module keeps:
   :meth:`Hub.send_announcement` finds it still waiting (a quiet room). A
   newer announcement replaces one not yet sent. A new subscriber gets the
   latest one after its replay, so it need not wait for the next change.
+* A message published with a conflating key (:mod:`broker.core.conflation`)
+  goes out in a batch of its own, written with its key, so that a client's
+  queue can replace the value of that key still waiting; of two messages
+  with one key in one flush only the later goes out. The messages around it
+  keep their batches and their order. Without keys, nothing of this runs:
+  the unkeyed broadcast pays one test per flush.
 * Positions cost nothing to a subscriber without them: the envelopes are
   another form of the batch, built once, when a subscriber first asks.
 * A subscriber may change its form (:meth:`Hub.move`: a stream attached to
@@ -87,8 +93,9 @@ class Subscriber(Protocol):
     form: Optional[Hashable]
     """The wire form it takes (see :meth:`Batch.form`), or None for the batch itself."""
 
-    def write(self, data) -> bool:
-        """Take one batch in its form; False when over its bound (the room then drops it)."""
+    def write(self, data, key=None) -> bool:
+        """Take one batch in its form; False when over its bound (the room then
+        drops it). ``key``: the batch is one message of that conflating key."""
 
     def disconnect(self, code: int, reason: str) -> None:
         """Close the client with ``code`` and ``reason`` (see :mod:`broker.protocol.close_codes`)."""
@@ -99,10 +106,10 @@ class Relay(Protocol):
     cluster backplane (:class:`broker.cluster.backplane.Backplane`). Without a
     relay the room is its own, in this process."""
 
-    def __call__(self, encoded: str, once: Optional[tuple] = None) -> None:
+    def __call__(self, encoded: str, once: Optional[tuple] = None, key: Optional[str] = None) -> None:
         """Take one message's JSON text for every broker's room, or raise
         :class:`RelayUnavailable`; ``once``: the idempotency key under which
-        to take it at most once (see :meth:`Hub.publish`)."""
+        to take it at most once, ``key``: its conflating key (see :meth:`Hub.publish`)."""
 
 
 class Positioned(NamedTuple):
@@ -119,16 +126,18 @@ class Batch:
     raw websocket sends it (a string as itself, any other value as JSON),
     derived from ``encoded`` when not given. ``offsets`` holds the room
     messages' offsets; an announcement after them has none. ``lead``: the
-    JSON text that opens the positioned form (a connection's start).
+    JSON text that opens the positioned form (a connection's start). ``key``:
+    the conflating key of its one message, or None.
     """
 
-    __slots__ = ("encoded", "offsets", "lead", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
+    __slots__ = ("encoded", "offsets", "lead", "key", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
                  "_raw_websocket", "_streamed", "_positioned")
 
-    def __init__(self, encoded, raw=None, offsets=(), lead=None):
+    def __init__(self, encoded, raw=None, offsets=(), lead=None, key=None):
         self.encoded = encoded
         self.offsets = offsets
         self.lead = lead
+        self.key = key
         self._raw = raw
         self._sockjs_body = None
         self._sockjs_frame = None
@@ -216,6 +225,12 @@ class Batch:
         return data
 
 
+def _batch_of(indexes, encoded, raw, offsets):
+    """The batch of the messages at ``indexes`` of a flush or a delivery."""
+    return Batch([encoded[i] for i in indexes], None if raw is None else [raw[i] for i in indexes],
+                 [offsets[i] for i in indexes])
+
+
 class RateMeter:
     """Per-second rates of growing counters, over a sliding window of samples."""
 
@@ -278,6 +293,7 @@ class Hub:
         self._resuming = {}
         self._pending_encoded = []
         self._pending_raw = []
+        self._pending_keys = None
         self._flush_scheduled = False
         self._oldest_pending = None
         self._offset = 0
@@ -401,7 +417,7 @@ class Hub:
                 or self._resuming.pop(subscriber, None) is not None):
             self.by_transport[subscriber.transport] -= 1
 
-    def publish(self, message, once=None):
+    def publish(self, message, once=None, key=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or
@@ -409,17 +425,21 @@ class Hub:
         relay, whatever the relay raises when it cannot take the message.
         ``once`` goes to the relay with the message: a cluster's idempotency
         key (:mod:`broker.core.idempotency`; a room alone has its publisher
-        look the key up first).
+        look the key up first). ``key``: the message's conflating key.
         """
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
-            if once is None:
+            if once is None and key is None:
                 self._relay(encoded)
             else:
-                self._relay(encoded, once)
+                self._relay(encoded, once, key)
             self.messages_in += 1
             return len(self)
+        if key is not None and self._pending_keys is None:
+            self._pending_keys = [None] * len(self._pending_encoded)
+        if self._pending_keys is not None:
+            self._pending_keys.append(key)
         self._pending_encoded.append(encoded)
         self._pending_raw.append(raw)
         self.messages_in += 1
@@ -441,16 +461,43 @@ class Hub:
             return
         first = self._offset + 1
         self._offset += len(encoded)
-        batch = Batch(encoded, self._pending_raw, range(first, self._offset + 1))
+        offsets = range(first, self._offset + 1)
+        raw, keys = self._pending_raw, self._pending_keys
         self._pending_encoded = []
         self._pending_raw = []
-        self._send(batch, self._oldest_pending)
+        self._pending_keys = None
+        if keys is None:
+            self._send(Batch(encoded, raw, offsets), self._oldest_pending)
+        else:
+            self._send_keyed(encoded, raw, offsets, keys, self._oldest_pending)
 
-    def deliver(self, encoded, offsets, age=0.0):
+    def deliver(self, encoded, offsets, age=0.0, keys=None):
         """Send ``encoded`` (a list of JSON texts, in the relay's order) at
-        ``offsets`` now, as one batch; ``age``: seconds since the first of them
-        was published."""
-        self._send(Batch(encoded, None, offsets), self._clock() - age)
+        ``offsets`` now, as one batch (and one more for each message with a
+        conflating key, ``keys``: each one's or None); ``age``: seconds since
+        the first of them was published."""
+        if keys is None:
+            self._send(Batch(encoded, None, offsets), self._clock() - age)
+        else:
+            self._send_keyed(encoded, None, offsets, keys, self._clock() - age)
+
+    def _send_keyed(self, encoded, raw, offsets, keys, oldest):
+        """Send messages some of which have a conflating key: each run of
+        unkeyed ones as one batch, each keyed one alone, the earlier of two
+        with one key left out (see the module's rules)."""
+        last_of = {key: index for index, key in enumerate(keys) if key is not None}
+        run = []
+        for index, key in enumerate(keys):
+            if key is None:
+                run.append(index)
+            elif last_of[key] == index:
+                if run:
+                    self._send(_batch_of(run, encoded, raw, offsets), oldest)
+                    run = []
+                self._send(Batch([encoded[index]], None if raw is None else [raw[index]], [offsets[index]],
+                                 key=key), oldest)
+        if run:
+            self._send(_batch_of(run, encoded, raw, offsets), oldest)
 
     def announce(self, encoded):
         """Send ``encoded``, the JSON text of the broker's own message, to every subscriber once
@@ -462,16 +509,16 @@ class Hub:
         if self._announcement is not None:
             self._send(Batch([]), None)
 
-    def load(self, epoch, start, offsets, encoded):
+    def load(self, epoch, start, offsets, encoded, keys=None):
         """Take the cluster's history without sending it: in ``epoch``, the
-        messages ``encoded`` (JSON texts, oldest first) at ``offsets``, the
-        history having started after offset ``start``. Another epoch than the
+        messages ``encoded`` (JSON texts, oldest first) at ``offsets`` (with
+        their conflating ``keys``), the history having started after offset ``start``. Another epoch than the
         room's is a lost history: every subscriber with positions is told, with
         a ``gap``, and those waiting to resume start with it."""
         changed = epoch != self.epoch
         self.epoch = epoch
         self.history.restart(start)
-        self.history.add(offsets, encoded, self._clock())
+        self.history.add(offsets, encoded, self._clock(), keys)
         if changed:
             offsets, encoded = self._epoch_messages()
             gap = Batch(encoded, None, offsets, positions.control(positions.GAP, epoch, self.history.newest_offset,
@@ -494,13 +541,13 @@ class Hub:
         """Send ``batch`` (and the announcement, if one waits) to every subscriber; ``oldest``:
         when its first message was published (None for an announcement alone)."""
         messages = len(batch)
-        offsets, encoded = batch.offsets, batch.encoded
-        if self._announcement is not None:
+        offsets, encoded, key = batch.offsets, batch.encoded, batch.key
+        if self._announcement is not None and key is None:
             batch, self._announcement = batch.with_announcement(self._announcement), None
         self.flushes += 1
         self.messages_out += messages * self._write_all(batch)
         now = self._clock()
-        self.history.add(offsets, encoded, now)
+        self.history.add(offsets, encoded, now, None if key is None else [key])
         if oldest is not None:
             self.latency.observe(now - oldest, messages)
         if self._resuming:
@@ -511,12 +558,16 @@ class Hub:
         positions), drop those that cannot take it; returns how many took it."""
         slow = []
         reached = 0
+        key = batch.key
         for form, group in tuple(self._groups.items()):
             if not group or positioned_only and type(form) is not Positioned:
                 continue
             data = batch.form(form)
             writers = tuple(group.items())
-            slow += [s for s, write in writers if not write(data)]
+            if key is None:
+                slow += [s for s, write in writers if not write(data)]
+            else:
+                slow += [s for s, write in writers if not write(data, key)]
             reached += len(writers)
         for subscriber in slow:
             self.drop(subscriber, SLOW_CONSUMER)

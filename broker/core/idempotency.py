@@ -48,9 +48,10 @@ def valid_key(key):
     return 0 < len(key) <= MAX_KEY_LENGTH and all(" " < c <= "~" for c in key)
 
 
-def fingerprint(body, is_json):
-    """What binds a key to its request: a digest of the body and its kind."""
-    return hashlib.sha256((b"json:" if is_json else b"text:") + body).hexdigest()[:32]
+def fingerprint(body, is_json, conflating_key=None):
+    """What binds a key to its request: a digest of the body, its kind and its conflating key."""
+    kind = (b"json:" if is_json else b"text:") + (conflating_key or "").encode() + b":"
+    return hashlib.sha256(kind + body).hexdigest()[:32]
 
 
 class Window:

@@ -8,7 +8,8 @@ constant time; with no token configured the endpoint answers 404, never open.
 In a cluster (``backplane`` given) the answer waits until the message is in
 Redis's stream; while the backplane is not up, publish and health answer 503
 with the reason. A request with an ``Idempotency-Key`` publishes once within
-the window (:mod:`broker.core.idempotency`).
+the window (:mod:`broker.core.idempotency`); one with ``?key=NAME`` publishes
+the latest value of a conflating key (:mod:`broker.core.conflation`).
 """
 
 import hmac
@@ -19,7 +20,7 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 import broker
-from broker.core import idempotency
+from broker.core import conflation, idempotency
 from broker.core.hub import RelayUnavailable
 from broker.ops import pypy_nursery
 from broker.protocol import frames
@@ -85,11 +86,16 @@ class PublishHandler(_JSONHandler):
         if key is not None and not idempotency.valid_key(key):
             return self.reply(400, {"error": "%s: 1 to %d printable ASCII characters"
                                     % (idempotency.HEADER, idempotency.MAX_KEY_LENGTH)})
+        conflating = self.get_query_argument(conflation.QUERY, None)
+        if conflating is not None and not conflation.valid_key(conflating):
+            return self.reply(400, {"error": "?%s=: 1 to %d printable ASCII characters, no space"
+                                    % (conflation.QUERY, conflation.MAX_KEY_LENGTH)})
         try:
             if key is None:
-                answer = await self._publish(message)
+                answer = await self._publish(message, conflating)
             else:
-                answer = await self._publish_once(message, key, idempotency.fingerprint(body, is_json))
+                answer = await self._publish_once(message, conflating, key,
+                                                  idempotency.fingerprint(body, is_json, conflating))
         except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
         except ValueError as error:
@@ -97,12 +103,12 @@ class PublishHandler(_JSONHandler):
         if answer is not None:
             self.reply(200, answer)
 
-    async def _publish(self, message):
-        recipients = self.hub.publish(message)
+    async def _publish(self, message, conflating):
+        recipients = self.hub.publish(message, key=conflating)
         offset = self.hub.pending_offset() if self.backplane is None else await self.backplane.written()
         return {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}}
 
-    async def _publish_once(self, message, key, fingerprint):
+    async def _publish_once(self, message, conflating, key, fingerprint):
         """The answer to a publish with an idempotency ``key``: the first
         answer again for a retry; None once it refused a key reused."""
         once = self.once
@@ -110,13 +116,13 @@ class PublishHandler(_JSONHandler):
             now = time.monotonic()
             kept = once.get(key, now)
             if kept is None:
-                recipients = self.hub.publish(message)
+                recipients = self.hub.publish(message, key=conflating)
                 kept = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset())
                 once.put(key, kept, now)
                 return kept.body()
         else:
             first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
-            self.hub.publish(message, (key, first.record(), once.seconds))
+            self.hub.publish(message, (key, first.record(), once.seconds), conflating)
             appended, text = await self.backplane.written()
             if appended:
                 return first._replace(offset=text).body()

@@ -35,6 +35,7 @@ import types
 from sockjs.tornado.session import ConnectionInfo
 from tornado.ioloop import IOLoop
 
+from broker.core.conflation import replace_queued
 from broker.protocol.close_codes import SLOW_CONSUMER
 
 READ_BUDGET = 64 * 1024
@@ -64,7 +65,7 @@ class OwnedSocket:
     """
 
     __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
-                 "_backlog", "_backlog_bytes", "_deadline", "_last_written")
+                 "_backlog", "_backlog_bytes", "_keyed", "_deadline", "_last_written")
 
     def __init__(self, server, sock, release):
         self.server = server
@@ -77,6 +78,7 @@ class OwnedSocket:
         self._watching = 0
         self._backlog = None
         self._backlog_bytes = 0
+        self._keyed = None
         self._deadline = None
         self._last_written = False
         if server.settings["disable_nagle"]:
@@ -95,14 +97,22 @@ class OwnedSocket:
         """Whether bytes wait for the kernel to take them."""
         return self._backlog is not None
 
-    def write_prebuilt(self, data):
+    def write_prebuilt(self, data, key=None):
         """Send ``data`` (bytes); False when the connection's unsent bytes are
         over the router's ``max_buffer``. Once the last bytes are written
-        (:meth:`write_last`), ``data`` is dropped."""
+        (:meth:`write_last`), ``data`` is dropped. ``data`` of a conflating
+        ``key`` replaces the one still queued under it, whatever the bound
+        (:mod:`broker.core.conflation`)."""
         if self._last_written:
             return True
         backlog = self._backlog
         if backlog is not None:
+            if key is not None:
+                if self._keyed is None:
+                    self._keyed = {}
+                replaced = replace_queued(backlog, self._keyed, key, data)
+                self._backlog_bytes += len(data) - (len(replaced) if replaced is not None else 0)
+                return True
             if self._backlog_bytes > self.server.rules.max_buffer:
                 return False
             backlog.append(data)
@@ -247,6 +257,7 @@ class OwnedSocket:
         if not backlog:
             self._backlog = None
             self._backlog_bytes = 0
+            self._keyed = None
             self.server.behind.discard(self)
             IOLoop.current().remove_timeout(self._deadline)
             self._deadline = None
@@ -277,6 +288,7 @@ class OwnedSocket:
         self._deadline = None
         self._backlog = None
         self._backlog_bytes = 0
+        self._keyed = None
         self.server.behind.discard(self)
         self.server.stats.on_conn_closed()
         self.closed()

@@ -15,6 +15,7 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
+from broker.core.conflation import replace_queued
 from broker.core.hub import Positioned, RelayUnavailable
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
@@ -104,6 +105,7 @@ class BrokerSession(session.Session):
         super().__init__(conn, server, session_id, expiry)
         self.send_queue = []
         self.queued_bytes = 0
+        self.keyed = None
 
     def start_heartbeat(self):
         wheel = self.server.node.heartbeats
@@ -127,9 +129,20 @@ class BrokerSession(session.Session):
         else:
             self.handler.send_pack(HEARTBEAT)
 
-    def send_batch(self, batch):
-        """Send a hub batch, its ``a[...]`` frame built once for all sessions."""
-        self._send(batch.sockjs_frame, batch.sockjs_body)
+    def send_batch(self, batch, key=None):
+        """Send a hub batch, its ``a[...]`` frame built once for all sessions;
+        one of a conflating ``key`` replaces the one still queued under it
+        (:mod:`broker.core.conflation`)."""
+        handler = self.handler
+        if key is None or handler is not None and handler.active and not self.send_queue:
+            self._send(batch.sockjs_frame, batch.sockjs_body)
+            return
+        if self.keyed is None:
+            self.keyed = {}
+        body = batch.sockjs_body
+        replaced = replace_queued(self.send_queue, self.keyed, key, body)
+        self.queued_bytes += len(body) - (len(replaced) if replaced is not None else 0)
+        self.flush()
 
     def send_jsonified(self, msg, stats=True):
         msg = bytes_to_str(msg)
@@ -152,6 +165,7 @@ class BrokerSession(session.Session):
         body = ",".join(self.send_queue)
         self.send_queue = []
         self.queued_bytes = 0
+        self.keyed = None
         self.handler.send_pack("a[" + body + "]")
 
 
@@ -244,7 +258,7 @@ class BroadcastConnection(SockJSConnection):
                 self.form = Positioned(self.form)
             self.hub.move(self, old_form, self.write if stream is None else stream.write_framed)
 
-    def write(self, batch):
+    def write(self, batch, key=None):
         """Polling and streaming sessions: the batch through the session queue,
         to the poll or stream attached, if any, or to the next one. (A stream
         takes later batches straight, see :meth:`deliver_through`.) A
@@ -253,9 +267,9 @@ class BroadcastConnection(SockJSConnection):
         make a reference cycle, which a frozen heap keeps until an audit: see
         broker.ops.gc_policy.)"""
         session = self.session
-        if session.queued_bytes > session.server.rules.max_buffer:
+        if key is None and session.queued_bytes > session.server.rules.max_buffer:
             return False
-        session.send_batch(batch)
+        session.send_batch(batch, key)
         return True
 
 

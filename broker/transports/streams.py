@@ -128,9 +128,10 @@ class Stream(OwnedSocket):
             session.flush()
             self._deliver_to(session, self)
 
-    def write_framed(self, data):
-        """Send ``data``, a batch in this stream's form; False when over ``max_buffer``."""
-        if not self.write_prebuilt(data):
+    def write_framed(self, data, key=None):
+        """Send ``data``, a batch in this stream's form (of a conflating ``key``);
+        False when over ``max_buffer``."""
+        if not self.write_prebuilt(data, key):
             return False
         self._count(len(data))
         return True

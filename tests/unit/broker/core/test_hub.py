@@ -528,3 +528,54 @@ def test_after_a_lost_history_a_subscriber_gets_all_of_the_new_epoch_it_holds(sc
     late = PositionedRecorder()
     hub.subscribe(late, ("first", "1-0"))
     assert late.messages() == live.messages()[-2:]
+
+
+# Conflating keys (broker.core.conflation).
+
+
+class KeyedRecorder(Recorder):
+    """Keeps each batch's messages and the key it was written with."""
+
+    def write(self, data, key=None):
+        self.batches.append((list(data.encoded), key))
+        return True
+
+
+def test_a_keyed_message_goes_alone_and_the_later_of_one_key_wins_in_a_flush(scheduled, hub):
+    watcher = KeyedRecorder()
+    hub.subscribe(watcher)
+    for message, key in (("a", None), ("t1", "total"), ("b", None), ("t2", "total"), ("c", None)):
+        hub.publish(message, key=key)
+    run(scheduled)
+    assert watcher.batches == [(['"a"', '"b"'], None), (['"t2"'], "total"), (['"c"'], None)]
+
+
+def test_without_keys_one_flush_is_one_batch_written_without_a_key(scheduled, hub):
+    watcher = KeyedRecorder()
+    hub.subscribe(watcher)
+    hub.publish("a")
+    hub.publish("b")
+    run(scheduled)
+    assert watcher.batches == [(['"a"', '"b"'], None)]
+
+
+def test_replay_gives_the_latest_of_each_key_and_the_last_messages(scheduled):
+    hub = Hub(scheduled.append, replay=2, history=100)
+    for message, key in (("t1", "total"), ("a", None), ("t2", "total"), ("b", None), ("c", None), ("d", None)):
+        hub.publish(message, key=key)
+        run(scheduled)
+    late = Recorder()
+    hub.subscribe(late)
+    assert late.batches == [['"t2"', '"c"', '"d"']]
+    assert len(hub.history) == 5, "t1 was replaced"
+
+
+def test_a_relay_takes_the_key_and_a_delivery_splits_by_it(scheduled):
+    taken = []
+    hub = Hub(scheduled.append, relay=lambda encoded, once=None, key=None: taken.append((encoded, key)))
+    hub.publish(7, key="total")
+    assert taken == [("7", "total")]
+    watcher = KeyedRecorder()
+    hub.subscribe(watcher)
+    hub.deliver(['"x"', "7", "8"], ["1-0", "1-1", "1-2"], keys=[None, "total", "total"])
+    assert watcher.batches == [(['"x"'], None), (["8"], "total")]

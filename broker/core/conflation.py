@@ -1,0 +1,40 @@
+"""Counters that conflate: in a client's queue, one message per key.
+
+A message published with a key (``POST /publish?key=total``) stands for the
+latest value of that key: a client that has not been sent the previous one
+yet needs only the new one. Rules this module keeps, for every queue of
+unsent items a client has (a socket's backlog, a polling session's queue):
+
+* A keyed item replaces the item queued earlier under the same key, which
+  leaves its place; the new one goes at the end, so what the client receives
+  is still in publish order (with the replaced values left out).
+* Only whole items are replaced: one partly written is a new object (a
+  slice), not the item remembered, and stays.
+* Unkeyed items never move nor leave; keyed items do not count against a
+  client's buffer bound, since a queue holds at most one per key.
+"""
+
+
+QUERY = "key"
+MAX_KEY_LENGTH = 64
+
+
+def valid_key(key):
+    """True for a conflating key: 1 to MAX_KEY_LENGTH printable ASCII characters, no space."""
+    return 0 < len(key) <= MAX_KEY_LENGTH and key.isascii() and key.isprintable() and " " not in key
+
+
+def replace_queued(queue, latest, key, item):
+    """Append ``item`` to ``queue`` (a list), queued under ``key``, removing the
+    item ``latest`` (a dict) remembers for ``key`` if it is still queued;
+    returns the removed item, or None."""
+    previous = latest.get(key)
+    latest[key] = item
+    queue.append(item)
+    if previous is None:
+        return None
+    for index in range(len(queue) - 2, -1, -1):
+        if queue[index] is previous:
+            del queue[index]
+            return previous
+    return None

@@ -1,0 +1,87 @@
+"""Counters that conflate: POST /publish?key=NAME replaces, in every client's queue,
+the value of that key still waiting; chat lines keep their order and their bound."""
+
+import http.client
+import json
+import socket
+
+import websocket
+
+from sockjs_clients import XhrPollingClient, session_url, wait_until
+
+TOKEN = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+PAD = "x" * 4000
+UPDATES = 300
+
+
+def stalled_websocket(url):
+    """A SockJS websocket that reads nothing, with a tiny receive buffer."""
+    ws = websocket.create_connection("ws" + session_url(url)[4:] + "/websocket", timeout=5,
+                                     sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),))
+    assert ws.recv() == "o"
+    return ws
+
+
+def publish_all(broker, messages):
+    """POST each ``(message, key)`` on one keep-alive connection."""
+    host, port = broker.origin[len("http://"):].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        for message, key in messages:
+            conn.request("POST", "/publish" + ("?key=" + key if key else ""), json.dumps(message), TOKEN)
+            response = conn.getresponse()
+            assert response.status == 200, (response.status, response.read())
+            response.read()
+    finally:
+        conn.close()
+
+
+def counter(n):
+    return {"total": n, "pad": PAD}
+
+
+def totals_until(ws, last):
+    """The totals a SockJS websocket receives, up to ``last``."""
+    ws.settimeout(5)
+    seen = []
+    while last not in seen:
+        frame = ws.recv()
+        assert frame[0] in "ah", frame[:80]
+        seen += [m["total"] for m in json.loads(frame[1:] or "[]")]
+    return seen
+
+
+def test_a_stalled_viewer_of_a_counter_holds_one_value_and_is_not_cut(start_broker):
+    broker = start_broker("--publish-token", "t", "--max-buffer", "64KiB", "--ws-ping-interval", "0")
+    viewer = stalled_websocket(broker.url)
+    publish_all(broker, [(counter(n), "total") for n in range(UPDATES)])
+    stats = broker.stats()["slow_consumers"]
+    assert stats["behind"] == 1, stats
+    # One value waits, and perhaps the rest of one the kernel took a part of.
+    assert stats["unsent_bytes"] < 2 * len(json.dumps(counter(UPDATES))) + 100, stats
+    assert broker.stats()["slow_consumer_disconnects"] == 0
+    seen = totals_until(viewer, UPDATES - 1)
+    assert seen == sorted(seen) and len(seen) < UPDATES / 2, "values were replaced, in order"
+    viewer.close()
+
+
+def test_a_stalled_reader_of_chat_lines_is_still_cut(start_broker):
+    broker = start_broker("--publish-token", "t", "--max-buffer", "64KiB", "--ws-ping-interval", "0")
+    viewer = stalled_websocket(broker.url)
+    publish_all(broker, [(counter(n), "total" if n % 2 else None) for n in range(UPDATES)])
+    wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == 1)
+    viewer.close()
+
+
+def test_a_polling_session_between_polls_keeps_the_latest_value_and_every_line(start_broker):
+    broker = start_broker("--publish-token", "t")
+    with XhrPollingClient(broker.url) as poller:
+        publish_all(broker, [({"total": 1}, "total"), ("line 1", None), ({"total": 2}, "total"),
+                             ("line 2", None), ({"total": 3}, "total")])
+        assert poller.collect(3) == ["line 1", "line 2", {"total": 3}]
+
+
+def test_a_malformed_key_is_refused(start_broker):
+    broker = start_broker("--publish-token", "t")
+    status, answer = broker.request("POST", "/publish?key=a%20b", b"1", TOKEN)
+    assert status == 400 and "key" in answer["error"]
