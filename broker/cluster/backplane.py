@@ -24,9 +24,10 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
 * At start, and after an outage in which the epoch changed, the stream's
   tail (XREVRANGE, the hub's ``history`` messages) fills the hub's history
   and sets where reading starts, so a broker started later replays and
-  resumes what other brokers published before it. The stream keeps more
-  than that tail (:data:`STREAM_MAXLEN`): one that holds fewer entries was
-  never trimmed, and its history starts at its beginning.
+  resumes what other brokers published before it. The history starts after
+  the entry before that tail; when the stream holds no more than the tail,
+  after the newest entry trimmed from it (XINFO STREAM), or at its
+  beginning if none was.
 * While the broker keeps up, a read is one blocking XREAD. When one comes
   back full (the broker is behind, and the trim may overtake it), or while
   its position in the stream is unknown (at start, after an outage), the read
@@ -145,6 +146,10 @@ def _keys(entries):
     return [fields[KEY_FIELD].decode() if KEY_FIELD in fields else None for _, fields in entries]
 
 
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _written(reply):
     """What :meth:`Backplane.written` gives for one entry's ``reply``."""
     if type(reply) is bytes:
@@ -257,9 +262,17 @@ class Backplane:
                     for _, future in waiting:
                         future.set_exception(refused)
                 else:
-                    self.state.published += len(batch)
+                    errors = {i: reply for i, reply in enumerate(ids) if isinstance(reply, Exception)}
+                    self.state.published += len(batch) - len(errors)
+                    if errors:
+                        error = next(iter(errors.values()))
+                        LOG.warning("%d of %d messages not published: %s", len(errors), len(batch), error)
+                        refused = self.state.refuse(len(errors), _redis_failure(error))
                     for index, future in waiting:
-                        future.set_result(_written(ids[index]))
+                        if index in errors:
+                            future.set_exception(refused)
+                        else:
+                            future.set_result(_written(ids[index]))
         finally:
             self._write_task = None
 
@@ -279,9 +292,10 @@ class Backplane:
                 idempotency_key, record, window_s = once
                 # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
                 await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
-                                         args=[record, encoded, self.maxlen, int(window_s * 1000), key or ""],
-                                         client=pipe)
-        return await pipe.execute()
+                                         args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)),
+                                               key or ""], client=pipe)
+        # Each entry its own reply: Redis applies the others of a transaction when one fails.
+        return await pipe.execute(raise_on_error=False)
 
     async def _answer(self, call):
         """What ``call`` (a coroutine on Redis) returns; if Redis does not answer
@@ -318,11 +332,21 @@ class Backplane:
 
     async def _load_tail(self):
         epoch = await self._epoch()
-        entries = await self._answer(self._redis.xrevrange(self.key, count=self.history + 1))
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xrevrange(self.key, count=self.history + 1)
+        pipe.xinfo_stream(self.key)
+        entries, info = await self._answer(pipe.execute(raise_on_error=False))
+        if isinstance(entries, Exception):
+            raise entries
         entries.reverse()
         kept = entries[-self.history:] if self.history else []
         before = entries[:len(entries) - len(kept)]
-        start = before[-1][0].decode() if before else "0-0"
+        if before:
+            start = before[-1][0].decode()
+        elif isinstance(info, Exception) or info["entries-added"] == info["length"]:
+            start = "0-0"  # no stream yet, or none of it trimmed
+        else:
+            start = _text(info["max-deleted-entry-id"])
         self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
                        [fields[FIELD].decode() for _, fields in kept], _keys(kept))
         self.state.read(entries[-1][0].decode() if entries else "0-0")

@@ -10,13 +10,20 @@ unsent items a client has (a socket's backlog, a polling session's queue):
   is still in publish order (with the replaced values left out).
 * Only whole items are replaced: one partly written is a new object (a
   slice), not the item remembered, and stays.
-* Unkeyed items never move nor leave; keyed items do not count against a
-  client's buffer bound, since a queue holds at most one per key.
+* Unkeyed items never move nor leave. Keyed items are held to twice a
+  client's buffer bound (:func:`bound`), not to the bound itself: a counter
+  holds one item per key and stays far below it, while a publisher of
+  endless distinct keys cannot grow a stuck client's queue without end.
 """
 
 
 QUERY = "key"
 MAX_KEY_LENGTH = 64
+
+
+def bound(max_buffer, key):
+    """The unsent bytes beyond which a client cannot take an item of ``key`` (None: unkeyed)."""
+    return max_buffer if key is None else 2 * max_buffer
 
 
 def valid_key(key):

@@ -23,6 +23,7 @@ Rules this module keeps:
 """
 
 import collections
+import itertools
 
 _KEY = 0
 _OFFSET = 1
@@ -120,7 +121,7 @@ class History:
         """The last ``n`` messages kept, and the latest of every key: ``(offsets, encoded)``."""
         if n <= 0 or not self._kept:
             return [], []
-        entries = list(self._kept)[-n:]
+        entries = list(itertools.islice(reversed(self._kept), n))[::-1]
         if self._latest:
             entries = sorted(set(entries).union(self._latest.values()))
         return [e[_OFFSET] for e in entries], [e[_ENCODED] for e in entries]

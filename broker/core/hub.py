@@ -513,8 +513,9 @@ class Hub:
         """Take the cluster's history without sending it: in ``epoch``, the
         messages ``encoded`` (JSON texts, oldest first) at ``offsets`` (with
         their conflating ``keys``), the history having started after offset ``start``. Another epoch than the
-        room's is a lost history: every subscriber with positions is told, with
-        a ``gap``, and those waiting to resume start with it."""
+        room's is a lost history: every subscriber gets the new epoch's
+        messages the history holds (those with positions after a ``gap``), and
+        those waiting to resume start with it."""
         changed = epoch != self.epoch
         self.epoch = epoch
         self.history.restart(start)
@@ -523,7 +524,7 @@ class Hub:
             offsets, encoded = self._epoch_messages()
             gap = Batch(encoded, None, offsets, positions.control(positions.GAP, epoch, self.history.newest_offset,
                                                                   positions.EPOCH))
-            self._write_all(gap, positioned_only=True)
+            self._write_all(gap)
         self.confirm_epoch()
 
     def doubt_epoch(self):
@@ -553,14 +554,16 @@ class Hub:
         if self._resuming:
             self._catch_up(now)
 
-    def _write_all(self, batch, positioned_only=False):
-        """Write ``batch`` to every subscriber (``positioned_only``: those with
-        positions), drop those that cannot take it; returns how many took it."""
+    def _write_all(self, batch):
+        """Write ``batch`` to every subscriber (one of no messages, a ``gap``,
+        to those with positions only), drop those that cannot take it; returns
+        how many took it."""
         slow = []
         reached = 0
         key = batch.key
+        empty = not batch.encoded
         for form, group in tuple(self._groups.items()):
-            if not group or positioned_only and type(form) is not Positioned:
+            if not group or empty and type(form) is not Positioned:
                 continue
             data = batch.form(form)
             writers = tuple(group.items())

@@ -35,7 +35,7 @@ import types
 from sockjs.tornado.session import ConnectionInfo
 from tornado.ioloop import IOLoop
 
-from broker.core.conflation import replace_queued
+from broker.core.conflation import bound, replace_queued
 from broker.protocol.close_codes import SLOW_CONSUMER
 
 READ_BUDGET = 64 * 1024
@@ -101,20 +101,20 @@ class OwnedSocket:
         """Send ``data`` (bytes); False when the connection's unsent bytes are
         over the router's ``max_buffer``. Once the last bytes are written
         (:meth:`write_last`), ``data`` is dropped. ``data`` of a conflating
-        ``key`` replaces the one still queued under it, whatever the bound
-        (:mod:`broker.core.conflation`)."""
+        ``key`` replaces the one still queued under it, and is held to twice
+        the bound (:mod:`broker.core.conflation`)."""
         if self._last_written:
             return True
         backlog = self._backlog
         if backlog is not None:
+            if self._backlog_bytes > bound(self.server.rules.max_buffer, key):
+                return False
             if key is not None:
                 if self._keyed is None:
                     self._keyed = {}
                 replaced = replace_queued(backlog, self._keyed, key, data)
                 self._backlog_bytes += len(data) - (len(replaced) if replaced is not None else 0)
                 return True
-            if self._backlog_bytes > self.server.rules.max_buffer:
-                return False
             backlog.append(data)
             self._backlog_bytes += len(data)
             return True

@@ -15,7 +15,7 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
-from broker.core.conflation import replace_queued
+from broker.core.conflation import bound, replace_queued
 from broker.core.hub import Positioned, RelayUnavailable
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
@@ -139,7 +139,7 @@ class BrokerSession(session.Session):
             return
         if self.keyed is None:
             self.keyed = {}
-        body = batch.sockjs_body
+        body = _KeyedBody(batch.sockjs_body)
         replaced = replace_queued(self.send_queue, self.keyed, key, body)
         self.queued_bytes += len(body) - (len(replaced) if replaced is not None else 0)
         self.flush()
@@ -167,6 +167,13 @@ class BrokerSession(session.Session):
         self.queued_bytes = 0
         self.keyed = None
         self.handler.send_pack("a[" + body + "]")
+
+
+class _KeyedBody(str):
+    """A keyed message's body in a session's queue: an object of its own, which
+    the queue finds again by identity (CPython shares one-character strings)."""
+
+    __slots__ = ()
 
 
 class BroadcastConnection(SockJSConnection):
@@ -267,7 +274,7 @@ class BroadcastConnection(SockJSConnection):
         make a reference cycle, which a frozen heap keeps until an audit: see
         broker.ops.gc_policy.)"""
         session = self.session
-        if key is None and session.queued_bytes > session.server.rules.max_buffer:
+        if session.queued_bytes > bound(session.server.rules.max_buffer, key):
             return False
         session.send_batch(batch, key)
         return True

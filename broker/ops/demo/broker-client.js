@@ -19,12 +19,12 @@
      is older than the broker keeps) and then the latest state: ongap(reason) is called once
      for each gap, before that state.
    - A message at or before the newest offset delivered in the same epoch is not delivered
-     again.
+     again, a gap's latest state included.
    - Reconnecting waits a random time up to a delay that starts at 0.5 s and doubles to 30 s
      ("full jitter"), so that thousands of pages dropped together do not come back together;
      the delay starts again once a connection has opened and been told where it starts.
      Close code 3012 (a broker draining for a deploy, or a connection at its age limit)
-     reconnects within 1 s, to any broker.
+     on a connection that was serving reconnects within 1 s, to any broker.
    - A connection that brings nothing for silenceMs (60 s by default: the broker sends a
      heartbeat every 25 s, --heartbeat-delay) is taken as dead and replaced, since
      sockjs-client notices a dead stream on some transports only when the browser does,
@@ -92,6 +92,7 @@
     var self = this;
     self._timer = null;
     self._setState('connecting');
+    self._started = false;
     var sock = new SockJS(self._resumeUrl(), null, self.options.transports ? { transports: self.options.transports } : {});
     self._sock = sock;
     var alive = function () {
@@ -119,7 +120,9 @@
         self._setState('stopped', event);
         return;
       }
-      var wait = event.code === RECONNECT_NOW ? RECONNECT_NOW_MS : self._delay;
+      // A broker that turns new sessions away while it drains says 3012 too: only a
+      // connection that was serving comes back at once.
+      var wait = event.code === RECONNECT_NOW && self._started ? RECONNECT_NOW_MS : self._delay;
       self._delay = Math.min(self._delay * 2, MAX_DELAY_MS);
       self._setState('closed', event);
       self._timer = setTimeout(function () { self._connect(); }, Math.random() * wait);
@@ -136,13 +139,15 @@
       this._call('onannouncement', envelope.a);
     } else if (envelope.c) {
       this._delay = FIRST_DELAY_MS;
-      this.epoch = envelope.epoch;
+      this._started = true;
       if (envelope.c !== 'resumed') {
         if (envelope.c === 'gap') this._call('ongap', envelope.reason);
         // The latest state follows, at or before envelope.o; live messages come after it.
-        this.offset = null;
+        // In the same epoch, what it holds at or before this.offset was delivered already.
+        if (envelope.epoch !== this.epoch) this.offset = null;
         this._joined = envelope.o;
       }
+      this.epoch = envelope.epoch;
     }
   };
 

@@ -579,3 +579,12 @@ def test_a_relay_takes_the_key_and_a_delivery_splits_by_it(scheduled):
     hub.subscribe(watcher)
     hub.deliver(['"x"', "7", "8"], ["1-0", "1-1", "1-2"], keys=[None, "total", "total"])
     assert watcher.batches == [(['"x"'], None), (["8"], "total")]
+
+
+def test_after_a_lost_history_a_plain_subscriber_gets_the_new_epochs_messages_too(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.load("first", "0-0", [], [])
+    plain = Recorder()
+    hub.subscribe(plain)
+    hub.load("second", "0-0", ["2-0"], ['"published meanwhile"'])
+    assert plain.batches == [['"published meanwhile"']]
