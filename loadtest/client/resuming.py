@@ -1,0 +1,79 @@
+"""A subscriber that resumes, as the shipped browser client does, counting what it missed or got twice.
+
+Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope of
+``broker/protocol/positions.py``):
+
+- It asks for positions, and each connection after the first asks to resume
+  after the newest offset it delivered in its epoch (:meth:`ResumingSubscriber.query`),
+  or after where its last connection joined, if that is newer.
+- A room message (``{"o": offset, "d": message}``) is delivered once: one at or
+  before the newest offset delivered in the same epoch is dropped, and
+  counted as a duplicate, unless it is the state that follows an ``open`` or
+  a ``gap`` (at or before its ``o``), which is sent again by design
+  (``replayed``).
+- A ``gap`` is counted by its reason; the state that follows it is delivered.
+  In another epoch every offset starts again.
+- Nothing here touches a socket: the caller decodes each SockJS message's
+  JSON and feeds it to :meth:`ResumingSubscriber.receive`.
+"""
+
+import collections
+import urllib.parse
+
+
+def offset_key(offset):
+    """An offset (``"41"``, ``"1700000000000-3"``) as a comparable pair."""
+    number, _, sequence = str(offset).partition("-")
+    return int(number), int(sequence or 0)
+
+
+class ResumingSubscriber:
+    """One subscriber across its connections: ``epoch`` and ``offset`` (the
+    newest delivered), ``gaps`` by reason, ``duplicates`` and ``replayed``
+    dropped, ``announcements`` received."""
+
+    def __init__(self):
+        self.epoch = None
+        self.offset = None
+        self.joined = None
+        self.gaps = collections.Counter()
+        self.duplicates = 0
+        self.replayed = 0
+        self.announcements = []
+        self._state_until = None
+
+    def query(self):
+        """The query to put on the SockJS URL of the next connection."""
+        if self.epoch is None:
+            return "positions=1"
+        since = self.joined
+        if self.offset is not None and (since is None or offset_key(self.offset) > offset_key(since)):
+            since = self.offset
+        return "positions=1&" + urllib.parse.urlencode({"epoch": self.epoch, "since": since})
+
+    def receive(self, envelope):
+        """The room message ``envelope`` (one decoded message of a frame) brings
+        to deliver, as ``(offset, message)``, or None."""
+        if "o" in envelope and "d" in envelope:
+            offset = envelope["o"]
+            if self.offset is not None and offset_key(offset) <= offset_key(self.offset):
+                if self._state_until is not None and offset_key(offset) <= offset_key(self._state_until):
+                    self.replayed += 1
+                else:
+                    self.duplicates += 1
+                return None
+            self.offset = offset
+            return offset, envelope["d"]
+        if "a" in envelope:
+            self.announcements.append(envelope["a"])
+        elif "c" in envelope:
+            if envelope["c"] == "gap":
+                self.gaps[envelope["reason"]] += 1
+            if envelope["c"] == "resumed":
+                self._state_until = None
+            else:
+                if envelope["epoch"] != self.epoch:
+                    self.offset = None
+                self.joined = self._state_until = envelope["o"]
+            self.epoch = envelope["epoch"]
+        return None

@@ -1,0 +1,50 @@
+"""The resuming subscriber without sockets: what it delivers, asks for, and counts."""
+
+from loadtest.client.resuming import ResumingSubscriber
+
+
+def fed(subscriber, *envelopes):
+    return [d for d in (subscriber.receive(e) for e in envelopes) if d is not None]
+
+
+def test_it_asks_for_positions_then_to_resume_after_what_it_delivered():
+    subscriber = ResumingSubscriber()
+    assert subscriber.query() == "positions=1"
+    assert fed(subscriber, {"c": "open", "epoch": "E", "o": "40"}, {"o": "40", "d": "tail"},
+               {"o": "41", "d": "live"}) == [("40", "tail"), ("41", "live")]
+    assert subscriber.query() == "positions=1&epoch=E&since=41"
+
+
+def test_before_its_first_live_message_it_resumes_from_where_it_joined():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "1700000000000-5"})
+    assert subscriber.query() == "positions=1&epoch=E&since=1700000000000-5"
+
+
+def test_a_message_sent_again_on_a_resume_is_a_duplicate_and_dropped():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "1", "d": "a"}, {"o": "2", "d": "b"})
+    assert fed(subscriber, {"c": "resumed", "epoch": "E", "o": "3"}, {"o": "2", "d": "b"},
+               {"o": "3", "d": "c"}) == [("3", "c")]
+    assert (subscriber.duplicates, subscriber.replayed, sum(subscriber.gaps.values())) == (1, 0, 0)
+
+
+def test_a_gap_is_counted_and_the_state_after_it_is_not_a_duplicate():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "5", "d": "seen"})
+    assert fed(subscriber, {"c": "gap", "epoch": "E", "o": "9", "reason": "expired"}, {"o": "5", "d": "seen"},
+               {"o": "9", "d": "latest"}) == [("9", "latest")]
+    assert (subscriber.gaps["expired"], subscriber.replayed, subscriber.duplicates) == (1, 1, 0)
+
+
+def test_another_epoch_starts_the_offsets_again():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "9", "d": "old"})
+    assert fed(subscriber, {"c": "gap", "epoch": "F", "o": "1", "reason": "epoch"}, {"o": "1", "d": "new"}) == \
+        [("1", "new")]
+    assert subscriber.query() == "positions=1&epoch=F&since=1" and subscriber.gaps == {"epoch": 1}
+
+
+def test_an_announcement_is_kept_apart():
+    subscriber = ResumingSubscriber()
+    assert fed(subscriber, {"a": {"audience": 3}}) == [] and subscriber.announcements == [{"audience": 3}]
