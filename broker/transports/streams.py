@@ -27,9 +27,13 @@ Rules this module keeps:
   socket cannot serve another request, so a body ends with its connection,
   and the client opens its next request on a new one, as it would after
   any streaming response.
-* After ``response_limit`` bytes (SockJS's 128 KiB) a stream ends its body
-  and leaves the session, so that a browser can free what the response
-  holds; the client reopens the stream on the same session.
+* After its response limit a stream ends its body and leaves the session,
+  so that a browser can free what the response holds; the client reopens
+  the stream on the same session. Each stream draws its limit between half
+  of ``response_limit`` (SockJS's 128 KiB) and all of it
+  (:func:`drawn_limit`): streams opened together carry the same bytes, and
+  with one limit they would all reopen in the same moment, a storm of new
+  connections every few minutes.
 * The client sends nothing on a stream: what it sends is read and dropped.
   Its end, before the body's, closes the session (1002 "Connection
   interrupted", as sockjs-tornado closes it).
@@ -38,6 +42,7 @@ Rules this module keeps:
   htmlfile callback, and frames inside ``<script>`` that no message can end.
 """
 
+import random
 from typing import NamedTuple, Optional
 
 from sockjs.tornado import transports as base
@@ -83,7 +88,7 @@ class Stream(OwnedSocket):
         self.name = opening.transport
         self.client = opening.client
         self._chunked = opening.chunked
-        self._left = server.settings["response_limit"]
+        self._left = drawn_limit(server.settings["response_limit"])
         self._ending = False
         self._info = opening.info
 
@@ -178,6 +183,11 @@ class Stream(OwnedSocket):
         if self._left <= 0 and not self._ending:
             self._ending = True
             IOLoop.current().add_callback(self.end)
+
+
+def drawn_limit(limit, draw=random.random):
+    """A stream's response limit: between half of ``limit`` and all of it."""
+    return int(limit * (1 + draw()) / 2)
 
 
 class _StreamOpening(NewSessions, ServiceHeaders):

@@ -7,9 +7,23 @@ import pytest
 
 from sockjs_clients import STREAMING, Closed, WebSocketClient, closed_with, wait_until
 
-# Past SockJS's response limit (128 KiB) within the first stream.
+# Past SockJS's response limit (128 KiB; each stream draws its own, from 64 KiB) within the first stream.
 MESSAGES = 200
 PADDING = "x" * 1000
+
+
+def receive_reopening(viewer, count):
+    """``count`` messages, the stream reopened each time its body ends (as
+    sockjs-client does), and how many bodies ended on the way."""
+    received, ended = [], 0
+    while len(received) < count:
+        try:
+            received.extend(viewer.receive())
+        except Closed as closed:
+            assert closed.code is None, "the body ended with a close frame: %s" % closed
+            ended += 1
+            viewer.reopen()
+    return received, ended
 
 
 @pytest.mark.parametrize("client", STREAMING, ids=lambda c: c.transport)
@@ -20,17 +34,10 @@ def test_a_body_ends_at_the_response_limit_and_the_next_stream_goes_on(broker, c
             publisher.send(message)
             assert publisher.receive() == [message]
         assert viewer.response.getheader("Connection") == "close"
-        received = []
-        with pytest.raises(Closed) as ended:
-            while True:
-                received.extend(viewer.receive())
-        assert ended.value.code is None, "the body ended with a close frame: %s" % ended.value
-        assert 0 < len(received) < MESSAGES
-        viewer.reopen()
-        received.extend(viewer.collect(MESSAGES - len(received)))
-        assert received == sent
+        received, ended = receive_reopening(viewer, MESSAGES)
+        assert received == sent and ended >= 1
         publisher.send("live")
-        assert viewer.receive() == ["live"]
+        assert receive_reopening(viewer, 1)[0] == ["live"]
 
 
 @pytest.mark.parametrize("client", STREAMING, ids=lambda c: c.transport)
