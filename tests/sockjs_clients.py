@@ -86,6 +86,14 @@ def fall_behind(broker, publisher):
     return sent
 
 
+def stalled_websocket(url):
+    """A SockJS websocket under ``url`` whose reader never reads, with a tiny receive buffer."""
+    ws = websocket.create_connection("ws" + session_url(url)[4:] + "/websocket", timeout=TIMEOUT,
+                                     sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),))
+    assert ws.recv() == "o"
+    return ws
+
+
 def wait_until(predicate, timeout=TIMEOUT, interval=0.01):
     """Poll ``predicate`` until it is true; fail with its last value after ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -3,23 +3,12 @@ the value of that key still waiting; chat lines keep their order and their bound
 
 import http.client
 import json
-import socket
 
-import websocket
-
-from sockjs_clients import XhrPollingClient, session_url, wait_until
+from sockjs_clients import XhrPollingClient, stalled_websocket, wait_until
 
 TOKEN = {"Authorization": "Bearer t", "Content-Type": "application/json"}
 PAD = "x" * 4000
 UPDATES = 300
-
-
-def stalled_websocket(url):
-    """A SockJS websocket that reads nothing, with a tiny receive buffer."""
-    ws = websocket.create_connection("ws" + session_url(url)[4:] + "/websocket", timeout=5,
-                                     sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),))
-    assert ws.recv() == "o"
-    return ws
 
 
 def publish_all(broker, messages):

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadtest.procstat import rss_kb
 
 from memory_plateau import rss_after_rounds
-from sockjs_clients import RawWebSocketClient, WebSocketClient, session_url, wait_until
+from sockjs_clients import RawWebSocketClient, WebSocketClient, session_url, stalled_websocket, wait_until
 
 MESSAGE = "x" * 8000
 PER_FRAME = 7
@@ -20,14 +20,6 @@ PUSH_BYTES = 32 << 20
 # only when the heap reaches 1 GiB, so a broker that left its garbage to it
 # grows by about three times what is pushed, push after push. CPython ignores it.
 FAR_MAJOR_COLLECTION = {"PYPY_GC_MIN": "1GB"}
-
-
-def stalled_websocket(url):
-    """A SockJS websocket whose reader never reads, with a tiny receive buffer."""
-    ws = websocket.create_connection("ws" + session_url(url)[4:] + "/websocket", timeout=5,
-                                     sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),))
-    assert ws.recv() == "o"
-    return ws
 
 
 def stalled_xhr_streaming(origin, url):
