@@ -51,3 +51,13 @@ def test_a_malformed_key_is_refused_and_publishes_nothing(start_broker, key):
     status, answer = publish(broker, b"m", key)
     assert status == 400 and "Idempotency-Key" in answer["error"]
     assert broker.stats()["messages_in"] == 0
+
+
+def test_replays_and_refusals_are_in_the_metrics(start_broker):
+    broker = start_broker("--publish-token", "t")
+    publish(broker, b"a", "k")
+    publish(broker, b"a", "k")
+    publish(broker, b"b", "k")
+    text = broker.request("GET", "/metrics")[1]
+    assert "sockjs_broker_idempotent_replays_total 1.0" in text
+    assert "sockjs_broker_idempotent_refusals_total 1.0" in text
