@@ -5,7 +5,7 @@ Rules this module keeps:
 * An offset is the text the room gives a message: a count for a broker alone
   (``"41"``), the Redis stream id in a cluster (``"1700000000000-3"``). Offsets
   grow with every message; they compare as ``(number, sequence)`` pairs
-  (:func:`offset_key`), never as text.
+  (:func:`broker.protocol.positions.offset_key`), never as text.
 * At most ``count`` messages are kept, and with ``seconds`` none older than
   that (checked as messages are added and on :meth:`History.trim`). A
   message that leaves is gone for good: ``horizon`` is the key of the newest
@@ -25,24 +25,13 @@ Rules this module keeps:
 import collections
 import itertools
 
+from broker.protocol.positions import offset_key
+
 _KEY = 0
 _OFFSET = 1
 _ENCODED = 2
 _ADDED = 3
 _CONFLATING = 4
-
-
-def offset_key(offset):
-    """The comparable key of an offset (``"41"``, ``"1700000000000-3"``, or an int);
-    ValueError for anything else."""
-    if type(offset) is int:
-        if offset < 0:
-            raise ValueError("a negative offset")
-        return offset, 0
-    number, dash, sequence = offset.partition("-")
-    if not number.isdigit() or (dash and not sequence.isdigit()) or len(offset) > 40:
-        raise ValueError("not an offset: %r" % offset[:40])
-    return int(number), int(sequence) if dash else 0
 
 
 class History:

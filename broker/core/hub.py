@@ -37,7 +37,8 @@ Rules this module keeps:
   away, and perhaps back without its data), until it is known again.
 * The epoch names the room's history: a new one for each room alone, the
   cluster's from the relay (:meth:`Hub.load`). When the history is lost
-  (another epoch), every subscriber with positions is told, with a ``gap``.
+  (another epoch), every subscriber with positions is told, with a ``gap``,
+  and every subscriber gets the new epoch's messages the history holds.
 * With a relay (the cluster backplane, :mod:`broker.cluster.backplane`), a published
   message is encoded and handed to the relay, never sent from here: the hub
   sends only what the relay gives back through :meth:`Hub.deliver`, one call
@@ -73,8 +74,9 @@ import secrets
 import time
 from typing import Hashable, NamedTuple, Optional, Protocol
 
-from broker.core.history import History, offset_key
+from broker.core.history import History
 from broker.protocol import frames, positions
+from broker.protocol.positions import offset_key
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
 # How long a subscriber resuming from an offset its broker has not delivered yet waits for it.

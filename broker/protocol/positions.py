@@ -39,7 +39,9 @@ reconnects.
 Rules this module keeps: every envelope is built from a message's JSON text
 by string formatting, never by encoding the message again; the query is
 read once, as a session opens, and a malformed ``since`` is an ``unknown``
-gap, never an error.
+gap, never an error; offsets compare as ``(number, sequence)`` pairs
+(:func:`offset_key`), never as text. It uses the standard library only: the
+load client reads the envelope by these same rules.
 """
 
 import json
@@ -86,6 +88,19 @@ def _first(arguments, name):
     if not values:
         return None
     return values[0].decode("utf-8", "replace")[:80]
+
+
+def offset_key(offset):
+    """The comparable key of an offset (``"41"``, ``"1700000000000-3"``, or an int);
+    ValueError for anything else."""
+    if type(offset) is int:
+        if offset < 0:
+            raise ValueError("a negative offset")
+        return offset, 0
+    number, dash, sequence = offset.partition("-")
+    if not number.isdigit() or (dash and not sequence.isdigit()) or len(offset) > 40:
+        raise ValueError("not an offset: %r" % offset[:40])
+    return int(number), int(sequence) if dash else 0
 
 
 def message(offset, encoded):

@@ -1,7 +1,7 @@
 """A subscriber that resumes, as the shipped browser client does, counting what it missed or got twice.
 
-Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope of
-``broker/protocol/positions.py``):
+Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope and
+offsets of :mod:`broker.protocol.positions`, read with its own names):
 
 - It asks for positions, and each connection after the first asks to resume
   after the newest offset it delivered in its epoch (:meth:`ResumingSubscriber.query`),
@@ -20,11 +20,8 @@ Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope of
 import collections
 import urllib.parse
 
-
-def offset_key(offset):
-    """An offset (``"41"``, ``"1700000000000-3"``) as a comparable pair."""
-    number, _, sequence = str(offset).partition("-")
-    return int(number), int(sequence or 0)
+from broker.protocol import positions
+from broker.protocol.positions import offset_key
 
 
 class ResumingSubscriber:
@@ -44,12 +41,14 @@ class ResumingSubscriber:
 
     def query(self):
         """The query to put on the SockJS URL of the next connection."""
+        asked = positions.QUERY_POSITIONS + "=1"
         if self.epoch is None:
-            return "positions=1"
+            return asked
         since = self.joined
         if self.offset is not None and (since is None or offset_key(self.offset) > offset_key(since)):
             since = self.offset
-        return "positions=1&" + urllib.parse.urlencode({"epoch": self.epoch, "since": since})
+        return asked + "&" + urllib.parse.urlencode({positions.QUERY_EPOCH: self.epoch,
+                                                    positions.QUERY_SINCE: since})
 
     def receive(self, envelope):
         """The room message ``envelope`` (one decoded message of a frame) brings
@@ -67,9 +66,9 @@ class ResumingSubscriber:
         if "a" in envelope:
             self.announcements.append(envelope["a"])
         elif "c" in envelope:
-            if envelope["c"] == "gap":
+            if envelope["c"] == positions.GAP:
                 self.gaps[envelope["reason"]] += 1
-            if envelope["c"] == "resumed":
+            if envelope["c"] == positions.RESUMED:
                 self._state_until = None
             else:
                 if envelope["epoch"] != self.epoch:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from broker.core.history import History, offset_key
+from broker.core.history import History
+from broker.protocol.positions import offset_key
 
 
 def test_offsets_compare_as_numbers_not_text():
