@@ -18,6 +18,7 @@ import urllib.parse
 
 import websocket
 
+from loadtest.client.endpoints import with_query
 from loadtest.client.websocket_frames import handshake_request
 
 TIMEOUT = 5.0
@@ -137,10 +138,7 @@ class Client:
 
     def target(self, url):
         """The request target of ``url``: its path, and the client's query."""
-        path = urllib.parse.urlsplit(url).path if "://" in url else url
-        if not self.query:
-            return path
-        return path + ("&" if "?" in path else "?") + self.query
+        return with_query(urllib.parse.urlsplit(url).path if "://" in url else url, self.query)
 
     def open(self):
         frame = self.read_frame()
@@ -197,7 +195,7 @@ class WebSocketClient(Client):
         self.ws = websocket.create_connection(self.ws_url(), timeout=timeout, **options)
 
     def ws_url(self):
-        return "ws" + self.url[4:] + "/websocket" + ("?" + self.query if self.query else "")
+        return "ws" + with_query(self.url[4:] + "/websocket", self.query)
 
     def read_frame(self):
         """The next text frame; Closed with the websocket close code at the end."""
@@ -225,7 +223,7 @@ class RawWebSocketClient(WebSocketClient):
     transport = "rawwebsocket"
 
     def ws_url(self):
-        return "ws" + self.base[4:] + "/websocket" + ("?" + self.query if self.query else "")
+        return "ws" + with_query(self.base[4:] + "/websocket", self.query)
 
     def open(self):
         return self

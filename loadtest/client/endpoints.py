@@ -54,9 +54,7 @@ class Target:
 
     def with_query(self, path):
         """``path`` (a request's, perhaps with a query of its own) with the service's query."""
-        if not self.query:
-            return path
-        return path + ("&" if "?" in path else "?") + self.query
+        return with_query(path, self.query)
 
     @property
     def netloc(self):
@@ -66,6 +64,13 @@ class Target:
     def url_of(self, path):
         """``http://host:port`` and ``path``: ``target.url_of("/stats")``."""
         return "http://%s%s" % (self.netloc, path)
+
+
+def with_query(path, query):
+    """``path`` (a request's, perhaps with a query of its own) with ``query`` added, if any."""
+    if not query:
+        return path
+    return path + ("&" if "?" in path else "?") + query
 
 
 @functools.lru_cache(maxsize=None)

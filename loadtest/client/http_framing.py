@@ -29,6 +29,7 @@ import urllib.parse
 from typing import NamedTuple
 
 from loadtest.client import payload
+from loadtest.client.endpoints import with_query
 from loadtest.client.http_head import HTTPError
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -119,7 +120,7 @@ class HttpTransport(NamedTuple):
         ``query``: the service URL's, which goes on every request."""
         body = "Content-Length: 0\r\n" if self.method == "POST" else ""
         return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
-            self.method, _with_query(session + "/" + self.suffix, query), host, body)).encode("latin-1")
+            self.method, with_query(session + "/" + self.suffix, query), host, body)).encode("latin-1")
 
     def send_request(self, host, session, messages, query=""):
         """The request that publishes ``messages`` (bytes, needing no JSON escapes) on the session."""
@@ -130,11 +131,7 @@ class HttpTransport(NamedTuple):
         else:
             body, content_type = array, "text/plain;charset=UTF-8"
         return ("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (
-            _with_query(session + "/" + self.send_suffix, query), host, content_type, len(body))).encode("latin-1") + body
-
-
-def _with_query(path, query):
-    return path + ("&" if "?" in path else "?") + query if query else path
+            with_query(session + "/" + self.send_suffix, query), host, content_type, len(body))).encode("latin-1") + body
 
 
 def _script_frames(prefix):
