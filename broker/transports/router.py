@@ -133,16 +133,7 @@ class BrokerSession(session.Session):
         """Send a hub batch, its ``a[...]`` frame built once for all sessions;
         one of a conflating ``key`` replaces the one still queued under it
         (:mod:`broker.core.conflation`)."""
-        handler = self.handler
-        if key is None or handler is not None and handler.active and not self.send_queue:
-            self._send(batch.sockjs_frame, batch.sockjs_body)
-            return
-        if self.keyed is None:
-            self.keyed = {}
-        body = _KeyedBody(batch.sockjs_body)
-        replaced = replace_queued(self.send_queue, self.keyed, key, body)
-        self.queued_bytes += len(body) - (len(replaced) if replaced is not None else 0)
-        self.flush()
+        self._send(batch.sockjs_frame, batch.sockjs_body, key)
 
     def send_jsonified(self, msg, stats=True):
         msg = bytes_to_str(msg)
@@ -150,14 +141,21 @@ class BrokerSession(session.Session):
         if stats:
             self.stats.on_pack_sent(1)
 
-    def _send(self, frame, body):
+    def _send(self, frame, body, key=None):
         handler = self.handler
         if handler is not None and handler.active and not self.send_queue:
             handler.send_pack(frame)
-        else:
+            return
+        if key is None:
             self.send_queue.append(body)
             self.queued_bytes += len(body)
-            self.flush()
+        else:
+            if self.keyed is None:
+                self.keyed = {}
+            body = _KeyedBody(body)
+            replaced = replace_queued(self.send_queue, self.keyed, key, body)
+            self.queued_bytes += len(body) - (len(replaced) if replaced is not None else 0)
+        self.flush()
 
     def flush(self):
         if self.handler is None or not self.handler.active or not self.send_queue:
