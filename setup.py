@@ -43,6 +43,10 @@ setup(
             "import-linter>=2.2",
             # grimp, import-linter's import graph, is built in Rust: 3.5 is the last with a PyPy 3.9 wheel.
             "grimp<3.6; platform_python_implementation == 'PyPy'",
+            # trustme makes the TLS tests' certificate authority and certificates, in memory.
+            "trustme>=1.1",
+            # trustme's cryptography: 43 is the last with a PyPy 3.9 wheel.
+            "cryptography<44; platform_python_implementation == 'PyPy'",
         ],
         "plots": ["matplotlib>=3.5"],
     },

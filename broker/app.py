@@ -3,7 +3,9 @@
 import asyncio
 import functools
 import logging
+import os
 import signal
+import ssl
 import time
 
 from tornado.httpserver import HTTPServer
@@ -24,6 +26,7 @@ from broker.core.origins import OriginPolicy
 from broker.ops import api, demo_page, gc_policy, metrics
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
+from broker.transports import tls
 from broker.transports.listener import ClientAddressCheck, Listener
 from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
 
@@ -101,7 +104,7 @@ def connection_limits(config, open_files):
     return Limits(config.max_connections, config.max_connections_per_ip, config.max_accept_rate)
 
 
-def make_server(config, app, limits):
+def make_server(config, app, limits, secure=None):
     """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
     proxies = None
     if config.client_address_header and config.max_connections_per_ip:
@@ -114,16 +117,31 @@ def make_server(config, app, limits):
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
                         idle_connection_timeout=config.header_timeout,
                         body_timeout=config.body_timeout)
-    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer)
+    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure)
 
 
-def listen(server, host, port, name, path):
+def tls_context(config):
+    """The TLS context of ``--certfile``, or None; a certificate that cannot be
+    served stops the broker with a clear error."""
+    if config.certfile is None:
+        return None
+    try:
+        return tls.server_context(config.certfile, config.keyfile)
+    except ssl.SSLError as error:
+        reason = str(error)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+    raise SystemExit("python -m broker: --certfile %s%s: %s" % (
+        config.certfile, "" if config.keyfile is None else " --keyfile " + config.keyfile, reason))
+
+
+def listen(server, host, port, name, path, https=False):
     """Listen on ``host:port`` (``server``: a Tornado TCP server or a
     :class:`Listener`) and print ``<name> listening on <url of path>`` (the
     launch contract of ``loadtest.contenders.child_process``)."""
     sockets = bind_sockets(port, host)
     server.add_sockets(sockets)
-    print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path)), flush=True)
+    print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path, https)), flush=True)
 
 
 def on_stop_signals(handler):
@@ -197,6 +215,7 @@ def cluster_backplane(config):
 
 
 async def run(config, open_files):
+    secure = tls_context(config)
     backplane = cluster_backplane(config)
     hub = Hub(IOLoop.current().add_callback, replay=config.replay, history=config.history,
               history_seconds=config.history_seconds, relay=backplane.append if backplane else None)
@@ -210,7 +229,7 @@ async def run(config, open_files):
                                   config.announce_audience),
                 collection=gc_policy.install(limits), backplane=backplane,
                 idempotency=Window(config.idempotency_window))
-    listener = make_server(config, make_app(config, node), limits)
+    listener = make_server(config, make_app(config, node), limits, secure)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (node.pings, node.heartbeats):
@@ -225,7 +244,7 @@ async def run(config, open_files):
     for timer in timers:
         timer.start()
     on_stop_signals(node.drain.request)
-    listen(listener, config.host, config.port, "broker", config.prefix)
+    listen(listener, config.host, config.port, "broker", config.prefix, secure is not None)
     await drain_then_stop(node.drain, hub, listener)
     for timer in timers:
         timer.stop()

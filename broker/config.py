@@ -46,16 +46,18 @@ class Config:
     drain_seconds: float = 10.0
     max_connection_age: float = 0.0
     announce_audience: float = 0.0
+    certfile: Optional[str] = None
+    keyfile: Optional[str] = None
     log_level: str = "info"
 
     @property
     def url(self):
-        return http_url(self.host, self.port, self.prefix)
+        return http_url(self.host, self.port, self.prefix, self.certfile is not None)
 
 
-def http_url(host, port, path):
-    """``http://host:port/path``, with an IPv6 host in brackets."""
-    return "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, port, path)
+def http_url(host, port, path, tls=False):
+    """``http://host:port/path`` (``https`` with ``tls``), with an IPv6 host in brackets."""
+    return "%s://%s:%d%s" % ("https" if tls else "http", "[%s]" % host if ":" in host else host, port, path)
 
 
 def parse_size(text):
@@ -219,6 +221,9 @@ FLAGS = (
     Flag("--max-connection-age", "close a connection this old with 3012 \"Server draining: reconnect\", at a "
          "moment drawn within 10%% of it, so that its client reconnects through the proxy and brokers added "
          "later get their share; 0: never", "%g" % DEFAULTS.max_connection_age, _zero_or_more, "SECONDS"),
+    Flag("--certfile", "serve https and wss with this PEM certificate (its chain after it); "
+         "without it, plain http", metavar="PEM"),
+    Flag("--keyfile", "the certificate's private key (PEM), when it is not in --certfile", metavar="PEM"),
     Flag("--log-level", "how much the broker logs", DEFAULTS.log_level, choices=("debug", "info", "warning", "error")),
 )
 
@@ -236,5 +241,8 @@ def build_parser(environ=os.environ):
 
 def parse_args(argv=None, environ=os.environ):
     """The :class:`Config` for ``argv`` (default ``sys.argv[1:]``) and ``environ``."""
-    args = build_parser(environ).parse_args(argv)
-    return Config(**vars(args))
+    parser = build_parser(environ)
+    config = Config(**vars(parser.parse_args(argv)))
+    if config.keyfile is not None and config.certfile is None:
+        parser.error("--keyfile needs --certfile")
+    return config

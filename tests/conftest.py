@@ -21,11 +21,12 @@ from checkout import ROOT
 raise_open_files_limit()
 
 
-def http_request(url, method="GET", body=None, headers=None):
-    """(status, parsed JSON or text body) of one HTTP request."""
+def http_request(url, method="GET", body=None, headers=None, context=None):
+    """(status, parsed JSON or text body) of one HTTP request (``context``: an
+    ``ssl.SSLContext`` for https)."""
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
             status, data, ctype = response.status, response.read(), response.headers
     except urllib.error.HTTPError as error:
         status, data, ctype = error.code, error.read(), error.headers
@@ -35,16 +36,18 @@ def http_request(url, method="GET", body=None, headers=None):
 
 
 class RunningBroker:
-    """A ``python -m broker`` child process on an ephemeral loopback port."""
+    """A ``python -m broker`` child process on an ephemeral loopback port;
+    ``tls``: the ``ssl.SSLContext`` its requests use when it serves https."""
 
     def __init__(self, server):
         self.server = server
         self.url = server.url
         self.origin = server.url.rsplit("/", 1)[0]
+        self.tls = None
 
     def request(self, method, path, body=None, headers=None):
         """(status, parsed JSON or text body) of one HTTP request to the broker."""
-        return http_request(self.origin + path, method, body, headers)
+        return http_request(self.origin + path, method, body, headers, self.tls)
 
     def stats(self):
         return self.request("GET", "/stats")[1]
@@ -111,6 +114,13 @@ def start_redis(redis_installed):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def tls_files(tmp_path):
+    """A test authority's certificate for 127.0.0.1 and localhost, as files (:mod:`tls_files`)."""
+    from tls_files import TLSFiles
+    return TLSFiles(tmp_path)
 
 
 @pytest.fixture

@@ -127,12 +127,14 @@ def parse_frame(frame):
 class Client:
     transport = None
 
-    def __init__(self, base, timeout=TIMEOUT, server_id=None, query=""):
+    def __init__(self, base, timeout=TIMEOUT, server_id=None, query="", tls=None):
         """``query`` (``"positions=1"``) goes on every URL the client requests,
-        as sockjs-client carries the query of its base URL."""
+        as sockjs-client carries the query of its base URL; ``tls`` is the
+        ``ssl.SSLContext`` of an ``https`` base."""
         self.base = base
         self.timeout = timeout
         self.query = query
+        self.tls = tls
         self.url = session_url(base, server_id)
         self._split = urllib.parse.urlsplit(base)
 
@@ -163,6 +165,9 @@ class Client:
         self.post(self.url + "/xhr_send", json.dumps(list(messages)))
 
     def http(self):
+        if self.tls is not None:
+            return http.client.HTTPSConnection(self._split.hostname, self._split.port, timeout=self.timeout,
+                                               context=self.tls)
         return http.client.HTTPConnection(self._split.hostname, self._split.port, timeout=self.timeout)
 
     def post(self, url, body, headers=None, expect=204):
@@ -189,12 +194,15 @@ class Client:
 class WebSocketClient(Client):
     transport = "websocket"
 
-    def __init__(self, base, timeout=TIMEOUT, server_id=None, query="", **options):
+    def __init__(self, base, timeout=TIMEOUT, server_id=None, query="", tls=None, **options):
         """``options`` go to ``websocket.create_connection`` (``header``, ``socket``)."""
-        super().__init__(base, timeout, server_id, query)
+        super().__init__(base, timeout, server_id, query, tls)
+        if tls is not None:
+            options["sslopt"] = {"context": tls}
         self.ws = websocket.create_connection(self.ws_url(), timeout=timeout, **options)
 
     def ws_url(self):
+        """``ws://`` or, from an ``https`` base, ``wss://``."""
         return "ws" + with_query(self.url[4:] + "/websocket", self.query)
 
     def read_frame(self):

@@ -6,9 +6,10 @@ Rules this module keeps:
   handler, and hands each admitted one to the HTTP server as a stream
   (``HTTPServer.handle_stream``). Every accepted connection is admitted by
   :class:`broker.core.limits.Limits` before anything is read from it, or refused at
-  once: a complete 503 response is sent, what the client already sent is
-  read and dropped (so the close is a FIN, not a reset), and the socket is
-  closed. A refusal holds its descriptor for one send, never longer.
+  once: a complete 503 response is sent (over TLS, none: the connection has
+  no TLS session yet), what the client already sent is read and dropped (so
+  the close is a FIN, not a reset), and the socket is closed. A refusal
+  holds its descriptor for one send, never longer.
 * When accept() fails for any reason but "nothing left to accept" or "that
   connection was aborted" (at the file limit: EMFILE, ENFILE), the listener
   stops accepting for ``ACCEPT_PAUSE`` seconds and logs one line: no spinning
@@ -36,9 +37,10 @@ import socket
 
 from tornado import httputil
 from tornado.ioloop import IOLoop
-from tornado.iostream import IOStream, UnsatisfiableReadError
+from tornado.iostream import IOStream, SSLIOStream, UnsatisfiableReadError
 
 from broker.core.limits import MAX_CONNECTIONS, PER_IP, client_key
+from broker.transports import tls
 
 LOG = logging.getLogger("broker.transports.listener")
 
@@ -78,7 +80,7 @@ def refuse(connection, response):
         connection.close()
 
 
-class CountedStream(IOStream):
+class _Counted:
     """The stream of an admitted connection: released from ``limits`` when its
     socket closes, with the client it belongs to then (``client``); ``peer``
     is the client its peer address names, ``from_proxy`` whether that peer is a
@@ -119,17 +121,28 @@ class CountedStream(IOStream):
         return functools.partial(self.limits.release, self.client)
 
 
+class CountedStream(_Counted, IOStream):
+    """An admitted connection in plain HTTP."""
+
+
+class CountedTLSStream(_Counted, SSLIOStream):
+    """An admitted connection over TLS (``--certfile``)."""
+
+
 class Listener:
     """Accepts connections for ``server`` (a Tornado ``HTTPServer``) within
     ``limits``; ``add_sockets`` and ``stop`` as the server's own. A peer among
     ``proxies`` (:class:`broker.core.limits.TrustedProxies`, or None: no proxy)
-    has no client before a request names it."""
+    has no client before a request names it. With ``tls`` (an ``ssl.SSLContext``:
+    :mod:`broker.transports.tls`) every connection is served over TLS, and a
+    refused one is closed without an answer."""
 
-    def __init__(self, server, limits, proxies=None, send_buffer=0):
+    def __init__(self, server, limits, proxies=None, send_buffer=0, tls_context=None):
         self.server = server
         self.limits = limits
         self.proxies = proxies
         self.send_buffer = send_buffer
+        self.tls_context = tls_context
         self.sockets = []
         self.watching = False
         self.resumption = None
@@ -190,13 +203,17 @@ class Listener:
         client = None if from_proxy else peer
         refusal = self.limits.admit(client)
         if refusal is not None:
-            refuse(connection, REFUSAL_RESPONSES[refusal])
+            refuse(connection, REFUSAL_RESPONSES[refusal] if self.tls_context is None else b"")
             return
         if self.send_buffer:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-        stream = CountedStream(connection, self.limits, client, peer, from_proxy,
-                               max_buffer_size=self.server.max_buffer_size,
-                               read_chunk_size=self.server.read_chunk_size)
+        kind = CountedStream
+        if self.tls_context is not None:
+            connection = tls.wrap(self.tls_context, connection)
+            kind = CountedTLSStream
+        stream = kind(connection, self.limits, client, peer, from_proxy,
+                      max_buffer_size=self.server.max_buffer_size,
+                      read_chunk_size=self.server.read_chunk_size)
         self.server.handle_stream(stream, address)
 
 

@@ -17,7 +17,8 @@ Rules this module keeps:
   :meth:`OwnedSocket.write_unbounded` (the session's own frames, even past
   the bound), until :meth:`OwnedSocket.write_last` (a close frame, the end
   of a body): what comes after it is dropped. What the kernel does not take waits in a backlog, written with
-  one ``sendmsg`` per writable event; a backlog over the router's
+  one ``sendmsg`` per writable event (over TLS, one ``send`` of the head:
+  :mod:`broker.transports.tls`); a backlog over the router's
   ``max_buffer`` refuses more (the hub drops the slow consumer), and one not
   emptied for ``write_timeout`` seconds is dropped as a slow consumer too,
   and its socket closed.
@@ -30,6 +31,7 @@ Rules this module keeps:
 
 import asyncio
 import socket
+import ssl
 import types
 
 from sockjs.tornado.session import ConnectionInfo
@@ -37,6 +39,8 @@ from tornado.ioloop import IOLoop
 
 from broker.core.conflation import bound, replace_queued
 from broker.protocol.close_codes import SLOW_CONSUMER
+from broker.transports import tls
+from broker.transports.tls import WOULD_BLOCK
 
 READ_BUDGET = 64 * 1024
 # sendmsg takes at most this many buffers (IOV_MAX is 1024 on Linux).
@@ -65,7 +69,7 @@ class OwnedSocket:
     """
 
     __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
-                 "_backlog", "_backlog_bytes", "_keyed", "_deadline", "_last_written")
+                 "_backlog", "_backlog_bytes", "_keyed", "_deadline", "_last_written", "_tls")
 
     def __init__(self, server, sock, release):
         self.server = server
@@ -81,6 +85,7 @@ class OwnedSocket:
         self._keyed = None
         self._deadline = None
         self._last_written = False
+        self._tls = isinstance(sock, ssl.SSLSocket)
         if server.settings["disable_nagle"]:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -120,7 +125,7 @@ class OwnedSocket:
             return True
         try:
             sent = self._send(data)
-        except (BlockingIOError, InterruptedError):
+        except WOULD_BLOCK:
             sent = 0
         except OSError:
             self.cut()
@@ -164,7 +169,11 @@ class OwnedSocket:
         self.watch()
 
     def shutdown_writing(self):
-        """Shut the socket for writing (closing it if that fails)."""
+        """Shut the socket for writing (closing it if that fails, or over TLS,
+        where only the client's close_notify would end its side)."""
+        if self._tls:
+            self.cut()
+            return
         try:
             self._sock.shutdown(socket.SHUT_WR)
         except OSError:
@@ -191,7 +200,7 @@ class OwnedSocket:
     def _read(self):
         try:
             data = self._sock.recv(READ_BUDGET)
-        except (BlockingIOError, InterruptedError):
+        except WOULD_BLOCK:
             return
         except OSError:
             self.cut()
@@ -200,6 +209,13 @@ class OwnedSocket:
             self.cut()
             return
         self.received(data)
+        if self._tls and self._sock is not None and self._sock.pending():
+            # Bytes TLS has decrypted already are no event for the loop: read them on the next turn.
+            IOLoop.current().add_callback(self._read_pending)
+
+    def _read_pending(self):
+        if self._sock is not None and self._reading:
+            self._read()
 
     def watch(self):
         """Have the event loop watch the socket for reading unless paused, for
@@ -237,8 +253,11 @@ class OwnedSocket:
         if backlog is None or self._sock is None:
             return
         try:
-            sent = self._sock.sendmsg(backlog[:SENDMSG_BUFFERS])
-        except (BlockingIOError, InterruptedError):
+            if self._tls:
+                sent = tls.send_backlog(self._sock, backlog)
+            else:
+                sent = self._sock.sendmsg(backlog[:SENDMSG_BUFFERS])
+        except WOULD_BLOCK:
             return
         except OSError:
             self.cut()

@@ -3,6 +3,7 @@
 Every server the project starts (the broker, the baseline sockjs-tornado app,
 the sockjs-node app) follows one contract: it accepts ``--port 0``, binds an
 ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
+(``https://`` when it serves TLS)
 on stdout as soon as it accepts connections. :func:`launch` waits for that line.
 SIGTERM stops it; the broker first drains its clients (``--drain-seconds``), and a
 second SIGTERM ends that at once (:func:`stop_process` sends it).
@@ -17,7 +18,7 @@ import time
 
 from loadtest.errors import LoadTestError
 
-_LISTENING = re.compile(r"listening on (http://\S+)")
+_LISTENING = re.compile(r"listening on (https?://\S+)")
 # Seconds a server may take to exit after one SIGTERM before it is sent a second.
 DRAIN_GRACE = 1.0
 

@@ -51,14 +51,16 @@ def sockjs_client():
 
 @pytest.fixture
 def browser_script():
-    """``run(script, *args)``: run ``node tests/browser/<script>`` and return its JSON result."""
+    """``run(script, *args, env=None)``: run ``node tests/browser/<script>`` (with ``env`` added to
+    the environment) and return its JSON result."""
     reason = missing_requirement()
     if reason:
         cannot_run(reason)
 
-    def run(script, *args):
+    def run(script, *args, env=None):
         try:
             completed = subprocess.run(["node", os.path.join(HERE, script), *args], cwd=ROOT,
+                                       env=dict(os.environ, **(env or {})),
                                        capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
         except subprocess.TimeoutExpired:
             pytest.fail("%s %s: no result within %d s" % (script, " ".join(args), SCRIPT_TIMEOUT),

@@ -19,3 +19,10 @@ def test_trusted_proxies_are_addresses_or_networks(capsys):
     with pytest.raises(SystemExit):
         config.parse_args(["--trusted-proxies", "10.0.0.0/8,not-an-address"])
     assert "argument --trusted-proxies" in capsys.readouterr().err
+
+
+def test_a_key_file_needs_a_certificate(capsys):
+    with pytest.raises(SystemExit):
+        config.parse_args(["--keyfile", "broker.key"])
+    assert "--keyfile needs --certfile" in capsys.readouterr().err
+    assert config.parse_args(["--certfile", "broker.pem"]).keyfile is None
