@@ -142,6 +142,10 @@ class Cluster:
         """(status, parsed JSON or text body) of one HTTP request through haproxy."""
         return http_request(self.origin + path, method, body, headers)
 
+    def backend_request(self, method, path, body=None, headers=None):
+        """The same through haproxy's side for backends, where they publish."""
+        return http_request(self.proxy.publish_origin + path, method, body, headers)
+
     def sessions(self):
         """The SockJS sessions each broker holds, in the order of ``brokers``."""
         return [broker.stats()["sessions"] for broker in self.brokers]
@@ -149,12 +153,13 @@ class Cluster:
 
 @pytest.fixture
 def start_cluster(start_server, tmp_path):
-    """``start(n, *flags)``: n brokers run by ``deploy/sockjs-broker@.service``
-    (with extra flags) and haproxy by ``deploy/haproxy.cfg`` in front of them,
-    every broker UP. Skipped without haproxy, failed in CI (which installs it)."""
+    """``start(n, *flags, tls_pem=None)``: n brokers run by ``deploy/sockjs-broker@.service``
+    (with extra flags) and haproxy by ``deploy/haproxy.cfg`` in front of them (its TLS
+    lines on, with ``tls_pem``), every broker UP. Skipped without haproxy, failed in CI
+    (which installs it)."""
     proxies = []
 
-    def start(n=2, *flags):
+    def start(n=2, *flags, tls_pem=None):
         if not os.access(deployment.HAPROXY, os.X_OK):
             reason = "%s is missing: apt-get install haproxy" % deployment.HAPROXY
             if os.environ.get("CI"):
@@ -166,7 +171,7 @@ def start_cluster(start_server, tmp_path):
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
         directory = tmp_path / ("haproxy%d" % len(proxies))
         directory.mkdir()
-        proxy = deployment.HAProxy(ports, str(directory))
+        proxy = deployment.HAProxy(ports, str(directory), tls_pem)
         proxies.append(proxy)
         proxy.wait_ready()
         return Cluster(proxy, brokers)

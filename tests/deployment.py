@@ -45,15 +45,24 @@ def unit_lines():
         return [line.strip() for line in f if "=" in line and not line.startswith("#")]
 
 
-def haproxy_config(listen_port, metrics_port, broker_ports):
-    """``deploy/haproxy.cfg`` listening on ``listen_port`` (the public side) and
-    ``metrics_port`` (its Prometheus exporter), in front of ``broker_ports``: each
-    backend's first ``server`` line repeated for every broker, the others dropped."""
+# The shipped binds, by port: the public side, its TLS side, the backends' publishing side,
+# haproxy's Prometheus exporter.
+BINDS = {"80": "port", "443": "tls_port", "8000": "publish_port", "8404": "metrics_port"}
+TLS_LINE = "#tls "
+
+
+def haproxy_config(ports, broker_ports, tls_pem=None):
+    """``deploy/haproxy.cfg`` listening on ``ports`` (``{"port": N, ...}``, by the
+    names of :data:`BINDS`), in front of ``broker_ports``: each backend's first
+    ``server`` line repeated for every broker, the others dropped. With
+    ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
     with open(os.path.join(DEPLOY, "haproxy.cfg")) as f:
         lines = f.read().splitlines()
     out = []
     section = None
     for line in lines:
+        if tls_pem is not None and line.lstrip().startswith(TLS_LINE):
+            line = line.replace(TLS_LINE, "", 1).replace("/etc/haproxy/certs/broker.pem", tls_pem)
         words = line.split()
         if line and not line[0].isspace():
             section = words[0]
@@ -66,8 +75,8 @@ def haproxy_config(listen_port, metrics_port, broker_ports):
             out.append("    maxconn %d" % (resource.getrlimit(resource.RLIMIT_NOFILE)[1] // 2 - 100))
             continue
         if words[:1] == ["bind"]:
-            port = metrics_port if words[1].startswith("127.0.0.1:") else listen_port
-            out.append("    bind 127.0.0.1:%d" % port)
+            port = ports[BINDS[words[1].rsplit(":", 1)[1]]]
+            out.append(("    bind 127.0.0.1:%d %s" % (port, " ".join(words[2:]))).rstrip())
             continue
         server = _SERVER_LINE.match(line)
         if server:
@@ -90,14 +99,17 @@ def free_port():
 class HAProxy:
     """``haproxy -db`` in the foreground, by a generated config, on loopback."""
 
-    def __init__(self, broker_ports, directory):
+    def __init__(self, broker_ports, directory, tls_pem=None):
         self.broker_ports = list(broker_ports)
-        self.port = free_port()
-        self.metrics_port = free_port()
+        ports = {name: free_port() for name in BINDS.values()}
+        self.port, self.tls_port = ports["port"], ports["tls_port"]
+        self.publish_port, self.metrics_port = ports["publish_port"], ports["metrics_port"]
         self.origin = "http://127.0.0.1:%d" % self.port
+        self.tls_origin = "https://127.0.0.1:%d" % self.tls_port
+        self.publish_origin = "http://127.0.0.1:%d" % self.publish_port
         self.config = os.path.join(directory, "haproxy.cfg")
         with open(self.config, "w") as f:
-            f.write(haproxy_config(self.port, self.metrics_port, self.broker_ports))
+            f.write(haproxy_config(ports, self.broker_ports, tls_pem))
         self.log = open(os.path.join(directory, "haproxy.log"), "w+")
         self.process = subprocess.Popen([HAPROXY, "-db", "-f", self.config], stdout=self.log,
                                         stderr=subprocess.STDOUT)

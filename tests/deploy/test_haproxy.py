@@ -1,5 +1,7 @@
 """deploy/haproxy.cfg, run by Debian's haproxy in front of brokers run by the systemd unit."""
 
+import contextlib
+import http.client
 import os
 import signal
 import socket
@@ -12,7 +14,7 @@ import websocket
 import deployment
 import result_lines
 from checkout import ROOT
-from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
+from sockjs_clients import (ALL, EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
                             WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until)
 
 # Every transport at once, through one proxy: sockjs-client's order of preference, weighted.
@@ -81,6 +83,39 @@ def test_operators_endpoints_are_not_served_through_the_proxy(start_cluster):
     assert cluster.request("GET", "/stats")[0] == 403
     assert cluster.request("POST", "/admin/drain", b"")[0] == 403
     assert cluster.request("GET", "/healthz")[0] == 200
+
+
+def test_backends_publish_on_their_own_side_and_only_there(start_cluster):
+    cluster = start_cluster(1, "--publish-token", "t")
+    token = {"Authorization": "Bearer t"}
+    with WebSocketClient(cluster.url) as client:
+        assert cluster.request("POST", "/publish", b"from the internet", token)[0] == 403
+        assert cluster.backend_request("POST", "/publish", b"from a backend", token)[0] == 200
+        assert client.receive() == ["from a backend"]
+    assert cluster.backend_request("GET", "/broadcast/info")[0] == 403
+    assert cluster.backend_request("POST", "/admin/drain", b"", token)[0] == 403
+
+
+def test_tls_at_haproxy_serves_every_transport_and_redirects_plain_http(start_cluster, tls_files):
+    """The shipped config with its TLS lines on, the brokers plain behind it."""
+    cluster = start_cluster(1, "--publish-token", "t", tls_pem=tls_files.combined)
+    proxy = cluster.proxy
+    plain = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
+    plain.request("GET", "/broadcast/info")
+    redirect = plain.getresponse()
+    assert redirect.status == 301
+    assert redirect.getheader("Location") == "https://127.0.0.1:%d/broadcast/info" % proxy.port
+    plain.close()
+    context = tls_files.client_context()
+    secure = proxy.tls_origin + "/broadcast"
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(cls(secure, tls=context)) for cls in ALL]
+        assert cluster.backend_request("POST", "/publish", b"through TLS", {"Authorization": "Bearer t"})[0] == 200
+        for client in clients:
+            assert client.receive() == ["through TLS"], client.transport
+    checked = subprocess.run([deployment.HAPROXY, "-c", "-f", proxy.config], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def connected_from(source, port):
