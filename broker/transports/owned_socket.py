@@ -21,7 +21,10 @@ Rules this module keeps:
   :mod:`broker.transports.tls`); a backlog over the router's
   ``max_buffer`` refuses more (the hub drops the slow consumer), and one not
   emptied for ``write_timeout`` seconds is dropped as a slow consumer too,
-  and its socket closed.
+  and its socket closed, if a message without a conflating key was queued
+  since it fell behind: a viewer late on nothing but a counter's values
+  (each the latest of its key) and the session's own frames is waited for,
+  its backlog held to one value per key (:mod:`broker.core.conflation`).
 * Closing: :meth:`OwnedSocket.cut` closes at once. However it ends, the
   socket is closed and its connection released (event loop, connection
   limits, the router's list of those behind) at once, and the SockJS session
@@ -69,7 +72,7 @@ class OwnedSocket:
     """
 
     __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
-                 "_backlog", "_backlog_bytes", "_keyed", "_deadline", "_last_written", "_tls")
+                 "_backlog", "_backlog_bytes", "_keyed", "_unkeyed_queued", "_deadline", "_last_written", "_tls")
 
     def __init__(self, server, sock, release):
         self.server = server
@@ -83,6 +86,8 @@ class OwnedSocket:
         self._backlog = None
         self._backlog_bytes = 0
         self._keyed = None
+        # Messages without a key queued since the backlog began: the write timeout's business.
+        self._unkeyed_queued = 0
         self._deadline = None
         self._last_written = False
         self._tls = isinstance(sock, ssl.SSLSocket)
@@ -122,6 +127,7 @@ class OwnedSocket:
                 return True
             backlog.append(data)
             self._backlog_bytes += len(data)
+            self._unkeyed_queued += 1
             return True
         try:
             sent = self._send(data)
@@ -131,7 +137,7 @@ class OwnedSocket:
             self.cut()
             return True
         if sent != len(data):
-            self._fall_behind(memoryview(data)[sent:])
+            self._fall_behind(memoryview(data)[sent:], 1 if key is None else 0)
         return True
 
     def write_unbounded(self, data):
@@ -143,6 +149,7 @@ class OwnedSocket:
             self._backlog_bytes += len(data)
         else:
             self.write_prebuilt(data)
+            self._unkeyed_queued = 0  # if it fell behind, on the session's own frame, not a message
 
     def write_last(self, data):
         """Send ``data``, whatever the backlog holds, and nothing after it (a
@@ -241,9 +248,10 @@ class OwnedSocket:
             else:
                 loop.remove_writer(self._fd)
 
-    def _fall_behind(self, rest):
+    def _fall_behind(self, rest, unkeyed):
         self._backlog = [rest]
         self._backlog_bytes = len(rest)
+        self._unkeyed_queued = unkeyed
         self.server.behind.add(self)
         self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
         self.watch()
@@ -284,8 +292,12 @@ class OwnedSocket:
             self.caught_up()
 
     def _timed_out(self):
-        """Nothing taken for ``write_timeout``: dropped, and cut, since its
-        close frame would wait behind the rest."""
+        """Not caught up for ``write_timeout``: dropped, and cut, since its close
+        frame would wait behind the rest; or, with no message without a key
+        queued, given another ``write_timeout``."""
+        if not self._unkeyed_queued:
+            self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
+            return
         self._deadline = None
         if self.session is not None and self.server.node.hub is not None:
             self.server.node.hub.drop(self.session.conn, SLOW_CONSUMER)

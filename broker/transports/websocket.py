@@ -137,7 +137,7 @@ class WebSocket(OwnedSocket):
 
     def ping_due(self):
         self.awaiting_pong = True
-        self.write_prebuilt(PING_FRAME)
+        self.write_unbounded(PING_FRAME)
 
     def ping_timed_out(self):
         self._write_close(*PING_TIMEOUT)
@@ -210,7 +210,7 @@ class WebSocket(OwnedSocket):
         if self.behind:
             self._pong_owed = payload
         else:
-            self.write_prebuilt(frames.websocket_frame(payload, rfc6455.PONG))
+            self.write_unbounded(frames.websocket_frame(payload, rfc6455.PONG))
 
     def caught_up(self):
         if self._protocol.ended is not None:

@@ -3,6 +3,7 @@ the value of that key still waiting; chat lines keep their order and their bound
 
 import http.client
 import json
+import time
 
 from sockjs_clients import XhrPollingClient, stalled_websocket, wait_until
 
@@ -51,6 +52,25 @@ def test_a_stalled_viewer_of_a_counter_holds_one_value_and_is_not_cut(start_brok
     assert broker.stats()["slow_consumer_disconnects"] == 0
     seen = totals_until(viewer, UPDATES - 1)
     assert seen == sorted(seen) and len(seen) < UPDATES / 2, "values were replaced, in order"
+    viewer.close()
+
+
+def test_a_viewer_of_a_counter_that_reads_nothing_for_longer_than_the_write_timeout_is_not_cut(start_broker):
+    """Counter updates at up to 1,000 a second for three write timeouts, the viewer reading
+    nothing: it holds one value, the timeout passes it by, and it then shows the last value."""
+    broker = start_broker("--publish-token", "t", "--write-timeout", "1")
+    viewer = stalled_websocket(broker.url)
+    started = time.monotonic()
+    sent = 0
+    while time.monotonic() - started < 3.0 and sent < 10000:
+        publish_all(broker, [(counter(n), "total") for n in range(sent, sent + 50)])
+        sent += 50
+        time.sleep(max(0.0, started + sent / 1000.0 - time.monotonic()))
+    stats = broker.stats()
+    assert stats["slow_consumers"]["behind"] == 1, stats
+    assert stats["slow_consumers"]["unsent_bytes"] < 2 * len(json.dumps(counter(sent))) + 100, stats
+    assert stats["slow_consumer_disconnects"] == 0, stats
+    assert totals_until(viewer, sent - 1)[-1] == sent - 1
     viewer.close()
 
 
