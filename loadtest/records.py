@@ -285,8 +285,35 @@ class Feed(Record):
     end: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Storm(Record):
+    """A reconnect storm summed up (see :mod:`loadtest.scenarios.storm`): every client
+    dropped at once, back with resume; ``complete`` clients delivered every message
+    once, and ``caught_up_ms`` says when, after the drop, they were live again."""
+
+    TYPE: ClassVar[str] = "storm"
+    server: str
+    brokers: int
+    transport: str
+    clients: int
+    connected: int
+    rate: float
+    backoff_s: float
+    published: int
+    complete: int
+    holes: int
+    duplicates: int
+    replayed: int
+    gaps: Dict[str, int]
+    reconnect_failures: Dict[str, int]
+    not_caught_up: int
+    caught_up_ms: Dict[str, Optional[float]]
+    delivery_ms: Dict[str, Optional[float]]
+    end: str
+
+
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,
-                                      ChurnWave, Churn, FeedSample, Feed)}
+                                      ChurnWave, Churn, FeedSample, Feed, Storm)}
 
 
 def parse(line):

@@ -146,7 +146,7 @@ class ClientGroup:
                     return
                 url = self.urls[client_id % len(self.urls)]
                 service = endpoints.target(url)
-                conn = self._connection(client_id, url)
+                conn = self.new_connection(client_id, url)
                 local = arguments.source_address(self.source_addresses, client_id)
                 try:
                     await conn.open(service.host, service.port, local, timeout)
@@ -164,7 +164,7 @@ class ClientGroup:
         await asyncio.gather(*(open_one(i) for i in ids))
         return dict(failures)
 
-    def _connection(self, client_id, url):
+    def new_connection(self, client_id, url):
         """A new connection of client ``client_id`` to ``url``, over its transport, not yet open."""
         transport = endpoints.client_transport(self.transport, client_id)
         service = endpoints.target(url)

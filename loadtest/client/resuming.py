@@ -14,10 +14,14 @@ offsets of :mod:`broker.protocol.positions`, read with its own names):
 - A ``gap`` is counted by its reason; the state that follows it is delivered.
   In another epoch every offset starts again.
 - Nothing here touches a socket: the caller decodes each SockJS message's
-  JSON and feeds it to :meth:`ResumingSubscriber.receive`.
+  JSON and feeds it to :meth:`ResumingSubscriber.receive`, or hands a whole
+  SockJS array frame to :meth:`ResumingSubscriber.count_frame`, which a load
+  client's protocol calls in place of counting (its ``count_messages``); what
+  is delivered goes to :meth:`ResumingSubscriber.delivered`.
 """
 
 import collections
+import json
 import urllib.parse
 
 from broker.protocol import positions
@@ -76,3 +80,17 @@ class ResumingSubscriber:
                 self.joined = self._state_until = envelope["o"]
             self.epoch = envelope["epoch"]
         return None
+
+    def count_frame(self, buffer, start, end):
+        """The messages delivered from the SockJS array frame ``buffer[start:end]``
+        (``a[...]``), each passed to :meth:`delivered`: a protocol's ``count_messages``."""
+        count = 0
+        for envelope in json.loads(buffer[start + 1:end]):
+            delivery = self.receive(envelope)
+            if delivery is not None:
+                count += 1
+                self.delivered(*delivery)
+        return count
+
+    def delivered(self, offset, message):
+        """What a subclass does with each message delivered (nothing, here)."""

@@ -4,7 +4,6 @@ certificate from a test authority (trustme) that the clients trust, and no other
 import contextlib
 import json
 import socket
-import ssl
 import subprocess
 import sys
 

@@ -48,3 +48,21 @@ def test_another_epoch_starts_the_offsets_again():
 def test_an_announcement_is_kept_apart():
     subscriber = ResumingSubscriber()
     assert fed(subscriber, {"a": {"audience": 3}}) == [] and subscriber.announcements == [{"audience": 3}]
+
+
+def test_a_frame_is_counted_by_what_it_delivers():
+    class Keeping(ResumingSubscriber):
+        def __init__(self):
+            super().__init__()
+            self.kept = []
+
+        def delivered(self, offset, message):
+            self.kept.append((offset, message))
+
+    subscriber = Keeping()
+    frame = b'xxa[{"c":"open","epoch":"E","o":"1"},{"o":"1","d":"state"},{"o":"2","d":{"n":2}}]yy'
+    assert subscriber.count_frame(frame, 2, len(frame) - 2) == 2
+    assert subscriber.kept == [("1", "state"), ("2", {"n": 2})]
+    again = b'a[{"c":"resumed","epoch":"E","o":"2"},{"o":"2","d":{"n":2}},{"o":"3","d":"new"}]'
+    assert subscriber.count_frame(again, 0, len(again)) == 1
+    assert subscriber.kept[-1] == ("3", "new") and subscriber.duplicates == 1

@@ -1,0 +1,267 @@
+"""A reconnect storm's clients: resuming subscribers, all dropped at once, back with their positions.
+
+Rules:
+
+- A :class:`StormSubscriber` is a :class:`loadtest.client.resuming.ResumingSubscriber`
+  that checks the feed's messages, numbered from 1 (``"<feed id>:<n>:<t_us>"``, see
+  :mod:`loadtest.client.payload`): each one delivered must be the one after the
+  last (``holes`` counts any other), and after its drop it notes when it first
+  delivered a message published after it began coming back (``caught_up_us``):
+  by then it has delivered every earlier one, or a hole says otherwise.
+- Each subscriber's connection is the load client's own
+  (:meth:`loadtest.client.connections.ClientGroup.new_connection`), its protocol
+  counting with the subscriber's ``count_frame``: it works on every transport
+  whose frames the load client reads.
+- :meth:`StormGroup.drop` aborts every connection in one event-loop iteration;
+  :meth:`StormGroup.come_back` brings each subscriber back after a delay drawn
+  uniformly in ``[0, backoff]`` (full jitter), asking to resume; a failed
+  attempt is tried again after another draw, at most ``ATTEMPTS`` times.
+- Every wait is bounded: connecting by ``CONNECT_TIMEOUT_S`` an attempt, the
+  end by the caller's timeout.
+- :func:`serve` runs a group in a worker process (``--procs``), driven over a
+  pipe by :class:`RemoteStormGroup`, which offers the same coroutines.
+"""
+
+import asyncio
+import collections
+import multiprocessing
+import random
+import signal
+
+from loadtest import affinity, arguments
+from loadtest.client import endpoints
+from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
+from loadtest.client.deliveries import failure_reason, now_us
+from loadtest.client.resuming import ResumingSubscriber
+from loadtest.errors import ConnectError, WorkerLost
+from loadtest.method import rules
+
+CONNECT_TIMEOUT_S = 10.0
+ATTEMPTS = 5
+POLL_S = 0.05
+
+
+class StormSubscriber(ResumingSubscriber):
+    """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``holes``,
+    ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = None
+        self.last = None
+        self.holes = 0
+        self.foreign = 0
+        self.back_us = None
+        self.caught_up_us = None
+
+    def delivered(self, offset, message):
+        try:
+            _, number, sent_us = message.split(":")
+            number, sent_us = int(number), int(sent_us)
+        except (AttributeError, ValueError):
+            self.foreign += 1
+            return
+        if self.last is not None and number != self.last + 1:
+            self.holes += 1
+        if self.first is None:
+            self.first = number
+        self.last = number
+        if self.back_us is not None and self.caught_up_us is None and sent_us >= self.back_us:
+            self.caught_up_us = now_us()
+
+
+class StormGroup:
+    """``count`` subscribers of ``urls`` (in turn) over ``transport``, ids from ``first_id``."""
+
+    def __init__(self, urls, transport, source_addresses, first_id, count):
+        self._clients = ClientGroup(urls, transport, source_addresses, first_id, listen=True)
+        self.urls = list(urls)
+        self.first_id = first_id
+        self.subscribers = [StormSubscriber() for _ in range(count)]
+        self.connections = [None] * count
+        self.failures = collections.Counter()
+        self.histogram = rules.new_histogram()
+        self.dropped_us = None
+
+    async def _open(self, index):
+        """Connect subscriber ``index``, asking for what its subscriber asks; True if open."""
+        client_id = self.first_id + index
+        base = self.urls[client_id % len(self.urls)]
+        url = endpoints.with_query(base, self.subscribers[index].query())
+        service = endpoints.target(url)
+        connection = self._clients.new_connection(client_id, url)
+        connection.histogram = self.histogram
+        connection.protocol.count_messages = self.subscribers[index].count_frame
+        local = arguments.source_address(self._clients.source_addresses, client_id)
+        try:
+            await connection.open(service.host, service.port, local, CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError, ConnectError) as exc:
+            connection.close()
+            self.failures[failure_reason(exc)] += 1
+            return False
+        self.connections[index] = connection
+        return True
+
+    async def connect(self):
+        """Open every subscriber's first connection, ``CONNECTING_AT_ONCE`` at a time; the failures."""
+        gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
+
+        async def one(index):
+            async with gate:
+                await self._open(index)
+
+        await asyncio.gather(*(one(i) for i in range(len(self.subscribers))))
+        return dict(self.failures)
+
+    def drop(self):
+        """Abort every connection now; when, in microseconds of the monotonic clock."""
+        for connection in self.connections:
+            if connection is not None:
+                connection.close("dropped")
+        self.connections = [None] * len(self.connections)
+        self.dropped_us = now_us()
+        return self.dropped_us
+
+    async def come_back(self, backoff):
+        """Reconnect every subscriber after its own draw in ``[0, backoff]`` seconds;
+        the failures of the attempts (the last ones, if every attempt failed)."""
+        self.failures.clear()
+
+        async def one(index):
+            for _ in range(ATTEMPTS):
+                await asyncio.sleep(random.uniform(0, backoff))
+                self.subscribers[index].back_us = now_us()
+                if await self._open(index):
+                    return
+
+        await asyncio.gather(*(one(i) for i in range(len(self.subscribers))))
+        return dict(self.failures)
+
+    async def wait_for(self, last, timeout):
+        """Until every subscriber has delivered message ``last``, or ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline and any(s.last is None or s.last < last for s in self.subscribers):
+            await asyncio.sleep(POLL_S)
+
+    def report(self, last):
+        """What the subscribers ended with, summed, and each one's catch-up time after the drop (ms)."""
+        subscribers = self.subscribers
+        gaps = collections.Counter()
+        for subscriber in subscribers:
+            gaps.update(subscriber.gaps)
+        caught_up = [round((s.caught_up_us - self.dropped_us) / 1000.0, 1) for s in subscribers
+                     if s.caught_up_us is not None and self.dropped_us is not None]
+        return {
+            "clients": len(subscribers),
+            "complete": sum(1 for s in subscribers if s.first == 1 and s.last == last and not s.holes
+                            and not s.duplicates and not sum(s.gaps.values())),
+            "holes": sum(s.holes for s in subscribers),
+            "duplicates": sum(s.duplicates for s in subscribers),
+            "replayed": sum(s.replayed for s in subscribers),
+            "foreign": sum(s.foreign for s in subscribers),
+            "gaps": dict(gaps),
+            "not_caught_up": len(subscribers) - len(caught_up),
+            "caught_up_ms": caught_up,
+            "histogram": self.histogram.encode(),
+        }
+
+    def close(self):
+        for connection in self.connections:
+            if connection is not None:
+                connection.close()
+        self._clients.close()
+
+
+def serve(pipe, urls, transport, source_addresses, first_id, count, cpu):
+    """A worker process: a :class:`StormGroup` doing what the pipe says, answering each command."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if cpu is not None:
+        affinity.pin(0, cpu)
+    asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, count))
+
+
+async def _serve(pipe, *group_args):
+    group = StormGroup(*group_args)
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            ready = loop.create_future()
+            loop.add_reader(pipe.fileno(), lambda: ready.done() or ready.set_result(None))
+            try:
+                await ready
+            finally:
+                loop.remove_reader(pipe.fileno())
+            command, *args = pipe.recv()
+            if command == "close":
+                return
+            pipe.send(await _run(group, command, args))
+    except (EOFError, ConnectionError):
+        return  # the storm's process is gone: nobody to answer
+    finally:
+        group.close()
+
+
+async def _run(group, command, args):
+    if command == "connect":
+        return await group.connect()
+    if command == "drop":
+        return group.drop()
+    if command == "come_back":
+        return await group.come_back(*args)
+    if command == "wait_for":
+        return await group.wait_for(*args)
+    return group.report(*args)
+
+
+class RemoteStormGroup:
+    """A :class:`StormGroup` in a spawned process pinned to ``cpu`` (or not, None): the same
+    coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
+
+    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None):
+        context = multiprocessing.get_context("spawn")
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(target=serve, daemon=True,
+                                        args=(child, list(urls), transport, source_addresses, first_id, count, cpu))
+        self._process.start()
+        child.close()
+
+    async def _ask(self, *command):
+        self._pipe.send(command)
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._pipe.fileno())
+        try:
+            return self._pipe.recv()
+        except (EOFError, OSError):
+            raise WorkerLost("storm worker %d exited (code %s)" % (self._process.pid, self._process.exitcode)) from None
+
+    async def connect(self):
+        return await self._ask("connect")
+
+    async def drop(self):
+        return await self._ask("drop")
+
+    async def come_back(self, backoff):
+        return await self._ask("come_back", backoff)
+
+    async def wait_for(self, last, timeout):
+        return await self._ask("wait_for", last, timeout)
+
+    async def report(self, last):
+        return await self._ask("report", last)
+
+    def close(self):
+        try:
+            self._pipe.send(("close",))
+        except OSError:
+            pass
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._pipe.close()

@@ -1,0 +1,218 @@
+"""``python -m loadtest storm``: every client dropped at once, back with resume; is anything missed or twice?
+
+Rules (BENCHMARKS.rst, "Reconnect storm"):
+
+- Each of ``--servers`` is started afresh, as ``feed`` does: a ``broker-*``
+  alone, a ``cluster-*`` as ``--brokers`` processes joined through Redis.
+- ``--clients`` resuming subscribers (:mod:`loadtest.client.storm_clients`) connect over
+  ``--transport``, asking for positions, spread over the brokers in turn and
+  over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If
+  any fails to connect, the run ends there.
+- A backend publishes numbered messages at ``--rate`` a second through ``POST
+  /publish``, to the brokers in turn, for ``--before`` seconds; then every
+  client's connection is aborted at once, and each comes back, resuming,
+  after a delay drawn in ``[0, --backoff]``; publishing goes on for
+  ``--after`` seconds more, and stops.
+- Then the clients get ``--catch-up`` seconds to deliver the last message. A
+  client is complete when it delivered every message from the first, once,
+  in order, with no gap reported. The ``storm`` record counts the complete,
+  the holes, duplicates and gaps, and the time from the drop until each
+  client delivered a message published after it began coming back
+  (``caught_up_ms``: p50, p99 and the last).
+"""
+
+import asyncio
+import secrets
+import statistics
+
+from hdrh.histogram import HdrHistogram
+
+from loadtest import affinity, arguments, records, runner
+from loadtest.client import endpoints, payload
+from loadtest.client.deliveries import now_us
+from loadtest.client.publisher import Publisher
+from loadtest.client.storm_clients import RemoteStormGroup
+from loadtest.contenders import placement
+from loadtest.method import rules
+from loadtest.method.rules import End
+from loadtest.results import console, files
+
+BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
+
+SUMMARY = "every client dropped at once and back with resume: is anything missed or twice?"
+DESCRIPTION = ("Start a broker, or a cluster joined through Redis, connect resuming subscribers, publish "
+               "numbered messages, drop every connection at once and let each come back after a jittered "
+               "delay, resuming: count the clients that end with every message once, and time how long the "
+               "last takes to be live again.")
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS),
+                     default=["broker-cpython"], help="comma-separated, from %s (default: broker-cpython)"
+                     % ",".join(BROKERS))
+    arguments.option(parser, "--brokers", type=arguments.positive_int, default=3,
+                     help="broker processes of each cluster-* server")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=1000,
+                     help="subscribers in all")
+    arguments.option(parser, "--transport", **arguments.TRANSPORT)
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=10.0,
+                     help="messages published per second")
+    arguments.option(parser, "--before", type=arguments.positive_float, default=5.0,
+                     help="seconds of publishing before the drop")
+    arguments.option(parser, "--after", type=arguments.positive_float, default=15.0,
+                     help="seconds of publishing after the drop")
+    arguments.option(parser, "--backoff", type=arguments.non_negative_float, default=5.0,
+                     help="each client comes back after a delay drawn in [0, this] seconds")
+    arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
+                     help="seconds the clients get, after the last publish, to deliver it")
+    arguments.option(parser, "--procs", type=arguments.positive_int,
+                     help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+    server_cpu, client_cpu = affinity.default_cpus()
+    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
+                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d)" % server_cpu)
+    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
+                     help="CPUs the client processes run on, in turn (default %d)" % client_cpu)
+    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+
+
+class StormRun:
+    """One storm against one server: connect, publish, drop, come back, catch up, sum up."""
+
+    def __init__(self, label, cluster, token, args, status):
+        self.label = label
+        self.cluster = cluster
+        self.token = token
+        self.args = args
+        self.status = status
+        self.published = 0
+
+    async def run(self):
+        """The :class:`loadtest.records.Storm` of the run."""
+        args = self.args
+        procs = min(placement.client_procs(args, args.clients), args.clients)
+        shares = [args.clients // procs + (1 if i < args.clients % procs else 0) for i in range(procs)]
+        groups = [RemoteStormGroup(self.cluster.urls, args.transport, [], sum(shares[:i]), share,
+                                   args.client_cpus[i % len(args.client_cpus)])
+                  for i, share in enumerate(shares)]
+        try:
+            failures = _summed(await asyncio.gather(*(group.connect() for group in groups)))
+            if failures:
+                return await self._record(groups, End.CONNECTIONS_FAILED.text(_listed(failures)), {})
+            self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
+                                                                         args.transport))
+            publishing = asyncio.ensure_future(self._publish(args.before + args.after))
+            await asyncio.sleep(args.before)
+            await asyncio.gather(*(group.drop() for group in groups))
+            self.status.message("%s: dropped every connection at message %d" % (self.label, self.published))
+            reconnect_failures = _summed(await asyncio.gather(*(group.come_back(args.backoff)
+                                                                for group in groups)))
+            await publishing
+            await asyncio.gather(*(group.wait_for(self.published, args.catch_up) for group in groups))
+            return await self._record(groups, End.COMPLETED.text(), reconnect_failures)
+        finally:
+            for group in groups:
+                group.close()
+
+    async def _publish(self, seconds):
+        """Publish message 1, 2, ... at ``--rate`` for ``seconds``, to the brokers in turn."""
+        publishers = [Publisher(endpoints.target(url).host, endpoints.target(url).port, self.token)
+                      for url in self.cluster.urls]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        total = max(1, int(round(self.args.rate * seconds)))
+        try:
+            while self.published < total:
+                number = self.published + 1
+                message = payload.message(payload.FEED_ID, number, now_us())
+                await loop.run_in_executor(None, publishers[number % len(publishers)].publish, [message])
+                self.published = number
+                await asyncio.sleep(max(0.0, start + number / self.args.rate - loop.time()))
+        finally:
+            for publisher in publishers:
+                publisher.close()
+
+    async def _record(self, groups, end, reconnect_failures):
+        reports = await asyncio.gather(*(group.report(self.published) for group in groups))
+        histogram = rules.new_histogram()
+        caught_up = []
+        gaps = {}
+        for report in reports:
+            histogram.add(HdrHistogram.decode(report["histogram"]))
+            caught_up.extend(report["caught_up_ms"])
+            for reason, count in report["gaps"].items():
+                gaps[reason] = gaps.get(reason, 0) + count
+        total = {key: sum(report[key] for report in reports)
+                 for key in ("clients", "complete", "holes", "duplicates", "replayed", "not_caught_up")}
+        return records.Storm(
+            server=self.label, brokers=len(self.cluster.servers), transport=self.args.transport,
+            clients=self.args.clients, connected=total["clients"], rate=self.args.rate,
+            backoff_s=self.args.backoff, published=self.published, complete=total["complete"],
+            holes=total["holes"], duplicates=total["duplicates"], replayed=total["replayed"], gaps=gaps,
+            reconnect_failures=reconnect_failures, not_caught_up=total["not_caught_up"],
+            caught_up_ms=_spread(caught_up), delivery_ms=rules.rtt_summary(histogram), end=end)
+
+
+def _summed(failures):
+    summed = {}
+    for part in failures:
+        for reason, count in part.items():
+            summed[reason] = summed.get(reason, 0) + count
+    return summed
+
+
+def _listed(failures):
+    return ", ".join("%d %s" % (count, reason) for reason, count in sorted(failures.items()))
+
+
+def _spread(values):
+    """p50, p99 and max of ``values`` (milliseconds), None where there are none."""
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+    return {"p50": statistics.median(ordered), "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+            "max": ordered[-1]}
+
+
+def verdict_line(record):
+    """The line a person reads when a storm ends."""
+    caught = record.caught_up_ms
+    return ("%s x%d over %s: %d of %d clients complete after the drop (%d published); %d holes, %d twice, "
+            "gaps %s; caught up p50 %s, p99 %s, last %s ms; %s" % (
+                record.server, record.brokers, record.transport, record.complete, record.clients,
+                record.published, record.holes, record.duplicates, record.gaps or "none", caught["p50"],
+                caught["p99"], caught["max"], record.end))
+
+
+def run(parser, args):
+    status = console.StatusLine()
+    chosen = placement.resolve_all(args.servers, status)
+    if not chosen:
+        status.message("no broker to run")
+        return 1
+    placement.prepare_client(args.client_cpus[0])
+    out_path = args.out or files.default_path()
+    clean = 0
+    with files.ResultsFile(out_path) as out:
+        out.write(files.run_record(None, args.transport, args.command_line))
+        for contender in chosen:
+            token = secrets.token_hex(16)
+            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+            running = placement.launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
+            if running is None:
+                continue
+            try:
+                out.write(placement.server_record(contender, running, args.server_cpus[0]))
+                outcome = runner.run_interruptible(StormRun(contender.label, running, token, args, status).run())
+            finally:
+                running.stop()
+            if outcome.interrupted:
+                status.message("interrupted")
+                return 130
+            if outcome.error is not None:
+                status.message("%s: ended: %s" % (contender.label, outcome.error))
+                continue
+            out.write(outcome.value)
+            status.message(verdict_line(outcome.value))
+            clean += outcome.value.complete == outcome.value.clients
+    status.message("results: %s" % out_path)
+    return 0 if clean == len(chosen) else 1
