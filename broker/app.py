@@ -5,6 +5,7 @@ import functools
 import logging
 import os
 import signal
+import socket
 import ssl
 import time
 
@@ -35,6 +36,10 @@ LOG = logging.getLogger("broker")
 SHUTDOWN_GRACE = 0.2
 # How often a drain closes its next clients: 10 times a second.
 DRAIN_TICK = 0.1
+# Connections the kernel completes before the broker accepts them: in a reconnect storm
+# thousands arrive in a second, and past Tornado's default of 128 the kernel drops their
+# SYNs, which clients retry only after 1, 3 and 7 s. The kernel caps it at net.core.somaxconn.
+LISTEN_BACKLOG = socket.SOMAXCONN
 
 
 def _log_request(handler):
@@ -139,7 +144,7 @@ def listen(server, host, port, name, path, https=False):
     """Listen on ``host:port`` (``server``: a Tornado TCP server or a
     :class:`Listener`) and print ``<name> listening on <url of path>`` (the
     launch contract of ``loadtest.contenders.child_process``)."""
-    sockets = bind_sockets(port, host)
+    sockets = bind_sockets(port, host, backlog=LISTEN_BACKLOG)
     server.add_sockets(sockets)
     print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path, https)), flush=True)
 

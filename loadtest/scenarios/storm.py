@@ -169,8 +169,8 @@ def _spread(values):
     if not values:
         return {"p50": None, "p99": None, "max": None}
     ordered = sorted(values)
-    return {"p50": statistics.median(ordered), "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-            "max": ordered[-1]}
+    return {"p50": round(statistics.median(ordered), 1),
+            "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "max": ordered[-1]}
 
 
 def verdict_line(record):
