@@ -11,6 +11,7 @@ Rules:
   ``cpu_load`` are shares of one core.
 - ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
   ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.rules.End`.
+- A server's record says whether its clients connected over TLS (``tls``).
 - Records are written by :class:`loadtest.results.files.ResultsFile` and read back
   as records (:func:`loadtest.results.files.read`), older files included: a field
   an older line lacks reads as None (:func:`parse_older`). :func:`parse` is strict:
@@ -57,13 +58,15 @@ class Run(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Server(Record):
-    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to."""
+    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to; ``tls``:
+    its clients connect over TLS (None in older files: they did not)."""
 
     TYPE: ClassVar[str] = "server"
     server: str
     runtime: Optional[str]
     pid: Optional[int]
     cpu: Optional[int]
+    tls: bool
 
 
 @dataclasses.dataclass(frozen=True)

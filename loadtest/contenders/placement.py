@@ -9,6 +9,7 @@ is a descriptor): larger loads are spread over ``--procs`` processes.
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, records
+from loadtest.client import endpoints
 from loadtest.contenders import child_process, registry, server_group
 
 CONNECTIONS_PER_PROC = 10000
@@ -49,7 +50,7 @@ def server_record(contender, running, cpu):
     """The :class:`~loadtest.records.Server` of a launched contender (no pid for a cluster of several processes)."""
     pids = list(running.pids().values())
     return records.Server(server=contender.label, runtime=contender.runtime, pid=pids[0] if len(pids) == 1 else None,
-                          cpu=cpu)
+                          cpu=cpu, tls=endpoints.target(running.urls[0]).tls)
 
 
 def resolve_all(names, status):
