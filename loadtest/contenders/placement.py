@@ -53,14 +53,19 @@ def server_record(contender, running, cpu):
                           cpu=cpu, tls=endpoints.target(running.urls[0]).tls)
 
 
-def resolve_all(names, status):
-    """The contenders of ``names`` that can run here; each one that cannot is reported with the reason."""
-    chosen = []
+def resolve_all(names, status, certificates=(None,)):
+    """The contenders of ``names`` that can run here, each once for every item of ``certificates``
+    in turn: plain for None, over TLS with a :class:`loadtest.contenders.certificate.Certificate`;
+    each one that cannot is reported with the reason, once."""
+    chosen, reported = [], set()
     for name in names:
-        try:
-            chosen.append(registry.resolve(name))
-        except registry.Unavailable as reason:
-            status.message("skipped %s" % reason)
+        for certificate in certificates:
+            try:
+                chosen.append(registry.resolve(name, certificate=certificate))
+            except registry.Unavailable as reason:
+                if str(reason) not in reported:
+                    reported.add(str(reason))
+                    status.message("skipped %s" % reason)
     return chosen
 
 
