@@ -13,16 +13,18 @@ Rules:
   ``argparse.ArgumentTypeError``, so argparse names the option in the message
   and exits with status 2 before anything runs.
 - Only loopback addresses may be a target or a source address: the load
-  client floods what it points at.
+  client floods what it points at; ``https`` targets too (TLS on every
+  connection, :mod:`loadtest.client.tls_context`).
 """
 
 import argparse
 import math
 import os
+import ssl
 import urllib.parse
 
 from broker.flags import Environment
-from loadtest.client import endpoints
+from loadtest.client import endpoints, tls_context
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 ENVIRONMENT_PREFIX = "LOADTEST_"
@@ -118,13 +120,29 @@ def transport_mix(text):
 
 
 def loopback_url(text):
-    """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast``."""
+    """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast`` (``https://`` over TLS)."""
     parts = urllib.parse.urlsplit(text)
-    if parts.scheme != "http" or not parts.hostname:
-        raise argparse.ArgumentTypeError("must look like %s, got %r" % (DEFAULT_URL, text))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError("must look like %s (https:// over TLS), got %r" % (DEFAULT_URL, text))
     if not (parts.hostname.startswith("127.") or parts.hostname in ("localhost", "::1")):
         raise argparse.ArgumentTypeError("only loopback servers may be load tested (got %s)" % parts.hostname)
     return text
+
+
+def certificates(text):
+    """A type: a PEM file of certificates a client context can trust (:func:`loadtest.client.tls_context.client_context`)."""
+    try:
+        tls_context.client_context(text)
+    except (OSError, ssl.SSLError) as error:
+        raise argparse.ArgumentTypeError("cannot trust %s: %s" % (text, getattr(error, "strerror", None) or error))
+    return text
+
+
+# ``--tls-ca``, beside ``--url`` wherever it is: ``option(parser, "--tls-ca", **TLS_CA)``; the command
+# hands it to :func:`loadtest.client.tls_context.trust`.
+TLS_CA = dict(type=certificates, metavar="PEM",
+              help="with an https URL: trust the certificate authority (or self-signed certificate) in this "
+              "file, and no other (default: the system's certificate authorities)")
 
 
 def parse_source_addresses(text):

@@ -11,6 +11,9 @@ Rules:
   ``cpu_load`` are shares of one core.
 - ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
   ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.rules.End`.
+- A record of a server says whether its clients connected over TLS (``tls``);
+  ``compare --tls`` labels such a server ``<label>+tls`` (:data:`TLS_SUFFIX`), so
+  that it and the same server plain stand side by side in one file.
 - Records are written by :class:`loadtest.results.files.ResultsFile` and read back
   as records (:func:`loadtest.results.files.read`), older files included: a field
   an older line lacks reads as None (:func:`parse_older`). :func:`parse` is strict:
@@ -19,6 +22,8 @@ Rules:
 
 import dataclasses
 from typing import Any, ClassVar, Dict, List, Optional
+
+TLS_SUFFIX = "+tls"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +62,15 @@ class Run(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Server(Record):
-    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to."""
+    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to; ``tls``:
+    its clients connect over TLS (None in older files: they did not)."""
 
     TYPE: ClassVar[str] = "server"
     server: str
     runtime: Optional[str]
     pid: Optional[int]
     cpu: Optional[int]
+    tls: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +112,9 @@ class Level(Record):
 
 @dataclasses.dataclass(frozen=True)
 class CpuPerMsg(Record):
-    """Server CPU per delivered message at ``compare``'s fixed load over one ``transport``, with what
-    qualifies it (an older line without ``transport`` measured the run's)."""
+    """Server CPU per delivered message at ``compare``'s fixed load over one ``transport`` (over TLS when
+    ``tls``), with what qualifies it (an older line without ``transport`` measured the run's; without
+    ``tls``, not over TLS)."""
 
     TYPE: ClassVar[str] = "cpu_per_msg"
     server: str
@@ -123,21 +131,23 @@ class CpuPerMsg(Record):
     client_cpu: float
     client_bound: bool
     overloaded: bool
+    tls: bool
 
     @classmethod
-    def of_step(cls, step, transport):
-        """From the fixed load's :class:`Step` over ``transport``."""
+    def of_step(cls, step, transport, tls=False):
+        """From the fixed load's :class:`Step` over ``transport``, over TLS if ``tls``."""
         return cls(server=step.server, transport=transport, level=step.level, rate=step.rate,
                    cpu_us_per_msg=step.server_cpu_us_per_msg, rtt_ms=step.rtt_ms, lost=step.lost,
                    dropped=step.dropped, reopened=step.reopened,
                    server_msgs_per_s=step.server_msgs_per_s, server_cpu=step.server_cpu,
-                   client_cpu=step.client_cpu, client_bound=step.client_bound, overloaded=step.overloaded)
+                   client_cpu=step.client_cpu, client_bound=step.client_bound, overloaded=step.overloaded, tls=tls)
 
 
 @dataclasses.dataclass(frozen=True)
 class IdleRss(Record):
-    """Server RSS with ``connections`` idle connections open over ``transport``, against the fresh
-    server's (an older line without ``transport`` measured the run's)."""
+    """Server RSS with ``connections`` idle connections open over ``transport`` (over TLS when ``tls``),
+    against the fresh server's (an older line without ``transport`` measured the run's; without ``tls``,
+    not over TLS)."""
 
     TYPE: ClassVar[str] = "idle_rss"
     server: str
@@ -147,6 +157,7 @@ class IdleRss(Record):
     rss_before_kb: int
     rss_per_conn_kb: float
     failed: int
+    tls: bool
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,8 @@ Rules:
   share of one step's messages round-robin, paced evenly over the step, waits
   for them back and returns a :class:`loadtest.method.rules.Partial` that
   :mod:`loadtest.client.sweep` merges. The rules it applies are :mod:`loadtest.method.rules`'s.
+- A connection to an ``https`` URL is TLS (:func:`loadtest.client.tls_context.context_for`), decided
+  once as it opens: nothing is added per message, and a plain one is as it always was.
 - A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
   several servers of one cluster share the load evenly. Each one's transport is the
   group's, or its share of a mix (:func:`loadtest.client.endpoints.client_transport`).
@@ -29,7 +31,7 @@ import collections
 import os
 
 from loadtest import arguments
-from loadtest.client import endpoints, http_connections
+from loadtest.client import endpoints, http_connections, tls_context
 from loadtest.client.client_protocol import OPENED, ClientProtocol, Delivered
 from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
 from loadtest.client.http_transport_protocol import HttpSessionProtocol
@@ -65,12 +67,14 @@ class Connection(ClientConnection, asyncio.BufferedProtocol):
         self._transport = None
         self._read_view = memoryview(read_buffer)
 
-    async def open(self, host, port, local, timeout):
-        """Connect to ``host``:``port`` from ``local`` (an address to bind, or None); returns
-        once the websocket (and the SockJS session) is open (ConnectError, OSError or
-        asyncio.TimeoutError if not within ``timeout`` seconds)."""
+    async def open(self, host, port, local, timeout, ssl_context=None):
+        """Connect to ``host``:``port`` from ``local`` (an address to bind, or None), over TLS
+        with ``ssl_context`` if one is given; returns once the websocket (and the SockJS
+        session) is open (ConnectError, OSError or asyncio.TimeoutError if not within
+        ``timeout`` seconds)."""
         loop = asyncio.get_event_loop()
-        await asyncio.wait_for(loop.create_connection(lambda: self, host, port, local_addr=local), timeout)
+        await asyncio.wait_for(loop.create_connection(lambda: self, host, port, local_addr=local, ssl=ssl_context),
+                               timeout)
         await asyncio.wait_for(asyncio.shield(self.opened), timeout)
 
     def connection_made(self, transport):
@@ -149,7 +153,7 @@ class ClientGroup:
                 conn = self.new_connection(client_id, url)
                 local = arguments.source_address(self.source_addresses, client_id)
                 try:
-                    await conn.open(service.host, service.port, local, timeout)
+                    await conn.open(service.host, service.port, local, timeout, tls_context.context_for(service))
                 except (OSError, asyncio.TimeoutError, ConnectError) as exc:
                     conn.close()
                     failures[failure_reason(exc)] += 1

@@ -6,7 +6,9 @@ suffix below it (``websocket``, ``xhr``, ``xhr_streaming``, ...); the raw
 websocket, without SockJS framing, is ``<prefix>/websocket``.
 
 A service's URL (``http://127.0.0.1:8080/broadcast``) is parsed here and only
-here, once (:func:`target`); everything else asks its :class:`Target`. Its
+here, once (:func:`target`); everything else asks its :class:`Target`. An
+``https`` URL means every connection to the service is TLS (:attr:`Target.tls`:
+wss for its websockets, https for everything else; port 443 unless given). Its
 query, if any, goes on every request of a session, as sockjs-client carries
 it (:meth:`Target.with_query`): ``?positions=1`` asks the broker for
 position envelopes (:attr:`Target.positions`).
@@ -40,12 +42,14 @@ _GOLDEN = (math.sqrt(5) - 1) / 2
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A SockJS service: ``host`` and ``port`` to connect to, the ``prefix`` of its paths."""
+    """A SockJS service: ``host`` and ``port`` to connect to, the ``prefix`` of its paths;
+    ``tls``: whether its connections are TLS (an ``https`` URL)."""
 
     host: str
     port: int
     prefix: str
     query: str = ""
+    tls: bool = False
 
     @property
     def positions(self):
@@ -61,9 +65,14 @@ class Target:
         """``host:port``, an IPv6 host in brackets: the Host header, and a server's label."""
         return "%s:%d" % ("[%s]" % self.host if ":" in self.host else self.host, self.port)
 
+    @property
+    def scheme(self):
+        """``https`` for a TLS service, else ``http``."""
+        return "https" if self.tls else "http"
+
     def url_of(self, path):
-        """``http://host:port`` and ``path``: ``target.url_of("/stats")``."""
-        return "http://%s%s" % (self.netloc, path)
+        """``http://host:port`` (``https://`` over TLS) and ``path``: ``target.url_of("/stats")``."""
+        return "%s://%s%s" % (self.scheme, self.netloc, path)
 
 
 def with_query(path, query):
@@ -75,9 +84,10 @@ def with_query(path, query):
 
 @functools.lru_cache(maxsize=None)
 def target(url):
-    """The :class:`Target` of a service's URL, ``http://host[:port]/prefix``."""
+    """The :class:`Target` of a service's URL, ``http://host[:port]/prefix`` or ``https://...``."""
     parts = urllib.parse.urlsplit(url)
-    return Target(parts.hostname, parts.port or 80, parts.path.rstrip("/"), parts.query)
+    tls = parts.scheme == "https"
+    return Target(parts.hostname, parts.port or (443 if tls else 80), parts.path.rstrip("/"), parts.query, tls)
 
 
 def session_path(url):

@@ -11,6 +11,8 @@ Rules:
   and a sending one, opened at the first send and again whenever the protocol
   has something to send and none is open. A connection that cannot be opened
   closes the client with :func:`loadtest.client.deliveries.failure_reason`.
+- Every connection of a session is TLS when the session was opened with a context
+  (an ``https`` service): a reopened stream or a new poll too.
 - Every socket reads into the loop's shared buffer (see :class:`Socket`); one
   dropped on purpose is detached first, so its late close is nobody's event.
 """
@@ -72,10 +74,11 @@ class HttpConnection(ClientConnection):
         """Streams reopened, or polls made after the first."""
         return self.protocol.reopened
 
-    async def open(self, host, port, local, timeout):
-        """Open the session at ``host``:``port``; returns once it is open (ConnectError,
-        OSError or asyncio.TimeoutError if not within ``timeout`` seconds)."""
-        self._address = (host, port, local)
+    async def open(self, host, port, local, timeout, ssl_context=None):
+        """Open the session at ``host``:``port``, every connection of it over TLS with
+        ``ssl_context`` if one is given; returns once it is open (ConnectError, OSError or
+        asyncio.TimeoutError if not within ``timeout`` seconds)."""
+        self._address = (host, port, local, ssl_context)
         self._timeout = timeout
         self._receiving = await self._connect(self._received, self._receive_closed)
         self._receiving.transport.write(self.protocol.data_to_send())
@@ -93,10 +96,11 @@ class HttpConnection(ClientConnection):
         self._drop_all()
 
     async def _connect(self, on_data, on_closed):
-        host, port, local = self._address
+        host, port, local, ssl_context = self._address
         socket = Socket(self._read_view, on_data, on_closed)
         loop = asyncio.get_event_loop()
-        await asyncio.wait_for(loop.create_connection(lambda: socket, host, port, local_addr=local), self._timeout)
+        await asyncio.wait_for(loop.create_connection(lambda: socket, host, port, local_addr=local, ssl=ssl_context),
+                               self._timeout)
         return socket
 
     def _received(self, data):

@@ -2,8 +2,9 @@
 
 Rules:
 
-- One request per connection, no redirects, no proxies, no TLS: the targets are
-  the loopback servers under test (the command line refuses any other address).
+- One request per connection, no redirects, no proxies: the targets are the
+  loopback servers under test (the command line refuses any other address),
+  over TLS when their URL is ``https`` (:func:`loadtest.client.tls_context.context_for`).
 - A session is opened the way sockjs-client opens it: ``POST`` to
   ``<prefix>/<server>/<session>/xhr_streaming`` (200, a prelude of ``h``, then
   the open frame ``o``) or ``.../xhr`` (polling: 200 with the open frame, the
@@ -17,7 +18,7 @@ Rules:
 import asyncio
 import json
 
-from loadtest.client import connections, endpoints
+from loadtest.client import connections, endpoints, tls_context
 from loadtest.client.http_head import HTTPError, parse_head
 
 MAX_BODY_BYTES = 64 * 1024
@@ -70,7 +71,8 @@ class Body:
 async def _exchange(url, method, path, timeout):
     """Connect to ``url``'s host, send the request, read the head: ``(reader, writer, status, headers)``."""
     service = endpoints.target(url)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(service.host, service.port), timeout)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(service.host, service.port, ssl=tls_context.context_for(service)), timeout)
     try:
         writer.write(request(method, service.netloc, path))
         try:

@@ -6,6 +6,8 @@ Rules:
   and has at most one request in flight on each: what it sends at once
   arrives in one event-loop iteration and goes out in one flush, as a
   backend's publishes would.
+- Over TLS (``ssl_context``, for an ``https`` broker) each socket is wrapped as
+  it connects, the handshake done before the first publish.
 - Every answer is read to its end, so a connection stays usable; anything but
   ``200`` raises :class:`PublishFailed` with the status and the broker's reason,
   and so does a connection that breaks or a broker that has not answered
@@ -26,14 +28,15 @@ class PublishFailed(LoadTestError):
 
 
 class Publisher:
-    """``POST /publish`` to the broker at ``host:port`` over ``connections`` keep-alive sockets."""
+    """``POST /publish`` to the broker at ``host:port`` over ``connections`` keep-alive sockets,
+    TLS ones with ``ssl_context`` (:func:`loadtest.client.tls_context.context_for`)."""
 
-    def __init__(self, host, port, token=None, connections=1, timeout=10.0):
+    def __init__(self, host, port, token=None, connections=1, timeout=10.0, ssl_context=None):
         self._head = b"POST /publish HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
         if token:
             self._head += b"Authorization: Bearer %s\r\n" % token.encode()
         self.timeout = timeout
-        self.sockets = [socket.create_connection((host, port), timeout=timeout) for _ in range(connections)]
+        self.sockets = [connect(host, port, timeout, ssl_context) for _ in range(connections)]
 
     def publish(self, messages):
         """Publish ``messages`` (bytes, at most one per connection), all sent before any answer is read."""
@@ -54,6 +57,18 @@ class Publisher:
     def close(self):
         for sock in self.sockets:
             sock.close()
+
+
+def connect(host, port, timeout, ssl_context=None):
+    """A blocking socket to ``host:port`` with ``timeout``, over TLS with ``ssl_context`` if given."""
+    sock = socket.create_connection((host, port), timeout=timeout)
+    if ssl_context is None:
+        return sock
+    try:
+        return ssl_context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def read_head(sock):

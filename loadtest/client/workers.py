@@ -2,7 +2,8 @@
 
 A :class:`RemoteGroup` offers the interface of :class:`loadtest.client.connections.ClientGroup`
 (``connect``, ``alive_count``, ``run_step``, ``take_sample``, ``close``); behind it a spawned process
-runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded.
+runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded. A worker
+trusts what the process that started it trusts (:func:`loadtest.client.tls_context.trusted`).
 """
 
 import asyncio
@@ -13,12 +14,13 @@ import signal
 from hdrh.histogram import HdrHistogram
 
 from loadtest import affinity
-from loadtest.client import connections
+from loadtest.client import connections, tls_context
 from loadtest.errors import WorkerLost
 
 
-def _worker(pipe, urls, transport, source_addresses, first_id, listen, cpu):
+def _worker(pipe, urls, transport, source_addresses, first_id, listen, cpu, trusted):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tls_context.trust(trusted)
     if cpu is not None:
         affinity.pin(0, cpu)
     asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, listen))
@@ -67,7 +69,8 @@ class RemoteGroup:
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
-            target=_worker, args=(child, list(urls), transport, source_addresses, first_id, listen, cpu), daemon=True)
+            target=_worker, args=(child, list(urls), transport, source_addresses, first_id, listen, cpu, tls_context.trusted()),
+            daemon=True)
         self._process.start()
         child.close()
         self._alive = 0

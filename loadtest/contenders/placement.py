@@ -9,6 +9,7 @@ is a descriptor): larger loads are spread over ``--procs`` processes.
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, records
+from loadtest.client import endpoints
 from loadtest.contenders import child_process, registry, server_group
 
 CONNECTIONS_PER_PROC = 10000
@@ -49,17 +50,22 @@ def server_record(contender, running, cpu):
     """The :class:`~loadtest.records.Server` of a launched contender (no pid for a cluster of several processes)."""
     pids = list(running.pids().values())
     return records.Server(server=contender.label, runtime=contender.runtime, pid=pids[0] if len(pids) == 1 else None,
-                          cpu=cpu)
+                          cpu=cpu, tls=endpoints.target(running.urls[0]).tls)
 
 
-def resolve_all(names, status):
-    """The contenders of ``names`` that can run here; each one that cannot is reported with the reason."""
-    chosen = []
+def resolve_all(names, status, certificates=(None,)):
+    """The contenders of ``names`` that can run here, each once for every item of ``certificates``
+    in turn: plain for None, over TLS with a :class:`loadtest.contenders.certificate.Certificate`;
+    each one that cannot is reported with the reason, once."""
+    chosen, reported = [], set()
     for name in names:
-        try:
-            chosen.append(registry.resolve(name))
-        except registry.Unavailable as reason:
-            status.message("skipped %s" % reason)
+        for certificate in certificates:
+            try:
+                chosen.append(registry.resolve(name, certificate=certificate))
+            except registry.Unavailable as reason:
+                if str(reason) not in reported:
+                    reported.add(str(reason))
+                    status.message("skipped %s" % reason)
     return chosen
 
 

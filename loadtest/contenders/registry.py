@@ -6,6 +6,12 @@ saying what is missing and how to get it. ``cluster-cpython`` and
 ``cluster-pypy`` are the brokers joined through Redis: a cluster of one
 measures what the backplane costs a broker, of several what a room spread
 over processes costs.
+
+Over TLS (``compare --tls``), a broker is resolved with a
+:class:`loadtest.contenders.certificate.Certificate`: it serves https and wss with
+it and is labelled ``<name>+tls`` (:data:`loadtest.records.TLS_SUFFIX`), so that it
+can be measured beside itself plain. sockjs-node and sockjs-tornado serve no TLS:
+they are :class:`Unavailable` so.
 """
 
 import os
@@ -16,6 +22,7 @@ import sys
 
 import loadtest
 from loadtest.errors import LoadTestError
+from loadtest.records import TLS_SUFFIX
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(loadtest.__file__))
 # The checkout holding the package: where tox and the README's commands put the interpreters.
@@ -37,6 +44,8 @@ PYPY_HOWTO = (
 NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "cluster-cpython", "cluster-pypy")
 # What compare and soak run unless told otherwise: one process each.
 SINGLE = NAMES[:4]
+# The contenders that can serve https and wss (``--certfile``, ``--keyfile``).
+TLS_CAPABLE = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 # The load client's clients publish far faster than any person: the brokers run
 # without their per-client publish rate limit.
@@ -69,9 +78,21 @@ class Contender:
         return "Contender(%r, %r, %r%s)" % (self.label, self.argv, self.runtime, ", joined=True" if self.joined else "")
 
 
-def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS):
+def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS, certificate=None):
     """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
-    brokers run with ``broker_flags``."""
+    brokers run with ``broker_flags``. With a ``certificate``
+    (:class:`loadtest.contenders.certificate.Certificate`) it serves TLS with it,
+    labelled ``name+tls``."""
+    if certificate is None:
+        return _resolve(name, npm_timeout, broker_flags)
+    if name not in TLS_CAPABLE:
+        raise Unavailable("%s%s: %s serves no TLS (those that do: %s)" % (
+            name, TLS_SUFFIX, name, ", ".join(TLS_CAPABLE)))
+    plain = _resolve(name, npm_timeout, list(broker_flags) + certificate.broker_flags())
+    return Contender(name + TLS_SUFFIX, plain.argv, plain.runtime, plain.cwd, plain.joined)
+
+
+def _resolve(name, npm_timeout, broker_flags):
     if name in ("broker-cpython", "cluster-cpython"):
         return _cpython_contender(name, "broker", broker_flags, joined=name.startswith("cluster-"))
     if name in ("broker-pypy", "cluster-pypy"):

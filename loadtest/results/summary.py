@@ -143,9 +143,18 @@ def fixed_loads(results):
     return list(dict.fromkeys((r.level, r.rate) for r in results.cpu_per_msg))
 
 
+def plain_server(server):
+    """The label of ``server`` measured plain, if it is a server measured over TLS (``broker-pypy+tls``); else None."""
+    if server.endswith(schema.TLS_SUFFIX):
+        return server[:-len(schema.TLS_SUFFIX)]
+    return None
+
+
 def cost_rows(results, load=None):
     """Per transport, then per server: CPU per delivered message at the fixed ``load`` (default:
-    the first one) and RSS per idle connection, with ratios to sockjs-node's over the same transport."""
+    the first one) and RSS per idle connection, with ratios to sockjs-node's over the same transport,
+    and for a server over TLS, to its own CPU and RSS plain (``vs_plain``, ``rss_vs_plain``) where the
+    run measured it so too."""
     loads = fixed_loads(results)
     load = load or (loads[0] if loads else None)
     cpu = {(r.transport, r.server): r for r in results.cpu_per_msg if (r.level, r.rate) == load}
@@ -157,6 +166,8 @@ def cost_rows(results, load=None):
         if at_load is None and idle is None:
             continue
         reference_cpu, reference_rss = cpu.get((transport, REFERENCE)), rss.get((transport, REFERENCE))
+        plain = plain_server(server)
+        plain_cpu, plain_rss = cpu.get((transport, plain)), rss.get((transport, plain))
         us = at_load and at_load.cpu_us_per_msg
         kb = idle and idle.rss_per_conn_kb
         rtt = (at_load and at_load.rtt_ms) or {}
@@ -166,12 +177,14 @@ def cost_rows(results, load=None):
             "runtime": results.runtimes.get(server),
             "cpu_us_per_msg": us,
             "vs_reference": _ratio(us, reference_cpu and reference_cpu.cpu_us_per_msg),
+            "vs_plain": _ratio(us, plain_cpu and plain_cpu.cpu_us_per_msg),
             "vs_floor": _ratio(us, floor),
             "p50_ms": rtt.get("p50"),
             "p99_ms": rtt.get("p99"),
             "lost": at_load and at_load.lost,
             "rss_per_conn_kb": kb,
             "rss_vs_reference": _ratio(kb, reference_rss and reference_rss.rss_per_conn_kb),
+            "rss_vs_plain": _ratio(kb, plain_rss and plain_rss.rss_per_conn_kb),
         })
     return rows
 
@@ -225,7 +238,8 @@ def _number(value, digits=1):
 
 def summary_rst(results):
     """The summary as RST: realtime capacity per server and level, then the costs per server
-    (and per transport, in a column of its own, when the run measured several)."""
+    (and per transport, in a column of its own, when the run measured several; and each
+    ``vs plain``, when it measured servers over TLS beside themselves plain)."""
     sections = []
     capacity = realtime_capacity(results)
     if capacity:
@@ -255,6 +269,11 @@ def summary_rst(results):
         rows = [(c["server"], c["runtime"], _number(c["cpu_us_per_msg"], 2), _times(c["vs_reference"]),
                  _times(c["vs_floor"]) if index == 0 else None, _number(c["p50_ms"]), _number(c["p99_ms"]),
                  c["lost"], _number(c["rss_per_conn_kb"]), _times(c["rss_vs_reference"])) for c in costs]
+        if any(c["vs_plain"] is not None or c["rss_vs_plain"] is not None for c in costs):
+            title += "; vs plain: a server over TLS (+tls) against itself plain"
+            headers = headers[:4] + ("vs plain",) + headers[4:] + ("vs plain",)
+            rows = [row[:4] + (_times(c["vs_plain"]),) + row[4:] + (_times(c["rss_vs_plain"]),)
+                    for c, row in zip(costs, rows)]
         if len(results.transports) > 1:
             title += "; ratios to %s over the same transport" % REFERENCE
             headers = ("transport",) + headers

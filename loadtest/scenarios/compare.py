@@ -26,6 +26,15 @@ sweep`` with several is refused. A transport that fails (or one of whose
 fixed loads is not measured) skips the rest of its own measurements only,
 its idle connections included.
 
+``--tls`` measures the brokers over TLS: every connection of the load client,
+websockets, HTTP transports and the probe's, is TLS, to brokers serving a
+certificate for 127.0.0.1 made for the run (:mod:`loadtest.contenders.certificate`),
+which the client trusts, and nothing else. Each is labelled ``<name>+tls`` and its
+records say ``tls``. ``--tls both`` measures each broker plain, then over TLS,
+on fresh processes: the price of TLS side by side (the summary's ``vs plain``).
+sockjs-node and sockjs-tornado serve no TLS: they are skipped over TLS, and
+measured plain under ``--tls both``. The floor stays plain.
+
 The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
 brokers joined through Redis, :mod:`loadtest.contenders.server_group`) run only when named.
 Their processes, Redis included, share the server CPU; the load client spreads
@@ -35,14 +44,15 @@ its connections over the brokers, and their CPU and RSS are summed.
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import json
 import subprocess
 
 from loadtest import arguments, records, runner
-from loadtest.client import endpoints, sweep, workers
+from loadtest.client import endpoints, sweep, tls_context, workers
 from loadtest.client.server_probe import ServerProbe
-from loadtest.contenders import placement, registry
+from loadtest.contenders import certificate, placement, registry
 from loadtest.errors import Interrupted, ServerGone
 from loadtest.results import console, files, summary
 
@@ -51,6 +61,8 @@ DEFAULT_LOADS = ((1000, 100.0), (10000, 10.0), (19000, 5.0))
 IDLE_SETTLE_S = 10.0
 IDLE_SAMPLE_S = 0.5
 MEASURES = ("sweep", "cpu", "idle")
+# --tls: plain only, over TLS only, or each server plain then over TLS.
+TLS_MODES = ("off", "on", "both")
 
 
 def parse_load(text):
@@ -107,6 +119,11 @@ def add_arguments(parser):
     arguments.option(parser, "--measure", type=parse_measures, default=list(MEASURES),
                      help="comma-separated, from %s (default: all; the floor comes with cpu)"
                      % ",".join(MEASURES))
+    arguments.option(parser, "--tls", nargs="?", const="on", choices=TLS_MODES, default="off",
+                     help="serve the brokers over TLS with a certificate for 127.0.0.1 made for the run (needs "
+                     "the openssl command), trusted by the load client alone; each is labelled NAME+tls. "
+                     "--tls alone: over TLS only (sockjs-node and sockjs-tornado, which serve no TLS, are "
+                     "skipped); --tls both: each server plain, then each broker over TLS")
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)
 
@@ -177,7 +194,7 @@ class Compare:
                     who, clients, rate, ends[-1].end))
                 measured = False
                 continue
-            self.out.write(records.CpuPerMsg.of_step(fixed[0], transport))
+            self.out.write(records.CpuPerMsg.of_step(fixed[0], transport, endpoints.target(options.urls[0]).tls))
             self.status.message("%s: %s us of server CPU per delivered message at %dx%g, p99 %s ms" % (
                 who, fixed[0].server_cpu_us_per_msg, clients, rate, fixed[0].rtt_ms.get("p99")))
         return measured
@@ -300,7 +317,8 @@ async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_
         for group in groups:
             group.close()
     return records.IdleRss(server=label, transport=transport, connections=opened, rss_kb=rss, rss_before_kb=before,
-                           rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()))
+                           rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()),
+                           tls=endpoints.target(running.urls[0]).tls)
 
 
 def run(parser, args):
@@ -309,7 +327,23 @@ def run(parser, args):
         parser.error("--measure sweep takes one --transport (a sweep is long); with %s, choose from "
                      "--measure cpu,idle" % ",".join(args.transport))
     status = console.StatusLine()
-    chosen = placement.resolve_all(args.servers, status)
+    with contextlib.ExitStack() as made:
+        if args.tls == "off":
+            certificates = [None]
+        else:
+            try:
+                served = made.enter_context(certificate.temporary())
+            except certificate.CertificateError as error:
+                status.message("--tls: %s" % error)
+                return 1
+            made.callback(tls_context.trust, tls_context.trusted())  # trust no more once it is removed
+            tls_context.trust(served.certfile)
+            certificates = [served] if args.tls == "on" else [None, served]
+        return _compare(args, status, placement.resolve_all(args.servers, status, certificates))
+
+
+def _compare(args, status, chosen):
+    """Measure the contenders ``chosen``, write the results, print the summary: the exit status."""
     if not chosen:
         status.message("no server to measure")
         return 1

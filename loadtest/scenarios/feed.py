@@ -29,7 +29,7 @@ import secrets
 import time
 
 from loadtest import affinity, arguments, records, runner
-from loadtest.client import connections, endpoints, payload, workers
+from loadtest.client import connections, endpoints, payload, tls_context, workers
 from loadtest.client.publisher import Publisher
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement
@@ -118,8 +118,9 @@ class FeedRun:
         Message ``k`` (from 0) is due ``k / rate`` seconds after the start.
         """
         args = self.args
-        publishers = [Publisher(endpoints.target(url).host, endpoints.target(url).port, self.token)
-                      for url in self.cluster.urls]
+        services = [endpoints.target(url) for url in self.cluster.urls]
+        publishers = [Publisher(service.host, service.port, self.token, ssl_context=tls_context.context_for(service))
+                      for service in services]
         loop = asyncio.get_event_loop()
         total = max(1, int(round(args.rate * args.duration)))
         published = sampled = 0

@@ -2,7 +2,7 @@
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, procstat, records, runner
-from loadtest.client import endpoints, server_probe, sweep
+from loadtest.client import endpoints, server_probe, sweep, tls_context
 from loadtest.method import rules
 from loadtest.results import console, files
 
@@ -21,7 +21,8 @@ def add_arguments(parser):
     arguments.option(parser, "--url", type=arguments.comma_list(arguments.loopback_url), default=[arguments.DEFAULT_URL],
                      help="SockJS prefix of the server under test (default %s, where python -m broker "
                      "listens; loopback only); several, comma-separated, spread the clients over the "
-                     "brokers of a cluster in turn" % arguments.DEFAULT_URL)
+                     "brokers of a cluster in turn; https: every connection over TLS" % arguments.DEFAULT_URL)
+    arguments.option(parser, "--tls-ca", **arguments.TLS_CA)
     # Options that exclude each other read no variable: argparse checks only what is typed, so a
     # variable could win over the flag that excludes it.
     which = parser.add_mutually_exclusive_group()
@@ -58,6 +59,8 @@ def add_arguments(parser):
 def run(parser, args):
     if args.server_cpu is not None and args.server_pid is None:
         parser.error("--server-cpu needs --server-pid")
+    if len({endpoints.target(url).tls for url in args.url}) > 1:
+        parser.error("--url: the servers of one run are all http or all https")
     if endpoints.RAW in (args.mix or args.transport or "") and any(endpoints.target(u).positions for u in args.url):
         parser.error("?positions=1 is SockJS's: the raw websocket carries no envelopes to count")
     for pid in args.server_pid or ():
@@ -70,6 +73,7 @@ def run(parser, args):
     for pid in args.server_pid or ():
         affinity.pin(pid, args.server_cpu)
     raise_open_files_limit()
+    tls_context.trust(args.tls_ca)
     label = args.label or ",".join(endpoints.target(url).netloc for url in args.url)
     options = sweep.Options(
         args.url,
@@ -86,7 +90,8 @@ def run(parser, args):
         pids = args.server_pid or [None]
         out.write(files.run_record(",".join(args.url), options.transport, args.command_line))
         out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url[0], pids[0]),
-                                 pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu))
+                                 pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu,
+                                 tls=endpoints.target(args.url[0]).tls))
 
         def on_step(step):
             steps.append(step)

@@ -8,7 +8,7 @@ import asyncio
 import sys
 
 from loadtest import arguments
-from loadtest.client import connections, endpoints
+from loadtest.client import connections, endpoints, tls_context
 from loadtest.errors import ConnectError
 
 # How often the wait for the echo looks; the round trip itself is timed when the echo is read.
@@ -48,13 +48,15 @@ DESCRIPTION = "One connection, one message, its round trip."
 
 def add_arguments(parser):
     arguments.option(parser, "--url", type=arguments.loopback_url, default=arguments.DEFAULT_URL,
-                     help="SockJS prefix (loopback only)")
+                     help="SockJS prefix (loopback only; https: over TLS)")
+    arguments.option(parser, "--tls-ca", **arguments.TLS_CA)
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.option(parser, "--timeout", type=arguments.positive_float, default=5.0,
                      help="seconds to connect and to get the message back")
 
 
 def run(parser, args):
+    tls_context.trust(args.tls_ca)
     try:
         rtt = ping(args.url, args.transport, args.timeout)
     except ConnectError as error:

@@ -25,7 +25,7 @@ import asyncio
 import math
 
 from loadtest import affinity, arguments, procstat, records, runner
-from loadtest.client import churn, endpoints, server_probe, sweep
+from loadtest.client import churn, endpoints, server_probe, sweep, tls_context
 from loadtest.contenders import placement, registry
 from loadtest.errors import Interrupted
 from loadtest.method import memory_verdict
@@ -52,11 +52,12 @@ def add_arguments(parser):
     which.add_argument("--servers", type=arguments.names_from("server", registry.SINGLE),
                        default=list(registry.SINGLE),
                        help="comma-separated, from %s (default: all)" % ",".join(registry.SINGLE))
-    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only) "
-                       "instead of launching them; needs --server-pid")
+    which.add_argument("--url", type=arguments.loopback_url, help="soak a server already running at this SockJS prefix (loopback only; "
+                       "https: over TLS) instead of launching them; needs --server-pid")
     # These go with --url, which reads no variable: neither do they.
     parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
     parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
+    parser.add_argument("--tls-ca", **dict(arguments.TLS_CA, help="with --url: " + arguments.TLS_CA["help"]))
     arguments.option(parser, "--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
                      help="connections")
     arguments.option(parser, "--rate", type=arguments.positive_float, default=DEFAULT_RATE,
@@ -260,8 +261,8 @@ def check_args(parser, args):
             procstat.rss_kb(args.server_pid)
         except procstat.ProcessGone:
             parser.error("--server-pid %d: no such process" % args.server_pid)
-    elif args.server_pid is not None or args.label is not None:
-        parser.error("--server-pid and --label go with --url")
+    elif args.server_pid is not None or args.label is not None or args.tls_ca is not None:
+        parser.error("--server-pid, --label and --tls-ca go with --url")
     placement.check_cpus(parser, args)
 
 
@@ -273,6 +274,7 @@ def run(parser, args):
         status.message("no server to soak")
         return 1
     placement.prepare_client(args.client_cpu)
+    tls_context.trust(args.tls_ca)
     out_path = args.out or files.default_path()
     held = 0
     with files.ResultsFile(out_path) as out:
@@ -283,7 +285,8 @@ def run(parser, args):
                 label = args.label or endpoints.target(args.url).netloc
                 affinity.pin(args.server_pid, args.server_cpu)
                 out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url, args.server_pid),
-                                         pid=args.server_pid, cpu=args.server_cpu))
+                                         pid=args.server_pid, cpu=args.server_cpu,
+                                         tls=endpoints.target(args.url).tls))
                 held += run.server(label, args.url, args.server_pid)
             for contender in chosen:
                 status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))

@@ -9,7 +9,7 @@ def test_a_worker_whose_parent_is_gone_exits():
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=workers._worker,
-                              args=(child, ["http://127.0.0.1:9/broadcast"], "sockjs", None, 0, False, None))
+                              args=(child, ["http://127.0.0.1:9/broadcast"], "sockjs", None, 0, False, None, None))
     process.start()
     child.close()
     parent.close()

@@ -24,6 +24,9 @@ def test_connections_take_the_source_addresses_in_turn():
     (arguments.parse_source_addresses, "127.0.0.2,10.0.0.1", "must be loopback addresses (got 10.0.0.1)"),
     (arguments.loopback_url, "http://10.0.0.1:8080/broadcast", "only loopback servers may be load tested"),
     (arguments.loopback_url, "ws://127.0.0.1:8080/broadcast", "must look like http://127.0.0.1:8080/broadcast"),
+    (arguments.loopback_url, "https://10.0.0.1:8443/broadcast", "only loopback servers may be load tested"),
+    (arguments.loopback_url, "https://example.com/broadcast", "only loopback servers may be load tested"),
+    (arguments.certificates, "/nonexistent/ca.pem", "cannot trust /nonexistent/ca.pem: No such file"),
     (arguments.comma_list(arguments.positive_int), ",", "expected a comma-separated list"),
     (arguments.transport_mix, "websocket=70,carrier-pigeon=30", "'carrier-pigeon' is no transport"),
     (arguments.transport_mix, "websocket=70,sockjs=30", "'websocket' is no transport, or twice"),
@@ -37,7 +40,8 @@ def test_what_cannot_be_measured_is_refused(parse, text, message):
         parse(text)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/broadcast", "http://localhost:8080/a", "http://[::1]:80/b"])
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/broadcast", "http://localhost:8080/a", "http://[::1]:80/b",
+                                 "https://127.0.0.1:8443/broadcast", "https://localhost/a", "https://[::1]:443/b"])
 def test_loopback_urls_pass(url):
     assert arguments.loopback_url(url) == url
 
@@ -49,3 +53,9 @@ def test_a_transport_mix_names_its_transports_canonically():
 def test_a_list_of_transports_names_each_once_canonically_in_order():
     assert arguments.transports("xhr-polling, sockjs,websocket,htmlfile") == ["xhr-polling", "websocket", "htmlfile"]
     assert arguments.transports("raw") == ["raw"]
+
+
+def test_a_file_without_certificates_is_no_authority_to_trust(tmp_path):
+    (tmp_path / "empty.pem").write_text("no certificate here\n")
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot trust .*empty.pem"):
+        arguments.certificates(str(tmp_path / "empty.pem"))

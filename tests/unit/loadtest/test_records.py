@@ -13,7 +13,8 @@ REFERENCE = os.path.join(ROOT, "plots", "reference", "results.jsonl")
 
 
 # The fields each type gained after the reference results were written.
-NEWER_FIELDS = {"step": ["reopened"], "cpu_per_msg": ["transport", "reopened"], "idle_rss": ["transport"]}
+NEWER_FIELDS = {"server": ["tls"], "step": ["reopened"], "cpu_per_msg": ["transport", "reopened", "tls"],
+                "idle_rss": ["transport", "tls"]}
 
 
 def reference_lines():
@@ -39,8 +40,8 @@ def test_the_committed_reference_results_read_as_records_field_for_field():
 
 def test_a_line_of_this_version_reads_back_to_the_letter():
     lines = reference_lines()
-    now = {"transport": "xhr-streaming", "reopened": 12}
-    for kind in ("step", "cpu_per_msg", "idle_rss"):
+    now = {"transport": "xhr-streaming", "reopened": 12, "tls": True}
+    for kind in ("server", "step", "cpu_per_msg", "idle_rss"):
         line = next(line for line in lines if line["type"] == kind)
         record = dataclasses.replace(records.parse_older(line), **{name: now[name] for name in NEWER_FIELDS[kind]})
         assert list(records.parse(record.as_dict()).as_dict().items()) == list(record.as_dict().items())

@@ -13,6 +13,14 @@ def test_a_url_is_its_host_port_and_prefix():
     assert endpoints.target("http://[::1]:9/b").netloc == "[::1]:9"
 
 
+def test_an_https_url_is_a_tls_service_on_port_443_unless_given():
+    service = endpoints.target("https://127.0.0.1:8443/broadcast?positions=1")
+    assert (service.host, service.port, service.prefix, service.tls) == ("127.0.0.1", 8443, "/broadcast", True)
+    assert service.positions and service.url_of("/stats") == "https://127.0.0.1:8443/stats"
+    assert endpoints.target("https://[::1]/b").port == 443
+    assert not endpoints.target("http://127.0.0.1:8080/broadcast").tls
+
+
 def test_sessions_and_websockets_live_under_the_prefix():
     assert re.match(r"^/broadcast/\d{3}/[a-z0-9]{12}/websocket$",
                     endpoints.endpoint_path("http://127.0.0.1:8080/broadcast", "sockjs"))

@@ -147,3 +147,25 @@ def test_older_fixed_loads_and_idle_connections_measured_the_run_s_transport():
     assert results.transports == ["sockjs"]
     (row,) = summary.cost_rows(results)
     assert (row["transport"], row["cpu_us_per_msg"], row["rss_per_conn_kb"]) == ("sockjs", 12.5, 5.0)
+
+
+def test_a_broker_over_tls_beside_itself_plain_gets_its_price_in_vs_plain_columns():
+    records = [{"type": "run", "transport": "websocket"}]
+    for server, tls, us, kb in (("broker-pypy", False, 4.0, 10.0), ("broker-pypy+tls", True, 6.0, 40.0),
+                                ("sockjs-node", False, 8.0, 20.0)):
+        records += [{"type": "server", "server": server, "runtime": "PyPy 7.3.11", "tls": tls},
+                    dict(CPU_PER_MSG, server=server, transport="websocket", cpu_us_per_msg=us, tls=tls),
+                    {"type": "idle_rss", "server": server, "transport": "websocket", "rss_per_conn_kb": kb, "tls": tls}]
+    table = summary.summary_rst(results_of(records))
+    assert "vs plain: a server over TLS (+tls) against itself plain" in table
+    header = [line.split() for line in table.splitlines() if line.startswith("server")][0]
+    assert header[header.index("us/msg") + 1:header.index("us/msg") + 6] == ["vs", "sockjs-node", "vs", "plain", "vs"]
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.startswith(("broker", "sockjs"))}
+    assert rows["broker-pypy+tls"][3:6] == ["6.00", "0.75x", "1.50x"]  # CPU, vs sockjs-node, vs plain
+    assert rows["broker-pypy+tls"][-3:] == ["40.0", "2.00x", "4.00x"]  # idle KiB, vs sockjs-node, vs plain
+    assert rows["broker-pypy"][5] == "-" and rows["broker-pypy"][-1] == "-"
+
+
+def test_a_run_over_tls_alone_has_no_vs_plain_column():
+    records = [{"type": "run"}, dict(CPU_PER_MSG, server="broker-cpython+tls", tls=True)]
+    assert "vs plain" not in summary.summary_rst(results_of(records))

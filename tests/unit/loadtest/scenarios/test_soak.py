@@ -12,7 +12,7 @@ from loadtest.scenarios import soak
     (["--duration", "5", "--warm-up", "1", "--sample", "10"], "--sample (10 s) must not be longer"),
     (["--url", "http://127.0.0.1:8080/broadcast"], "--url needs --server-pid"),
     (["--url", "http://10.0.0.1:8080/broadcast", "--server-pid", "1"], "only loopback servers"),
-    (["--server-pid", "1"], "--server-pid and --label go with --url"),
+    (["--server-pid", "1"], "--server-pid, --label and --tls-ca go with --url"),
     (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
     (["--churn-size", "0"], "argument --churn-size: must be 1 or more"),
     (["--warm-up", "-1"], "argument --warm-up/--warmup: must be a number of 0 or more"),
