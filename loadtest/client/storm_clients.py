@@ -29,7 +29,7 @@ import random
 import signal
 
 from loadtest import affinity, arguments
-from loadtest.client import endpoints
+from loadtest.client import endpoints, tls_context
 from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
 from loadtest.client.deliveries import failure_reason, now_us
 from loadtest.client.resuming import ResumingSubscriber
@@ -94,7 +94,8 @@ class StormGroup:
         connection.protocol.count_messages = self.subscribers[index].count_frame
         local = arguments.source_address(self._clients.source_addresses, client_id)
         try:
-            await connection.open(service.host, service.port, local, CONNECT_TIMEOUT_S)
+            await connection.open(service.host, service.port, local, CONNECT_TIMEOUT_S,
+                                  tls_context.context_for(service))
         except (OSError, asyncio.TimeoutError, ConnectError) as exc:
             connection.close()
             self.failures[failure_reason(exc)] += 1
@@ -173,9 +174,11 @@ class StormGroup:
         self._clients.close()
 
 
-def serve(pipe, urls, transport, source_addresses, first_id, count, cpu):
-    """A worker process: a :class:`StormGroup` doing what the pipe says, answering each command."""
+def serve(pipe, urls, transport, source_addresses, first_id, count, cpu, trusted):
+    """A worker process: a :class:`StormGroup` doing what the pipe says, answering each command;
+    it trusts what its parent trusts (``trusted``, :mod:`loadtest.client.tls_context`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tls_context.trust(trusted)
     if cpu is not None:
         affinity.pin(0, cpu)
     asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, count))
@@ -222,7 +225,8 @@ class RemoteStormGroup:
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(target=serve, daemon=True,
-                                        args=(child, list(urls), transport, source_addresses, first_id, count, cpu))
+                                        args=(child, list(urls), transport, source_addresses, first_id, count, cpu,
+                                              tls_context.trusted()))
         self._process.start()
         child.close()
 
