@@ -10,7 +10,7 @@ from broker.runtime import raise_open_files_limit
 from loadtest.contenders import redis_server
 from loadtest.contenders.child_process import launch
 
-pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau")
+pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau", "live_room")
 
 import deployment  # noqa: E402  (after its assertions are set to be rewritten)
 from checkout import ROOT
