@@ -10,7 +10,7 @@ from broker.runtime import raise_open_files_limit
 from loadtest.contenders import redis_server
 from loadtest.contenders.child_process import launch
 
-pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau")
+pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau", "live_room")
 
 import deployment  # noqa: E402  (after its assertions are set to be rewritten)
 from checkout import ROOT
@@ -128,23 +128,43 @@ def broker(start_broker):
     return start_broker("--publish-token", "s3cret", "--replay", "0")
 
 
+class Origin:
+    """Where HTTP requests go, ``request`` as a broker's: haproxy's side for backends."""
+
+    def __init__(self, origin):
+        self.origin = origin
+
+    def request(self, method, path, body=None, headers=None):
+        """(status, parsed JSON or text body) of one HTTP request to ``origin``."""
+        return http_request(self.origin + path, method, body, headers)
+
+
 class Cluster:
     """Brokers behind haproxy: ``origin`` and ``url`` (the SockJS prefix) are
-    haproxy's, ``brokers`` each :class:`RunningBroker` behind it."""
+    haproxy's public side, ``backend_side`` its side for backends, where they publish
+    (an :class:`Origin`), ``brokers`` each :class:`RunningBroker` behind it;
+    ``launch(port)`` starts one more broker as they were started, on ``port``."""
 
-    def __init__(self, proxy, brokers):
+    def __init__(self, proxy, brokers, launch):
         self.proxy = proxy
         self.brokers = brokers
         self.origin = proxy.origin
         self.url = proxy.origin + "/broadcast"
+        self.backend_side = Origin(proxy.publish_origin)
+        self._launch = launch
+
+    def start_again(self, n, timeout=30.0):
+        """Broker ``n``, whose process has exited, started again on its port as it was
+        first started, as a deploy restarts it; returns it once haproxy has every broker UP."""
+        assert self.brokers[n].server.process.poll() is not None, "broker %d is still running" % n
+        self.brokers[n] = self._launch(self.proxy.broker_ports[n])
+        self.proxy.wait_ready(timeout)
+        return self.brokers[n]
 
     def request(self, method, path, body=None, headers=None):
         """(status, parsed JSON or text body) of one HTTP request through haproxy."""
         return http_request(self.origin + path, method, body, headers)
 
-    def backend_request(self, method, path, body=None, headers=None):
-        """The same through haproxy's side for backends, where they publish."""
-        return http_request(self.proxy.publish_origin + path, method, body, headers)
 
     def sessions(self):
         """The SockJS sessions each broker holds, in the order of ``brokers``."""
@@ -165,16 +185,19 @@ def start_cluster(start_server, tmp_path):
             if os.environ.get("CI"):
                 pytest.fail("cannot run: " + reason, pytrace=False)
             pytest.skip(reason)
-        argv, environment = deployment.broker_command(sys.executable, 0)
-        brokers = [RunningBroker(start_server(*argv, "--log-level", "warning", *flags, env=environment))
-                   for _ in range(n)]
+
+        def launch(port):
+            argv, environment = deployment.broker_command(sys.executable, port)
+            return RunningBroker(start_server(*argv, "--log-level", "warning", *flags, env=environment))
+
+        brokers = [launch(0) for _ in range(n)]
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
         directory = tmp_path / ("haproxy%d" % len(proxies))
         directory.mkdir()
         proxy = deployment.HAProxy(ports, str(directory), tls_pem)
         proxies.append(proxy)
         proxy.wait_ready()
-        return Cluster(proxy, brokers)
+        return Cluster(proxy, brokers, launch)
 
     yield start
     for proxy in proxies:

@@ -133,7 +133,7 @@ class HAProxy:
     def wait_ready(self, timeout=15.0):
         """Until every broker is UP in every backend; fails with haproxy's output."""
         deadline = time.monotonic() + timeout
-        want = {("brokers", "broker%d" % p) for p in self.broker_ports}
+        want = {(backend, "broker%d" % p) for backend in ("brokers", "sessions") for p in self.broker_ports}
         while True:
             assert self.process.poll() is None, "haproxy exited:\n" + self.output()
             try:

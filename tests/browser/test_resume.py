@@ -14,12 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 
 import deployment
+from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
 
@@ -35,43 +35,6 @@ def healthy(broker):
         return broker.request("GET", "/healthz")[0] == 200
     except OSError:
         return False
-
-
-class Publisher(threading.Thread):
-    """Publishes "0", "1", ... at RATE a second, each with its number as its
-    Idempotency-Key, to the brokers in turn; a request that fails is retried on
-    the next broker until it is answered 200. ``publish(message)`` does the
-    same for one message, from the test's thread."""
-
-    def __init__(self, brokers):
-        super().__init__(daemon=True)
-        self.brokers = brokers
-        self.sent = 0
-        self.retries = 0
-        self.stopping = threading.Event()
-
-    def publish(self, message, deadline_s=30.0):
-        deadline = time.monotonic() + deadline_s
-        headers = {"Authorization": "Bearer " + TOKEN, "Idempotency-Key": message}
-        turn = self.sent
-        while True:
-            broker = self.brokers[turn % len(self.brokers)]
-            try:
-                if broker.request("POST", "/publish", message.encode(), headers)[0] == 200:
-                    return
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "no broker took %r" % message
-            self.retries += 1
-            turn += 1
-            time.sleep(0.05)
-
-    def run(self):
-        start = time.monotonic()
-        while not self.stopping.is_set() and self.sent < 2000:
-            self.publish(str(self.sent))
-            self.sent += 1
-            self.stopping.wait(max(0.0, start + self.sent / RATE - time.monotonic()))
 
 
 def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, start_broker, browser_script,
@@ -103,7 +66,7 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
             return json.loads(line)
 
         assert next_report() == {"ready": True}
-        publisher = Publisher(brokers)
+        publisher = Publisher(brokers, RATE, TOKEN)
         publisher.start()
         try:
             wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)

@@ -1,5 +1,6 @@
 """deploy/haproxy.cfg, run by Debian's haproxy in front of brokers run by the systemd unit."""
 
+import concurrent.futures
 import contextlib
 import http.client
 import os
@@ -90,10 +91,10 @@ def test_backends_publish_on_their_own_side_and_only_there(start_cluster):
     token = {"Authorization": "Bearer t"}
     with WebSocketClient(cluster.url) as client:
         assert cluster.request("POST", "/publish", b"from the internet", token)[0] == 403
-        assert cluster.backend_request("POST", "/publish", b"from a backend", token)[0] == 200
+        assert cluster.backend_side.request("POST", "/publish", b"from a backend", token)[0] == 200
         assert client.receive() == ["from a backend"]
-    assert cluster.backend_request("GET", "/broadcast/info")[0] == 403
-    assert cluster.backend_request("POST", "/admin/drain", b"", token)[0] == 403
+    assert cluster.backend_side.request("GET", "/broadcast/info")[0] == 403
+    assert cluster.backend_side.request("POST", "/admin/drain", b"", token)[0] == 403
 
 
 def test_tls_at_haproxy_serves_every_transport_and_redirects_plain_http(start_cluster, tls_files):
@@ -110,7 +111,7 @@ def test_tls_at_haproxy_serves_every_transport_and_redirects_plain_http(start_cl
     secure = proxy.tls_origin + "/broadcast"
     with contextlib.ExitStack() as stack:
         clients = [stack.enter_context(cls(secure, tls=context)) for cls in ALL]
-        assert cluster.backend_request("POST", "/publish", b"through TLS", {"Authorization": "Bearer t"})[0] == 200
+        assert cluster.backend_side.request("POST", "/publish", b"through TLS", {"Authorization": "Bearer t"})[0] == 200
         for client in clients:
             assert client.receive() == ["through TLS"], client.transport
     checked = subprocess.run([deployment.HAPROXY, "-c", "-f", proxy.config], capture_output=True, text=True,
@@ -137,20 +138,31 @@ def test_the_brokers_count_clients_by_the_address_haproxy_saw(start_cluster):
     other.close()
 
 
+def placed_sessions(cluster, count, timeout=5.0):
+    """``count`` polling sessions opened through haproxy, with the server ids "000",
+    "001", ...: ``{client: the index of the broker that holds its session}``."""
+    placed = {}
+    for n in range(count):
+        before = cluster.sessions()
+        client = XhrPollingClient(cluster.url, timeout=timeout, server_id="%03d" % n).open()
+        placed[client] = [a - b for a, b in zip(cluster.sessions(), before)].index(1)
+    return placed
+
+
+def states(cluster, n):
+    """``{backend: state}`` of broker ``n`` in haproxy."""
+    name = "broker%d" % cluster.proxy.broker_ports[n]
+    return {backend: state for (backend, server), state in cluster.proxy.server_states().items() if server == name}
+
+
 def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
     cluster = start_cluster(2)
-    placed = {}
-    for n in range(20):
-        server_id = "%03d" % n
-        before = cluster.sessions()
-        XhrPollingClient(cluster.url, server_id=server_id).open()
-        placed[server_id] = [a - b for a, b in zip(cluster.sessions(), before)].index(1)
+    placed = placed_sessions(cluster, 20)
     hung = cluster.brokers[1].server.process
     hung.send_signal(signal.SIGSTOP)  # it accepts connections and answers nothing
     try:
-        wait_until(lambda: cluster.proxy.server_states()[("brokers", "broker%d" % cluster.proxy.broker_ports[1])]
-                   != "UP", timeout=15)
-        moved = [server_id for server_id, holder in placed.items() if holder == 1]
+        wait_until(lambda: "UP" not in states(cluster, 1).values(), timeout=15)
+        moved = [client.url.split("/")[-2] for client, holder in placed.items() if holder == 1]
         assert moved
         for server_id in moved:
             with XhrPollingClient(cluster.url, server_id=server_id) as client:
@@ -158,6 +170,36 @@ def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
                 assert client.receive() == ["moved"]
     finally:
         hung.send_signal(signal.SIGCONT)
+
+
+def polled_until_its_session_ends(client, most=100):
+    """The frame that ends ``client``'s polling session: its close frame, or the
+    open frame of a new session that a poll opened elsewhere."""
+    for _ in range(most):
+        frame = client.read_frame()
+        if frame[:1] in ("c", "o"):
+            return frame
+    raise AssertionError("%d polls and the session goes on" % most)
+
+
+def test_a_draining_broker_gets_the_polls_of_its_sessions_until_it_has_closed_them(start_cluster):
+    """A draining broker is out of the brokers backend at its first failed checks (no
+    new websocket goes to it) but not out of the sessions backend: each of its polling
+    sessions ends as its drain closes it, with 3012, spread over the drain; not all at
+    once as haproxy takes it out, a poll sent to the other broker opening a new session
+    there."""
+    cluster = start_cluster(2, "--drain-seconds", "8", "--heartbeat-delay", "1")
+    draining = [client for client, holder in placed_sessions(cluster, 20, timeout=15).items() if holder == 0]
+    assert draining
+    process = cluster.brokers[0].server.process
+    process.send_signal(signal.SIGTERM)
+    with concurrent.futures.ThreadPoolExecutor(len(draining)) as pool:
+        ends = pool.map(polled_until_its_session_ends, draining)
+        wait_until(lambda: states(cluster, 0)["brokers"] != "UP", timeout=10)
+        assert states(cluster, 0)["sessions"] == "UP"
+        ends = list(ends)
+    assert ends == ['c[3012,"Server draining: reconnect"]'] * len(draining)
+    assert process.wait(10) == 0
 
 
 def test_an_address_over_the_request_rate_is_answered_429(start_cluster):
