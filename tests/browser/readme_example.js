@@ -1,0 +1,34 @@
+// usage: node readme_example.js ORIGIN PUBLISH_TOKEN HTML
+// The README's broker-client.js example, as written, on a page of its own origin: a backend
+// publishes until the page's console says it received a message. Prints {"console": [...]}.
+'use strict';
+
+const { launch, newPage, run, DEADLINE_MS } = require('./chromium');
+
+const PAGE = 'http://app.localhost/';
+
+async function main() {
+  const [origin, token, html] = process.argv.slice(2);
+  const logs = [];
+  const browser = await launch();
+  try {
+    const page = await newPage(browser, logs);
+    await page.context().grantPermissions(['local-network-access']);
+    await page.route(PAGE, (route) => route.fulfill({ contentType: 'text/html', body: html }));
+    await page.goto(PAGE);
+    const deadline = Date.now() + DEADLINE_MS;
+    for (let n = 0; !logs.some((line) => line.includes('received')); n += 1) {
+      if (Date.now() > deadline) throw new Error(`nothing received\n${logs.join('\n')}`);
+      const response = await fetch(`${origin}/publish`, {
+        method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: `from a backend ${n}`,
+      });
+      if (response.status !== 200) throw new Error(`POST /publish: ${response.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    return { console: logs };
+  } finally {
+    await browser.close();
+  }
+}
+
+run(main);
