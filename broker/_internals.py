@@ -13,18 +13,32 @@ Rules this module keeps:
   (Tornado 6.4 to 6.6, sockjs-tornado 1.0.7, redis-py 6.2 to 6.4).
 """
 
+import ssl
+
 from tornado.ioloop import IOLoop
 
 
 def take_socket(stream):
     """The socket of ``stream`` (a Tornado IOStream whose HTTP connection has
     been detached, with nothing left to write), and the bytes it had read
-    from it and not handed out. The event loop stops watching the socket for
+    from it and not handed out (over TLS, with those TLS had decrypted). The event loop stops watching the socket for
     the stream, which must not be used again; closing the socket is the
     caller's."""
     buffered = bytes(stream._read_buffer[:stream._read_buffer_size])
     IOLoop.current().remove_handler(stream.socket.fileno())
-    return stream.socket, buffered
+    sock = stream.socket
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        buffered += sock.recv(sock.pending())  # decrypted already: no readable event will tell
+    return sock, buffered
+
+
+# What Tornado logs, at warning level, for each TLS handshake that fails (SSLIOStream._do_ssl_handshake).
+TLS_HANDSHAKE_FAILURE = "SSL Error on %s %s: %s"
+
+
+def is_tls_handshake_failure(record):
+    """Whether the log ``record`` is Tornado's line for a failed TLS handshake."""
+    return record.msg == TLS_HANDSHAKE_FAILURE
 
 
 def close_after_response(request):

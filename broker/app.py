@@ -5,7 +5,6 @@ import functools
 import logging
 import os
 import signal
-import socket
 import ssl
 import time
 
@@ -38,8 +37,9 @@ SHUTDOWN_GRACE = 0.2
 DRAIN_TICK = 0.1
 # Connections the kernel completes before the broker accepts them: in a reconnect storm
 # thousands arrive in a second, and past Tornado's default of 128 the kernel drops their
-# SYNs, which clients retry only after 1, 3 and 7 s. The kernel caps it at net.core.somaxconn.
-LISTEN_BACKLOG = socket.SOMAXCONN
+# SYNs, which clients retry only after 1, 3 and 7 s. As many as the kernel allows: it caps
+# this at net.core.somaxconn (4096 on Linux 5.4 and later).
+LISTEN_BACKLOG = 65535
 
 
 def _log_request(handler):
@@ -233,7 +233,10 @@ async def run(config, open_files):
                 audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
                                   config.announce_audience),
                 collection=gc_policy.install(limits), backplane=backplane,
-                idempotency=Window(config.idempotency_window))
+                idempotency=Window(config.idempotency_window),
+                tls=None if secure is None else tls.HandshakeFailures())
+    if node.tls is not None:
+        logging.getLogger("tornado.general").addFilter(node.tls)
     listener = make_server(config, make_app(config, node), limits, secure)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]

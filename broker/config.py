@@ -180,8 +180,9 @@ FLAGS = (
          "closes that session", str(DEFAULTS.max_message_size), parse_size, "SIZE"),
     Flag("--max-buffer", "unsent bytes allowed per connection before it is closed as a slow consumer",
          str(DEFAULTS.max_buffer), parse_size, "SIZE"),
-    Flag("--write-timeout", "a streaming client or websocket that has not taken its pending bytes for this "
-         "long is closed as a slow consumer, unless all it waits for are conflated values (?key=)", "%g" % DEFAULTS.write_timeout, _seconds, "SECONDS"),
+    Flag("--write-timeout", "a streaming client or websocket that has not taken its pending bytes within this "
+         "long of a message without a key (?key=) waiting is closed as a slow consumer; one waiting for "
+         "conflated values only, after taking nothing for four times this long", "%g" % DEFAULTS.write_timeout, _seconds, "SECONDS"),
     Flag("--send-buffer", "kernel send buffer of each connection (Linux doubles it); what a client has not "
          "read beyond it waits under --max-buffer and --write-timeout. 0 leaves it to the kernel, which lets "
          "each client that stops reading hold up to net.ipv4.tcp_wmem's maximum (4 MiB) before the broker "

@@ -54,9 +54,10 @@ class Node:
     the count of who watches (``audience``); the idempotency keys of
     ``POST /publish`` (``idempotency``);
     the garbage-collector policy (``collection``, see
-    :mod:`broker.ops.gc_policy`) and the cluster ``backplane``
-    (:class:`broker.cluster.backplane.Backplane`), each of which adds its
-    counters to ``/stats`` and ``/metrics``."""
+    :mod:`broker.ops.gc_policy`), the cluster ``backplane``
+    (:class:`broker.cluster.backplane.Backplane`) and, over TLS, the count of
+    failed handshakes (``tls``, :class:`broker.transports.tls.HandshakeFailures`),
+    each of which adds its counters to ``/stats`` (and most to ``/metrics``)."""
 
     hub: Optional[Hub] = None
     limits: Optional[Limits] = None
@@ -68,3 +69,4 @@ class Node:
     idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
     collection: Any = None
     backplane: Any = None
+    tls: Any = None

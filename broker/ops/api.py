@@ -170,6 +170,8 @@ class StatsHandler(_JSONHandler):
         if node.audience is not None:
             stats["audience"] = node.audience.stats()
         stats["idempotency"] = node.idempotency.stats()
+        if node.tls is not None:
+            stats["tls"] = node.tls.stats()
         stats["interpreter"] = interpreter()
         stats["version"] = broker.__version__
         self.reply(200, stats)

@@ -20,11 +20,13 @@ Rules this module keeps:
   one ``sendmsg`` per writable event (over TLS, one ``send`` of the head:
   :mod:`broker.transports.tls`); a backlog over the router's
   ``max_buffer`` refuses more (the hub drops the slow consumer), and one not
-  emptied for ``write_timeout`` seconds is dropped as a slow consumer too,
-  and its socket closed, if a message without a conflating key was queued
-  since it fell behind: a viewer late on nothing but a counter's values
-  (each the latest of its key) and the session's own frames is waited for,
-  its backlog held to one value per key (:mod:`broker.core.conflation`).
+  emptied within ``write_timeout`` seconds of holding a message without a
+  conflating key (or the last bytes, :meth:`OwnedSocket.write_last`) is
+  dropped as a slow consumer too, and its socket closed. A viewer late on
+  nothing but a counter's values (each the latest of its key) and the
+  session's own frames is waited for, its backlog held to one value per key
+  (:mod:`broker.core.conflation`), unless it takes nothing at all for
+  ``IDLE_TIMEOUTS`` write timeouts: then it is gone, and cut.
 * Closing: :meth:`OwnedSocket.cut` closes at once. However it ends, the
   socket is closed and its connection released (event loop, connection
   limits, the router's list of those behind) at once, and the SockJS session
@@ -46,6 +48,8 @@ from broker.transports import tls
 from broker.transports.tls import WOULD_BLOCK
 
 READ_BUDGET = 64 * 1024
+# Write timeouts in which a client late on conflated values only may take nothing before it is cut.
+IDLE_TIMEOUTS = 4
 # sendmsg takes at most this many buffers (IOV_MAX is 1024 on Linux).
 SENDMSG_BUFFERS = 512
 # What the event loop watches a socket for (OwnedSocket._watching).
@@ -72,7 +76,8 @@ class OwnedSocket:
     """
 
     __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
-                 "_backlog", "_backlog_bytes", "_keyed", "_unkeyed_queued", "_deadline", "_last_written", "_tls")
+                 "_backlog", "_backlog_bytes", "_keyed", "_unkeyed_queued", "_idle_timeouts", "_deadline",
+                 "_last_written", "_tls")
 
     def __init__(self, server, sock, release):
         self.server = server
@@ -88,6 +93,8 @@ class OwnedSocket:
         self._keyed = None
         # Messages without a key queued since the backlog began: the write timeout's business.
         self._unkeyed_queued = 0
+        # Write timeouts passed with only conflated values waiting and nothing taken.
+        self._idle_timeouts = 0
         self._deadline = None
         self._last_written = False
         self._tls = isinstance(sock, ssl.SSLSocket)
@@ -127,7 +134,7 @@ class OwnedSocket:
                 return True
             backlog.append(data)
             self._backlog_bytes += len(data)
-            self._unkeyed_queued += 1
+            self._queued_unkeyed()
             return True
         try:
             sent = self._send(data)
@@ -159,6 +166,8 @@ class OwnedSocket:
             return False
         self.write_unbounded(data)
         self._last_written = True
+        if self._backlog is not None:
+            self._queued_unkeyed()  # a client told to end takes the end within a write timeout
         return self._sock is not None
 
     def unsent_bytes(self):
@@ -174,15 +183,15 @@ class OwnedSocket:
         """Stop (or resume) watching the socket for reading."""
         self._reading = not paused
         self.watch()
+        if not paused:
+            self._read_pending_soon()
 
     def shutdown_writing(self):
-        """Shut the socket for writing (closing it if that fails, or over TLS,
-        where only the client's close_notify would end its side)."""
-        if self._tls:
-            self.cut()
-            return
+        """Shut the socket for writing (closing it if that fails). Over TLS, the
+        TCP side only: the TLS socket's own ``shutdown`` would drop its TLS state,
+        and what the client sends next could not be read."""
         try:
-            self._sock.shutdown(socket.SHUT_WR)
+            socket.socket.shutdown(self._sock, socket.SHUT_WR)
         except OSError:
             self.cut()
 
@@ -216,8 +225,11 @@ class OwnedSocket:
             self.cut()
             return
         self.received(data)
+        self._read_pending_soon()
+
+    def _read_pending_soon(self):
+        """Bytes TLS has decrypted already are no event for the loop: read them on the next turn."""
         if self._tls and self._sock is not None and self._sock.pending():
-            # Bytes TLS has decrypted already are no event for the loop: read them on the next turn.
             IOLoop.current().add_callback(self._read_pending)
 
     def _read_pending(self):
@@ -252,6 +264,7 @@ class OwnedSocket:
         self._backlog = [rest]
         self._backlog_bytes = len(rest)
         self._unkeyed_queued = unkeyed
+        self._idle_timeouts = 0
         self.server.behind.add(self)
         self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
         self.watch()
@@ -271,6 +284,8 @@ class OwnedSocket:
             self.cut()
             return
         self._backlog_bytes -= sent
+        if sent:
+            self._idle_timeouts = 0
         done = 0
         for buffer in backlog:
             size = len(buffer)
@@ -291,13 +306,26 @@ class OwnedSocket:
             self.watch()
             self.caught_up()
 
+    def _queued_unkeyed(self):
+        """A message without a key waits in the backlog: the first one since it
+        began has a whole write timeout from now."""
+        if not self._unkeyed_queued:
+            loop = IOLoop.current()
+            if self._deadline is not None:  # None while the timeout itself closes it
+                loop.remove_timeout(self._deadline)
+            self._deadline = loop.call_later(self.server.rules.write_timeout, self._timed_out)
+        self._unkeyed_queued += 1
+
     def _timed_out(self):
         """Not caught up for ``write_timeout``: dropped, and cut, since its close
-        frame would wait behind the rest; or, with no message without a key
-        queued, given another ``write_timeout``."""
+        frame would wait behind the rest; or, with nothing but conflated values
+        waiting, given another ``write_timeout``, unless it took nothing for
+        ``IDLE_TIMEOUTS`` of them."""
         if not self._unkeyed_queued:
-            self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
-            return
+            self._idle_timeouts += 1
+            if self._idle_timeouts < IDLE_TIMEOUTS:
+                self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
+                return
         self._deadline = None
         if self.session is not None and self.server.node.hub is not None:
             self.server.node.hub.drop(self.session.conn, SLOW_CONSUMER)

@@ -12,17 +12,25 @@ Rules this module keeps:
   the header timeout, like a slow request's headers.
 * A socket the broker writes itself (:mod:`broker.transports.owned_socket`)
   goes through :func:`send_backlog`: TLS cannot take a list of buffers
-  (``sendmsg``), so the backlog's head is joined into one buffer of at most
-  ``JOINED`` bytes, which then stays the head until the kernel has taken all
-  of it. OpenSSL asks that a write that could not finish be retried with the
-  same bytes first; a joined head is a new object, which conflation never
-  replaces (:mod:`broker.core.conflation`).
+  (``sendmsg``), so the backlog's head is joined into one buffer of at least
+  ``JOINED`` bytes where there are so many, which then stays the head until
+  the kernel has taken all of it. OpenSSL asks that a write that could not
+  finish be retried with the same bytes first: the head handed to TLS is
+  always a new object, joined or a view of the item, which conflation never
+  finds and so never replaces (:mod:`broker.core.conflation`).
 * "Not now" from TLS (``SSLWantReadError``, ``SSLWantWriteError``) is
   :data:`WOULD_BLOCK`, like ``BlockingIOError``; every other ``SSLError`` is
   an ``OSError`` that ends the connection.
+* A failed handshake (a scanner, plain HTTP on the TLS port, a client that
+  does not trust the certificate) costs no log line: Tornado's warning for
+  each is counted by :class:`HandshakeFailures` instead, shown in ``/stats``,
+  and logged at debug level only.
 """
 
+import logging
 import ssl
+
+from broker import _internals
 
 # Joined per write: a few TLS records, as much as a send buffer takes at once.
 JOINED = 64 * 1024
@@ -55,13 +63,31 @@ def send_backlog(sock, backlog):
 
 def join_head(backlog):
     """Join the buffers at the head of ``backlog``, in place, into one of at
-    least ``JOINED`` bytes where there are so many, and return it. A head
-    already that large is left as it is: it may be a write TLS must retry."""
+    least ``JOINED`` bytes where there are so many, and return it: a new
+    object in either case (a head already that large becomes a view of
+    itself), so that no queued item TLS may have to write again is one that
+    conflation could replace."""
     size = len(backlog[0])
     count = 1
     while count < len(backlog) and size < JOINED:
         size += len(backlog[count])
         count += 1
-    if count > 1:
-        backlog[:count] = [b"".join(backlog[:count])]
+    backlog[:count] = [b"".join(backlog[:count]) if count > 1 else memoryview(backlog[0])]
     return backlog[0]
+
+
+class HandshakeFailures(logging.Filter):
+    """On Tornado's logger: counts the failed TLS handshakes it would log one by one."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record):
+        if not _internals.is_tls_handshake_failure(record):
+            return True
+        self.count += 1
+        return logging.getLogger("broker").isEnabledFor(logging.DEBUG)
+
+    def stats(self):
+        return {"handshake_failures": self.count}

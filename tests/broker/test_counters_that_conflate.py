@@ -3,6 +3,7 @@ the value of that key still waiting; chat lines keep their order and their bound
 
 import http.client
 import json
+import socket
 import time
 
 from sockjs_clients import XhrPollingClient, stalled_websocket, wait_until
@@ -55,23 +56,71 @@ def test_a_stalled_viewer_of_a_counter_holds_one_value_and_is_not_cut(start_brok
     viewer.close()
 
 
-def test_a_viewer_of_a_counter_that_reads_nothing_for_longer_than_the_write_timeout_is_not_cut(start_broker):
-    """Counter updates at up to 1,000 a second for three write timeouts, the viewer reading
-    nothing: it holds one value, the timeout passes it by, and it then shows the last value."""
-    broker = start_broker("--publish-token", "t", "--write-timeout", "1")
-    viewer = stalled_websocket(broker.url)
+def publish_counter_for(broker, seconds, rate=1000):
+    """Counter updates at up to ``rate`` a second for ``seconds``; how many."""
     started = time.monotonic()
     sent = 0
-    while time.monotonic() - started < 3.0 and sent < 10000:
+    while time.monotonic() - started < seconds and sent < rate * seconds:
         publish_all(broker, [(counter(n), "total") for n in range(sent, sent + 50)])
         sent += 50
-        time.sleep(max(0.0, started + sent / 1000.0 - time.monotonic()))
+        time.sleep(max(0.0, started + sent / rate - time.monotonic()))
+    return sent
+
+
+def test_a_viewer_of_a_counter_that_reads_nothing_for_longer_than_the_write_timeout_is_not_cut(start_broker):
+    """Counter updates at up to 1,000 a second for two write timeouts, the viewer reading
+    nothing: it holds one value, the timeout passes it by, and it then shows the last value."""
+    broker = start_broker("--publish-token", "t", "--write-timeout", "2")
+    viewer = stalled_websocket(broker.url)
+    sent = publish_counter_for(broker, 4.0)
     stats = broker.stats()
     assert stats["slow_consumers"]["behind"] == 1, stats
     assert stats["slow_consumers"]["unsent_bytes"] < 2 * len(json.dumps(counter(sent))) + 100, stats
     assert stats["slow_consumer_disconnects"] == 0, stats
     assert totals_until(viewer, sent - 1)[-1] == sent - 1
     viewer.close()
+
+
+def test_a_viewer_of_a_counter_that_takes_nothing_for_four_write_timeouts_is_gone(start_broker):
+    broker = start_broker("--publish-token", "t", "--write-timeout", "0.5", "--ws-ping-interval", "0")
+    viewer = stalled_websocket(broker.url)
+    publish_all(broker, [(counter(n), "total") for n in range(100)])
+    behind = time.monotonic()
+    assert broker.stats()["slow_consumers"]["behind"] == 1
+    wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == 1, timeout=10)
+    assert time.monotonic() - behind > 1.4, "cut before its fourth write timeout"
+    viewer.close()
+
+
+def test_a_chat_line_behind_counter_values_gets_a_whole_write_timeout(start_broker):
+    """A viewer late on counter values for longer than the write timeout, then a chat line:
+    the line is not cut at once, but a write timeout after it was queued."""
+    broker = start_broker("--publish-token", "t", "--write-timeout", "1", "--ws-ping-interval", "0")
+    viewer = stalled_websocket(broker.url)
+    publish_counter_for(broker, 1.5, rate=200)
+    publish_all(broker, [("a line", None)])
+    queued = time.monotonic()
+    wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == 1, timeout=10)
+    assert time.monotonic() - queued > 0.7, "cut before the line had its write timeout"
+    viewer.close()
+
+
+def test_a_stream_that_stops_reading_a_counter_is_let_go(start_broker):
+    """An xhr-streaming viewer of a counter that reads nothing reaches its response's limit
+    while behind: the end of the body is owed, and a write timeout later it is cut."""
+    broker = start_broker("--publish-token", "t", "--write-timeout", "1.5")
+    host, port = broker.origin[len("http://"):].split(":")
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect((host, int(port)))
+    stalled.sendall(b"POST /broadcast/000/stalledstream/xhr_streaming HTTP/1.1\r\nHost: x\r\n"
+                    b"Content-Length: 0\r\n\r\n")
+    wait_until(lambda: broker.stats()["connections_total"] == 1)
+    publish_all(broker, [(counter(n), "total") for n in range(100)])
+    # Its socket closed (the one left is the /stats request's own), well before four write
+    # timeouts (6 s), the rule for a viewer that takes nothing at all.
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1, timeout=4.5)
+    stalled.close()
 
 
 def test_a_stalled_reader_of_chat_lines_is_still_cut(start_broker):

@@ -86,6 +86,8 @@ def test_plain_http_and_garbage_on_the_tls_port_cost_the_others_nothing(tls_brok
             witness.send("still here")
             assert witness.receive() == ["still here"]
             assert newcomer.receive() == ["still here"]
+    assert tls_broker.stats()["tls"]["handshake_failures"] >= 2
+    assert "SSL Error" not in tls_broker.server.output, "one log line per failed handshake"
 
 
 def test_a_certificate_that_cannot_be_served_stops_the_broker_with_its_reason(tls_files, tmp_path):
@@ -99,3 +101,22 @@ def test_a_certificate_that_cannot_be_served_stops_the_broker_with_its_reason(tl
         assert run.returncode != 0
         assert "--certfile %s" % files[0] in run.stderr and reason in run.stderr, run.stderr
         assert "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_late_wss_viewer_of_a_counter_gets_whole_values_and_the_last(tls_broker, tls_files):
+    """Conflated values over TLS to a viewer that fell behind: every frame arrives whole,
+    in order, the last one included (the rule that keeps a value TLS must write again
+    from being replaced is tested without sockets, in test_tls_writes.py)."""
+    small_buffer = ((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),)
+    with WebSocketClient(tls_broker.url, tls=tls_files.client_context(), sockopt=small_buffer) as viewer:
+        for start in range(0, 400, 50):
+            for n in range(start, start + 50):
+                status, _ = tls_broker.request("POST", "/publish?key=total",
+                                               json.dumps({"total": n, "pad": "x" * (n % 7) * 500}).encode(),
+                                               {"Authorization": "Bearer t", "Content-Type": "application/json"})
+                assert status == 200
+        assert tls_broker.stats()["slow_consumers"]["behind"] == 1
+        totals = []
+        while not totals or totals[-1] != 399:
+            totals += [message["total"] for message in viewer.receive()]
+        assert totals == sorted(totals) and len(totals) < 400

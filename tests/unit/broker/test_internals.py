@@ -99,3 +99,14 @@ def test_close_after_response_sets_what_tornado_reads():
         right.close()
 
 
+
+
+def test_the_tls_handshake_failure_is_the_line_tornado_logs():
+    import inspect
+    import logging
+    source = inspect.getsource(iostream.SSLIOStream._do_ssl_handshake)
+    assert repr(_internals.TLS_HANDSHAKE_FAILURE).strip("'") in source, \
+        "SSLIOStream._do_ssl_handshake no longer logs %r" % _internals.TLS_HANDSHAKE_FAILURE
+    record = logging.LogRecord("tornado.general", logging.WARNING, __file__, 1, _internals.TLS_HANDSHAKE_FAILURE,
+                               (7, ("127.0.0.1", 1), "wrong version"), None)
+    assert _internals.is_tls_handshake_failure(record)

@@ -1,5 +1,6 @@
 """TLS's write rule, without sockets: a backlog's head is joined, and a retried head only grows."""
 
+from broker.core.conflation import replace_queued
 from broker.transports.tls import JOINED, join_head
 
 
@@ -19,8 +20,21 @@ def test_a_retried_head_keeps_its_bytes_first_and_only_grows():
     assert retried.startswith(first) and len(retried) == 200 and backlog == [retried]
 
 
-def test_a_large_head_is_sent_as_it_is():
-    large = memoryview(b"z" * (JOINED + 1))
+def test_a_large_head_is_sent_whole_as_a_view_conflation_cannot_replace():
+    large = b"z" * (JOINED + 1)
     backlog = [large, b"after"]
-    assert join_head(backlog) is large
-    assert len(backlog) == 2
+    head = join_head(backlog)
+    assert head == large and head is not large and backlog[0] is head
+    assert replace_queued(backlog, {"total": large}, "total", b"new") is None
+    assert backlog[0] is head
+
+
+def test_a_lone_counter_value_tls_must_write_again_is_not_replaced_by_the_next():
+    """TLS refused the write of the one value queued (a retry must send the same bytes):
+    the next value of its key queues behind it instead of taking its place."""
+    value, newer = b'a[{"total":999}]', b'a[{"total":1000}]'
+    backlog, latest = [value], {"total": value}
+    head = join_head(backlog)
+    assert head == value and head is not value
+    assert replace_queued(backlog, latest, "total", newer) is None
+    assert backlog == [value, newer] and backlog[0] is head
