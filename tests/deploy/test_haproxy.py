@@ -172,6 +172,15 @@ def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
         hung.send_signal(signal.SIGCONT)
 
 
+def test_a_broker_whose_redis_is_away_is_taken_out_of_both_backends(start_redis, start_cluster):
+    """Its 503 says "unavailable", not "draining": its sessions would hear nothing the
+    other brokers publish, so haproxy sends new ones elsewhere."""
+    redis = start_redis()
+    cluster = start_cluster(1, "--redis", redis.url)
+    redis.stop()
+    wait_until(lambda: "UP" not in states(cluster, 0).values(), timeout=15)
+
+
 def polled_until_its_session_ends(client, most=100):
     """The frame that ends ``client``'s polling session: its close frame, or the
     open frame of a new session that a poll opened elsewhere."""
