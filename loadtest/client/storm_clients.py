@@ -124,8 +124,10 @@ class StormGroup:
         return self.dropped_us
 
     async def come_back(self, backoff):
-        """Reconnect every subscriber after its own draw in ``[0, backoff]`` seconds;
-        the failures of the attempts (the last ones, if every attempt failed)."""
+        """Reconnect every subscriber after its own draw in ``[0, backoff]`` seconds,
+        each failed attempt tried again after another draw; ``{reason: count}`` of
+        every attempt that failed, those tried again with success included (the
+        subscribers never back are in :meth:`report`)."""
         self.failures.clear()
 
         async def one(index):
@@ -155,6 +157,7 @@ class StormGroup:
                      if s.caught_up_us is not None and self.dropped_us is not None]
         return {
             "clients": len(subscribers),
+            "connected": sum(1 for connection in self.connections if connection is not None and connection.alive),
             "complete": sum(1 for s in subscribers if s.first == 1 and s.last == last and not s.holes
                             and not s.duplicates and not sum(s.gaps.values())),
             "holes": sum(s.holes for s in subscribers),

@@ -28,7 +28,7 @@ import statistics
 from hdrh.histogram import HdrHistogram
 
 from loadtest import affinity, arguments, records, runner
-from loadtest.client import endpoints, payload
+from loadtest.client import endpoints, payload, tls_context
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import Publisher
 from loadtest.client.storm_clients import RemoteStormGroup
@@ -115,8 +115,8 @@ class StormRun:
 
     async def _publish(self, seconds):
         """Publish message 1, 2, ... at ``--rate`` for ``seconds``, to the brokers in turn."""
-        publishers = [Publisher(endpoints.target(url).host, endpoints.target(url).port, self.token)
-                      for url in self.cluster.urls]
+        publishers = [Publisher(service.host, service.port, self.token, ssl_context=tls_context.context_for(service))
+                      for service in map(endpoints.target, self.cluster.urls)]
         loop = asyncio.get_running_loop()
         start = loop.time()
         total = max(1, int(round(self.args.rate * seconds)))
@@ -142,10 +142,10 @@ class StormRun:
             for reason, count in report["gaps"].items():
                 gaps[reason] = gaps.get(reason, 0) + count
         total = {key: sum(report[key] for report in reports)
-                 for key in ("clients", "complete", "holes", "duplicates", "replayed", "not_caught_up")}
+                 for key in ("clients", "connected", "complete", "holes", "duplicates", "replayed", "not_caught_up")}
         return records.Storm(
             server=self.label, brokers=len(self.cluster.servers), transport=self.args.transport,
-            clients=self.args.clients, connected=total["clients"], rate=self.args.rate,
+            clients=self.args.clients, connected=total["connected"], rate=self.args.rate,
             backoff_s=self.args.backoff, published=self.published, complete=total["complete"],
             holes=total["holes"], duplicates=total["duplicates"], replayed=total["replayed"], gaps=gaps,
             reconnect_failures=reconnect_failures, not_caught_up=total["not_caught_up"],
@@ -184,6 +184,8 @@ def verdict_line(record):
 
 
 def run(parser, args):
+    if args.transport == endpoints.RAW:
+        parser.error("--transport raw: the raw websocket carries no positions, and a storm resumes")
     status = console.StatusLine()
     chosen = placement.resolve_all(args.servers, status)
     if not chosen:
