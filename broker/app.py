@@ -3,9 +3,7 @@
 import asyncio
 import functools
 import logging
-import os
 import signal
-import ssl
 import time
 
 from tornado.httpserver import HTTPServer
@@ -23,6 +21,7 @@ from broker.core.idempotency import Window
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
+from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, metrics
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
@@ -132,12 +131,10 @@ def tls_context(config):
         return None
     try:
         return tls.server_context(config.certfile, config.keyfile)
-    except ssl.SSLError as error:
-        reason = str(error)
     except OSError as error:
-        reason = os.strerror(error.errno) if error.errno else str(error)
-    raise SystemExit("python -m broker: --certfile %s%s: %s" % (
-        config.certfile, "" if config.keyfile is None else " --keyfile " + config.keyfile, reason))
+        raise SystemExit("python -m broker: --certfile %s%s: %s" % (
+            config.certfile, "" if config.keyfile is None else " --keyfile " + config.keyfile,
+            file_error(error))) from None
 
 
 def listen(server, host, port, name, path, https=False):

@@ -18,6 +18,8 @@ Rules this module keeps:
 """
 
 import dataclasses
+import os
+import ssl
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 
@@ -47,6 +49,15 @@ class Flag:
 def variable(prefix, name):
     """``BROKER_MAX_BUFFER``: the variable of ``--max-buffer`` under ``BROKER_``."""
     return prefix + name.lstrip("-").upper().replace("-", "_")
+
+
+def file_error(error):
+    """What went wrong with a file a flag names (an ``OSError``), in words: as the
+    TLS library says it for an ``ssl.SSLError``, as the system does otherwise
+    (PyPy's own text for a missing file is only "Error")."""
+    if isinstance(error, ssl.SSLError) or not error.errno:
+        return str(error)
+    return os.strerror(error.errno)
 
 
 def is_on(text):

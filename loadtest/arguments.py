@@ -20,10 +20,9 @@ Rules:
 import argparse
 import math
 import os
-import ssl
 import urllib.parse
 
-from broker.flags import Environment
+from broker.flags import Environment, file_error
 from loadtest.client import endpoints, tls_context
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
@@ -133,8 +132,8 @@ def certificates(text):
     """A type: a PEM file of certificates a client context can trust (:func:`loadtest.client.tls_context.client_context`)."""
     try:
         tls_context.client_context(text)
-    except (OSError, ssl.SSLError) as error:
-        raise argparse.ArgumentTypeError("cannot trust %s: %s" % (text, getattr(error, "strerror", None) or error))
+    except OSError as error:
+        raise argparse.ArgumentTypeError("cannot trust %s: %s" % (text, file_error(error)))
     return text
 
 

@@ -53,3 +53,14 @@ def test_help_names_the_variable_and_the_default():
     assert "unsent bytes allowed [DEMO_MAX_BUFFER, default 1024]" in text
     assert "a secret [DEMO_TOKEN]" in text
     assert "say less [DEMO_QUIET=1]" in text
+
+
+def test_a_file_error_is_told_in_the_systems_words_or_the_tls_librarys():
+    import ssl
+    from broker.flags import file_error
+    try:
+        open("/nonexistent/broker.pem")
+    except OSError as error:
+        assert file_error(error) == "No such file or directory"
+    assert file_error(ssl.SSLError(116, "[X509: KEY_VALUES_MISMATCH] key values mismatch")) == \
+        "[X509: KEY_VALUES_MISMATCH] key values mismatch"
