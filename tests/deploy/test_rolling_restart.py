@@ -36,6 +36,7 @@ CLIENTS_PER_TRANSPORT = 3
 BROKERS = 3
 RATE = 5
 TOKEN = "t"
+# Longer than haproxy takes to see a draining broker's 503s (2 checks, 2 s apart).
 DRAIN_SECONDS = 6.0
 # Heartbeats every second: a subscriber stops within a second of being told to.
 FLAGS = ("--publish-token", TOKEN, "--heartbeat-delay", "1", "--drain-seconds", "%g" % DRAIN_SECONDS)

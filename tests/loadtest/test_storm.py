@@ -30,7 +30,7 @@ def assert_every_client_complete(summary):
     assert summary.end == "completed"
 
 
-@pytest.mark.parametrize("transport", ["websocket", "xhr-streaming", "eventsource"])
+@pytest.mark.parametrize("transport", ["websocket", "xhr-streaming"])
 def test_every_client_of_a_broker_comes_back_with_every_message_once(tmp_path, transport):
     assert_every_client_complete(storm(tmp_path, "--servers", "broker-cpython", "--transport", transport))
 
