@@ -19,12 +19,11 @@ Rules:
 - Every wait is bounded: connecting by ``CONNECT_TIMEOUT_S`` an attempt, the
   end by the caller's timeout.
 - :func:`serve` runs a group in a worker process (``--procs``), driven over a
-  pipe by :class:`RemoteStormGroup`, which offers the same coroutines.
+  pipe by :class:`RemoteStormGroup` (a :class:`loadtest.client.workers.WorkerProcess`).
 """
 
 import asyncio
 import collections
-import multiprocessing
 import random
 import signal
 
@@ -33,7 +32,8 @@ from loadtest.client import endpoints, tls_context
 from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
 from loadtest.client.deliveries import failure_reason, now_us
 from loadtest.client.resuming import ResumingSubscriber
-from loadtest.errors import ConnectError, WorkerLost
+from loadtest.client.workers import WorkerProcess
+from loadtest.errors import ConnectError
 from loadtest.method import rules
 
 CONNECT_TIMEOUT_S = 10.0
@@ -220,55 +220,25 @@ async def _run(group, command, args):
     return group.report(*args)
 
 
-class RemoteStormGroup:
+class RemoteStormGroup(WorkerProcess):
     """A :class:`StormGroup` in a spawned process pinned to ``cpu`` (or not, None): the same
     coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
 
     def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None):
-        context = multiprocessing.get_context("spawn")
-        self._pipe, child = context.Pipe()
-        self._process = context.Process(target=serve, daemon=True,
-                                        args=(child, list(urls), transport, source_addresses, first_id, count, cpu,
-                                              tls_context.trusted()))
-        self._process.start()
-        child.close()
-
-    async def _ask(self, *command):
-        self._pipe.send(command)
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self._pipe.fileno())
-        try:
-            return self._pipe.recv()
-        except (EOFError, OSError):
-            raise WorkerLost("storm worker %d exited (code %s)" % (self._process.pid, self._process.exitcode)) from None
+        super().__init__(serve, list(urls), transport, source_addresses, first_id, count, cpu,
+                         tls_context.trusted())
 
     async def connect(self):
-        return await self._ask("connect")
+        return await self.ask("connect")
 
     async def drop(self):
-        return await self._ask("drop")
+        return await self.ask("drop")
 
     async def come_back(self, backoff):
-        return await self._ask("come_back", backoff)
+        return await self.ask("come_back", backoff)
 
     async def wait_for(self, last, timeout):
-        return await self._ask("wait_for", last, timeout)
+        return await self.ask("wait_for", last, timeout)
 
     async def report(self, last):
-        return await self._ask("report", last)
-
-    def close(self):
-        try:
-            self._pipe.send(("close",))
-        except OSError:
-            pass
-        self._process.join(5)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
-        self._pipe.close()
+        return await self.ask("report", last)

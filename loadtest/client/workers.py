@@ -62,33 +62,60 @@ async def _serve(pipe, urls, transport, source_addresses, first_id, listen):
         group.close()
 
 
-class RemoteGroup:
+class WorkerProcess:
+    """A spawned process running ``target(pipe, *args)``, which answers what it is sent over
+    the pipe: :meth:`ask` sends a command and :meth:`answer` awaits the next answer
+    without holding the loop (WorkerLost if it has exited); :meth:`close` asks it to
+    end, and kills it after 5 s."""
+
+    def __init__(self, target, *args):
+        context = multiprocessing.get_context("spawn")
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(target=target, args=(child,) + args, daemon=True)
+        self._process.start()
+        child.close()
+
+    async def ask(self, *command):
+        """Send ``command`` (a tuple) and await its answer."""
+        self._pipe.send(command)
+        return await self.answer()
+
+    async def answer(self):
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._pipe.fileno())
+        try:
+            return self._pipe.recv()
+        except (EOFError, OSError):
+            raise WorkerLost("load worker %d exited (code %s)" % (self._process.pid, self._process.exitcode)) from None
+
+    def close(self):
+        try:
+            self._pipe.send(("close",))
+        except OSError:
+            pass
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._pipe.close()
+
+
+class RemoteGroup(WorkerProcess):
     """A :class:`loadtest.client.connections.ClientGroup` in a spawned process, pinned to ``cpu``."""
 
     def __init__(self, urls, transport, source_addresses, first_id, cpu, listen=False):
-        context = multiprocessing.get_context("spawn")
-        self._pipe, child = context.Pipe()
-        self._process = context.Process(
-            target=_worker, args=(child, list(urls), transport, source_addresses, first_id, listen, cpu, tls_context.trusted()),
-            daemon=True)
-        self._process.start()
-        child.close()
+        super().__init__(_worker, list(urls), transport, source_addresses, first_id, listen, cpu,
+                         tls_context.trusted())
         self._alive = 0
 
     async def _reply(self, on_progress=None):
-        loop = asyncio.get_event_loop()
         while True:
-            ready = loop.create_future()
-            loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                loop.remove_reader(self._pipe.fileno())
-            try:
-                answer = self._pipe.recv()
-            except (EOFError, OSError):
-                raise WorkerLost("load worker %d exited (code %s)"
-                                 % (self._process.pid, self._process.exitcode)) from None
+            answer = await self.answer()
             if answer[0] != "opened":
                 return answer
             if on_progress is not None:
@@ -113,17 +140,6 @@ class RemoteGroup:
         self._alive = partial.alive
         return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
 
-    def close(self):
-        try:
-            self._pipe.send(("close",))
-        except OSError:
-            pass
-        self._process.join(5)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
-        self._pipe.close()
-
 
 def make_groups(urls, transport, source_addresses, level, procs, cpus=None, listen=False):
     """Up to ``procs`` groups sharing ``level`` connections to ``urls``: in this process when ``procs`` is 1.
@@ -134,7 +150,7 @@ def make_groups(urls, transport, source_addresses, level, procs, cpus=None, list
     """
     if procs == 1:
         return [connections.ClientGroup(urls, transport, source_addresses, listen=listen)], [level]
-    shares = [level // procs + (1 if i < level % procs else 0) for i in range(min(procs, level))]
+    shares = shares_of(level, procs)
     groups = []
     first_id = 0
     for i, share in enumerate(shares):
@@ -161,8 +177,19 @@ async def connect_groups(groups, shares, on_progress=None):
     results = await asyncio.gather(
         *(group.connect(share, track(i)) for i, (group, share) in enumerate(zip(groups, shares)))
     )
-    failures = {}
-    for result in results:
-        for reason, count in result.items():
-            failures[reason] = failures.get(reason, 0) + count
-    return failures
+    return summed(results)
+
+
+def shares_of(count, procs):
+    """``count`` connections over at most ``procs`` processes, as evenly as they go: one
+    share per process, and no process without a connection."""
+    return [count // procs + (1 if i < count % procs else 0) for i in range(min(procs, count))]
+
+
+def summed(failures):
+    """One ``{reason: count}`` of the failures of several groups."""
+    total = {}
+    for part in failures:
+        for reason, count in part.items():
+            total[reason] = total.get(reason, 0) + count
+    return total

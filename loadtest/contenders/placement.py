@@ -7,10 +7,13 @@ One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
 is a descriptor): larger loads are spread over ``--procs`` processes.
 """
 
+import secrets
+
 from broker.runtime import raise_open_files_limit
-from loadtest import affinity, arguments, records
+from loadtest import affinity, arguments, records, runner
 from loadtest.client import endpoints
 from loadtest.contenders import child_process, registry, server_group
+from loadtest.results import files
 
 CONNECTIONS_PER_PROC = 10000
 LAUNCH_TIMEOUT_S = 30.0
@@ -83,3 +86,58 @@ def check_cpus(parser, args):
                 option, cpu, ",".join(map(str, sorted(available)))))
     if args.server_cpu == args.client_cpu:
         parser.error("--server-cpu and --client-cpu must differ")
+
+
+def add_broker_run_arguments(parser):
+    """Where the brokers and the client processes of :func:`run_each_broker` run, and
+    where results go: ``--procs``, ``--server-cpus``, ``--client-cpus``, ``--out``."""
+    arguments.option(parser, "--procs", type=arguments.positive_int,
+                     help="client processes (default: one per %d connections)" % CONNECTIONS_PER_PROC)
+    server_cpu, client_cpu = affinity.default_cpus()
+    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
+                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
+                     "this process may use)" % server_cpu)
+    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
+                     help="CPUs the client processes run on, in turn (default %d, the second this "
+                     "process may use)" % client_cpu)
+    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+
+
+def run_each_broker(args, status, transport, scenario, verdict, clean):
+    """Run a scenario against each of ``args.servers`` that can run here, each started
+    afresh on ``args.server_cpus`` (``args.brokers`` processes for a cluster) with a
+    publish token of its own: ``scenario(label, running, token, out)`` is the coroutine
+    of one run, which writes its records to ``out`` and returns its summary;
+    ``verdict(summary)`` is the line a person reads, ``clean(summary)`` whether the run
+    lost nothing. The exit status: 0 when every server ran clean, 130 when interrupted,
+    else 1."""
+    chosen = resolve_all(args.servers, status)
+    if not chosen:
+        status.message("no broker to run")
+        return 1
+    prepare_client(args.client_cpus[0])
+    out_path = args.out or files.default_path()
+    cleanly = 0
+    with files.ResultsFile(out_path) as out:
+        out.write(files.run_record(None, transport, args.command_line))
+        for contender in chosen:
+            token = secrets.token_hex(16)
+            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+            running = launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
+            if running is None:
+                continue
+            try:
+                out.write(server_record(contender, running, args.server_cpus[0]))
+                outcome = runner.run_interruptible(scenario(contender.label, running, token, out))
+            finally:
+                running.stop()
+            if outcome.interrupted:
+                status.message("interrupted: what was measured is in %s" % out_path)
+                return 130
+            if outcome.error is not None:
+                status.message("%s: ended: %s" % (contender.label, outcome.error))
+                continue
+            status.message(verdict(outcome.value))
+            cleanly += bool(clean(outcome.value))
+    status.message("results: %s" % out_path)
+    return 0 if cleanly == len(chosen) else 1

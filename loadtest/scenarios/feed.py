@@ -25,17 +25,16 @@ Rules (BENCHMARKS.rst, "C100K"):
 """
 
 import asyncio
-import secrets
 import time
 
-from loadtest import affinity, arguments, records, runner
+from loadtest import arguments, records
 from loadtest.client import connections, endpoints, payload, tls_context, workers
 from loadtest.client.publisher import Publisher
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement
 from loadtest.method import rules
 from loadtest.method.rules import End
-from loadtest.results import console, files
+from loadtest.results import console
 
 BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
 CLUSTERS = BROKERS[2:]
@@ -61,16 +60,7 @@ def add_arguments(parser):
                      help="seconds of publishing")
     arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0,
                      help="seconds per sample")
-    arguments.option(parser, "--procs", type=arguments.positive_int,
-                     help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
-    server_cpu, client_cpu = affinity.default_cpus()
-    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
-                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
-                     "this process may use)" % server_cpu)
-    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
-                     help="CPUs the client processes run on, in turn (default %d, the second this "
-                     "process may use)" % client_cpu)
-    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+    placement.add_broker_run_arguments(parser)
 
 
 class FeedRun:
@@ -190,37 +180,14 @@ async def _sample(groups, expected=None):
     return rules.merge_feed(await asyncio.gather(*(group.take_sample(expected) for group in groups)))
 
 
+def clean(record):
+    """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody dropped."""
+    return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped)
+
+
 def run(parser, args):
     status = console.StatusLine()
-    chosen = placement.resolve_all(args.servers, status)
-    if not chosen:
-        status.message("no broker to run")
-        return 1
-    placement.prepare_client(args.client_cpus[0])
-    out_path = args.out or files.default_path()
-    clean = 0
-    with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, endpoints.WEBSOCKET, args.command_line))
-        for contender in chosen:
-            token = secrets.token_hex(16)
-            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-            running = placement.launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
-            if running is None:
-                continue
-            try:
-                out.write(placement.server_record(contender, running, args.server_cpus[0]))
-                outcome = runner.run_interruptible(
-                    FeedRun(contender.label, running, token, args, out, status).run())
-            finally:
-                running.stop()
-            if outcome.interrupted:
-                status.message("interrupted: what was measured is in %s" % out_path)
-                return 130
-            if outcome.error is not None:
-                status.message("%s: ended: %s" % (contender.label, outcome.error))
-                continue
-            status.message(console.feed_verdict_line(outcome.value))
-            clean += outcome.value.end == End.COMPLETED.text() and not (
-                outcome.value.short or outcome.value.extra or outcome.value.dropped)
-    status.message("results: %s" % out_path)
-    return 0 if clean == len(chosen) else 1
+    return placement.run_each_broker(
+        args, status, endpoints.WEBSOCKET,
+        lambda label, running, token, out: FeedRun(label, running, token, args, out, status).run(),
+        console.feed_verdict_line, clean)

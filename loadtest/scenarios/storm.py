@@ -22,20 +22,19 @@ Rules (BENCHMARKS.rst, "Reconnect storm"):
 """
 
 import asyncio
-import secrets
 import statistics
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest import affinity, arguments, records, runner
-from loadtest.client import endpoints, payload, tls_context
+from loadtest import arguments, records
+from loadtest.client import endpoints, payload, tls_context, workers
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import Publisher
 from loadtest.client.storm_clients import RemoteStormGroup
 from loadtest.contenders import placement
 from loadtest.method import rules
 from loadtest.method.rules import End
-from loadtest.results import console, files
+from loadtest.results import console
 
 BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
 
@@ -65,37 +64,30 @@ def add_arguments(parser):
                      help="each client comes back after a delay drawn in [0, this] seconds")
     arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
                      help="seconds the clients get, after the last publish, to deliver it")
-    arguments.option(parser, "--procs", type=arguments.positive_int,
-                     help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
-    server_cpu, client_cpu = affinity.default_cpus()
-    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
-                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d)" % server_cpu)
-    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
-                     help="CPUs the client processes run on, in turn (default %d)" % client_cpu)
-    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+    placement.add_broker_run_arguments(parser)
 
 
 class StormRun:
     """One storm against one server: connect, publish, drop, come back, catch up, sum up."""
 
-    def __init__(self, label, cluster, token, args, status):
+    def __init__(self, label, cluster, token, args, out, status):
         self.label = label
         self.cluster = cluster
         self.token = token
         self.args = args
+        self.out = out
         self.status = status
         self.published = 0
 
     async def run(self):
-        """The :class:`loadtest.records.Storm` of the run."""
+        """The :class:`loadtest.records.Storm` of the run, also written to the results file."""
         args = self.args
-        procs = min(placement.client_procs(args, args.clients), args.clients)
-        shares = [args.clients // procs + (1 if i < args.clients % procs else 0) for i in range(procs)]
+        shares = workers.shares_of(args.clients, placement.client_procs(args, args.clients))
         groups = [RemoteStormGroup(self.cluster.urls, args.transport, [], sum(shares[:i]), share,
                                    args.client_cpus[i % len(args.client_cpus)])
                   for i, share in enumerate(shares)]
         try:
-            failures = _summed(await asyncio.gather(*(group.connect() for group in groups)))
+            failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
             if failures:
                 return await self._record(groups, End.CONNECTIONS_FAILED.text(_listed(failures)), {})
             self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
@@ -104,7 +96,7 @@ class StormRun:
             await asyncio.sleep(args.before)
             await asyncio.gather(*(group.drop() for group in groups))
             self.status.message("%s: dropped every connection at message %d" % (self.label, self.published))
-            reconnect_failures = _summed(await asyncio.gather(*(group.come_back(args.backoff)
+            reconnect_failures = workers.summed(await asyncio.gather(*(group.come_back(args.backoff)
                                                                 for group in groups)))
             await publishing
             await asyncio.gather(*(group.wait_for(self.published, args.catch_up) for group in groups))
@@ -135,29 +127,21 @@ class StormRun:
         reports = await asyncio.gather(*(group.report(self.published) for group in groups))
         histogram = rules.new_histogram()
         caught_up = []
-        gaps = {}
         for report in reports:
             histogram.add(HdrHistogram.decode(report["histogram"]))
             caught_up.extend(report["caught_up_ms"])
-            for reason, count in report["gaps"].items():
-                gaps[reason] = gaps.get(reason, 0) + count
+        gaps = workers.summed(report["gaps"] for report in reports)
         total = {key: sum(report[key] for report in reports)
                  for key in ("clients", "connected", "complete", "holes", "duplicates", "replayed", "not_caught_up")}
-        return records.Storm(
+        record = records.Storm(
             server=self.label, brokers=len(self.cluster.servers), transport=self.args.transport,
             clients=self.args.clients, connected=total["connected"], rate=self.args.rate,
             backoff_s=self.args.backoff, published=self.published, complete=total["complete"],
             holes=total["holes"], duplicates=total["duplicates"], replayed=total["replayed"], gaps=gaps,
             reconnect_failures=reconnect_failures, not_caught_up=total["not_caught_up"],
             caught_up_ms=_spread(caught_up), delivery_ms=rules.rtt_summary(histogram), end=end)
-
-
-def _summed(failures):
-    summed = {}
-    for part in failures:
-        for reason, count in part.items():
-            summed[reason] = summed.get(reason, 0) + count
-    return summed
+        self.out.write(record)
+        return record
 
 
 def _listed(failures):
@@ -187,34 +171,7 @@ def run(parser, args):
     if args.transport == endpoints.RAW:
         parser.error("--transport raw: the raw websocket carries no positions, and a storm resumes")
     status = console.StatusLine()
-    chosen = placement.resolve_all(args.servers, status)
-    if not chosen:
-        status.message("no broker to run")
-        return 1
-    placement.prepare_client(args.client_cpus[0])
-    out_path = args.out or files.default_path()
-    clean = 0
-    with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, args.transport, args.command_line))
-        for contender in chosen:
-            token = secrets.token_hex(16)
-            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-            running = placement.launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
-            if running is None:
-                continue
-            try:
-                out.write(placement.server_record(contender, running, args.server_cpus[0]))
-                outcome = runner.run_interruptible(StormRun(contender.label, running, token, args, status).run())
-            finally:
-                running.stop()
-            if outcome.interrupted:
-                status.message("interrupted")
-                return 130
-            if outcome.error is not None:
-                status.message("%s: ended: %s" % (contender.label, outcome.error))
-                continue
-            out.write(outcome.value)
-            status.message(verdict_line(outcome.value))
-            clean += outcome.value.complete == outcome.value.clients
-    status.message("results: %s" % out_path)
-    return 0 if clean == len(chosen) else 1
+    return placement.run_each_broker(
+        args, status, args.transport,
+        lambda label, running, token, out: StormRun(label, running, token, args, out, status).run(),
+        verdict_line, lambda record: record.complete == record.clients)
