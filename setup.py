@@ -49,6 +49,10 @@ setup(
             "cryptography<44; platform_python_implementation == 'PyPy'",
         ],
         "plots": ["matplotlib>=3.5"],
+        # The documentation site (tox -e docs). Tested from Sphinx 7.0 with sphinx-argparse 0.4 and
+        # furo 2023.9.10 up to Sphinx 9.0, sphinx-argparse 0.6 and furo 2025.12.19; pip picks the
+        # newest that still runs on the interpreter (Sphinx 7.4 on Python 3.9).
+        "docs": ["sphinx>=7,<10", "furo>=2023.9.10,<2026", "sphinx-argparse>=0.4,<0.7"],
     },
     entry_points={"console_scripts": ["sockjs-broker=broker.__main__:main"]},
     classifiers=[
