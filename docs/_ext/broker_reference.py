@@ -174,10 +174,11 @@ def _broker_parts(config, **parts):
 
 
 def _cpython(config):
-    from broker.ops.gc_policy import CpythonFreezer
+    from broker.ops.gc_policy import FreezePolicy
 
-    # Its policy's counters only: start() would set this interpreter's collector.
-    return _broker_parts(config, collection=lambda node: CpythonFreezer(node.limits))
+    # The counters CPython's collector policy reports (its CpythonFreezer's), without
+    # touching this interpreter's collector, whichever it is.
+    return _broker_parts(config, collection=lambda node: FreezePolicy())
 
 
 def _pypy(config, minor=False, major=False):
