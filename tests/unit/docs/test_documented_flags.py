@@ -32,7 +32,8 @@ from checkout import ROOT
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 VARIABLE = re.compile(r"\b((?:BROKER|LOADTEST)_[A-Z0-9_]*[A-Z0-9])\b")
 INVOCATION = re.compile(r"(?:^|\s)(?:\S*/)?(?:python3?(?:\.\d+)?|pypy3?)(?:\s.*?)??\s-m\s+(?P<module>[\w.]+)(?=\s|$)")
-BROKER_COMMAND = re.compile(r"(?:^|\s)(?:\S*/)?sockjs-broker(?=\s|$)")
+# The broker's command, as the first word of a command line (a unit's ExecStart= included).
+BROKER_COMMAND = re.compile(r"^(?:ExecStart=)?(?:\S*/)?sockjs-broker$")
 # The first word of another program's command line (npm, systemctl, redis-server, .autobahn/wstest).
 PROGRAM = re.compile(r"^(?:\S*/)?[A-Za-z][\w.+@-]*$")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -91,23 +92,28 @@ def flags_of(code, parsers):
     found = []
     for command in SEPARATOR.split(code):
         words = [word for word in command.split() if not ASSIGNMENT.match(word)]
-        invocation = INVOCATION.search(command) or BROKER_COMMAND.search(command)
+        invocation = INVOCATION.search(command)
+        if invocation is not None:
+            module, after = invocation.group("module"), invocation.end()
+        elif words and BROKER_COMMAND.match(words[0]):
+            module, after = "broker", 0
+        else:
+            module, after = None, 0
         for match in FLAG.finditer(command):
             flag = match.group(0)
-            if invocation is not None:
-                if match.start() < invocation.end():
+            if module is not None:
+                if match.start() < after:
                     continue  # the interpreter's, or a wrapper's (taskset, prlimit)
-                module = invocation.groupdict().get("module", "broker")
                 if module == "broker":
                     found.append((flag, parsers.broker_flags, "python -m broker"))
                 elif module == "loadtest":
-                    rest = command[invocation.end():].split()
-                    found.append((flag, parsers.loadtest_flags(rest), "python -m loadtest"))
+                    found.append((flag, parsers.loadtest_flags(command[after:].split()), "python -m loadtest"))
                 elif module in parsers.others:
                     found.append((flag, parsers.others[module], "python -m " + module))
+                # else: another module's (python -m pytest, python -m venv)
             elif words and words[0] in parsers.loadtest:
                 found.append((flag, parsers.loadtest_flags(words), "python -m loadtest " + words[0]))
-            elif words and PROGRAM.match(words[0]) and not words[0].startswith("-"):
+            elif words and PROGRAM.match(words[0]):
                 continue  # another program's command line
             else:
                 found.append((flag, parsers.every | set(FOREIGN), "any of our commands"))
@@ -125,8 +131,8 @@ def test_every_flag_written_is_a_flag_of_ours(path, text, parsers):
     for match in FLAG.finditer(prose):
         flag = match.group(0)
         if flag not in parsers.every and flag not in FOREIGN:
-            wrong.append("%s:%d: %s is not a flag of any of our commands" % (
-                path, documentation.line_of(prose, match.start()), flag))
+            wrong.append("%s:%d: %s is not a flag of any of our commands (another program's? then FOREIGN "
+                         "should say whose)" % (path, documentation.line_of(prose, match.start()), flag))
     assert not wrong, "\n".join(wrong)
 
 
