@@ -23,8 +23,7 @@ version = release = broker.__version__
 extensions = ["sphinxarg.ext", "broker_docs"]
 exclude_patterns = ["_build"]
 root_doc = "index"
-# Literal text in the pages is code, flags and metric names, written with double backquotes.
-default_role = "literal"
+# Literal blocks are shell commands and output unless a code-block says otherwise.
 highlight_language = "none"
 
 html_theme = "furo"
