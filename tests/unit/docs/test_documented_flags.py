@@ -7,8 +7,9 @@
   broker (``python -m broker``, ``sockjs-broker``) it is the broker's; in one
   that runs the load client (``python -m loadtest [COMMAND]``, or a literal
   starting with a command's name, ``compare --tls``) that command's; in one
-  that runs the plots or the SockJS conformance server, theirs. Alone (prose, or a literal starting with the
-  flag) it is any of our parsers' or a known other program's (:data:`FOREIGN`).
+  that runs the plots or the SockJS conformance server, theirs. Alone (prose,
+  or a literal starting with the flag) it is any of our parsers' or a known
+  other program's (:data:`FOREIGN`).
   A flag of another program's command line (``npm ci --omit=dev``, the
   interpreter's before ``-m``) is left alone.
 * Every ``BROKER_*`` variable the pages and deploy/'s files write is a
