@@ -100,7 +100,8 @@ class BrokerFlags(Directive):
 
 
 class BrokerMetrics(Directive):
-    """The metrics of ``GET /metrics``: the broker's own (``broker``), or the process's and interpreter's (``process``)."""
+    """The metrics of ``GET /metrics``: the broker's own (``broker``), or the process's and the
+    interpreter's (``process``)."""
 
     required_arguments = 1
     option_spec = {}

@@ -257,7 +257,8 @@ def _labels(family):
 
 
 def metric_catalogue():
-    """Every :class:`Metric` the broker's collector yields, in the order it yields them, with the modes it appears in."""
+    """Every :class:`Metric` the broker's collector yields, in the order it yields them, with the
+    modes it appears in."""
     from broker import config as broker_config
     from broker.ops import metrics
 
