@@ -76,13 +76,18 @@ def client_rules(config):
                        client_rate=config.client_rate)
 
 
+def make_router(config, node):
+    """The SockJS service at ``config.prefix``, its sessions served by ``node``."""
+    connection = BroadcastConnection if config.client_publish else FeedConnection
+    return BrokerRouter(connection, config.prefix,
+                        {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay},
+                        client_rules(config), node)
+
+
 def make_app(config, node):
     """The Tornado application: the SockJS service at ``config.prefix`` and
     the API, all served by ``node``'s parts (a :class:`broker.core.node.Node`)."""
-    connection = BroadcastConnection if config.client_publish else FeedConnection
-    router = BrokerRouter(connection, config.prefix,
-                          {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay},
-                          client_rules(config), node)
+    router = make_router(config, node)
     routes = router.urls + demo_page.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
@@ -216,6 +221,17 @@ def cluster_backplane(config):
     return Backplane(config.redis, config.prefix, max(config.history, config.replay))
 
 
+def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
+    """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for."""
+    return Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
+                heartbeats=HeartbeatWheel(config.heartbeat_delay),
+                ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
+                audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
+                                  config.announce_audience),
+                collection=collection, backplane=backplane,
+                idempotency=Window(config.idempotency_window), tls=tls_failures)
+
+
 async def run(config, open_files):
     secure = tls_context(config)
     backplane = cluster_backplane(config)
@@ -224,14 +240,8 @@ async def run(config, open_files):
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
-    node = Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
-                heartbeats=HeartbeatWheel(config.heartbeat_delay),
-                ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
-                audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
-                                  config.announce_audience),
-                collection=gc_policy.install(limits), backplane=backplane,
-                idempotency=Window(config.idempotency_window),
-                tls=None if secure is None else tls.HandshakeFailures())
+    node = make_node(config, hub, limits, backplane, collection=gc_policy.install(limits),
+                     tls_failures=None if secure is None else tls.HandshakeFailures())
     if node.tls is not None:
         logging.getLogger("tornado.general").addFilter(node.tls)
     listener = make_server(config, make_app(config, node), limits, secure)

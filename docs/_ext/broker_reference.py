@@ -148,29 +148,15 @@ class Metric:
     when: str
 
 
-def _broker_parts(config, **parts):
-    """A node and router as :func:`broker.app.run` builds them for ``config``, with ``parts`` replaced."""
+def _broker_parts(config, collection=None, backplane=None):
+    """A node and router as :func:`broker.app.run` builds them for ``config``, without a socket."""
     from broker import app
-    from broker.core.audience import Audience
-    from broker.core.drain import Drain
-    from broker.core.heartbeats import HeartbeatWheel
     from broker.core.hub import Hub
-    from broker.core.idempotency import Window
-    from broker.core.node import Node
-    from broker.transports.router import BroadcastConnection, BrokerRouter
 
     hub = Hub(lambda callback: None, replay=config.replay, history=config.history,
               history_seconds=config.history_seconds)
-    fields = dict(hub=hub, limits=app.connection_limits(config, 1024), drain=Drain(config.drain_seconds),
-                  pings=app.ping_wheel(config), heartbeats=HeartbeatWheel(config.heartbeat_delay),
-                  audience=Audience(hub.__len__, None, config.announce_audience),
-                  idempotency=Window(config.idempotency_window))
-    node = Node(**fields)
-    for name, make in parts.items():
-        setattr(node, name, make(node))
-    router = BrokerRouter(BroadcastConnection, config.prefix, {"heartbeat_delay": config.heartbeat_delay},
-                          app.client_rules(config), node)
-    return node, router
+    node = app.make_node(config, hub, app.connection_limits(config, 1024), backplane, collection)
+    return node, app.make_router(config, node)
 
 
 def _cpython(config):
@@ -178,7 +164,7 @@ def _cpython(config):
 
     # The counters CPython's collector policy reports (its CpythonFreezer's), without
     # touching this interpreter's collector, whichever it is.
-    return _broker_parts(config, collection=lambda node: FreezePolicy())
+    return _broker_parts(config, collection=FreezePolicy())
 
 
 def _pypy(config, minor=False, major=False):
@@ -189,30 +175,24 @@ def _pypy(config, minor=False, major=False):
         trigger.after_minor(64 << 20)
     if major:
         trigger.after_major(32 << 20)
-    return _broker_parts(config, collection=lambda node: trigger)
+    return _broker_parts(config, collection=trigger)
 
 
 def _age(config):
-    from broker.core.connection_age import AgeLimit
-
-    return _broker_parts(config, ages=lambda node: AgeLimit(3600))
+    return _broker_parts(dataclasses.replace(config, max_connection_age=3600.0))
 
 
 def _redis(config, running=False):
-    from broker.cluster.backplane import Backplane
-    from broker.core.audience import Audience
+    from broker import app
 
-    backplane = Backplane("redis://127.0.0.1:6379/0", config.prefix, max(config.history, config.replay))
+    config = dataclasses.replace(config, redis="redis://127.0.0.1:6379/0")
+    backplane = app.cluster_backplane(config)
     if running:
         # A message came back from the stream, and the brokers' count came back from Redis.
         backplane.state.came_up()
         backplane.state.deliver("1700000000000-0", "1700000000000-0", 1)
         backplane.room_audience = 0
-
-    def audience(node):
-        return Audience(node.hub.__len__, lambda: backplane.room_audience, config.announce_audience)
-
-    return _broker_parts(config, backplane=lambda node: backplane, audience=audience)
+    return _broker_parts(config, backplane=backplane)
 
 
 MODES = (
