@@ -11,6 +11,8 @@ connection; numbered messages published through haproxy's side for backends all 
   drain, not all at once.
 - A crash: one broker of three killed with SIGKILL. Its clients resume on the other two
   with nothing lost or twice; the clients of the other two never lose their connection.
+  When it is started again, the polling sessions opened elsewhere while it was away stay
+  where they are (haproxy's stick table), though a third of their server ids now hash to it.
 
 Messages go out at 5 a second: every client here is one address to haproxy
 (127.0.0.1), whose limit is 1000 requests in 10 s an address, and a polling client
@@ -18,6 +20,7 @@ makes a request for about every message: the six polling clients and the publish
 make about 300 in 10 s (the publisher goes through the side for backends).
 """
 
+import concurrent.futures
 import contextlib
 import http.client
 import signal
@@ -30,6 +33,8 @@ from live_room import Publisher, Subscriber
 from sockjs_clients import (EventSourceClient, HtmlFileClient, JsonpClient, WebSocketClient, XhrPollingClient,
                             XhrStreamingClient, wait_until)
 
+# Polling sessions opened while a broker is away: (2/3)**30, one in 190,000, that none hashes to it.
+SESSIONS_WHILE_AWAY = 30
 TRANSPORTS = [WebSocketClient, XhrStreamingClient, EventSourceClient, HtmlFileClient, XhrPollingClient,
               JsonpClient]
 CLIENTS_PER_TRANSPORT = 3
@@ -170,3 +175,14 @@ def test_a_broker_killed_under_load_moves_its_own_clients_and_no_others(room):
             assert s.connections == 1, s.transport
     for broker in (broker for n, broker in enumerate(cluster.brokers) if n != victim):
         assert broker.server.process.poll() is None and "Traceback" not in broker.server.output
+
+    wait_until(lambda: cluster.proxy.server_states()[("sessions", "broker%d" % cluster.proxy.broker_ports[victim])]
+               != "UP", timeout=10)
+    polls = [XhrPollingClient(cluster.url).open() for _ in range(SESSIONS_WHILE_AWAY)]
+    cluster.start_again(victim)
+    with concurrent.futures.ThreadPoolExecutor(len(polls)) as pool:
+        # Each poll is answered by a heartbeat (every second here); one reaching the
+        # broker that came back would find no session there and open a new one.
+        frames = list(pool.map(lambda client: client.read_frame(), polls))
+    assert frames.count("o") == 0, "%d of %d sessions moved to broker %d when it came back" % (
+        frames.count("o"), len(polls), victim)
