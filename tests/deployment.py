@@ -51,12 +51,12 @@ BINDS = {"80": "port", "443": "tls_port", "8000": "publish_port", "8404": "metri
 TLS_LINE = "#tls "
 
 
-def haproxy_config(ports, broker_ports, tls_pem=None):
-    """``deploy/haproxy.cfg`` listening on ``ports`` (``{"port": N, ...}``, by the
-    names of :data:`BINDS`), in front of ``broker_ports``: each backend's first
-    ``server`` line repeated for every broker, the others dropped. With
-    ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
-    with open(os.path.join(DEPLOY, "haproxy.cfg")) as f:
+def haproxy_config(ports, broker_ports, tls_pem=None, source=os.path.join(DEPLOY, "haproxy.cfg")):
+    """``deploy/haproxy.cfg`` (or the config at ``source``) listening on ``ports``
+    (``{"port": N, ...}``, by the names of :data:`BINDS`), in front of ``broker_ports``:
+    each backend's first ``server`` line repeated for every broker, the others dropped.
+    With ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
+    with open(source) as f:
         lines = f.read().splitlines()
     out = []
     section = None
@@ -97,9 +97,9 @@ def free_port():
 
 
 class HAProxy:
-    """``haproxy -db`` in the foreground, by a generated config, on loopback."""
+    """``haproxy -db`` in the foreground, by a config generated from ``source``, on loopback."""
 
-    def __init__(self, broker_ports, directory, tls_pem=None):
+    def __init__(self, broker_ports, directory, tls_pem=None, source=os.path.join(DEPLOY, "haproxy.cfg")):
         self.broker_ports = list(broker_ports)
         ports = {name: free_port() for name in BINDS.values()}
         self.port, self.tls_port = ports["port"], ports["tls_port"]
@@ -109,7 +109,7 @@ class HAProxy:
         self.publish_origin = "http://127.0.0.1:%d" % self.publish_port
         self.config = os.path.join(directory, "haproxy.cfg")
         with open(self.config, "w") as f:
-            f.write(haproxy_config(ports, self.broker_ports, tls_pem))
+            f.write(haproxy_config(ports, self.broker_ports, tls_pem, source))
         self.log = open(os.path.join(directory, "haproxy.log"), "w+")
         self.process = subprocess.Popen([HAPROXY, "-db", "-f", self.config], stdout=self.log,
                                         stderr=subprocess.STDOUT)

@@ -11,7 +11,7 @@ Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
 SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
 here follow the protocol: ``no-transform`` caching headers, validated
 callback names, ``/**/``-prefixed JSONP and one frame per poll.
-README.rst (Conformance) has the list.
+docs/protocol.rst (Conformance) has the list.
 """
 
 import math

@@ -37,7 +37,7 @@ Rules this module keeps:
 * The client sends nothing on a stream: what it sends is read and dropped.
   Its end, before the body's, closes the session (1002 "Connection
   interrupted", as sockjs-tornado closes it).
-* Protocol fixes over sockjs-tornado (README.rst, Conformance) hold here:
+* Protocol fixes over sockjs-tornado (docs/protocol.rst, Conformance) hold here:
   ``no-transform`` caching headers, an exact eventsource type, a validated
   htmlfile callback, and frames inside ``<script>`` that no message can end.
 """

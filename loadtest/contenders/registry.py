@@ -25,7 +25,7 @@ from loadtest.errors import LoadTestError
 from loadtest.records import TLS_SUFFIX
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(loadtest.__file__))
-# The checkout holding the package: where tox and the README's commands put the interpreters.
+# The checkout holding the package: where tox and the documented commands put the interpreters.
 REPO_ROOT = os.path.dirname(PACKAGE_DIR)
 NODE_DIR = os.path.join(PACKAGE_DIR, "node")
 CPYTHON_CANDIDATES = (

@@ -1,6 +1,6 @@
 """A contender's processes, started as one: a single server, or brokers joined through Redis.
 
-Rules (README.rst, "Cluster through Redis"):
+Rules (docs/deployment.rst, "Redis"):
 
 - A contender that is not ``joined`` runs as one process. A joined one
   (``cluster-cpython``, ``cluster-pypy``) runs ``brokers`` processes, after one

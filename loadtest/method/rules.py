@@ -1,6 +1,6 @@
 """The benchmark method's rules, as pure functions: rates, loss and overload, merging, step records.
 
-Rules (README.rst, "Load testing"; BENCHMARKS.rst):
+Rules (docs/load-testing.rst, "The latency sweep"; BENCHMARKS.rst):
 
 - A level holds N connections; its rates (msgs/s in total) rise by ``RATE_RATIO``
   a step (:func:`rate_schedule`), each held for one step, from where N x rate is

@@ -1,5 +1,5 @@
 // usage: node readme_example.js ORIGIN PUBLISH_TOKEN HTML
-// The README's broker-client.js example, as written, on a page of its own origin: a backend
+// A broker-client.js example of the README or the docs, as written, on a page of its own origin: a backend
 // publishes until the page's console says it received a message. Prints {"console": [...]}.
 'use strict';
 

@@ -1,0 +1,119 @@
+"""The commands the README and the getting-started page give, run as written.
+
+The broker each block starts is started by its own line's variables and flags (on an
+ephemeral port, its address substituted in the lines that follow); its ``curl`` lines run
+with bash and its Python runs with this interpreter, and a listening client must receive
+what they publish.
+"""
+
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from contextlib import closing
+
+import doc_blocks
+from checkout import ROOT
+from sockjs_clients import WebSocketClient
+
+EXAMPLE_ORIGIN = "http://127.0.0.1:8080"
+CI_RUN = os.path.join(ROOT, ".ci", "run")
+GETTING_STARTED = doc_blocks.page("getting-started")
+
+
+def ci_lines():
+    with open(CI_RUN) as f:
+        return [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+
+
+def readme():
+    with open(doc_blocks.README) as f:
+        return f.read()
+
+
+def start_as_written(start_broker, line):
+    """The broker ``line`` starts (``NAME=value ... .venv/bin/python -m broker FLAGS &``)."""
+    words = shlex.split(line)
+    environment = {}
+    while re.match(r"^[A-Z_]+=", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        environment[name] = value
+    assert words[:3] == [".venv/bin/python", "-m", "broker"], "not the quick start's broker: %s" % line
+    flags = [word for word in words[3:] if word != "&"]
+    return start_broker(*flags, env=environment)
+
+
+def run_python(source, broker):
+    """What ``source`` prints, run with this interpreter against ``broker``."""
+    assert EXAMPLE_ORIGIN in source, source
+    done = subprocess.run([sys.executable, "-c", source.replace(EXAMPLE_ORIGIN, broker.origin)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def publishing_block(start_broker, block):
+    """Start the broker of ``block``'s first line, connect a listener, run the other lines;
+    ``(broker, listener, what each line printed)``."""
+    first, *rest = doc_blocks.command_lines(block)
+    broker = start_as_written(start_broker, first)
+    listener = WebSocketClient(broker.url).open()
+    printed = [doc_blocks.run_shell(doc_blocks.substituted(line, {EXAMPLE_ORIGIN: broker.origin})) for line in rest]
+    return broker, listener, printed
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    (command,) = [line for line in ci_lines() if ".venv/bin/tox" in line]
+    assert "    " + command + "\n" in readme()
+
+
+def test_the_readme_installs_for_the_tests_what_ci_installs():
+    (listed,) = re.findall(r"``apt-get install -y ([^`]+)``", readme())
+    ci_packages = re.search(r"for pkg in ([^;]+);", open(CI_RUN).read()).group(1).split()
+    assert sorted(listed.split()) == sorted(ci_packages)
+
+
+def test_the_quick_start_is_the_same_command_on_every_page():
+    quick_start = doc_blocks.block_holding(doc_blocks.README, "pip install -q -e .")
+    assert doc_blocks.block_holding(GETTING_STARTED, "pip install -q -e .") == quick_start
+    assert quick_start.endswith(" && .venv/bin/python -m broker"), quick_start
+
+
+def test_the_readme_publishing_commands_reach_a_listener(start_broker):
+    broker, listener, (answer,) = publishing_block(
+        start_broker, doc_blocks.block_holding(doc_blocks.README, "/publish?key=raised"))
+    with closing(listener):
+        assert listener.receive() == [{"raised": 1234567}]
+        shown = json.loads(doc_blocks.block_holding(doc_blocks.README, '{"recipients":'))
+        given = json.loads(answer)
+        assert answer == json.dumps(given, separators=(",", ":")) + "\n", "not the answer's form"
+        assert given["recipients"] == 1 and given["position"].keys() == shown["position"].keys(), (given, shown)
+        printed = run_python(doc_blocks.block_holding(doc_blocks.README, "urllib.request"), broker)
+        assert ast.literal_eval(printed)["recipients"] == 1, printed
+        assert listener.receive() == [{"raised": 1234567}]
+
+
+def test_the_demo_pages_counter_moves_as_the_getting_started_page_says(start_broker):
+    _, listener, (answer,) = publishing_block(
+        start_broker, doc_blocks.block_holding(GETTING_STARTED, '{"counter": 1234}'))
+    with closing(listener):
+        assert json.loads(answer)["recipients"] == 1
+        assert listener.receive() == [{"counter": 1234}]
+
+
+def test_the_live_counters_backend_publishes_every_total(start_broker):
+    broker = start_as_written(start_broker, doc_blocks.block_holding(GETTING_STARTED, "--no-client-publish"))
+    backend = doc_blocks.named_block(GETTING_STARTED, "live-counter-backend")
+    assert "time.sleep(1)" in backend
+    with WebSocketClient(broker.url) as listener:
+        printed = run_python(backend.replace("time.sleep(1)", "time.sleep(0.001)"), broker)
+        answers = [ast.literal_eval(line) for line in printed.splitlines()]
+        assert len(answers) == 100 and {answer["recipients"] for answer in answers} == {1}, answers[:3]
+        totals = []
+        while not totals or totals[-1] != 2500:
+            totals += [message["raised"] for message in listener.receive()]
+        assert totals == sorted(set(totals)), "each total once, in order"
+    assert json.loads(doc_blocks.run_shell("curl -s %s/stats" % broker.origin))["messages_in"] == 100
