@@ -7,21 +7,32 @@ import sys
 from loadtest.results import files as results_files
 from loadtest.results import summary
 
-try:
-    from plots import figures
-except ImportError as missing:
-    if missing.name is None or not missing.name.startswith("matplotlib"):
-        raise
-    sys.exit("python -m plots draws with matplotlib, which is not installed here: "
-             "pip install -e '.[plots]' (or pip install matplotlib)")
 
-
-def main(argv=None):
+def build_parser():
+    """The command line's parser: built without matplotlib, so that a command can be checked anywhere."""
     parser = argparse.ArgumentParser(prog="python -m plots", description=__doc__.split(":", 1)[1].strip())
     parser.add_argument("results", help="a results file written by python -m loadtest, loadtest compare or loadtest soak")
     parser.add_argument("-o", "--out", help="directory for the figures (default: next to the results file, "
                         "in a folder named after it)")
+    return parser
+
+
+def drawing():
+    """:mod:`plots.figures`, or the exit that says what to install when matplotlib is missing."""
+    try:
+        from plots import figures
+    except ImportError as missing:
+        if missing.name is None or not missing.name.startswith("matplotlib"):
+            raise
+        sys.exit("python -m plots draws with matplotlib, which is not installed here: "
+                 "pip install -e '.[plots]' (or pip install matplotlib)")
+    return figures
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
+    figures = drawing()
     try:
         records = results_files.read(args.results)
     except (OSError, ValueError) as error:

@@ -47,8 +47,8 @@ only a reference cycle among them is never collected. Rules:
   collection never meets more than ``burst`` unfrozen connections.
 * A closed connection is freed by reference counting, frozen or not: a
   websocket or a session of requests that closes leaves no reference cycle
-  (measured with the collector off, BENCHMARKS.rst;
-  ``tests/unit/broker/transports/test_router.py``), and the churn test checks that
+  (``tests/unit/broker/transports/test_router.py`` closes connections with the
+  collector off and finds them freed), and the churn test checks that
   churned connections leave nothing behind with freezing on. Cycles that do
   form among frozen objects (an exception's traceback holds its frame) are
   found by an audit: when the interpreter's allocated memory blocks
