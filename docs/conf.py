@@ -21,7 +21,9 @@ copyright = "the sockjs-broker authors"
 version = release = broker.__version__
 
 extensions = ["sphinxarg.ext", "broker_docs"]
-exclude_patterns = ["_build"]
+# BENCHMARKS.rst, included by benchmarks.rst, names its figures from the checkout's root: docs/plots
+# links there, so the same paths work on GitHub and here.
+exclude_patterns = ["_build", "plots"]
 root_doc = "index"
 # Literal blocks are shell commands and output unless a code-block says otherwise.
 highlight_language = "none"

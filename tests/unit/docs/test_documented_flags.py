@@ -40,7 +40,7 @@ PROGRAM = re.compile(r"^(?:\S*/)?[A-Za-z][\w.+@-]*$")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 SEPARATOR = re.compile(r"&&|\|\||;|\|(?!\w)|&(?=\s|$)")
 # Flags of other programs that the pages mention on their own, and whose they are.
-FOREIGN = {"--jit": "pypy3"}
+FOREIGN = {"--jit": "pypy3", "--omit": "npm ci"}
 STATED = re.compile(
     r"``(?P<name>--[a-z][a-z0-9-]*|BROKER_[A-Z0-9_]+)(?: [A-Z]+)?``(?: seconds)?(?:,| \()\s*default:?\s+"
     r"(?P<value>``[^`]+``|[^\s,;:)]+(?: (?:s|seconds|KiB|MiB|B|bytes)\b)?)")
