@@ -42,8 +42,11 @@ LISTEN_BACKLOG = 65535
 
 
 def _log_request(handler):
+    """Server errors at WARNING, the rest at DEBUG. A 503 is one of the broker's own refusals
+    (the accept rate, a limit, a drain, Redis away), each counted in /stats and /metrics: a
+    storm of them must cost no log line each."""
     status = handler.get_status()
-    level = logging.WARNING if status >= 500 else logging.DEBUG
+    level = logging.WARNING if status >= 500 and status != 503 else logging.DEBUG
     request = handler.request
     logging.getLogger("tornado.access").log(
         level, "%d %s %s (%s) %.1fms", status, request.method, request.uri, request.remote_ip,
