@@ -64,10 +64,12 @@ class BrokerCollector:
         yield CounterMetricFamily(PREFIX + "messages_out", "Messages delivered, one per "
                                   "subscriber reached", value=hub.messages_out)
         yield CounterMetricFamily(PREFIX + "flushes", "Batches sent", value=hub.flushes)
-        cuts = CounterMetricFamily(PREFIX + "disconnects", "Clients cut off by the broker",
+        cuts = CounterMetricFamily(PREFIX + "disconnects", "Clients cut off by the broker: too slow to "
+                                   "read, publishing too fast, or no pong within --ws-ping-timeout",
                                    labels=["reason"])
         cuts.add_metric(["slow_consumer"], hub.dropped[SLOW_CONSUMER])
         cuts.add_metric(["rate_limited"], hub.dropped[TOO_MANY_MESSAGES])
+        cuts.add_metric(["ping_timeout"], node.pings.timed_out if node.pings is not None else 0)
         yield cuts
         refused = CounterMetricFamily(PREFIX + "refused_connections", "TCP connections or "
                                       "requests refused with 503, and polling or streaming sessions "

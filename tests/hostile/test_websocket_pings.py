@@ -57,6 +57,9 @@ def test_silent_peers_are_closed_and_answering_ones_stay(start_broker):
         limit = INTERVAL_S + TIMEOUT_S + MARGIN_S
         wait_until(silent_ones_gone, timeout=limit + 2, interval=0.1)
         assert time.monotonic() - since < limit
+        assert broker.stats()["ping_timeout_disconnects"] == len(silent)
+        metrics = broker.request("GET", "/metrics")[1]
+        assert 'sockjs_broker_disconnects_total{reason="ping_timeout"} %d.0' % len(silent) in metrics
         wait_until(lambda: open_fds(broker.server.pid) <= fds)
 
         # The answering ones lived through a dozen pings and still get everything.
