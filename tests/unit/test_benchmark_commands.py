@@ -1,10 +1,10 @@
-"""The benchmark report and the sizing guide hold only commands that run today, and name only
-sections the report has.
+"""The README, the benchmark report and every page of the docs hold only commands that run
+today, and name only sections the report has.
 
 Every ``python -m loadtest ...``, ``python -m plots ...`` and ``python -m broker ...`` written in
-BENCHMARKS.rst or docs/sizing.rst, in a literal block or an inline literal, is split as the shell
-would split it (``$!`` and other shell variables read as 1) and handed to that command's own
-parser, without running it: a flag renamed or removed fails here, naming the document, its line
+a literal block of README.rst or docs/*.rst (or an inline literal of BENCHMARKS.rst or
+docs/sizing.rst) is split as the shell would split it (``$!``, other shell variables and
+``$(...)`` read as 1) and handed to that command's own parser, without running it: a flag renamed or removed fails here, naming the document, its line
 and the command. Every section of the report that the code, the tests or the sizing guide name
 (the file or ``:doc:`benchmarks```, a comma, the title in double quotes) must begin one of the
 report's section titles.
@@ -21,10 +21,15 @@ from checkout import ROOT
 from loadtest import command_line
 from plots import __main__ as plots_command_line
 
-DOCUMENTS = ("BENCHMARKS.rst", os.path.join("docs", "sizing.rst"))
+# The report and the sizing guide, whose inline literals are commands too; the other pages
+# name commands inline (``python -m plots``) and give them in literal blocks.
+REPORTS = ("BENCHMARKS.rst", os.path.join("docs", "sizing.rst"))
+DOCUMENTS = REPORTS + tuple(path for path in ["README.rst"] + [
+    os.path.join("docs", name) for name in sorted(os.listdir(os.path.join(ROOT, "docs"))) if name.endswith(".rst")]
+    if path not in REPORTS)
 COMMAND = re.compile(r"python -m (loadtest|plots|broker)(?=\s|$)")
 INLINE = re.compile(r"``(.*?)``", re.S)
-SHELL_VARIABLE = re.compile(r"\$(!|\w+)")
+SHELL_VARIABLE = re.compile(r"\$\([^)]*\)|\$(!|\w+)")
 SHELL_OPERATORS = {"&", "&&", ";", "|", "||"}
 CITED = re.compile(r'(?:BENCHMARKS\.rst|:doc:`benchmarks`),\s+"([^"]+)"')
 CITING = ("broker", "loadtest", "plots", "tests", "docs")
@@ -37,18 +42,19 @@ def read(relative):
 
 def literal_block_lines(text):
     """``(line number, line)`` of every literal block's lines, a backslash-continued line joined to the next."""
-    lines, block, indent = text.split("\n"), False, None
+    lines, block, indent, intro = text.split("\n"), False, None, 0
     found = []
     for number, line in enumerate(lines, 1):
-        if block and line.strip() and (indent is None or len(line) - len(line.lstrip()) >= indent):
-            indent = indent or len(line) - len(line.lstrip())
+        depth = len(line) - len(line.lstrip())
+        if block and line.strip() and depth > intro and (indent is None or depth >= indent):
+            indent = indent or depth
             if found and found[-1][2]:
                 found[-1] = (found[-1][0], found[-1][1] + " " + line.strip().rstrip("\\"), line.rstrip().endswith("\\"))
             else:
                 found.append((number, line.strip().rstrip("\\"), line.rstrip().endswith("\\")))
             continue
         if line.strip():
-            block, indent = line.rstrip().endswith("::"), None
+            block, indent, intro = line.rstrip().endswith("::"), None, depth
     return [(number, " ".join(line.split())) for number, line, _ in found]
 
 
@@ -60,7 +66,7 @@ def commands_in(relative):
         match = COMMAND.search(line)
         if match:
             found.append(("%s:%d" % (relative, number), line[match.start():]))
-    for match in INLINE.finditer(text):
+    for match in INLINE.finditer(text) if relative in REPORTS else ():
         literal = " ".join(match.group(1).split())
         command = COMMAND.search(literal)
         if command:
