@@ -180,11 +180,7 @@ def start_cluster(start_server, tmp_path):
     proxies = []
 
     def start(n=2, *flags, tls_pem=None):
-        if not os.access(deployment.HAPROXY, os.X_OK):
-            reason = "%s is missing: apt-get install haproxy" % deployment.HAPROXY
-            if os.environ.get("CI"):
-                pytest.fail("cannot run: " + reason, pytrace=False)
-            pytest.skip(reason)
+        deployment.require_haproxy()
 
         def launch(port):
             argv, environment = deployment.broker_command(sys.executable, port)

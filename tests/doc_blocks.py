@@ -1,31 +1,21 @@
-"""The literal blocks of the README and the docs pages, as a reader copies them.
+"""The literal blocks of the README and the docs pages, as a reader copies them, and how tests run them.
 
-A block is the indented text after a paragraph ending with ``::``, or after a
-``.. code-block::`` or ``.. code::`` directive (whose ``:name:`` option names it),
-unindented. Tests find a block by its name or by a string it holds, and run
-what it says, changing only what must differ on a test machine (ports, paths),
-by plain text substitution: a command that no longer matches fails to run.
+A block (read by :func:`documentation.literal_blocks`) is the indented text after a paragraph
+ending with ``::``, or after a ``.. code-block::`` or ``.. code::`` directive (whose ``:name:``
+option names it), unindented. Tests find a block by its name or by a string it holds, and run
+what it says, changing only what must differ on a test machine (ports, paths), by plain text
+substitution: a command that no longer matches fails to run.
 """
 
 import os
 import re
 import subprocess
-import textwrap
-from typing import NamedTuple, Optional
 
+import documentation
 from checkout import ROOT
 
 README = os.path.join(ROOT, "README.rst")
 DOCS = os.path.join(ROOT, "docs")
-_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::")
-_OPTION = re.compile(r"^\s*:([a-z-]+):\s*(.*)$")
-
-
-class Block(NamedTuple):
-    name: Optional[str]
-    line: int
-    """Where its text starts in the file, from 1."""
-    text: str
 
 
 def page(name):
@@ -33,41 +23,10 @@ def page(name):
     return os.path.join(DOCS, name + ".rst")
 
 
-def indent_of(line):
-    return len(line) - len(line.lstrip())
-
-
 def literal_blocks(path):
-    """Every literal block of the reStructuredText file at ``path``."""
+    """Every literal block (:class:`documentation.Block`) of the file at ``path``."""
     with open(path) as f:
-        lines = f.read().splitlines()
-    blocks = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        directive = _DIRECTIVE.match(line)
-        if directive is None and not (line.rstrip().endswith("::") and not line.lstrip().startswith("..")):
-            i += 1
-            continue
-        outer = indent_of(line)
-        name = None
-        i += 1
-        while directive is not None and i < len(lines) and _OPTION.match(lines[i]):
-            option = _OPTION.match(lines[i])
-            if option.group(1) == "name":
-                name = option.group(2).strip()
-            i += 1
-        while i < len(lines) and not lines[i].strip():
-            i += 1
-        start = i
-        while i < len(lines) and (not lines[i].strip() or indent_of(lines[i]) > outer):
-            i += 1
-        end = i
-        while end > start and not lines[end - 1].strip():
-            end -= 1
-        if end > start:
-            blocks.append(Block(name, start + 1, textwrap.dedent("\n".join(lines[start:end]))))
-    return blocks
+        return documentation.literal_blocks(f.read())
 
 
 def named_block(path, name):

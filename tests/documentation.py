@@ -18,12 +18,15 @@ import importlib.util
 import os
 import re
 import sys
+import textwrap
+from typing import NamedTuple, Optional
 
 from checkout import ROOT
 
 PAGES = ("README.rst", "BENCHMARKS.rst")
 DEPLOY = "deploy"
 BLOCK_DIRECTIVE = re.compile(r"^\s*\.\. (?:code-block|code|sourcecode|parsed-literal)::")
+BLOCK_OPTION = re.compile(r"^\s*:([a-z-]+):\s*(.*)$")
 INLINE_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
 
 
@@ -48,50 +51,77 @@ def line_of(text, offset):
     return text.count("\n", 0, offset) + 1
 
 
+class Block(NamedTuple):
+    """One literal block: its ``:name:`` (a directive's option) or None, where its text starts
+    (a line number, from 1) and ends (the line number after it), and its text, unindented."""
+
+    name: Optional[str]
+    line: int
+    end: int
+    text: str
+
+
 def _indent(line):
     return len(line) - len(line.lstrip())
 
 
-def _literal_blocks(lines):
-    """``(first line index, last line index + 1)`` of each literal block of ``lines``."""
+def literal_blocks(text):
+    """Every literal block of the reStructuredText ``text``: the indented lines after a
+    paragraph ending with ``::``, or after a ``code-block`` (``code``, ``sourcecode``,
+    ``parsed-literal``) directive and its options."""
+    lines = text.split("\n")
+    blocks = []
     i = 0
     while i < len(lines):
         line = lines[i].rstrip()
         directive = BLOCK_DIRECTIVE.match(line)
-        if directive or (line.endswith("::") and not line.lstrip().startswith("..")):
-            indent = _indent(lines[i])
-            j = i + 1
-            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > indent):
-                j += 1
-            while j > i + 1 and not lines[j - 1].strip():
-                j -= 1
-            if j > i + 1:
-                yield i + 1, j
-            i = j
-        else:
+        if not directive and not (line.endswith("::") and not line.lstrip().startswith("..")):
             i += 1
+            continue
+        outer, name = _indent(lines[i]), None
+        i += 1
+        while directive and i < len(lines) and BLOCK_OPTION.match(lines[i]):
+            option = BLOCK_OPTION.match(lines[i])
+            name = option.group(2).strip() if option.group(1) == "name" else name
+            i += 1
+        start = i
+        while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > outer):
+            i += 1
+        end = i
+        while end > start and not lines[end - 1].strip():
+            end -= 1
+        if any(lines[index].strip() for index in range(start, end)):
+            while not lines[start].strip():
+                start += 1
+            blocks.append(Block(name, start + 1, end + 1, textwrap.dedent("\n".join(lines[start:end]))))
+    return blocks
+
+
+def block_lines(text):
+    """``(line number, logical line)`` of every line of every literal block of ``text``, a line
+    ending with a backslash joined to the next, spaces collapsed."""
+    found = []
+    for block in literal_blocks(text):
+        logical, first = "", None
+        for number, line in enumerate(block.text.split("\n"), block.line):
+            first = number if first is None else first
+            if line.rstrip().endswith("\\"):
+                logical += line.rstrip()[:-1] + " "
+                continue
+            if (logical + line).strip():
+                found.append((first, " ".join((logical + line).split())))
+            logical, first = "", None
+    return found
 
 
 def split(text):
     """``(code, prose)``: ``code`` is ``(line number, text)`` of each logical line of a
     literal block and each inline literal; ``prose`` is ``text`` with all of them blanked."""
     lines = text.split("\n")
-    code = []
-    for start, end in _literal_blocks(lines):
-        logical, first = "", None
-        for index in range(start, end):
-            line = lines[index]
-            if first is None:
-                first = index + 1
-            if line.rstrip().endswith("\\"):
-                logical += line.rstrip()[:-1] + " "
-                continue
-            if (logical + line).strip():
-                code.append((first, " ".join((logical + line).split())))
-            logical, first = "", None
+    for block in literal_blocks(text):
+        for index in range(block.line - 1, block.end - 1):
             lines[index] = ""
-        for index in range(start, end):
-            lines[index] = ""
+    code = block_lines(text)
     prose = "\n".join(lines)
     for match in INLINE_LITERAL.finditer(prose):
         code.append((line_of(prose, match.start()), " ".join(match.group(1).split())))

@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -39,8 +38,7 @@ def healthy(broker):
 
 def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, start_broker, browser_script,
                                                                 tmp_path):
-    if not os.access(deployment.HAPROXY, os.X_OK):
-        pytest.fail("cannot run: %s is missing: apt-get install haproxy" % deployment.HAPROXY, pytrace=False)
+    deployment.require_haproxy()
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis = start_redis(redis_dir)

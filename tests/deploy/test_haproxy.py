@@ -228,10 +228,7 @@ def test_an_address_over_the_request_rate_is_answered_429(start_cluster):
 
 
 def test_haproxy_accepts_the_shipped_config_as_it_is():
-    if not os.access(deployment.HAPROXY, os.X_OK):
-        if os.environ.get("CI"):
-            pytest.fail("%s is missing: apt-get install haproxy" % deployment.HAPROXY, pytrace=False)
-        pytest.skip("%s is missing: apt-get install haproxy" % deployment.HAPROXY)
+    deployment.require_haproxy()
     done = subprocess.run([deployment.HAPROXY, "-c", "-f", os.path.join(deployment.DEPLOY, "haproxy.cfg")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -91,11 +91,7 @@ def quick_start_install():
 
 @pytest.fixture
 def haproxy_installed():
-    if not os.access(deployment.HAPROXY, os.X_OK):
-        reason = "%s is missing: apt-get install haproxy" % deployment.HAPROXY
-        if os.environ.get("CI"):
-            pytest.fail("cannot run: " + reason, pytrace=False)
-        pytest.skip(reason)
+    deployment.require_haproxy()
 
 
 def port_of(url):

@@ -16,6 +16,7 @@ import shlex
 
 import pytest
 
+import documentation
 from broker import config
 from checkout import ROOT
 from loadtest import command_line
@@ -40,29 +41,11 @@ def read(relative):
         return f.read()
 
 
-def literal_block_lines(text):
-    """``(line number, line)`` of every literal block's lines, a backslash-continued line joined to the next."""
-    lines, block, indent, intro = text.split("\n"), False, None, 0
-    found = []
-    for number, line in enumerate(lines, 1):
-        depth = len(line) - len(line.lstrip())
-        if block and line.strip() and depth > intro and (indent is None or depth >= indent):
-            indent = indent or depth
-            if found and found[-1][2]:
-                found[-1] = (found[-1][0], found[-1][1] + " " + line.strip().rstrip("\\"), line.rstrip().endswith("\\"))
-            else:
-                found.append((number, line.strip().rstrip("\\"), line.rstrip().endswith("\\")))
-            continue
-        if line.strip():
-            block, indent, intro = line.rstrip().endswith("::"), None, depth
-    return [(number, " ".join(line.split())) for number, line, _ in found]
-
-
 def commands_in(relative):
     """``(where, command)`` of each command the document writes, from ``python -m`` on."""
     text = read(relative)
     found = []
-    for number, line in literal_block_lines(text):
+    for number, line in documentation.block_lines(text):
         match = COMMAND.search(line)
         if match:
             found.append(("%s:%d" % (relative, number), line[match.start():]))
