@@ -1,4 +1,4 @@
-"""The commands the README and the getting-started page give, run as written.
+"""The commands the README and the docs pages (getting started, protocol) give, run as written.
 
 The broker each block starts is started by its own line's variables and flags (on an
 ephemeral port, its address substituted in the lines that follow); its ``curl`` lines run
@@ -117,3 +117,14 @@ def test_the_live_counters_backend_publishes_every_total(start_broker):
             totals += [message["raised"] for message in listener.receive()]
         assert totals == sorted(set(totals)), "each total once, in order"
     assert json.loads(doc_blocks.run_shell("curl -s %s/stats" % broker.origin))["messages_in"] == 100
+
+
+def test_the_protocol_pages_retried_publish_publishes_once(start_broker):
+    broker = start_broker("--publish-token", "s3cret")
+    command = doc_blocks.command_lines(doc_blocks.block_holding(doc_blocks.page("protocol"), "Idempotency-Key:"))
+    (line,) = [doc_blocks.substituted(line, {EXAMPLE_ORIGIN: broker.origin}) for line in command]
+    with WebSocketClient(broker.url) as listener:
+        first, retry = doc_blocks.run_shell(line), doc_blocks.run_shell(line)
+        assert json.loads(first)["recipients"] == 1 and retry == first, (first, retry)
+        listener.send("after")
+        assert listener.collect(2) == ["thank you, Ada", "after"], "published once, then the next"
