@@ -64,6 +64,29 @@ def feed_verdict_line(record):
                                  record.extra, record.dropped, record.end))
 
 
+def burst_line(result):
+    """The line a person reads when ``abuse``'s burst ends: its result (see :func:`loadtest.scenarios.abuse.run_burst`)."""
+    head = "%s burst: %s attempts over %g s" % (result["server"], _num(result["attempts"]), result["burst_seconds"])
+    if "totals" not in result:
+        return "%s: the attacker failed (exit %s)" % (head, result["attacker"]["failed"])
+    totals, verdict = result["totals"], result["verdict"]
+    failed = [name for name, passed in verdict.items() if name != "passed" and not passed]
+    return ("%s (sent in %.2f s, answered by %.2f s): %s sessions admitted (at most %s), %s /info passed; "
+            "%s refused with Retry-After, %d without; %d other, %d errors; canaries p50/p99/max %s quiet, %s "
+            "during: %s" % (
+                head, result["sent_s"], result["window_s"], _num(result["sessions_admitted"]),
+                _num(result["admitted_bound"]), _num(result["answers"]["info"]["admitted"]),
+                _num(totals["retry_after"]), totals["bare_503"], totals["other"], totals["error"],
+                _rtt_line(result["quiet"]), _rtt_line(result["during_burst"]),
+                "passed" if verdict["passed"] else "FAILED (%s)" % ", ".join(failed)))
+
+
+def _rtt_line(step):
+    if step is None:
+        return "-"
+    return "%s/%s/%s ms" % (_ms(step["p50_ms"]), _ms(step["p99_ms"]), _ms(step["max_ms"]))
+
+
 def _num(value):
     return "{:,.0f}".format(value)
 

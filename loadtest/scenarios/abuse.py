@@ -1,4 +1,4 @@
-"""``python -m loadtest abuse``: two attacks on the broker, with its production
+"""``python -m loadtest abuse``: three attacks on the broker, with its production
 defaults, measured from outside.
 
 Rules (BENCHMARKS.rst, "Hostile clients"):
@@ -19,10 +19,26 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   cut is timed from the moment the broker began to hold back bytes for the
   stalled clients (``/stats`` ``slow_consumers.behind``), against
   ``--write-timeout`` + 1 s (:func:`cut_delays`).
+- ``burst``: the broker also runs with ``--max-accept-rate`` ``--accept-rate``.
+  The canaries time their round trips in two equal steps of
+  ``--burst-seconds`` + ``BURST_TAIL_S``: quiet, then from the moment an
+  attacker (its own process, on the client CPU at the lowest priority)
+  begins ``--burst`` connection attempts paced evenly over
+  ``--burst-seconds``, each a new connection from loopback (over
+  ``--source-addresses`` in turn) opening a session of each kind in turn
+  (:mod:`loadtest.client.connection_burst`). Each answer is counted, every
+  admitted session dropped at once; the broker's own count of the refusals
+  is its ``/stats`` ``refused.accept_rate`` over the attack. The verdict is
+  :func:`loadtest.method.admission.verdict`'s: the canaries send a message
+  every 1 / ``--canary-rate`` s, so their longest round trip during the
+  burst bounds any stall of the broker's loop to within that interval.
+  ``--canaries`` open their sessions under the same rate: at most
+  ``--accept-rate`` of them.
 - Each broker is a fresh process, pinned to ``--server-cpu``; the load runs
   on ``--client-cpu``. Loopback only; every loop ends by a deadline.
 """
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -31,13 +47,14 @@ import socket
 import time
 
 from loadtest import affinity, arguments
-from loadtest.client import endpoints, server_probe, sweep, websocket_frames
+from loadtest.client import connection_burst, endpoints, server_probe, sweep, websocket_frames
 from loadtest.client.publisher import Publisher, read_head
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement, registry
+from loadtest.method import admission
 from loadtest.results import console
 
-ATTACKS = ("flood", "stalled")
+ATTACKS = ("flood", "stalled", "burst")
 BROKERS = ("broker-cpython", "broker-pypy")
 SAMPLE_S = 0.25
 PUBLISHERS = 16
@@ -46,23 +63,26 @@ BOUND_SLACK_MB = 50
 FLOOD_FRAMES_PER_WRITE = 100
 FLOOD_STEPS = 3
 ATTACKER_GRACE_S = 30
+STEP_PAUSE_S = 1.0
+BURST_TAIL_S = 1.0
 
 
-SUMMARY = "two attacks on the broker, and what they cost the other clients"
+SUMMARY = "three attacks on the broker, and what they cost the other clients"
 DESCRIPTION = ("Attack each broker (production defaults plus a publish token) and measure what the "
-        "attack costs the others: a flooding chat client against canaries' round trips, and clients "
-        "that never read against the broker's memory and its write timeout.")
+        "attack costs the others: a flooding chat client against canaries' round trips, clients "
+        "that never read against the broker's memory and its write timeout, and a burst of new "
+        "connections against its --max-accept-rate and the canaries' round trips.")
 
 
 def add_arguments(parser):
     arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS), default=list(BROKERS),
                      help="comma-separated, from %s (default: both)" % ",".join(BROKERS))
     arguments.option(parser, "--attacks", type=arguments.names_from("attack", ATTACKS), default=list(ATTACKS),
-                     help="comma-separated, from %s (default: both)" % ",".join(ATTACKS))
+                     help="comma-separated, from %s (default: all)" % ",".join(ATTACKS))
     arguments.option(parser, "--canaries", type=arguments.positive_int, default=50,
-                     help="flood: well-behaved clients timing round trips")
+                     help="flood, burst: well-behaved clients timing round trips")
     arguments.option(parser, "--canary-rate", type=arguments.positive_float, default=100.0,
-                     help="flood: total msgs/s the canaries send")
+                     help="flood, burst: total msgs/s the canaries send")
     arguments.option(parser, "--seconds", type=arguments.positive_float, default=10.0,
                      help="flood: seconds of each step, quiet and flooded")
     arguments.option(parser, "--stalled", type=arguments.positive_int, default=1000,
@@ -71,8 +91,18 @@ def add_arguments(parser):
                      help="stalled: size of each published message")
     arguments.option(parser, "--publish-rate", type=arguments.positive_float, default=2000.0,
                      help="stalled: messages published per second")
+    arguments.option(parser, "--burst", type=arguments.positive_int, default=5000,
+                     help="burst: connection attempts, each a new connection opening a session")
+    arguments.option(parser, "--burst-seconds", type=arguments.positive_float, default=1.0,
+                     help="burst: seconds the attempts are spread over")
+    arguments.option(parser, "--accept-rate", type=arguments.positive_float, default=500.0,
+                     help="burst: the broker's --max-accept-rate for this attack (new sessions a second)")
+    arguments.option(parser, "--source-addresses", type=arguments.parse_source_addresses, default=(),
+                     help="burst: local addresses to spread the attempts over, e.g. 127.0.0.2-127.0.0.9 (one "
+                     "address has about 28,000 ports)")
     arguments.option(parser, "--broker-flags", default="",
-                     help="more broker flags, one string (e.g. \"--max-buffer 256KiB --write-timeout 10\")")
+                     help="more broker flags for every attack, one string (e.g. \"--max-buffer 256KiB "
+                     "--write-timeout 10\")")
     server_cpu, client_cpu = affinity.default_cpus()
     arguments.option(parser, "--server-cpu", type=int, default=server_cpu,
                      help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
@@ -174,7 +204,7 @@ def run_flood(broker, label, args):
             attackers.append(process)
 
     options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
-                            duration=args.seconds, pause=1.0, server=label, server_pids=[broker.server.pid],
+                            duration=args.seconds, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
                             client_cpus=(args.client_cpu,), stop_at_overload=False)
     before = broker.stats()
     sweep.run_sweep(options, on_step=on_step)
@@ -275,10 +305,78 @@ def _median(values):
     return sorted(values)[len(values) // 2] if values else None
 
 
+# -- burst -------------------------------------------------------------------------------------------
+
+def burst_attacker(url, attempts, seconds, source_addresses, cpu, orders, wait_s, results):
+    """The attacker (its own process): waits for the moment to begin (a ``time.monotonic()`` on
+    ``orders``; None: never), then makes the burst of :func:`loadtest.client.connection_burst.burst`."""
+    affinity.pin(0, cpu)
+    os.nice(19)  # as the flooder: the canaries come first
+    start_at = orders.get(timeout=wait_s)
+    if start_at is not None:
+        results.put(asyncio.run(connection_burst.burst(url, attempts, seconds, start_at, source_addresses)))
+
+
+def run_burst(broker, label, args):
+    """Canary round trips quiet, then during a burst of ``args.burst`` connection attempts; the
+    answers counted, against ``args.accept_rate``."""
+    context = multiprocessing.get_context("spawn")
+    orders, results = context.Queue(), context.Queue()
+    step_s = args.burst_seconds + BURST_TAIL_S
+    attacker = context.Process(target=burst_attacker, args=(
+        broker.server.url, args.burst, args.burst_seconds, tuple(args.source_addresses), args.client_cpu, orders,
+        ATTACKER_GRACE_S + 2 * (step_s + STEP_PAUSE_S), results))
+    attacker.start()
+    steps = []
+
+    def on_step(step):
+        steps.append(step)
+        if len(steps) == 1:
+            orders.put(time.monotonic() + STEP_PAUSE_S)  # the burst begins with the next step
+
+    options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * 2,
+                            duration=step_s, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
+                            client_cpus=(args.client_cpu,), stop_at_overload=False)
+    before = broker.stats()
+    try:
+        sweep.run_sweep(options, on_step=on_step)
+    finally:
+        if not steps:
+            orders.put(None)
+        attacker.join(args.burst_seconds + connection_burst.ANSWER_TIMEOUT_S + ATTACKER_GRACE_S)
+        if attacker.is_alive():
+            attacker.terminate()
+            attacker.join()
+    after = broker.stats()
+    burst = results.get(timeout=5) if attacker.exitcode == 0 and steps else None
+    quiet, during = (_rtt(step) for step in steps + [None] * (2 - len(steps)))
+    figures = {"accept_rate": args.accept_rate, "attempts": args.burst, "burst_seconds": args.burst_seconds}
+    if burst is None:
+        figures["attacker"] = {"failed": attacker.exitcode}
+    else:
+        figures.update(burst, admitted_bound=admission.admitted_bound(args.accept_rate, burst["window_s"]))
+    figures.update(broker_refused=after["refused"]["accept_rate"] - before["refused"]["accept_rate"],
+                   quiet=quiet, during_burst=during, loop_sample_ms=round(1000 / args.canary_rate, 3),
+                   p99_bound_ms=admission.p99_bound_ms(quiet["p99_ms"]) if quiet and quiet["p99_ms"] else None,
+                   verdict={"passed": False})
+    if burst is not None:
+        figures["verdict"] = admission.verdict(burst["totals"], burst["sessions_admitted"], args.accept_rate,
+                                               burst["window_s"], quiet, during)
+    return figures
+
 # -- the command -------------------------------------------------------------------------------------
 
-def run(parser, args):
+def check_arguments(parser, args):
+    """Refuse what the attacks cannot measure (argparse's exit 2): more burst canaries than open at once under
+    ``--accept-rate``, and CPUs that are not there (:func:`loadtest.contenders.placement.check_cpus`)."""
+    if "burst" in args.attacks and args.canaries > max(1.0, args.accept_rate):
+        parser.error("--canaries %d: the burst's canaries open their sessions under --accept-rate %g, so at "
+                     "most that many" % (args.canaries, args.accept_rate))
     placement.check_cpus(parser, args)
+
+
+def run(parser, args):
+    check_arguments(parser, args)
     status = console.StatusLine()
     placement.prepare_client(args.client_cpu)
     results = []
@@ -291,14 +389,18 @@ def run(parser, args):
             status.message("skipped %s" % reason)
             continue
         for attack in args.attacks:
-            running = placement.launch(contender, [args.server_cpu], status)
+            extra = ["--max-accept-rate", "%g" % args.accept_rate] if attack == "burst" else []
+            running = placement.launch(contender, [args.server_cpu], status, flags=extra)
             if running is None:
                 continue
             server, = running.servers
             broker = Broker(server, token)
             status.message("%s (%s): %s" % (name, contender.runtime, attack))
             try:
-                figures = run_flood(broker, name, args) if attack == "flood" else run_stalled(broker, args)
+                if attack == "stalled":
+                    figures = run_stalled(broker, args)
+                else:
+                    figures = (run_flood if attack == "flood" else run_burst)(broker, name, args)
             finally:
                 server.stop()
             if "Traceback" in server.output:
@@ -306,5 +408,7 @@ def run(parser, args):
             result = {"server": name, "runtime": contender.runtime, "attack": attack, **figures}
             results.append(result)
             print(json.dumps(result), flush=True)
+            if attack == "burst":
+                status.message(console.burst_line(result))
     return 0 if results else 1
 

@@ -36,3 +36,21 @@ def test_a_flooder_is_cut_and_canaries_lose_nothing():
     assert result["rate_limited_disconnects"] >= 2
     for step in (result["quiet"], result["one_flooder"], result["reconnecting_flooder"]):
         assert step["lost"] == 0 and step["sent"] > 0
+
+
+def test_a_burst_is_held_to_the_accept_rate_and_every_refusal_says_when_to_retry():
+    result = run("--attacks", "burst", "--burst", "500", "--burst-seconds", "1", "--accept-rate", "50",
+                 "--canaries", "5", "--canary-rate", "20")
+    totals = result["totals"]
+    assert sum(totals.values()) == result["attempts"] == 500
+    assert sum(sum(row.values()) for row in result["answers"].values()) == 500
+    assert totals["bare_503"] == totals["other"] == totals["error"] == 0
+    assert totals["retry_after"] > 0 and result["retry_after_s"]["min"] >= 1
+    assert result["broker_refused"] == totals["retry_after"]
+    assert 0 < result["sessions_admitted"] <= result["admitted_bound"] <= 50 * result["window_s"] + 50 + 1
+    assert totals["admitted"] == result["sessions_admitted"] + result["answers"]["info"]["admitted"]
+    for step in (result["quiet"], result["during_burst"]):
+        assert step["lost"] == 0 and step["sent"] > 0
+    assert set(result["verdict"]) == {"retry_after", "within_rate", "answered", "canary_p99", "no_stall",
+                                      "nothing_lost", "passed"}
+    assert result["verdict"]["retry_after"] and result["verdict"]["within_rate"] and result["verdict"]["answered"]

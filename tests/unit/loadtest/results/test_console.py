@@ -52,3 +52,30 @@ def test_soak_status_off_a_terminal_is_one_line_per_sample():
         "broker-pypy  soak  2:05 left  RSS 50.0 MB  12,345 msg/s  p99 3.2 ms",
         "broker-pypy  soak  2:00 left  RSS 50.0 MB  12,345 msg/s  p99 3.2 ms  lost 3  dropped 1",
     ]
+
+
+BURST = {
+    "server": "broker-pypy", "attempts": 5000, "burst_seconds": 1.0, "sent_s": 1.02, "window_s": 1.31,
+    "sessions_admitted": 980, "admitted_bound": 1156,
+    "answers": {"info": {"admitted": 310}},
+    "totals": {"admitted": 1290, "retry_after": 3710, "bare_503": 0, "other": 0, "error": 0},
+    "quiet": {"p50_ms": 1.04, "p99_ms": 1.52, "max_ms": 2.1},
+    "during_burst": {"p50_ms": 2.0, "p99_ms": 140.0, "max_ms": 152.3},
+    "verdict": {"retry_after": True, "within_rate": True, "answered": True, "canary_p99": False,
+                "no_stall": False, "nothing_lost": True, "passed": False},
+}
+
+
+def test_a_burst_is_one_line_naming_the_checks_it_failed():
+    assert console.burst_line(BURST) == (
+        "broker-pypy burst: 5,000 attempts over 1 s (sent in 1.02 s, answered by 1.31 s): 980 sessions admitted "
+        "(at most 1,156), 310 /info passed; 3,710 refused with Retry-After, 0 without; 0 other, 0 errors; "
+        "canaries p50/p99/max 1.0/1.5/2.1 ms quiet, 2.0/140/152 ms during: FAILED (canary_p99, no_stall)")
+    passed = dict(BURST, verdict={"passed": True}, during_burst=None)
+    assert console.burst_line(passed).endswith("1.0/1.5/2.1 ms quiet, - during: passed")
+
+
+def test_a_burst_whose_attacker_failed_says_so():
+    line = console.burst_line({"server": "broker-cpython", "attempts": 500, "burst_seconds": 0.5,
+                               "attacker": {"failed": 1}})
+    assert line == "broker-cpython burst: 500 attempts over 0.5 s: the attacker failed (exit 1)"
