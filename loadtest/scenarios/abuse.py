@@ -227,7 +227,8 @@ def _rtt(step):
     if step is None:
         return None
     return {"p50_ms": step.rtt_ms.get("p50"), "p99_ms": step.rtt_ms.get("p99"), "max_ms": step.rtt_ms.get("max"),
-            "lost": step.lost, "dropped": step.dropped, "sent": step.sent}
+            "lost": step.lost, "dropped": step.dropped, "sent": step.sent,
+            "server_cpu": None if step.server_cpu is None else round(step.server_cpu, 2)}
 
 
 # -- stalled -----------------------------------------------------------------------------------------
@@ -350,7 +351,8 @@ def run_burst(broker, label, args):
     after = broker.stats()
     burst = results.get(timeout=5) if attacker.exitcode == 0 and steps else None
     quiet, during = (_rtt(step) for step in steps + [None] * (2 - len(steps)))
-    figures = {"accept_rate": args.accept_rate, "attempts": args.burst, "burst_seconds": args.burst_seconds}
+    figures = {"accept_rate": args.accept_rate, "attempts": args.burst, "burst_seconds": args.burst_seconds,
+               "step_s": step_s}
     if burst is None:
         figures["attacker"] = {"failed": attacker.exitcode}
     else:
