@@ -64,7 +64,7 @@ FLOOD_FRAMES_PER_WRITE = 100
 FLOOD_STEPS = 3
 ATTACKER_GRACE_S = 30
 STEP_PAUSE_S = 1.0
-BURST_TAIL_S = 1.0
+BURST_TAIL_S = 2.0
 
 
 SUMMARY = "three attacks on the broker, and what they cost the other clients"
