@@ -25,8 +25,9 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   (``canary_p99``); no canary round trip during the burst over
   ``MAX_RTT_MS`` (``no_stall``): a round trip spans any stall of the loop
   it meets, so the longest bounds the longest stall, to within the canaries'
-  sampling interval; the canaries lost nothing (``nothing_lost``). ``passed``:
-  all of them.
+  sampling interval; the canaries lost nothing (``nothing_lost``); their
+  step lasted until the last answer (``covered``: a burst answered after it
+  was not measured whole). ``passed``: all of them.
 """
 
 from loadtest.method import rules
@@ -119,10 +120,10 @@ def p99_bound_ms(quiet_p99_ms):
     return max(P99_FACTOR * quiet_p99_ms, quiet_p99_ms + P99_FLOOR_MS)
 
 
-def verdict(totals, sessions_admitted, rate, window_s, quiet, during):
+def verdict(totals, sessions_admitted, rate, window_s, quiet, during, step_s):
     """The checks of the module's rules. ``totals``: outcomes as :meth:`Tally.totals` counts them;
     ``quiet`` and ``during``: the canaries' steps, ``{"p99_ms", "max_ms", "lost", "dropped"}``
-    (None: not measured, and every canary check fails)."""
+    (None: not measured, and every canary check fails), each ``step_s`` long from the first attempt."""
     measured = quiet is not None and during is not None and quiet["p99_ms"] is not None \
         and during["p99_ms"] is not None
     checks = {
@@ -132,6 +133,7 @@ def verdict(totals, sessions_admitted, rate, window_s, quiet, during):
         "canary_p99": measured and during["p99_ms"] <= p99_bound_ms(quiet["p99_ms"]),
         "no_stall": measured and during["max_ms"] <= MAX_RTT_MS,
         "nothing_lost": measured and not any(step["lost"] or step["dropped"] for step in (quiet, during)),
+        "covered": window_s <= step_s,
     }
     checks["passed"] = all(checks.values())
     return checks

@@ -363,7 +363,7 @@ def run_burst(broker, label, args):
                    verdict={"passed": False})
     if burst is not None:
         figures["verdict"] = admission.verdict(burst["totals"], burst["sessions_admitted"], args.accept_rate,
-                                               burst["window_s"], quiet, during)
+                                               burst["window_s"], quiet, during, step_s)
     return figures
 
 # -- the command -------------------------------------------------------------------------------------

@@ -69,9 +69,9 @@ def totals(**changes):
 
 
 def test_a_burst_held_to_the_rate_passes():
-    checks = admission.verdict(totals(), 450, 500, 1.0, QUIET, during())
+    checks = admission.verdict(totals(), 450, 500, 1.0, QUIET, during(), 3.0)
     assert checks == {"retry_after": True, "within_rate": True, "answered": True, "canary_p99": True,
-                      "no_stall": True, "nothing_lost": True, "passed": True}
+                      "no_stall": True, "nothing_lost": True, "covered": True, "passed": True}
 
 
 @pytest.mark.parametrize("failing, arguments", [
@@ -83,9 +83,11 @@ def test_a_burst_held_to_the_rate_passes():
     ("no_stall", dict(during=during(max_ms=50.5))),
     ("nothing_lost", dict(during=during(lost=1))),
     ("nothing_lost", dict(quiet=dict(QUIET, dropped=1))),
+    ("covered", dict(step_s=0.9)),                           # answered after the canaries' step
 ])
 def test_each_check_fails_alone(failing, arguments):
-    given = dict(totals=totals(), sessions_admitted=1001, rate=500, window_s=1.0, quiet=QUIET, during=during())
+    given = dict(totals=totals(), sessions_admitted=1001, rate=500, window_s=1.0, quiet=QUIET, during=during(),
+                 step_s=3.0)
     given.update(arguments)
     checks = admission.verdict(**given)
     assert [name for name, passed in checks.items() if not passed] == [failing, "passed"]
@@ -95,11 +97,11 @@ def test_the_canaries_p99_may_double_above_the_floor():
     assert admission.p99_bound_ms(2.0) == 7.0
     assert admission.p99_bound_ms(10.0) == 20.0
     quiet = dict(QUIET, p99_ms=10.0)
-    assert admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.0))["canary_p99"]
-    assert not admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.1))["canary_p99"]
+    assert admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.0), 3.0)["canary_p99"]
+    assert not admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.1), 3.0)["canary_p99"]
 
 
 def test_canaries_not_measured_fail_their_checks():
-    checks = admission.verdict(totals(), 0, 500, 1.0, QUIET, None)
+    checks = admission.verdict(totals(), 0, 500, 1.0, QUIET, None, 3.0)
     assert not (checks["canary_p99"] or checks["no_stall"] or checks["nothing_lost"] or checks["passed"])
     assert checks["retry_after"] and checks["within_rate"]
