@@ -56,3 +56,18 @@ def machine():
     except OSError:
         pass
     return {"cpu_model": cpu_model, "cores": os.cpu_count(), "kernel": platform.release()}
+
+
+def tcp_counters(path="/proc/net/netstat"):
+    """The kernel's ``TcpExt`` counters since boot (``ListenOverflows``: a handshake dropped because a
+    listening socket's accept queue was full; ``TCPSynRetrans``: a SYN sent again), machine-wide,
+    from ``/proc/net/netstat``; empty where the file is not."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
+            return dict(zip(names.split()[1:], map(int, values.split()[1:])))
+    return {}

@@ -28,7 +28,9 @@ Rules (BENCHMARKS.rst, "Hostile clients"):
   ``--source-addresses`` in turn) opening a session of each kind in turn
   (:mod:`loadtest.client.connection_burst`). Each answer is counted, every
   admitted session dropped at once; the broker's own count of the refusals
-  is its ``/stats`` ``refused.accept_rate`` over the attack. The verdict is
+  is its ``/stats`` ``refused.accept_rate`` over the attack, the kernel's
+  count of handshakes dropped at a full accept queue and of SYNs sent again
+  its ``ListenOverflows`` and ``TCPSynRetrans`` (machine-wide). The verdict is
   :func:`loadtest.method.admission.verdict`'s: the canaries send a message
   every 1 / ``--canary-rate`` s, so their longest round trip during the
   burst bounds any stall of the broker's loop to within that interval.
@@ -46,7 +48,7 @@ import secrets
 import socket
 import time
 
-from loadtest import affinity, arguments
+from loadtest import affinity, arguments, procstat
 from loadtest.client import connection_burst, endpoints, server_probe, sweep, websocket_frames
 from loadtest.client.publisher import Publisher, read_head
 from loadtest.client.server_probe import ServerProbe
@@ -65,6 +67,8 @@ FLOOD_STEPS = 3
 ATTACKER_GRACE_S = 30
 STEP_PAUSE_S = 1.0
 BURST_TAIL_S = 2.0
+# The kernel's counters a burst reads over its attack (machine-wide: anyone's connections count).
+KERNEL_COUNTERS = {"listen_overflows": "ListenOverflows", "syn_retransmits": "TCPSynRetrans"}
 
 
 SUMMARY = "three attacks on the broker, and what they cost the other clients"
@@ -228,7 +232,8 @@ def _rtt(step):
         return None
     return {"p50_ms": step.rtt_ms.get("p50"), "p99_ms": step.rtt_ms.get("p99"), "max_ms": step.rtt_ms.get("max"),
             "lost": step.lost, "dropped": step.dropped, "sent": step.sent,
-            "server_cpu": None if step.server_cpu is None else round(step.server_cpu, 2)}
+            "server_cpu": None if step.server_cpu is None else round(step.server_cpu, 2),
+            "client_bound": step.client_bound}
 
 
 # -- stalled -----------------------------------------------------------------------------------------
@@ -338,7 +343,7 @@ def run_burst(broker, label, args):
     options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * 2,
                             duration=step_s, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
                             client_cpus=(args.client_cpu,), stop_at_overload=False)
-    before = broker.stats()
+    before, tcp_before = broker.stats(), procstat.tcp_counters()
     try:
         sweep.run_sweep(options, on_step=on_step)
     finally:
@@ -348,7 +353,7 @@ def run_burst(broker, label, args):
         if attacker.is_alive():
             attacker.terminate()
             attacker.join()
-    after = broker.stats()
+    after, tcp_after = broker.stats(), procstat.tcp_counters()
     burst = results.get(timeout=5) if attacker.exitcode == 0 and steps else None
     quiet, during = (_rtt(step) for step in steps + [None] * (2 - len(steps)))
     figures = {"accept_rate": args.accept_rate, "attempts": args.burst, "burst_seconds": args.burst_seconds,
@@ -358,6 +363,8 @@ def run_burst(broker, label, args):
     else:
         figures.update(burst, admitted_bound=admission.admitted_bound(args.accept_rate, burst["window_s"]))
     figures.update(broker_refused=after["refused"]["accept_rate"] - before["refused"]["accept_rate"],
+                   kernel={name: tcp_after[counter] - tcp_before[counter] for name, counter in KERNEL_COUNTERS.items()
+                           if counter in tcp_before and counter in tcp_after},
                    quiet=quiet, during_burst=during, loop_sample_ms=round(1000 / args.canary_rate, 3),
                    p99_bound_ms=admission.p99_bound_ms(quiet["p99_ms"]) if quiet and quiet["p99_ms"] else None,
                    verdict={"passed": False})

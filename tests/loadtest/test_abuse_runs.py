@@ -47,10 +47,11 @@ def test_a_burst_is_held_to_the_accept_rate_and_every_refusal_says_when_to_retry
     assert totals["bare_503"] == totals["other"] == totals["error"] == 0
     assert totals["retry_after"] > 0 and result["retry_after_s"]["min"] >= 1
     assert result["broker_refused"] == totals["retry_after"]
+    assert set(result["kernel"]) == {"listen_overflows", "syn_retransmits"}
     assert 0 < result["sessions_admitted"] <= result["admitted_bound"] <= 50 * result["window_s"] + 50 + 1
     assert totals["admitted"] == result["sessions_admitted"] + result["answers"]["info"]["admitted"]
     for step in (result["quiet"], result["during_burst"]):
-        assert step["lost"] == 0 and step["sent"] > 0 and step["server_cpu"] is not None
+        assert step["lost"] == 0 and step["sent"] > 0 and step["server_cpu"] is not None and not step["client_bound"]
     assert set(result["verdict"]) == {"retry_after", "within_rate", "answered", "canary_p99", "no_stall",
                                       "nothing_lost", "covered", "passed"}
     assert result["verdict"]["retry_after"] and result["verdict"]["within_rate"] and result["verdict"]["answered"]
