@@ -8,6 +8,8 @@ Rules:
 - ``/stats`` is the broker's; any other server has none, and the probe says
   None instead of failing. It is read with a short timeout, never in a loop
   that a slow server could stall.
+- ``/healthz`` is the broker's readiness (200, or 503 while it drains):
+  :func:`until_healthy` asks it until it says 200, up to a deadline.
 """
 
 import asyncio
@@ -19,6 +21,7 @@ from loadtest.errors import ConnectError, ServerGone
 from loadtest.method import rules
 
 STATS_TIMEOUT_S = 2.0
+HEALTH_POLL_S = 0.1
 
 
 class ServerProbe:
@@ -86,6 +89,28 @@ async def server_stats(url):
 def stats_now(url):
     """:func:`server_stats`, from code that runs no event loop."""
     return asyncio.run(server_stats(url))
+
+
+async def health(url):
+    """The status of ``GET /healthz`` on the broker of ``url``, or None if it does not answer."""
+    try:
+        status, _ = await http_sessions.get_json(url, "/healthz", STATS_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError, ConnectError):
+        return None
+    return status
+
+
+async def until_healthy(url, timeout):
+    """Ask the broker of ``url`` for ``/healthz`` every ``HEALTH_POLL_S`` until it answers 200
+    (True) or ``timeout`` seconds have passed (False)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if await health(url) == 200:
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(HEALTH_POLL_S)
 
 
 async def session_count(url):

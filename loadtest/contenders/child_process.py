@@ -6,7 +6,9 @@ ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREF
 (``https://`` when it serves TLS)
 on stdout as soon as it accepts connections. :func:`launch` waits for that line.
 SIGTERM stops it; the broker first drains its clients (``--drain-seconds``), and a
-second SIGTERM ends that at once (:func:`stop_process` sends it).
+second SIGTERM ends that at once (:func:`stop_process` sends it). A server that has
+exited can be started again as it was, on the port it had
+(:meth:`LaunchedServer.started_again`): a deploy's restart.
 """
 
 import os
@@ -15,6 +17,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 
 from loadtest.errors import LoadTestError
 
@@ -28,13 +31,16 @@ class ServerError(LoadTestError):
 
 
 class LaunchedServer:
-    """A running server process: its ``url`` (SockJS prefix), ``pid`` and output."""
+    """A running server process: its ``url`` (SockJS prefix), ``pid`` and output; ``argv``
+    and ``options`` (``cpu``, ``env``, ``cwd``, ``timeout``): how :func:`launch` started it."""
 
-    def __init__(self, process, url, output, reader):
+    def __init__(self, process, url, output, reader, argv=(), options=None):
         self.process = process
         self.url = url
         self._output = output
         self._reader = reader
+        self.argv = list(argv)
+        self.options = dict(options or {})
 
     @property
     def pid(self):
@@ -51,6 +57,37 @@ class LaunchedServer:
         self._reader.join(1.0)
         self.process.stdout.close()
         return self.process.returncode
+
+    def terminate(self, timeout):
+        """One SIGTERM, as a deploy sends it (a broker drains, then exits), and up to
+        ``timeout`` seconds for the process to exit: its exit code, or None if it is still
+        running (then :meth:`stop` ends it)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return None
+        self._reader.join(1.0)
+        self.process.stdout.close()
+        return self.process.returncode
+
+    def started_again(self):
+        """A new process of this one's command, CPU, environment and folder, listening on
+        this one's port (``--port`` set to it), once this one has exited: a
+        :class:`LaunchedServer` (ServerError if it does not listen)."""
+        port = urllib.parse.urlsplit(self.url).port
+        return launch(on_port(self.argv, port), **self.options)
+
+
+def on_port(argv, port):
+    """``argv`` with its ``--port`` value set to ``port`` (added if it has none)."""
+    argv = list(argv)
+    for at in range(len(argv) - 2, -1, -1):
+        if argv[at] == "--port":
+            argv[at + 1] = str(port)
+            return argv
+    return argv + ["--port", str(port)]
 
 
 def stop_process(process, timeout=5.0):
@@ -81,6 +118,7 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
     with ``taskset``, which execs the command under the same pid. ``env`` adds
     to this process's environment; a variable given as None is left out.
     """
+    given, options = list(argv), dict(cpu=cpu, env=env, cwd=cwd, timeout=timeout)
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + list(argv)
     full_env = dict(os.environ)
@@ -125,4 +163,4 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
             raise ServerError(
                 "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
             )
-    return LaunchedServer(process, url[0], output, reader)
+    return LaunchedServer(process, url[0], output, reader, given, options)

@@ -15,6 +15,9 @@ Rules (docs/deployment.rst, "Redis"):
   :func:`loadtest.contenders.child_process.launch` starts them all.
 - :meth:`Cluster.stop` stops the servers, then Redis; a cluster that fails to
   start stops what it had started before raising.
+- A deploy restarts one broker at a time: :meth:`Cluster.terminate` sends broker
+  ``i`` one SIGTERM (it drains) and waits for it to exit, :meth:`Cluster.start_again`
+  starts it again as it was, on its port, joined to the same Redis.
 """
 
 from loadtest import affinity
@@ -40,6 +43,20 @@ class Cluster:
         if self.redis is not None:
             named["redis"] = self.redis.pid
         return named
+
+    def terminate(self, index, timeout):
+        """One SIGTERM to broker ``index`` and up to ``timeout`` seconds for it to exit: its
+        exit code; one still running then is stopped as :meth:`stop` stops it, and None."""
+        server = self.servers[index]
+        code = server.terminate(timeout)
+        if code is None:
+            server.stop()
+        return code
+
+    def start_again(self, index):
+        """Start broker ``index``, which has exited, again with the same command, flags
+        and CPU, on the same port (its URL stays): ServerError if it does not listen."""
+        self.servers[index] = self.servers[index].started_again()
 
     def stop(self):
         for server in self.servers:
