@@ -31,7 +31,9 @@ from broker.protocol.positions import offset_key
 class ResumingSubscriber:
     """One subscriber across its connections: ``epoch`` and ``offset`` (the
     newest delivered), ``gaps`` by reason, ``duplicates`` and ``replayed``
-    dropped, ``announcements`` received."""
+    dropped, ``announcements`` received; ``starts``: how often it was told where it
+    starts (``open``, ``resumed`` or a gap): once for each connection the broker took,
+    before anything else (and again at a gap a live connection is told of)."""
 
     def __init__(self):
         self.epoch = None
@@ -41,6 +43,7 @@ class ResumingSubscriber:
         self.duplicates = 0
         self.replayed = 0
         self.announcements = []
+        self.starts = 0
         self._state_until = None
 
     def query(self):
@@ -70,6 +73,7 @@ class ResumingSubscriber:
         if "a" in envelope:
             self.announcements.append(envelope["a"])
         elif "c" in envelope:
+            self.starts += 1
             if envelope["c"] == positions.GAP:
                 self.gaps[envelope["reason"]] += 1
             if envelope["c"] == positions.RESUMED:

@@ -19,11 +19,14 @@ Rules:
 - Every wait is bounded: connecting by ``CONNECT_TIMEOUT_S`` an attempt, the
   end by the caller's timeout.
 - :func:`serve` runs a group in a worker process (``--procs``), driven over a
-  pipe by :class:`RemoteStormGroup` (a :class:`loadtest.client.workers.WorkerProcess`).
+  pipe by :class:`RemoteStormGroup` (a :class:`loadtest.client.workers.WorkerProcess`):
+  a StormGroup, or a subclass of it (its ``kind``) that answers more of its
+  ``COMMANDS``.
 """
 
 import asyncio
 import collections
+import inspect
 import random
 import signal
 
@@ -43,13 +46,16 @@ POLL_S = 0.05
 
 class StormSubscriber(ResumingSubscriber):
     """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``holes``,
-    ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``."""
+    ``numbered`` (messages of the feed delivered) and ``repeats`` (of them, one at or
+    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``."""
 
     def __init__(self):
         super().__init__()
         self.first = None
         self.last = None
         self.holes = 0
+        self.numbered = 0
+        self.repeats = 0
         self.foreign = 0
         self.back_us = None
         self.caught_up_us = None
@@ -61,8 +67,10 @@ class StormSubscriber(ResumingSubscriber):
         except (AttributeError, ValueError):
             self.foreign += 1
             return
+        self.numbered += 1
         if self.last is not None and number != self.last + 1:
             self.holes += 1
+            self.repeats += number <= self.last
         if self.first is None:
             self.first = number
         self.last = number
@@ -71,7 +79,10 @@ class StormSubscriber(ResumingSubscriber):
 
 
 class StormGroup:
-    """``count`` subscribers of ``urls`` (in turn) over ``transport``, ids from ``first_id``."""
+    """``count`` subscribers of ``urls`` (in turn) over ``transport``, ids from ``first_id``.
+    ``COMMANDS``: what a :class:`RemoteStormGroup` may ask of it."""
+
+    COMMANDS = ("connect", "drop", "come_back", "wait_for", "report")
 
     def __init__(self, urls, transport, source_addresses, first_id, count):
         self._clients = ClientGroup(urls, transport, source_addresses, first_id, listen=True)
@@ -83,10 +94,15 @@ class StormGroup:
         self.histogram = rules.new_histogram()
         self.dropped_us = None
 
-    async def _open(self, index):
-        """Connect subscriber ``index``, asking for what its subscriber asks; True if open."""
+    def home(self, index):
+        """The broker subscriber ``index`` connects to first: the brokers take the ids in turn."""
+        return (self.first_id + index) % len(self.urls)
+
+    async def _open(self, index, broker=None):
+        """Connect subscriber ``index`` to ``broker`` (an index of ``urls``; its :meth:`home` if
+        None), asking for what its subscriber asks; True if open."""
         client_id = self.first_id + index
-        base = self.urls[client_id % len(self.urls)]
+        base = self.urls[self.home(index) if broker is None else broker]
         url = endpoints.with_query(base, self.subscribers[index].query())
         service = endpoints.target(url)
         connection = self._clients.new_connection(client_id, url)
@@ -148,7 +164,15 @@ class StormGroup:
             await asyncio.sleep(POLL_S)
 
     def report(self, last):
-        """What the subscribers ended with, summed, and each one's catch-up time after the drop (ms)."""
+        """What the subscribers ended with, summed (:meth:`counts`), and the histogram of deliveries."""
+        report = self.counts(last)
+        report["histogram"] = self.histogram.encode()
+        return report
+
+    def counts(self, last):
+        """What the subscribers ended with, summed, and each one's catch-up time after the drop
+        (ms); ``missing``: the messages up to ``last`` they did not deliver, ``repeated``: those
+        they delivered again."""
         subscribers = self.subscribers
         gaps = collections.Counter()
         for subscriber in subscribers:
@@ -167,7 +191,8 @@ class StormGroup:
             "gaps": dict(gaps),
             "not_caught_up": len(subscribers) - len(caught_up),
             "caught_up_ms": caught_up,
-            "histogram": self.histogram.encode(),
+            "missing": sum(max(0, last - (s.numbered - s.repeats)) for s in subscribers),
+            "repeated": sum(s.repeats for s in subscribers),
         }
 
     def close(self):
@@ -177,18 +202,19 @@ class StormGroup:
         self._clients.close()
 
 
-def serve(pipe, urls, transport, source_addresses, first_id, count, cpu, trusted):
-    """A worker process: a :class:`StormGroup` doing what the pipe says, answering each command;
-    it trusts what its parent trusts (``trusted``, :mod:`loadtest.client.tls_context`)."""
+def serve(pipe, kind, urls, transport, source_addresses, first_id, count, cpu, trusted):
+    """A worker process: a ``kind`` (:class:`StormGroup` or a subclass) doing what the pipe
+    says, answering each command; it trusts what its parent trusts (``trusted``,
+    :mod:`loadtest.client.tls_context`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tls_context.trust(trusted)
     if cpu is not None:
         affinity.pin(0, cpu)
-    asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, count))
+    asyncio.run(_serve(pipe, kind, urls, transport, source_addresses, first_id, count))
 
 
-async def _serve(pipe, *group_args):
-    group = StormGroup(*group_args)
+async def _serve(pipe, kind, *group_args):
+    group = kind(*group_args)
     loop = asyncio.get_running_loop()
     try:
         while True:
@@ -209,23 +235,18 @@ async def _serve(pipe, *group_args):
 
 
 async def _run(group, command, args):
-    if command == "connect":
-        return await group.connect()
-    if command == "drop":
-        return group.drop()
-    if command == "come_back":
-        return await group.come_back(*args)
-    if command == "wait_for":
-        return await group.wait_for(*args)
-    return group.report(*args)
+    if command not in group.COMMANDS:
+        raise ValueError("a %s does not %s" % (type(group).__name__, command))
+    answer = getattr(group, command)(*args)
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 class RemoteStormGroup(WorkerProcess):
-    """A :class:`StormGroup` in a spawned process pinned to ``cpu`` (or not, None): the same
-    coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
+    """A :class:`StormGroup` (or a subclass, ``kind``) in a spawned process pinned to ``cpu``
+    (or not, None): the same coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
 
-    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None):
-        super().__init__(serve, list(urls), transport, source_addresses, first_id, count, cpu,
+    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None, kind=StormGroup):
+        super().__init__(serve, kind, list(urls), transport, source_addresses, first_id, count, cpu,
                          tls_context.trusted())
 
     async def connect(self):

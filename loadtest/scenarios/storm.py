@@ -27,9 +27,8 @@ import statistics
 from hdrh.histogram import HdrHistogram
 
 from loadtest import arguments, records
-from loadtest.client import endpoints, payload, tls_context, workers
-from loadtest.client.deliveries import now_us
-from loadtest.client.publisher import Publisher
+from loadtest.client import endpoints, workers
+from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.storm_clients import RemoteStormGroup
 from loadtest.contenders import placement
 from loadtest.method import rules
@@ -77,7 +76,7 @@ class StormRun:
         self.args = args
         self.out = out
         self.status = status
-        self.published = 0
+        self.feed = None
 
     async def run(self):
         """The :class:`loadtest.records.Storm` of the run, also written to the results file."""
@@ -92,39 +91,23 @@ class StormRun:
                 return await self._record(groups, End.CONNECTIONS_FAILED.text(_listed(failures)), {})
             self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
                                                                          args.transport))
-            publishing = asyncio.ensure_future(self._publish(args.before + args.after))
+            self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
+            publishing = asyncio.ensure_future(self.feed.run(args.before + args.after))
             await asyncio.sleep(args.before)
             await asyncio.gather(*(group.drop() for group in groups))
-            self.status.message("%s: dropped every connection at message %d" % (self.label, self.published))
+            self.status.message("%s: dropped every connection at message %d" % (self.label, self.feed.published))
             reconnect_failures = workers.summed(await asyncio.gather(*(group.come_back(args.backoff)
                                                                 for group in groups)))
             await publishing
-            await asyncio.gather(*(group.wait_for(self.published, args.catch_up) for group in groups))
+            await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
             return await self._record(groups, End.COMPLETED.text(), reconnect_failures)
         finally:
             for group in groups:
                 group.close()
 
-    async def _publish(self, seconds):
-        """Publish message 1, 2, ... at ``--rate`` for ``seconds``, to the brokers in turn."""
-        publishers = [Publisher(service.host, service.port, self.token, ssl_context=tls_context.context_for(service))
-                      for service in map(endpoints.target, self.cluster.urls)]
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        total = max(1, int(round(self.args.rate * seconds)))
-        try:
-            while self.published < total:
-                number = self.published + 1
-                message = payload.message(payload.FEED_ID, number, now_us())
-                await loop.run_in_executor(None, publishers[number % len(publishers)].publish, [message])
-                self.published = number
-                await asyncio.sleep(max(0.0, start + number / self.args.rate - loop.time()))
-        finally:
-            for publisher in publishers:
-                publisher.close()
-
     async def _record(self, groups, end, reconnect_failures):
-        reports = await asyncio.gather(*(group.report(self.published) for group in groups))
+        published = self.feed.published if self.feed is not None else 0
+        reports = await asyncio.gather(*(group.report(published) for group in groups))
         histogram = rules.new_histogram()
         caught_up = []
         for report in reports:
@@ -136,7 +119,7 @@ class StormRun:
         record = records.Storm(
             server=self.label, brokers=len(self.cluster.servers), transport=self.args.transport,
             clients=self.args.clients, connected=total["connected"], rate=self.args.rate,
-            backoff_s=self.args.backoff, published=self.published, complete=total["complete"],
+            backoff_s=self.args.backoff, published=published, complete=total["complete"],
             holes=total["holes"], duplicates=total["duplicates"], replayed=total["replayed"], gaps=gaps,
             reconnect_failures=reconnect_failures, not_caught_up=total["not_caught_up"],
             caught_up_ms=_spread(caught_up), delivery_ms=rules.rtt_summary(histogram), end=end)

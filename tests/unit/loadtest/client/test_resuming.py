@@ -29,6 +29,14 @@ def test_a_message_sent_again_on_a_resume_is_a_duplicate_and_dropped():
     assert (subscriber.duplicates, subscriber.replayed, sum(subscriber.gaps.values())) == (1, 0, 0)
 
 
+def test_each_connection_the_broker_took_is_a_start():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "1", "d": "a"}, {"a": {"audience": 1}})
+    assert subscriber.starts == 1
+    fed(subscriber, {"c": "resumed", "epoch": "E", "o": "1"}, {"o": "2", "d": "b"})
+    assert subscriber.starts == 2
+
+
 def test_a_gap_is_counted_and_the_state_after_it_is_not_a_duplicate():
     subscriber = ResumingSubscriber()
     fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "5", "d": "seen"})

@@ -1,0 +1,85 @@
+"""A backend's numbered messages: 1, 2, 3 ... at a steady rate, through ``POST /publish`` to a cluster's brokers in turn.
+
+Rules:
+
+- Message ``n`` is ``"<feed id>:<n>:<t_us>"`` (:func:`loadtest.client.payload.message`,
+  :data:`~loadtest.client.payload.FEED_ID`, its publish time on the monotonic clock), published
+  at ``start + n / rate``: a late one does not push the next ones later.
+- The brokers take the messages in turn; one that is ``away`` (:meth:`NumberedFeed.leave`,
+  a broker about to be restarted) takes none until it is :meth:`~NumberedFeed.back`, on a
+  new connection. A broker leaves between two publishes, never during one: no message is
+  ever in flight to a broker on its way out, so none is sent twice or lost on the way.
+- Each publish is a blocking :class:`loadtest.client.publisher.Publisher` call in a thread
+  beside the event loop; a publish that fails, or a broker that cannot be reached, ends
+  the feed with a :class:`~loadtest.client.publisher.PublishFailed`.
+- It ends after ``seconds`` of messages, or at :meth:`NumberedFeed.stop`, whichever comes first.
+"""
+
+import asyncio
+
+from loadtest.client import endpoints, payload, tls_context
+from loadtest.client.deliveries import now_us
+from loadtest.client.publisher import PublishFailed, Publisher
+
+
+class NumberedFeed:
+    """Messages 1, 2, ... at ``rate`` a second to the brokers of ``urls`` (SockJS prefixes) in
+    turn, with the publish ``token``; ``published``: how many so far."""
+
+    def __init__(self, urls, token, rate):
+        self.urls = list(urls)
+        self.token = token
+        self.rate = rate
+        self.published = 0
+        self.away = set()
+        self._publishers = [None] * len(self.urls)
+        self._turn = asyncio.Lock()
+        self._stopping = False
+
+    async def run(self, seconds):
+        """Publish for ``seconds`` (``rate * seconds`` messages, at least one), or until :meth:`stop`."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        total = max(1, int(round(self.rate * seconds)))
+        try:
+            while self.published < total and not self._stopping:
+                number = self.published + 1
+                async with self._turn:
+                    await loop.run_in_executor(None, self._publish, number)
+                self.published = number
+                await asyncio.sleep(max(0.0, start + number / self.rate - loop.time()))
+        finally:
+            for index in range(len(self._publishers)):
+                self._close(index)
+
+    def stop(self):
+        """End the feed after the message on its way, if one is."""
+        self._stopping = True
+
+    async def leave(self, index):
+        """Publish nothing more to broker ``index`` (once the message on its way, if any, is answered)."""
+        async with self._turn:
+            self.away.add(index)
+            self._close(index)
+
+    def back(self, index):
+        """Broker ``index`` takes its turns again, on a new connection."""
+        self.away.discard(index)
+
+    def _publish(self, number):
+        present = [index for index in range(len(self.urls)) if index not in self.away] or range(len(self.urls))
+        index = present[number % len(present)]
+        if self._publishers[index] is None:
+            service = endpoints.target(self.urls[index])
+            try:
+                self._publishers[index] = Publisher(service.host, service.port, self.token,
+                                                    ssl_context=tls_context.context_for(service))
+            except OSError as error:
+                raise PublishFailed("POST /publish: cannot connect to %s: %s" % (
+                    service.netloc, error.strerror or error)) from None
+        self._publishers[index].publish([payload.message(payload.FEED_ID, number, now_us())])
+
+    def _close(self, index):
+        if self._publishers[index] is not None:
+            self._publishers[index].close()
+            self._publishers[index] = None
