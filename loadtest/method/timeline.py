@@ -1,0 +1,143 @@
+"""A run second by second: the sessions each broker took and lost, and how late each delivery was.
+
+Rules:
+
+- Seconds count from an ``origin`` on the monotonic clock, which every process of the
+  machine shares: second ``s`` is ``[origin + s, origin + s + 1)``. What happens before
+  the origin is set, or before it, falls in second :data:`BEFORE`: the sessions opened
+  then are there at second 0, and none of them is a new session of any second.
+- Brokers are numbered from 0, as the cluster's list has them.
+- A delivery's lateness (microseconds from its publishing to its delivery) is kept to
+  :data:`SIGNIFICANT_BITS` significant bits (:func:`coarse`: less than 0.2 % low) and
+  counted per second, so that recording one costs a dictionary update and the counts of
+  several client processes add up exactly (:func:`merge`).
+- Percentiles are nearest-rank: the p-th of some counts is the smallest value with at
+  least p % of them at or below it (:func:`percentile`).
+"""
+
+import collections
+import math
+import time
+from typing import NamedTuple, Optional, Tuple
+
+BEFORE = -1
+SIGNIFICANT_BITS = 10
+
+
+def coarse(us):
+    """``us`` (a positive whole number) with its lower bits cleared, past the first :data:`SIGNIFICANT_BITS`."""
+    shift = us.bit_length() - SIGNIFICANT_BITS
+    return us if shift <= 0 else (us >> shift) << shift
+
+
+class Timeline:
+    """What one client process saw, second by second (see the module's rules): sessions
+    opened and ended at each broker, and the lateness of each delivery. Its
+    ``record_value`` takes a lateness as a histogram's does, so a connection can record into it."""
+
+    def __init__(self, clock=time.monotonic):
+        self.origin = None
+        self.opened = collections.defaultdict(collections.Counter)
+        self.ended = collections.defaultdict(collections.Counter)
+        self.lateness = collections.defaultdict(collections.Counter)
+        self._clock = clock
+
+    def start(self, origin):
+        """Count seconds from ``origin`` (seconds on the monotonic clock) from now on."""
+        self.origin = origin
+
+    def second(self):
+        """The second it is now."""
+        if self.origin is None:
+            return BEFORE
+        return max(BEFORE, math.floor(self._clock() - self.origin))
+
+    def open(self, broker):
+        """A session opened at ``broker`` now."""
+        self.opened[self.second()][broker] += 1
+
+    def end(self, broker):
+        """A session at ``broker`` ended now."""
+        self.ended[self.second()][broker] += 1
+
+    def record_value(self, us):
+        """A message delivered now, ``us`` microseconds after it was published."""
+        self.lateness[self.second()][coarse(us)] += 1
+
+    def report(self):
+        """Its counts as plain data: ``{"opened": {second: {broker: n}}, "ended": ...,
+        "lateness": {second: {us: n}}}``."""
+        return {name: {second: dict(counts) for second, counts in getattr(self, name).items()}
+                for name in ("opened", "ended", "lateness")}
+
+
+class Second(NamedTuple):
+    """One second of a run, all client processes together: the sessions at each broker
+    at its end, those opened in it at each, the messages delivered in it and their lateness."""
+
+    second: int
+    connections: Tuple[int, ...]
+    new_sessions: Tuple[int, ...]
+    delivered: int
+    p50_ms: Optional[float]
+    p99_ms: Optional[float]
+    max_ms: Optional[float]
+
+
+def merge(reports, brokers, last=None):
+    """The :class:`Second` rows, 0 to ``last`` (default: the last second anything happened
+    in), of the :meth:`Timeline.report` of every client process of a run with ``brokers``
+    brokers; and the lateness counts of each second, ``{second: Counter}``."""
+    opened, ended, lateness = _added(reports, "opened"), _added(reports, "ended"), _added(reports, "lateness")
+    if last is None:
+        last = max([0] + [second for table in (opened, ended, lateness) for second in table])
+    held = [0] * brokers
+    for broker, count in opened.get(BEFORE, {}).items():
+        held[broker] += count
+    for broker, count in ended.get(BEFORE, {}).items():
+        held[broker] -= count
+    rows = []
+    for second in range(0, last + 1):
+        new = [opened.get(second, {}).get(broker, 0) for broker in range(brokers)]
+        for broker in range(brokers):
+            held[broker] += new[broker] - ended.get(second, {}).get(broker, 0)
+        late = lateness.get(second, collections.Counter())
+        rows.append(Second(second, tuple(held), tuple(new), sum(late.values()), percentile_ms(late, 50),
+                           percentile_ms(late, 99), percentile_ms(late, 100)))
+    return rows, lateness
+
+
+def _added(reports, name):
+    total = collections.defaultdict(collections.Counter)
+    for report in reports:
+        for second, counts in report[name].items():
+            total[second].update(counts)
+    return total
+
+
+def percentile(counts, point):
+    """The nearest-rank ``point``-th percentile (0 < point <= 100) of ``counts`` (``{value: n}``), or None if empty."""
+    total = sum(counts.values())
+    if not total:
+        return None
+    rank = max(1, math.ceil(total * point / 100.0))
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return value
+    return max(counts)
+
+
+def percentile_ms(counts, point):
+    """:func:`percentile` of lateness counts in microseconds, in milliseconds to 0.1 (None if empty)."""
+    value = percentile(counts, point)
+    return None if value is None else round(value / 1000.0, 1)
+
+
+def within(lateness, first, last):
+    """The lateness counts of seconds ``first`` to ``last`` added together."""
+    total = collections.Counter()
+    for second in range(first, last + 1):
+        total.update(lateness.get(second, {}))
+    return total
