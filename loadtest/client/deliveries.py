@@ -48,9 +48,11 @@ class ClientConnection:
     """One load client's connection state (see the module's rules); subclasses move the bytes.
 
     ``reopened``: how often it opened its stream anew, or polled after its first poll; never, over a websocket.
+    ``on_end``: None, or what to call with the reason, once, when it ends after it opened.
     """
 
     reopened = 0
+    on_end = None
 
     def __init__(self, protocol, histogram):
         self.protocol = protocol
@@ -82,3 +84,6 @@ class ClientConnection:
         if not self.opened.done():
             self.opened.set_exception(ConnectError(reason))
             self.opened.exception()  # nobody may be waiting any more
+        elif self.on_end is not None:
+            on_end, self.on_end = self.on_end, None
+            on_end(reason)

@@ -1,0 +1,150 @@
+"""A rolling restart's clients: resuming subscribers that follow the cluster as its brokers leave and come back.
+
+Rules:
+
+- A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`: the same
+  subscribers checking the same numbered feed, connected the same way, summed up the
+  same way, in a worker process the same way. Once it follows (:meth:`RollingGroup.follow`),
+  each subscriber whose connection ends comes back by itself, after a delay drawn in
+  ``[0, backoff]`` (full jitter, as the shipped client waits after a 3012), asking to
+  resume, to another broker (:func:`reconnect_order`).
+- A subscriber is *on* a broker from the moment the broker tells it where it starts (its
+  ``open``, ``resumed`` or ``gap``) until its connection ends. A connection refused, or a
+  session closed before it was told (a draining broker closes each new session as it
+  opens, with 3012), is a refusal: the subscriber tries the next broker of its order at
+  once; after a whole round of refusals, it draws another delay; after ``ATTEMPTS``
+  rounds it stays away (``never_back``).
+- A :class:`loadtest.method.timeline.Timeline` counts, second by second, the sessions each
+  broker took and lost and the lateness of each message of the feed delivered (the
+  connections record into it as they would into a histogram).
+- :meth:`RollingGroup.settle` stops following: a connection that ends afterwards, its
+  group closing, is neither followed nor counted.
+"""
+
+import asyncio
+import collections
+import functools
+import random
+
+from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, RemoteStormGroup, StormGroup
+from loadtest.method.timeline import Timeline
+
+START_POLL_S = 0.01
+
+
+def reconnect_order(client_id, lost, brokers):
+    """The brokers client ``client_id`` tries, in turn, when it loses broker ``lost`` (of
+    ``brokers``): the others, from the one its number picks, so that the clients of one broker
+    spread evenly over the others, then ``lost`` itself."""
+    others = brokers - 1
+    if others < 1:
+        return [lost]
+    first = client_id % others
+    return [(lost + 1 + (first + step) % others) % brokers for step in range(others)] + [lost]
+
+
+class RollingGroup(StormGroup):
+    """A :class:`StormGroup` whose subscribers follow the cluster (see the module's rules); ``on``:
+    the broker each subscriber is on (None while it is away), ``ends``: why connections ended."""
+
+    COMMANDS = StormGroup.COMMANDS + ("follow", "settle")
+
+    def __init__(self, urls, transport, source_addresses, first_id, count):
+        super().__init__(urls, transport, source_addresses, first_id, count)
+        self.timeline = Timeline()
+        self.histogram = self.timeline
+        self.on = [None] * count
+        self.ends = collections.Counter()
+        self.never_back = 0
+        self.backoff = None
+        self._returns = set()
+
+    async def _open(self, index, broker=None):
+        """Connect subscriber ``index`` to ``broker`` and wait until it is told where it starts:
+        True if it is on the broker then."""
+        broker = self.home(index) if broker is None else broker
+        subscriber = self.subscribers[index]
+        starts = subscriber.starts
+        if not await super()._open(index, broker):
+            return False
+        connection = self.connections[index]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CONNECT_TIMEOUT_S
+        while subscriber.starts == starts and connection.alive and loop.time() < deadline:
+            await asyncio.sleep(START_POLL_S)
+        if subscriber.starts == starts:
+            reason = connection.closed_reason or "not told where it starts within %g s" % CONNECT_TIMEOUT_S
+            connection.close()
+            self.connections[index] = None
+            self.failures["closed as it opened: %s" % reason] += 1
+            return False
+        self.on[index] = broker
+        self.timeline.open(broker)
+        if connection.alive:
+            connection.on_end = functools.partial(self._ended, index, broker, connection)
+        else:
+            self._ended(index, broker, connection, connection.closed_reason)
+        return True
+
+    def _ended(self, index, broker, connection, reason):
+        self.timeline.end(broker)
+        self.ends[reason] += 1
+        if self.connections[index] is connection:
+            self.connections[index] = None
+            self.on[index] = None
+        if self.backoff is not None:
+            returning = asyncio.ensure_future(self._come_back(index, broker))
+            self._returns.add(returning)
+            returning.add_done_callback(self._returns.discard)
+
+    async def _come_back(self, index, lost):
+        order = reconnect_order(self.first_id + index, lost, len(self.urls))
+        for _ in range(ATTEMPTS):
+            await asyncio.sleep(random.uniform(0, self.backoff))
+            for broker in order:
+                if self.backoff is None:
+                    return
+                if await self._open(index, broker):
+                    return
+        self.never_back += 1
+
+    def follow(self, origin, backoff):
+        """Count seconds from ``origin`` (monotonic seconds) and, from now on, bring back every
+        subscriber whose connection ends, after a delay drawn in ``[0, backoff]``."""
+        self.timeline.start(origin)
+        self.failures.clear()
+        self.backoff = backoff
+
+    def settle(self):
+        """Follow no more: what ends from now on stays ended, uncounted."""
+        self.backoff = None
+        for connection in self.connections:
+            if connection is not None:
+                connection.on_end = None
+        for returning in list(self._returns):
+            returning.cancel()
+
+    def report(self, last):
+        """:meth:`StormGroup.counts`, the timeline's counts, why connections ended, the
+        attempts to come back that failed and the subscribers that never came back."""
+        report = self.counts(last)
+        report.update(timeline=self.timeline.report(), ends=dict(self.ends), failures=dict(self.failures),
+                      never_back=self.never_back)
+        return report
+
+    def close(self):
+        self.settle()
+        super().close()
+
+
+class RemoteRollingGroup(RemoteStormGroup):
+    """A :class:`RollingGroup` in a spawned process pinned to ``cpu`` (or not, None), over a pipe."""
+
+    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None):
+        super().__init__(urls, transport, source_addresses, first_id, count, cpu, kind=RollingGroup)
+
+    async def follow(self, origin, backoff):
+        return await self.ask("follow", origin, backoff)
+
+    async def settle(self):
+        return await self.ask("settle")
