@@ -13,10 +13,10 @@ Rules:
 
 import argparse
 
-from loadtest.scenarios import abuse, compare, feed, floor, latency, ping, selftest, soak, storm
+from loadtest.scenarios import abuse, compare, feed, floor, latency, ping, rolling, selftest, soak, storm
 
 COMMANDS = {"latency": latency, "compare": compare, "soak": soak, "feed": feed, "abuse": abuse, "ping": ping,
-            "selftest": selftest, "floor": floor, "storm": storm}
+            "selftest": selftest, "floor": floor, "storm": storm, "rolling": rolling}
 DEFAULT = "latency"
 
 

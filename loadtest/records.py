@@ -323,8 +323,79 @@ class Storm(Record):
     end: str
 
 
+@dataclasses.dataclass(frozen=True)
+class RollingSecond(Record):
+    """One second of a rolling restart (see :mod:`loadtest.scenarios.rolling`), counted from the
+    first message published: the sessions each broker held at its end (``connections``, broker 1
+    first), those it took in it (``new_sessions``), the messages delivered in it and their lateness."""
+
+    TYPE: ClassVar[str] = "rolling_second"
+    server: str
+    drain_s: float
+    second: int
+    connections: List[int]
+    new_sessions: List[int]
+    delivered: int
+    delivery_ms: Dict[str, Optional[float]]  # p50, p99, max
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerRestart(Record):
+    """One broker of a rolling restart (numbered from 1) sent SIGTERM, exited (with ``exit_code``, None
+    if it had to be killed), listening again and answering ``/healthz`` 200: seconds since the first
+    message published (``healthy_s`` None if it never answered)."""
+
+    TYPE: ClassVar[str] = "broker_restart"
+    server: str
+    drain_s: float
+    broker: int
+    sigterm_s: float
+    exited_s: float
+    exit_code: Optional[int]
+    listening_s: float
+    healthy_s: Optional[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rolling(Record):
+    """A rolling restart summed up (see :mod:`loadtest.scenarios.rolling` and
+    :mod:`loadtest.method.rolling_verdict`): what was lost or repeated, the busiest second of new
+    sessions at any broker (``peak_broker`` from 1) against its bound, the p99 lateness during the
+    restarts against twice the steady one, and the verdict's ``failures`` (none: passed)."""
+
+    TYPE: ClassVar[str] = "rolling"
+    server: str
+    brokers: int
+    transport: str
+    clients: int
+    connected: int
+    rate: float
+    drain_s: float
+    backoff_s: float
+    published: int
+    complete: int
+    lost: int
+    duplicated: int
+    gaps: Dict[str, int]
+    never_back: int
+    reconnect_failures: Dict[str, int]
+    ends: Dict[str, int]
+    restart_s: Optional[List[int]]  # the first and last second of the restarts
+    peak_new_sessions: int
+    peak_second: Optional[int]
+    peak_broker: Optional[int]
+    new_sessions_bound: Optional[float]
+    steady_p99_ms: Optional[float]
+    restart_p99_ms: Optional[float]
+    worst_second_p99_ms: Optional[float]
+    p99_bound_ms: Optional[float]
+    failures: List[str]
+    end: str
+
+
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,
-                                      ChurnWave, Churn, FeedSample, Feed, Storm)}
+                                      ChurnWave, Churn, FeedSample, Feed, Storm, RollingSecond, BrokerRestart,
+                                      Rolling)}
 
 
 def parse(line):

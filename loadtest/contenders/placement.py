@@ -103,14 +103,15 @@ def add_broker_run_arguments(parser):
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
 
 
-def run_each_broker(args, status, transport, scenario, verdict, clean):
+def run_each_broker(args, status, transport, scenario, verdict, clean, variants=((),)):
     """Run a scenario against each of ``args.servers`` that can run here, each started
     afresh on ``args.server_cpus`` (``args.brokers`` processes for a cluster) with a
-    publish token of its own: ``scenario(label, running, token, out)`` is the coroutine
-    of one run, which writes its records to ``out`` and returns its summary;
-    ``verdict(summary)`` is the line a person reads, ``clean(summary)`` whether the run
-    lost nothing. The exit status: 0 when every server ran clean, 130 when interrupted,
-    else 1."""
+    publish token of its own, once for each flag list of ``variants`` (given to every
+    broker after the token; by default one run, with none): ``scenario(label, running,
+    token, out, flags)`` is the coroutine of one run, which writes its records to ``out``
+    and returns its summary; ``verdict(summary)`` is the line a person reads,
+    ``clean(summary)`` whether the run lost nothing. The exit status: 0 when every run
+    was clean, 130 when interrupted, else 1."""
     chosen = resolve_all(args.servers, status)
     if not chosen:
         status.message("no broker to run")
@@ -121,23 +122,25 @@ def run_each_broker(args, status, transport, scenario, verdict, clean):
     with files.ResultsFile(out_path) as out:
         out.write(files.run_record(None, transport, args.command_line))
         for contender in chosen:
-            token = secrets.token_hex(16)
-            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-            running = launch(contender, args.server_cpus, status, args.brokers, ["--publish-token", token])
-            if running is None:
-                continue
-            try:
-                out.write(server_record(contender, running, args.server_cpus[0]))
-                outcome = runner.run_interruptible(scenario(contender.label, running, token, out))
-            finally:
-                running.stop()
-            if outcome.interrupted:
-                status.message("interrupted: what was measured is in %s" % out_path)
-                return 130
-            if outcome.error is not None:
-                status.message("%s: ended: %s" % (contender.label, outcome.error))
-                continue
-            status.message(verdict(outcome.value))
-            cleanly += bool(clean(outcome.value))
+            for flags in variants:
+                token = secrets.token_hex(16)
+                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv + list(flags))))
+                running = launch(contender, args.server_cpus, status, args.brokers,
+                                 ["--publish-token", token] + list(flags))
+                if running is None:
+                    continue
+                try:
+                    out.write(server_record(contender, running, args.server_cpus[0]))
+                    outcome = runner.run_interruptible(scenario(contender.label, running, token, out, flags))
+                finally:
+                    running.stop()
+                if outcome.interrupted:
+                    status.message("interrupted: what was measured is in %s" % out_path)
+                    return 130
+                if outcome.error is not None:
+                    status.message("%s: ended: %s" % (contender.label, outcome.error))
+                    continue
+                status.message(verdict(outcome.value))
+                cleanly += bool(clean(outcome.value))
     status.message("results: %s" % out_path)
-    return 0 if cleanly == len(chosen) else 1
+    return 0 if cleanly == len(chosen) * len(variants) else 1

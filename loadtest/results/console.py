@@ -87,6 +87,11 @@ def _rtt_line(step):
     return "%s/%s/%s ms" % (_ms(step["p50_ms"]), _ms(step["p99_ms"]), _ms(step["max_ms"]))
 
 
+def listed(counts):
+    """``{reason: count}`` as a person reads it: ``2 refused, 1 timeout``, by reason."""
+    return ", ".join("%d %s" % (count, reason) for reason, count in sorted(counts.items()))
+
+
 def _num(value):
     return "{:,.0f}".format(value)
 

@@ -1,4 +1,4 @@
-"""What a results file says, without drawing: latency curves, realtime capacity, RSS over time, the summary tables.
+"""What a results file says, without drawing: latency curves, realtime capacity, RSS over time, rolling restarts, the summary tables.
 
 Everything here is pure: it takes the records of one results file (see
 :mod:`loadtest.results.files`) and returns plain values and text. ``compare`` prints
@@ -19,6 +19,9 @@ SERVER = "server"
 CLIENT = "client-bound"
 
 Curve = collections.namedtuple("Curve", "server level points")
+# One rolling restart: its server and drain, its rolling_second records in order, its
+# broker_restart records and its rolling record (None if the run did not end).
+RollingRun = collections.namedtuple("RollingRun", "server drain_s seconds restarts summary")
 Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate ratio limit")
 
 
@@ -47,6 +50,9 @@ class Results:
         self.soak_samples = of(schema.SoakSample)
         self.soaks = of(schema.Soak)
         self.churns = of(schema.Churn)
+        self.rolling_seconds = of(schema.RollingSecond)
+        self.broker_restarts = of(schema.BrokerRestart)
+        self.rollings = of(schema.Rolling)
 
     @property
     def servers(self):
@@ -119,6 +125,17 @@ def rss_series(results):
         if points:
             series[server] = points
     return series
+
+
+def rolling_runs(results):
+    """Every rolling restart of the results, a :class:`RollingRun` each, in the order they ran."""
+    keys = list(dict.fromkeys((r.server, r.drain_s) for r in results.rolling_seconds + results.rollings))
+    return [RollingRun(server, drain_s,
+                       sorted((r for r in results.rolling_seconds if (r.server, r.drain_s) == (server, drain_s)),
+                              key=lambda r: r.second),
+                       [r for r in results.broker_restarts if (r.server, r.drain_s) == (server, drain_s)],
+                       next((r for r in results.rollings if (r.server, r.drain_s) == (server, drain_s)), None))
+            for server, drain_s in keys]
 
 
 def subtitle(results):
@@ -283,6 +300,9 @@ def summary_rst(results):
         sections.append(_soak_section(results))
     if results.churns:
         sections.append(_churn_section(results))
+    if results.rollings:
+        sections.append("Rolling restarts: every broker of a cluster restarted in turn, with a drain and "
+                        "without\n\n" + rolling_table(results.rollings))
     return "\n\n".join(sections) + "\n"
 
 
@@ -318,3 +338,16 @@ def _churn_section(results):
     rows = [(r.server, r.baseline_connections, r.final_connections, _number(r.settle_s),
              _mb(r.baseline_rss_kb), _mb(r.final_rss_kb), r.verdict) for r in results.churns]
     return title + "\n\n" + rst_table(headers, rows)
+
+
+def rolling_table(rollings):
+    """The :class:`loadtest.records.Rolling` records as an RST table: what each run lost or
+    repeated, its peak of new sessions a second at any broker and its p99 during the
+    restarts, each beside its bound (none without a drain), and the verdict."""
+    headers = ("server", "drain s", "clients", "published", "lost", "twice", "gaps", "peak new/s", "bound",
+               "steady p99 ms", "restart p99 ms", "bound", "verdict")
+    rows = [(r.server, "%g" % r.drain_s, "{:,}".format(r.clients), r.published, r.lost, r.duplicated,
+             sum(r.gaps.values()), "%d at broker %s" % (r.peak_new_sessions, r.peak_broker or "-"),
+             _number(r.new_sessions_bound, 0), _number(r.steady_p99_ms), _number(r.restart_p99_ms),
+             _number(r.p99_bound_ms), "; ".join(r.failures) or "passed") for r in rollings]
+    return rst_table(headers, rows)

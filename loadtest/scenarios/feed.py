@@ -189,5 +189,5 @@ def run(parser, args):
     status = console.StatusLine()
     return placement.run_each_broker(
         args, status, endpoints.WEBSOCKET,
-        lambda label, running, token, out: FeedRun(label, running, token, args, out, status).run(),
+        lambda label, running, token, out, _: FeedRun(label, running, token, args, out, status).run(),
         console.feed_verdict_line, clean)

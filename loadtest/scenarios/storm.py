@@ -88,7 +88,7 @@ class StormRun:
         try:
             failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
             if failures:
-                return await self._record(groups, End.CONNECTIONS_FAILED.text(_listed(failures)), {})
+                return await self._record(groups, End.CONNECTIONS_FAILED.text(console.listed(failures)), {})
             self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
                                                                          args.transport))
             self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
@@ -127,10 +127,6 @@ class StormRun:
         return record
 
 
-def _listed(failures):
-    return ", ".join("%d %s" % (count, reason) for reason, count in sorted(failures.items()))
-
-
 def _spread(values):
     """p50, p99 and max of ``values`` (milliseconds), None where there are none."""
     if not values:
@@ -156,5 +152,5 @@ def run(parser, args):
     status = console.StatusLine()
     return placement.run_each_broker(
         args, status, args.transport,
-        lambda label, running, token, out: StormRun(label, running, token, args, out, status).run(),
+        lambda label, running, token, out, _: StormRun(label, running, token, args, out, status).run(),
         verdict_line, lambda record: record.complete == record.clients)

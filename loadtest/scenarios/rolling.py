@@ -1,0 +1,255 @@
+"""``python -m loadtest rolling``: deploy day, a cluster's brokers restarted one at a time, with a drain and without.
+
+Rules:
+
+- Each of ``--servers`` (a ``cluster-*``) is started afresh as ``--brokers`` processes
+  joined through Redis, once for each of ``--drain-seconds`` (``10,0``: with a drain,
+  then without), its brokers run with that ``--drain-seconds``.
+- ``--clients`` resuming subscribers (:mod:`loadtest.client.rolling_clients`) connect over
+  ``--transport`` or ``--mix``, asking for positions, spread over the brokers in turn and
+  over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If any fails to
+  connect, the run ends there.
+- Second 0 is then. A backend publishes numbered messages at ``--rate`` a second
+  (:class:`loadtest.client.numbered_feed.NumberedFeed`), to the brokers in turn, never to
+  one being restarted; the clients follow the cluster: one whose connection ends comes
+  back after a delay drawn in ``[0, --backoff]``, resuming, on another broker.
+- After ``--before`` seconds, each broker in turn is restarted as a deploy restarts it:
+  the backend stops publishing to it, it is sent SIGTERM and given its drain and
+  ``EXIT_GRACE_S`` to exit (then it is stopped), started again on its port with the same
+  flags, and asked for ``/healthz`` until it answers 200 (up to ``HEALTH_TIMEOUT_S``);
+  the backend publishes to it again and, ``--pause`` seconds later, the next one goes.
+- ``--after`` seconds after the last is back, publishing stops; the clients get
+  ``--catch-up`` seconds to deliver the last message.
+- A ``broker_restart`` record per broker, a ``rolling_second`` per second (sessions
+  held and opened at each broker, messages delivered and their lateness,
+  :mod:`loadtest.method.timeline`) and a ``rolling`` record summing the run up with its
+  verdict (:mod:`loadtest.method.rolling_verdict`). The exit status is 0 when every run
+  passed it; a table of the runs ends the output.
+"""
+
+import asyncio
+import time
+
+from loadtest import arguments, records
+from loadtest.client import endpoints, server_probe, workers
+from loadtest.client.numbered_feed import NumberedFeed
+from loadtest.client.rolling_clients import RemoteRollingGroup
+from loadtest.contenders import placement
+from loadtest.errors import LoadTestError
+from loadtest.method import rolling_verdict, timeline
+from loadtest.method.rules import End
+from loadtest.results import console, files, summary
+
+CLUSTERS = ("cluster-cpython", "cluster-pypy")
+# Seconds a broker may take to exit beyond its drain, and to answer /healthz 200 once listening.
+EXIT_GRACE_S = 10.0
+HEALTH_TIMEOUT_S = 30.0
+
+SUMMARY = "deploy day: a cluster's brokers restarted in turn, with a drain and without"
+DESCRIPTION = ("Start a cluster of brokers joined through Redis, connect resuming subscribers, publish numbered "
+               "messages, and restart the brokers one at a time as a deploy does (SIGTERM, exit, start again "
+               "on the same port, /healthz 200): second by second, the connections each broker holds, the new "
+               "sessions it takes and how late messages arrive, once for each --drain-seconds, so that a "
+               "drain and no drain stand side by side; and whether anything was lost or delivered twice.")
+
+
+def add_arguments(parser):
+    arguments.option(parser, "--servers", type=arguments.names_from("server", CLUSTERS),
+                     default=["cluster-cpython"], help="comma-separated, from %s (default: cluster-cpython)"
+                     % ",".join(CLUSTERS))
+    arguments.option(parser, "--brokers", type=arguments.positive_int, default=3,
+                     help="broker processes of each cluster (2 or more)")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=15000,
+                     help="subscribers in all")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--transport", **arguments.TRANSPORT)
+    how.add_argument("--mix", type=arguments.transport_mix,
+                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
+                     "gets one by the weights, the same for the same client number every run")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=2.0,
+                     help="messages published per second")
+    arguments.option(parser, "--drain-seconds", type=arguments.comma_list(arguments.non_negative_float),
+                     default=[10.0, 0.0], help="comma-separated: one run with each, its brokers run with this "
+                     "--drain-seconds (default 10,0: a drain of 10 s, then none)")
+    arguments.option(parser, "--before", type=arguments.positive_float, default=10.0,
+                     help="seconds of publishing before the first restart: the steady state")
+    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=5.0,
+                     help="seconds between a broker answering /healthz 200 again and the next one's SIGTERM")
+    arguments.option(parser, "--after", type=arguments.positive_float, default=5.0,
+                     help="seconds of publishing after the last broker is back")
+    arguments.option(parser, "--backoff", type=arguments.non_negative_float, default=1.0,
+                     help="a client whose connection ends comes back after a delay drawn in [0, this] seconds "
+                     "(the shipped client's after a 3012)")
+    arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
+                     help="seconds the clients get, after the last publish, to deliver it")
+    placement.add_broker_run_arguments(parser)
+
+
+class RollingRun:
+    """One rolling restart of one cluster with brokers draining over ``drain_s``."""
+
+    def __init__(self, label, cluster, token, drain_s, args, out, status):
+        self.label = label
+        self.cluster = cluster
+        self.token = token
+        self.drain_s = drain_s
+        self.args = args
+        self.out = out
+        self.status = status
+        self.transport = args.mix or args.transport
+        self.feed = None
+        self.origin = None
+        self.restarts = []
+
+    async def run(self):
+        """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
+        args = self.args
+        shares = workers.shares_of(args.clients, placement.client_procs(args, args.clients))
+        groups = [RemoteRollingGroup(self.cluster.urls, self.transport, [], sum(shares[:i]), share,
+                                     args.client_cpus[i % len(args.client_cpus)])
+                  for i, share in enumerate(shares)]
+        try:
+            failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
+            if failures:
+                return await self._record(groups, End.CONNECTIONS_FAILED.text(console.listed(failures)))
+            self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
+                self.label, self.drain_s, args.clients, self.transport))
+            self.origin = time.monotonic()
+            await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
+            self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
+            publishing = asyncio.ensure_future(self.feed.run(self._longest()))
+            end = End.COMPLETED.text()
+            try:
+                await asyncio.sleep(args.before)
+                for index in range(len(self.cluster.servers)):
+                    await self._restart(index)
+                    await asyncio.sleep(args.pause if index < len(self.cluster.servers) - 1 else args.after)
+            except LoadTestError as error:
+                end = End.SERVER_GONE.text(str(error))
+            finally:
+                self.feed.stop()
+                try:
+                    await publishing
+                except LoadTestError as error:
+                    end = End.SERVER_GONE.text(str(error))
+            await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
+            await asyncio.gather(*(group.settle() for group in groups))
+            return await self._record(groups, end)
+        finally:
+            for group in groups:
+                group.close()
+
+    def _longest(self):
+        """The most seconds the publishing can last, every broker taking as long as it may."""
+        args = self.args
+        each = self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S + args.pause
+        return args.before + len(self.cluster.servers) * each + args.after
+
+    def _now(self):
+        return round(time.monotonic() - self.origin, 3)
+
+    async def _restart(self, index):
+        """Restart broker ``index`` as a deploy does; its :class:`loadtest.records.BrokerRestart`."""
+        loop = asyncio.get_running_loop()
+        await self.feed.leave(index)
+        sigterm_s = self._now()
+        code = await loop.run_in_executor(None, self.cluster.terminate, index, self.drain_s + EXIT_GRACE_S)
+        exited_s = self._now()
+        try:
+            await loop.run_in_executor(None, self.cluster.start_again, index)
+        except LoadTestError as error:
+            raise LoadTestError("broker %d did not start again: %s" % (index + 1, error)) from None
+        listening_s = self._now()
+        healthy = await server_probe.until_healthy(self.cluster.urls[index], HEALTH_TIMEOUT_S)
+        record = records.BrokerRestart(
+            server=self.label, drain_s=self.drain_s, broker=index + 1, sigterm_s=sigterm_s, exited_s=exited_s,
+            exit_code=code, listening_s=listening_s, healthy_s=self._now() if healthy else None)
+        self.restarts.append(record)
+        self.out.write(record)
+        if not healthy:
+            raise LoadTestError("broker %d did not answer /healthz 200 within %g s" % (index + 1, HEALTH_TIMEOUT_S))
+        self.feed.back(index)
+        self.status.message("%s, drain %g s: broker %d exited %s after %.1f s, healthy again %.1f s later" % (
+            self.label, self.drain_s, index + 1, code, exited_s - sigterm_s, record.healthy_s - exited_s))
+
+    async def _record(self, groups, end):
+        args = self.args
+        brokers = len(self.cluster.servers)
+        published = self.feed.published if self.feed is not None else 0
+        reports = await asyncio.gather(*(group.report(published) for group in groups))
+        total = {key: sum(report[key] for report in reports)
+                 for key in ("connected", "complete", "missing", "repeated", "duplicates", "never_back")}
+        gaps = workers.summed(report["gaps"] for report in reports)
+        rows, lateness = timeline.merge([report["timeline"] for report in reports], brokers)
+        for row in rows:
+            self.out.write(records.RollingSecond(
+                server=self.label, drain_s=self.drain_s, second=row.second, connections=list(row.connections),
+                new_sessions=list(row.new_sessions), delivered=row.delivered,
+                delivery_ms={"p50": row.p50_ms, "p99": row.p99_ms, "max": row.max_ms}))
+        healthy = [restart.healthy_s for restart in self.restarts if restart.healthy_s is not None]
+        window = None
+        if self.restarts:
+            window = rolling_verdict.restart_seconds(self.restarts[0].sigterm_s,
+                                                     max(healthy) if healthy else self.restarts[-1].listening_s,
+                                                     args.backoff)
+        verdict = rolling_verdict.judge(
+            rows, lateness, window or (0, -1), rolling_verdict.Load(args.clients, brokers, self.drain_s),
+            rolling_verdict.Losses(total["missing"], total["repeated"] + total["duplicates"], sum(gaps.values())))
+        failures = list(verdict.failures)
+        if End.of(end) is not End.COMPLETED:
+            failures.insert(0, end)
+        if total["never_back"]:
+            failures.append("%d clients never came back" % total["never_back"])
+        record = records.Rolling(
+            server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
+            connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
+            published=published, complete=total["complete"], lost=total["missing"],
+            duplicated=total["repeated"] + total["duplicates"], gaps=gaps, never_back=total["never_back"],
+            reconnect_failures=workers.summed(report["failures"] for report in reports),
+            ends=workers.summed(report["ends"] for report in reports), restart_s=list(window) if window else None,
+            peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
+            peak_broker=None if verdict.peak_broker is None else verdict.peak_broker + 1,
+            new_sessions_bound=verdict.new_sessions_bound, steady_p99_ms=verdict.steady_p99_ms,
+            restart_p99_ms=verdict.restart_p99_ms, worst_second_p99_ms=verdict.worst_second_p99_ms,
+            p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end)
+        self.out.write(record)
+        return record
+
+
+def verdict_line(record):
+    """The line a person reads when a rolling restart ends."""
+    bound = "" if record.new_sessions_bound is None else " (at most %s)" % _round(record.new_sessions_bound)
+    p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
+    return ("%s x%d, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, %d twice, gaps %s; "
+            "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s, steady %s ms; %s" % (
+                record.server, record.brokers, record.drain_s, record.transport, record.complete, record.clients,
+                record.published, record.lost, record.duplicated, sum(record.gaps.values()) or "none",
+                record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
+                record.steady_p99_ms, "; ".join(record.failures) or "passed"))
+
+
+def _round(value):
+    return "%g" % round(value, 1)
+
+
+def run(parser, args):
+    transport = args.mix or args.transport
+    if endpoints.RAW in transport:
+        parser.error("--transport raw: the raw websocket carries no positions, and a client resumes")
+    if args.brokers < 2:
+        parser.error("--brokers %d: a restart sends a broker's clients to another, so 2 or more" % args.brokers)
+    args.out = args.out or files.default_path()
+    status = console.StatusLine()
+    code = placement.run_each_broker(
+        args, status, transport,
+        lambda label, running, token, out, flags: RollingRun(
+            label, running, token, float(flags[-1]), args, out, status).run(),
+        verdict_line, lambda record: not record.failures,
+        variants=[["--drain-seconds", "%g" % seconds] for seconds in args.drain_seconds])
+    try:
+        rollings = summary.Results(files.read(args.out)).rollings
+    except (OSError, ValueError):
+        rollings = []
+    if rollings:
+        status.message(summary.rolling_table(rollings))
+    return code
