@@ -118,6 +118,17 @@ def transport_mix(text):
     return endpoints.mix(weights)
 
 
+def add_transport_or_mix(parser):
+    """``--transport`` (:data:`TRANSPORT`) or ``--mix`` (:func:`transport_mix`), not both. They
+    read no variable: argparse checks only what is typed, so a variable could win over the
+    flag that excludes it."""
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--transport", **TRANSPORT)
+    how.add_argument("--mix", type=transport_mix,
+                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
+                     "gets one by the weights, the same for the same client number every run")
+
+
 def loopback_url(text):
     """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast`` (``https://`` over TLS)."""
     parts = urllib.parse.urlsplit(text)

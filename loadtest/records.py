@@ -365,13 +365,13 @@ class Rolling(Record):
 
     TYPE: ClassVar[str] = "rolling"
     server: str
+    drain_s: float
+    backoff_s: float
     brokers: int
     transport: str
     clients: int
     connected: int
     rate: float
-    drain_s: float
-    backoff_s: float
     published: int
     complete: int
     lost: int

@@ -35,9 +35,11 @@ from loadtest.client import endpoints, tls_context
 from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
 from loadtest.client.deliveries import failure_reason, now_us
 from loadtest.client.resuming import ResumingSubscriber
-from loadtest.client.workers import WorkerProcess
+from loadtest.client.workers import WorkerProcess, shares_of, summed
 from loadtest.errors import ConnectError
 from loadtest.method import rules
+from loadtest.method.rules import End
+from loadtest.results import console
 
 CONNECT_TIMEOUT_S = 10.0
 ATTEMPTS = 5
@@ -241,6 +243,13 @@ async def _run(group, command, args):
     return await answer if inspect.isawaitable(answer) else answer
 
 
+async def connect_all(groups):
+    """Every group's subscribers connected, all groups at once: None, or how a run whose
+    subscribers did not all connect ends (``connections failed: 2 refused, ...``)."""
+    failures = summed(await asyncio.gather(*(group.connect() for group in groups)))
+    return End.CONNECTIONS_FAILED.text(console.listed(failures)) if failures else None
+
+
 class RemoteStormGroup(WorkerProcess):
     """A :class:`StormGroup` (or a subclass, ``kind``) in a spawned process pinned to ``cpu``
     (or not, None): the same coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
@@ -248,6 +257,14 @@ class RemoteStormGroup(WorkerProcess):
     def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None, kind=StormGroup):
         super().__init__(serve, kind, list(urls), transport, source_addresses, first_id, count, cpu,
                          tls_context.trusted())
+
+    @classmethod
+    def spread(cls, urls, transport, clients, procs, cpus):
+        """``clients`` subscribers of ``urls`` over ``transport`` in up to ``procs`` groups of this
+        class (:func:`loadtest.client.workers.shares_of`), pinned to ``cpus`` in turn, ids running on
+        from one group to the next."""
+        shares = shares_of(clients, procs)
+        return [cls(urls, transport, [], sum(shares[:i]), share, cpus[i % len(cpus)]) for i, share in enumerate(shares)]
 
     async def connect(self):
         return await self.ask("connect")

@@ -37,11 +37,7 @@ def add_arguments(parser):
                      help="seconds per step")
     arguments.option(parser, "--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
                      help="seconds of quiet before each step")
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument("--transport", **arguments.TRANSPORT)
-    how.add_argument("--mix", type=arguments.transport_mix,
-                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
-                     "gets one by the weights, the same for the same client number every run")
+    arguments.add_transport_or_mix(parser)
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
     arguments.option(parser, "--label", help="server name in the results (default: the URL's host:port)")
     arguments.option(parser, "--server-pid", type=arguments.comma_list(int),

@@ -34,6 +34,7 @@ from loadtest import arguments, records
 from loadtest.client import endpoints, server_probe, workers
 from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.rolling_clients import RemoteRollingGroup
+from loadtest.client.storm_clients import connect_all
 from loadtest.contenders import placement
 from loadtest.errors import LoadTestError
 from loadtest.method import rolling_verdict, timeline
@@ -53,35 +54,32 @@ DESCRIPTION = ("Start a cluster of brokers joined through Redis, connect resumin
                "drain and no drain stand side by side; and whether anything was lost or delivered twice.")
 
 
+# The options of a run but --servers, the transports and the placement: (flag, type, default, help).
+OPTIONS = (
+    ("--brokers", arguments.positive_int, 3, "broker processes of each cluster (2 or more)"),
+    ("--clients", arguments.positive_int, 15000, "subscribers in all"),
+    ("--rate", arguments.positive_float, 2.0, "messages published per second"),
+    ("--drain-seconds", arguments.comma_list(arguments.non_negative_float), [10.0, 0.0],
+     "comma-separated: one run with each, its brokers run with this --drain-seconds (default 10,0: a drain of "
+     "10 s, then none)"),
+    ("--before", arguments.positive_float, 10.0, "seconds of publishing before the first restart: the steady state"),
+    ("--pause", arguments.non_negative_float, 5.0,
+     "seconds between a broker answering /healthz 200 again and the next one's SIGTERM"),
+    ("--after", arguments.positive_float, 5.0, "seconds of publishing after the last broker is back"),
+    ("--backoff", arguments.non_negative_float, 1.0,
+     "a client whose connection ends comes back after a delay drawn in [0, this] seconds (the shipped client's "
+     "after a 3012)"),
+    ("--catch-up", arguments.positive_float, 30.0, "seconds the clients get, after the last publish, to deliver it"),
+)
+
+
 def add_arguments(parser):
     arguments.option(parser, "--servers", type=arguments.names_from("server", CLUSTERS),
                      default=["cluster-cpython"], help="comma-separated, from %s (default: cluster-cpython)"
                      % ",".join(CLUSTERS))
-    arguments.option(parser, "--brokers", type=arguments.positive_int, default=3,
-                     help="broker processes of each cluster (2 or more)")
-    arguments.option(parser, "--clients", type=arguments.positive_int, default=15000,
-                     help="subscribers in all")
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument("--transport", **arguments.TRANSPORT)
-    how.add_argument("--mix", type=arguments.transport_mix,
-                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
-                     "gets one by the weights, the same for the same client number every run")
-    arguments.option(parser, "--rate", type=arguments.positive_float, default=2.0,
-                     help="messages published per second")
-    arguments.option(parser, "--drain-seconds", type=arguments.comma_list(arguments.non_negative_float),
-                     default=[10.0, 0.0], help="comma-separated: one run with each, its brokers run with this "
-                     "--drain-seconds (default 10,0: a drain of 10 s, then none)")
-    arguments.option(parser, "--before", type=arguments.positive_float, default=10.0,
-                     help="seconds of publishing before the first restart: the steady state")
-    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=5.0,
-                     help="seconds between a broker answering /healthz 200 again and the next one's SIGTERM")
-    arguments.option(parser, "--after", type=arguments.positive_float, default=5.0,
-                     help="seconds of publishing after the last broker is back")
-    arguments.option(parser, "--backoff", type=arguments.non_negative_float, default=1.0,
-                     help="a client whose connection ends comes back after a delay drawn in [0, this] seconds "
-                     "(the shipped client's after a 3012)")
-    arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
-                     help="seconds the clients get, after the last publish, to deliver it")
+    for flag, kind, default, text in OPTIONS:
+        arguments.option(parser, flag, type=kind, default=default, help=text)
+    arguments.add_transport_or_mix(parser)
     placement.add_broker_run_arguments(parser)
 
 
@@ -103,41 +101,42 @@ class RollingRun:
 
     async def run(self):
         """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
-        args = self.args
-        shares = workers.shares_of(args.clients, placement.client_procs(args, args.clients))
-        groups = [RemoteRollingGroup(self.cluster.urls, self.transport, [], sum(shares[:i]), share,
-                                     args.client_cpus[i % len(args.client_cpus)])
-                  for i, share in enumerate(shares)]
+        groups = RemoteRollingGroup.spread(self.cluster.urls, self.transport, self.args.clients,
+                                           placement.client_procs(self.args, self.args.clients), self.args.client_cpus)
         try:
-            failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
-            if failures:
-                return await self._record(groups, End.CONNECTIONS_FAILED.text(console.listed(failures)))
-            self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
-                self.label, self.drain_s, args.clients, self.transport))
-            self.origin = time.monotonic()
-            await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
-            self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
-            publishing = asyncio.ensure_future(self.feed.run(self._longest()))
-            end = End.COMPLETED.text()
-            try:
-                await asyncio.sleep(args.before)
-                for index in range(len(self.cluster.servers)):
-                    await self._restart(index)
-                    await asyncio.sleep(args.pause if index < len(self.cluster.servers) - 1 else args.after)
-            except LoadTestError as error:
-                end = End.SERVER_GONE.text(str(error))
-            finally:
-                self.feed.stop()
-                try:
-                    await publishing
-                except LoadTestError as error:
-                    end = End.SERVER_GONE.text(str(error))
-            await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
-            await asyncio.gather(*(group.settle() for group in groups))
-            return await self._record(groups, end)
+            failed = await connect_all(groups)
+            return await self._record(groups, failed or await self._restarts(groups))
         finally:
             for group in groups:
                 group.close()
+
+    async def _restarts(self, groups):
+        """From second 0: publish, restart every broker in turn, stop publishing, let the clients
+        catch up; how the run ended."""
+        args = self.args
+        self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
+            self.label, self.drain_s, args.clients, self.transport))
+        self.origin = time.monotonic()
+        await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
+        self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
+        publishing = asyncio.ensure_future(self.feed.run(self._longest()))
+        end = End.COMPLETED.text()
+        try:
+            await asyncio.sleep(args.before)
+            for index in range(len(self.cluster.servers)):
+                await self._restart(index)
+                await asyncio.sleep(args.pause if index < len(self.cluster.servers) - 1 else args.after)
+        except LoadTestError as error:
+            end = End.SERVER_GONE.text(str(error))
+        finally:
+            self.feed.stop()
+            try:
+                await publishing
+            except LoadTestError as error:
+                end = End.SERVER_GONE.text(str(error))
+        await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
+        await asyncio.gather(*(group.settle() for group in groups))
+        return end
 
     def _longest(self):
         """The most seconds the publishing can last, every broker taking as long as it may."""

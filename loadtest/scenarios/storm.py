@@ -29,7 +29,7 @@ from hdrh.histogram import HdrHistogram
 from loadtest import arguments, records
 from loadtest.client import endpoints, workers
 from loadtest.client.numbered_feed import NumberedFeed
-from loadtest.client.storm_clients import RemoteStormGroup
+from loadtest.client.storm_clients import RemoteStormGroup, connect_all
 from loadtest.contenders import placement
 from loadtest.method import rules
 from loadtest.method.rules import End
@@ -81,14 +81,12 @@ class StormRun:
     async def run(self):
         """The :class:`loadtest.records.Storm` of the run, also written to the results file."""
         args = self.args
-        shares = workers.shares_of(args.clients, placement.client_procs(args, args.clients))
-        groups = [RemoteStormGroup(self.cluster.urls, args.transport, [], sum(shares[:i]), share,
-                                   args.client_cpus[i % len(args.client_cpus)])
-                  for i, share in enumerate(shares)]
+        groups = RemoteStormGroup.spread(self.cluster.urls, args.transport, args.clients,
+                                         placement.client_procs(args, args.clients), args.client_cpus)
         try:
-            failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
-            if failures:
-                return await self._record(groups, End.CONNECTIONS_FAILED.text(console.listed(failures)), {})
+            failed = await connect_all(groups)
+            if failed:
+                return await self._record(groups, failed, {})
             self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
                                                                          args.transport))
             self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
