@@ -169,3 +169,32 @@ def test_a_broker_over_tls_beside_itself_plain_gets_its_price_in_vs_plain_column
 def test_a_run_over_tls_alone_has_no_vs_plain_column():
     records = [{"type": "run"}, dict(CPU_PER_MSG, server="broker-cpython+tls", tls=True)]
     assert "vs plain" not in summary.summary_rst(results_of(records))
+
+
+ROLLING = {"type": "rolling", "server": "cluster-cpython", "drain_s": 10.0, "clients": 15000, "published": 120,
+           "lost": 0, "duplicated": 0, "gaps": {}, "peak_new_sessions": 560, "peak_broker": 2,
+           "new_sessions_bound": 750.0, "steady_p99_ms": 40.0, "restart_p99_ms": 61.5, "p99_bound_ms": 80.0,
+           "failures": []}
+
+
+def test_each_rolling_restart_is_a_row_beside_its_bounds_and_verdict():
+    without = dict(ROLLING, drain_s=0.0, peak_new_sessions=4900, peak_broker=1, new_sessions_bound=None,
+                   p99_bound_ms=None, gaps={"expired": 2}, failures=["2 gaps"])
+    table = summary.summary_rst(results_of([{"type": "run"}, ROLLING, without]))
+    assert "Rolling restarts: every broker of a cluster restarted in turn, with a drain and without" in table
+    rows = [line.split("  ") for line in table.splitlines() if line.startswith("cluster-cpython")]
+    assert [[cell.strip() for cell in row if cell.strip()] for row in rows] == [
+        ["cluster-cpython", "10", "15,000", "120", "0", "0", "0", "560 at broker 2", "750", "40.0", "61.5", "80.0",
+         "passed"],
+        ["cluster-cpython", "0", "15,000", "120", "0", "0", "2", "4900 at broker 1", "-", "40.0", "61.5", "-",
+         "2 gaps"]]
+
+
+def test_a_rolling_restarts_records_are_gathered_run_by_run():
+    second = {"type": "rolling_second", "server": "cluster-cpython", "drain_s": 10.0, "connections": [1, 1],
+              "new_sessions": [0, 0], "delivered": 2, "delivery_ms": {}}
+    restart = {"type": "broker_restart", "server": "cluster-cpython", "drain_s": 10.0, "broker": 1}
+    lines = [dict(second, second=1), dict(second, second=0), restart, ROLLING, dict(second, drain_s=0.0, second=0)]
+    runs = summary.rolling_runs(results_of(lines))
+    assert [(run.drain_s, [s.second for s in run.seconds], len(run.restarts), run.summary is not None)
+            for run in runs] == [(10.0, [0, 1], 1, True), (0.0, [0], 0, False)]
