@@ -33,7 +33,10 @@ class ResumingSubscriber:
     newest delivered), ``gaps`` by reason, ``duplicates`` and ``replayed``
     dropped, ``announcements`` received; ``starts``: how often it was told where it
     starts (``open``, ``resumed`` or a gap): once for each connection the broker took,
-    before anything else (and again at a gap a live connection is told of)."""
+    before anything else (and again at a gap a live connection is told of); ``on_start``:
+    None, or what to call at each."""
+
+    on_start = None
 
     def __init__(self):
         self.epoch = None
@@ -74,6 +77,8 @@ class ResumingSubscriber:
             self.announcements.append(envelope["a"])
         elif "c" in envelope:
             self.starts += 1
+            if self.on_start is not None:
+                self.on_start()
             if envelope["c"] == positions.GAP:
                 self.gaps[envelope["reason"]] += 1
             if envelope["c"] == positions.RESUMED:

@@ -7,7 +7,9 @@ Rules:
   same way, in a worker process the same way. Once it follows (:meth:`RollingGroup.follow`),
   each subscriber whose connection ends comes back by itself, after a delay drawn in
   ``[0, backoff]`` (full jitter, as the shipped client waits after a 3012), asking to
-  resume, to another broker (:func:`reconnect_order`).
+  resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
+  broker it lost, the same every run, so that the clients of one broker spread evenly over
+  the others, in every second of a drain, wherever each of them came from.
 - A subscriber is *on* a broker from the moment the broker tells it where it starts (its
   ``open``, ``resumed`` or ``gap``) until its connection ends. A connection refused, or a
   session closed before it was told (a draining broker closes each new session as it
@@ -29,18 +31,26 @@ import random
 from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, RemoteStormGroup, StormGroup
 from loadtest.method.timeline import Timeline
 
-START_POLL_S = 0.01
+MASK_64 = (1 << 64) - 1
 
 
 def reconnect_order(client_id, lost, brokers):
     """The brokers client ``client_id`` tries, in turn, when it loses broker ``lost`` (of
-    ``brokers``): the others, from the one its number picks, so that the clients of one broker
-    spread evenly over the others, then ``lost`` itself."""
+    ``brokers``): the others, from one drawn from both numbers (:func:`draw`), then ``lost`` itself."""
     others = brokers - 1
     if others < 1:
         return [lost]
-    first = client_id % others
+    first = draw(client_id, lost) % others
     return [(lost + 1 + (first + step) % others) % brokers for step in range(others)] + [lost]
+
+
+def draw(client_id, lost):
+    """A 64-bit number that looks random, the same for the same two numbers (SplitMix64's
+    finalizer): where a client goes after one loss says nothing of where it goes after another."""
+    x = ((client_id << 16) + lost + 1) * 0x9E3779B97F4A7C15 & MASK_64
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & MASK_64
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & MASK_64
+    return x ^ (x >> 31)
 
 
 class RollingGroup(StormGroup):
@@ -68,10 +78,15 @@ class RollingGroup(StormGroup):
         if not await super()._open(index, broker):
             return False
         connection = self.connections[index]
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + CONNECT_TIMEOUT_S
-        while subscriber.starts == starts and connection.alive and loop.time() < deadline:
-            await asyncio.sleep(START_POLL_S)
+        if subscriber.starts == starts and connection.alive:
+            told = asyncio.get_running_loop().create_future()
+            subscriber.on_start = connection.on_end = lambda *_: told.done() or told.set_result(None)
+            try:
+                await asyncio.wait_for(told, CONNECT_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                subscriber.on_start = connection.on_end = None
         if subscriber.starts == starts:
             reason = connection.closed_reason or "not told where it starts within %g s" % CONNECT_TIMEOUT_S
             connection.close()

@@ -33,8 +33,10 @@ def test_each_connection_the_broker_took_is_a_start():
     subscriber = ResumingSubscriber()
     fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "1", "d": "a"}, {"a": {"audience": 1}})
     assert subscriber.starts == 1
+    told = []
+    subscriber.on_start = lambda: told.append(subscriber.starts)
     fed(subscriber, {"c": "resumed", "epoch": "E", "o": "1"}, {"o": "2", "d": "b"})
-    assert subscriber.starts == 2
+    assert subscriber.starts == 2 and told == [2]
 
 
 def test_a_gap_is_counted_and_the_state_after_it_is_not_a_duplicate():
