@@ -314,7 +314,7 @@ def _rolling_column(panels, run):
         for side in ("top", "right"):
             axes.spines[side].set_visible(False)
         axes.set_xlim(0, seconds[-1] + 1)
-        axes.legend(loc="upper right", fontsize=7, frameon=False)
+        axes.legend(loc="best", fontsize=7, frameon=False)
     late.set_xlabel("seconds since the first message; shaded: SIGTERM to exit, then down until /healthz 200")
 
 

@@ -23,8 +23,9 @@ Rules:
 - A ``broker_restart`` record per broker, a ``rolling_second`` per second (sessions
   held and opened at each broker, messages delivered and their lateness,
   :mod:`loadtest.method.timeline`) and a ``rolling`` record summing the run up with its
-  verdict (:mod:`loadtest.method.rolling_verdict`). The exit status is 0 when every run
-  passed it; a table of the runs ends the output.
+  verdict (:mod:`loadtest.method.rolling_verdict`), to which the run adds how it ended if it
+  did not complete, the clients that never came back and any broker that did not exit 0.
+  The exit status is 0 when every run passed; a table of the runs ends the output.
 """
 
 import asyncio
@@ -199,6 +200,9 @@ class RollingRun:
             failures.insert(0, end)
         if total["never_back"]:
             failures.append("%d clients never came back" % total["never_back"])
+        failures.extend("broker %d exited with %s" % (restart.broker, restart.exit_code if restart.exit_code is not None
+                                                      else "no code: it was stopped")
+                        for restart in self.restarts if restart.exit_code != 0)
         record = records.Rolling(
             server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
             connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
