@@ -49,6 +49,15 @@ def close_after_response(request):
     request.connection._disconnect_on_finish = True
 
 
+def untimed_requests(server):
+    """Have ``server`` (a Tornado HTTPServer) read its requests' headers and
+    bodies without timing them, whatever it was built with: the caller times
+    them instead. (Tornado wraps each read in ``gen.with_timeout`` when its
+    connection parameters name a timeout, and always names a header timeout.)"""
+    server.conn_params.header_timeout = None
+    server.conn_params.body_timeout = None
+
+
 def abort_redis_connections(pool):
     """Close the socket of every connection of ``pool`` (a ``redis.asyncio``
     ConnectionPool) at once, dropping what its transport still holds to write:

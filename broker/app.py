@@ -26,7 +26,7 @@ from broker.ops import api, demo_page, gc_policy, metrics
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
 from broker.transports import tls
-from broker.transports.listener import ClientAddressCheck, Listener
+from broker.transports.listener import ClientAddressCheck, Listener, RequestTimeouts
 from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")
@@ -126,10 +126,9 @@ def make_server(config, app, limits, secure=None):
                         "(--trusted-proxies %s): a proxy on another host needs its address there",
                         config.client_address_header, ",".join(config.trusted_proxies))
         app = ClientAddressCheck(app, limits, config.client_address_header)
-    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size),
-                        idle_connection_timeout=config.header_timeout,
-                        body_timeout=config.body_timeout)
-    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure)
+    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size))
+    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure,
+                    timeouts=RequestTimeouts(config.header_timeout, config.body_timeout))
 
 
 def tls_context(config):

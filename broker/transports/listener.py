@@ -25,6 +25,14 @@ Rules this module keeps:
   ``--write-timeout`` see them, not megabytes of them in the kernel.
 * Request headers over Tornado's ``max_header_size`` are answered 431 as the
   connection closes, rather than by a bare close.
+* The header and body timeouts are the listener's (:class:`RequestTimeouts`),
+  not Tornado's: Tornado starts a timer, a wrapping future and, for a body,
+  a task for every request (a fifth of a poll's CPU), where the listener
+  notes a deadline in a dict and sweeps the dict a few times a second. Same
+  rules: a connection's next request's headers must be complete within the
+  header timeout from its opening or from the end of its previous response,
+  a body within the body timeout from its first read; a connection over
+  either is closed (a body's with a log line at INFO, as Tornado logs it).
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
   (:class:`ClientAddressCheck`): the last one of a list, which is the one the
@@ -34,11 +42,13 @@ Rules this module keeps:
 import functools
 import logging
 import socket
+import time
 
 from tornado import httputil
-from tornado.ioloop import IOLoop
+from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.iostream import IOStream, SSLIOStream, UnsatisfiableReadError
 
+from broker import _internals
 from broker.core.limits import MAX_CONNECTIONS, PER_IP, client_key
 from broker.transports import tls
 
@@ -80,30 +90,113 @@ def refuse(connection, response):
         connection.close()
 
 
+class RequestTimeouts:
+    """The header and body timeouts of a listener's connections (see the
+    module's rules), in seconds. A stream's deadline is one entry of a dict in
+    the order the deadlines fall (all of a dict have one timeout), so that
+    :meth:`sweep` reads only the entries that are due, and one more."""
+
+    def __init__(self, header_timeout, body_timeout):
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.headers = {}
+        self.bodies = {}
+        self.timer = None
+
+    def reading_headers(self, stream):
+        self.bodies.pop(stream, None)
+        self.headers.pop(stream, None)
+        self.headers[stream] = time.monotonic() + self.header_timeout
+
+    def headers_read(self, stream):
+        self.headers.pop(stream, None)
+
+    def reading_body(self, stream):
+        if stream not in self.bodies:
+            self.bodies[stream] = time.monotonic() + self.body_timeout
+
+    def forget(self, stream):
+        self.headers.pop(stream, None)
+        self.bodies.pop(stream, None)
+
+    def start(self):
+        """Sweep four times within the shorter timeout, at most once a second."""
+        if self.timer is None:
+            period = min(1.0, self.header_timeout / 4, self.body_timeout / 4)
+            self.timer = PeriodicCallback(self.sweep, 1000 * period)
+            self.timer.start()
+
+    def stop(self):
+        if self.timer is not None:
+            self.timer.stop()
+            self.timer = None
+
+    def sweep(self, now=None):
+        """Close every stream past its deadline; a body's only while it is
+        still being read (one read since the next request's headers forgets it)."""
+        now = time.monotonic() if now is None else now
+        for stream in _due(self.headers, now):
+            stream.close()
+        for stream in _due(self.bodies, now):
+            if stream.reading():
+                LOG.info("timeout reading a request's body from %s", stream.peer)
+                stream.close()
+
+
+def _due(deadlines, now):
+    """Take out of ``deadlines`` (a stream's deadline each, in the order they
+    fall) the streams whose deadline is past ``now``."""
+    due = []
+    for stream, deadline in deadlines.items():
+        if deadline > now:
+            break
+        due.append(stream)
+    for stream in due:
+        del deadlines[stream]
+    return due
+
+
 class _Counted:
     """The stream of an admitted connection: released from ``limits`` when its
     socket closes, with the client it belongs to then (``client``); ``peer``
     is the client its peer address names, ``from_proxy`` whether that peer is a
     trusted proxy, whose requests name their client. When Tornado closes it because a
-    request's headers are over its limit, the close is preceded by a 431."""
+    request's headers are over its limit, the close is preceded by a 431.
+    Its requests are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given."""
 
-    def __init__(self, connection, limits, client, peer, from_proxy=False, **kwargs):
+    def __init__(self, connection, limits, client, peer, from_proxy=False, timeouts=None, **kwargs):
         self.limits = limits
         self.client = client
         self.peer = peer
         self.from_proxy = from_proxy
+        self.timeouts = timeouts
         self.reading_headers = False
         super().__init__(connection, **kwargs)
 
     def read_until_regex(self, regex, max_bytes=None):
         # Tornado's HTTP server reads request headers, and only them, this way.
         self.reading_headers = True
+        if self.timeouts is not None:
+            self.timeouts.reading_headers(self)
         future = super().read_until_regex(regex, max_bytes)
         future.add_done_callback(self.headers_read)
         return future
 
     def headers_read(self, future):
         self.reading_headers = False
+        if self.timeouts is not None:
+            self.timeouts.headers_read(self)
+
+    # Tornado reads a request's body, and only it, with these two.
+    def read_bytes(self, num_bytes, partial=False):
+        if self.timeouts is not None:
+            self.timeouts.reading_body(self)
+        return super().read_bytes(num_bytes, partial)
+
+    def read_until(self, delimiter, max_bytes=None):
+        if self.timeouts is not None:
+            self.timeouts.reading_body(self)
+        return super().read_until(delimiter, max_bytes)
 
     def close_fd(self):
         if self.reading_headers and isinstance(self.error, UnsatisfiableReadError):
@@ -112,6 +205,8 @@ class _Counted:
             except OSError:
                 pass
         super().close_fd()
+        if self.timeouts is not None:
+            self.timeouts.forget(self)
         self.limits.release(self.client)
 
     def release_function(self):
@@ -135,14 +230,19 @@ class Listener:
     ``proxies`` (:class:`broker.core.limits.TrustedProxies`, or None: no proxy)
     has no client before a request names it. With ``tls`` (an ``ssl.SSLContext``:
     :mod:`broker.transports.tls`) every connection is served over TLS, and a
-    refused one is closed without an answer."""
+    refused one is closed without an answer. With ``timeouts`` (a
+    :class:`RequestTimeouts`) the listener times the requests instead of the
+    server, from the first ``add_sockets`` on, also once it has stopped accepting."""
 
-    def __init__(self, server, limits, proxies=None, send_buffer=0, tls_context=None):
+    def __init__(self, server, limits, proxies=None, send_buffer=0, tls_context=None, timeouts=None):
         self.server = server
         self.limits = limits
         self.proxies = proxies
         self.send_buffer = send_buffer
         self.tls_context = tls_context
+        self.timeouts = timeouts
+        if timeouts is not None:
+            _internals.untimed_requests(server)
         self.sockets = []
         self.watching = False
         self.resumption = None
@@ -151,6 +251,8 @@ class Listener:
         self.watch(False)
         self.sockets.extend(sockets)
         self.watch(True)
+        if self.timeouts is not None:
+            self.timeouts.start()
 
     def stop(self):
         """Stop accepting and close the listening sockets; open connections go on."""
@@ -211,7 +313,7 @@ class Listener:
         if self.tls_context is not None:
             connection = tls.wrap(self.tls_context, connection)
             kind = CountedTLSStream
-        stream = kind(connection, self.limits, client, peer, from_proxy,
+        stream = kind(connection, self.limits, client, peer, from_proxy, self.timeouts,
                       max_buffer_size=self.server.max_buffer_size,
                       read_chunk_size=self.server.read_chunk_size)
         self.server.handle_stream(stream, address)

@@ -101,6 +101,43 @@ def test_close_after_response_sets_what_tornado_reads():
 
 
 
+def test_untimed_requests_leave_tornado_no_timer_to_start():
+    """A request read by a server without timeouts schedules no timer: Tornado
+    still reads its timeouts from ``HTTPServer.conn_params``."""
+    from tornado.httpserver import HTTPServer
+
+    class Hello(tornado.web.RequestHandler):
+        def post(self):
+            self.write(self.request.body)
+
+    async def serve(untimed):
+        server = HTTPServer(tornado.web.Application([("/", Hello)]), idle_connection_timeout=5, body_timeout=5)
+        if untimed:
+            _internals.untimed_requests(server)
+        loop = tornado.ioloop.IOLoop.current()
+        timers = []
+        call_at = loop.call_at
+        loop.call_at = lambda when, callback, *args, **kwargs: timers.append(callback) or call_at(
+            when, callback, *args, **kwargs)
+        left, right = socket.socketpair()
+        try:
+            server.handle_stream(iostream.IOStream(left), ("127.0.0.1", 1))
+            right.setblocking(False)
+            await asyncio.get_running_loop().sock_sendall(
+                right, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            answer = b""
+            while not answer.endswith(b"hi"):
+                answer += await asyncio.get_running_loop().sock_recv(right, 4096)
+            return len(timers)
+        finally:
+            del loop.call_at
+            right.close()
+            await server.close_all_connections()
+
+    assert asyncio.run(serve(False)) > 0, "Tornado no longer times requests: the test proves nothing"
+    assert asyncio.run(serve(True)) == 0, "HTTPServer.conn_params' header_timeout or body_timeout is no longer read"
+
+
 def test_the_tls_handshake_failure_is_the_line_tornado_logs():
     import inspect
     import logging

@@ -1,0 +1,75 @@
+"""The listener's request timeouts, on fake streams and a given clock."""
+
+from broker.transports.listener import RequestTimeouts
+
+
+class Stream:
+    def __init__(self, reading=True):
+        self.closed = False
+        self.is_reading = reading
+        self.peer = "127.0.0.1"
+
+    def reading(self):
+        return self.is_reading
+
+    def close(self):
+        self.closed = True
+
+
+def test_headers_not_complete_within_the_timeout_close_their_stream(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr("time.monotonic", lambda: clock[0])
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    slow, quick, later = Stream(), Stream(), Stream()
+    timeouts.reading_headers(slow)
+    timeouts.reading_headers(quick)
+    clock[0] = 101.0
+    timeouts.reading_headers(later)
+    timeouts.headers_read(quick)
+    timeouts.sweep(101.9)
+    assert not slow.closed
+    timeouts.sweep(102.1)
+    assert slow.closed and not quick.closed and not later.closed
+    timeouts.sweep(103.1)
+    assert later.closed
+    assert not timeouts.headers
+
+
+def test_a_new_request_restarts_the_header_deadline(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("time.monotonic", lambda: clock[0])
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    first, idle = Stream(), Stream()
+    timeouts.reading_headers(idle)
+    timeouts.reading_headers(first)
+    clock[0] = 1.5
+    timeouts.headers_read(idle)
+    timeouts.reading_headers(idle)  # its next request, on the same connection
+    timeouts.sweep(2.5)
+    assert first.closed and not idle.closed
+    timeouts.sweep(3.6)
+    assert idle.closed
+
+
+def test_a_body_is_timed_only_while_it_is_being_read(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("time.monotonic", lambda: clock[0])
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    dripping, answered, next_request = Stream(), Stream(reading=False), Stream()
+    for stream in (dripping, answered, next_request):
+        timeouts.reading_body(stream)
+    clock[0] = 4.0
+    timeouts.reading_body(dripping)  # a later chunk: the deadline stays the first read's
+    timeouts.reading_headers(next_request)  # the body was read: the next request's headers are timed
+    timeouts.sweep(5.5)
+    assert dripping.closed and not answered.closed and not next_request.closed
+    assert not timeouts.bodies
+
+
+def test_a_closed_stream_is_forgotten():
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    stream = Stream()
+    timeouts.reading_headers(stream)
+    timeouts.reading_body(stream)
+    timeouts.forget(stream)
+    assert not timeouts.headers and not timeouts.bodies
