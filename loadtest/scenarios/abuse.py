@@ -66,7 +66,8 @@ FLOOD_FRAMES_PER_WRITE = 100
 FLOOD_STEPS = 3
 ATTACKER_GRACE_S = 30
 STEP_PAUSE_S = 1.0
-BURST_TAIL_S = 2.0
+# A broker under a burst answers for seconds after the last attempt; the step must cover it.
+BURST_TAIL_S = 5.0
 # The kernel's counters a burst reads over its attack (machine-wide: anyone's connections count).
 KERNEL_COUNTERS = {"listen_overflows": "ListenOverflows", "syn_retransmits": "TCPSynRetrans"}
 
