@@ -226,9 +226,10 @@ def _row(cells, widths):
 
 
 def _text(cell):
+    """A cell on one line: a server's answer quoted in a verdict may hold line breaks."""
     if cell is None:
         return "-"
-    return cell if isinstance(cell, str) else str(cell)
+    return " ".join((cell if isinstance(cell, str) else str(cell)).split())
 
 
 def _rate(value):

@@ -198,3 +198,8 @@ def test_a_rolling_restarts_records_are_gathered_run_by_run():
     runs = summary.rolling_runs(results_of(lines))
     assert [(run.drain_s, [s.second for s in run.seconds], len(run.restarts), run.summary is not None)
             for run in runs] == [(10.0, [0, 1], 1, True), (0.0, [0], 0, False)]
+
+
+def test_a_cell_holding_a_line_break_stays_on_its_row():
+    table = summary.rst_table(["server", "verdict"], [["a", 'answered 503: {"error": "lost"}\n; 2 over']])
+    assert table.splitlines()[3] == 'a       answered 503: {"error": "lost"} ; 2 over'
