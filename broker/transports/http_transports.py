@@ -74,6 +74,24 @@ def refuse_over_accept_rate(handler, take):
         handler.finish("Too many new sessions: retry later\n")
 
 
+FOREIGN_ORIGIN = "Origin not allowed.\n"
+
+
+def refuse_foreign_origin(handler):
+    """From ``prepare``: answer 403 to a request that names in ``Origin`` a page the router's
+    origin policy (``--allowed-origins``) does not allow, before anything of a session is made
+    or a message taken, and say whether it did. A browser sends a page's plain ``POST`` to any
+    site without asking; CORS only keeps the page from reading the answer. Requests without
+    ``Origin`` (backends, tools, a script tag's ``GET``) are never refused for it."""
+    origin = handler.request.headers.get("Origin")
+    if origin is None or handler.server.rules.origins.allows(origin, handler.request.host):
+        return False
+    handler.set_status(403)
+    handler.set_header("Content-Type", "text/plain; charset=UTF-8")
+    handler.finish(FOREIGN_ORIGIN)
+    return True
+
+
 class NewSessions:
     """Mixin for the handlers whose requests open sessions, and for ``/info``
     (``opens_session`` False): see :func:`refuse_over_accept_rate`."""
@@ -87,7 +105,8 @@ class NewSessions:
 
     def prepare(self):
         super().prepare()
-        refuse_over_accept_rate(self, self.opens_session)
+        if not refuse_foreign_origin(self):
+            refuse_over_accept_rate(self, self.opens_session)
 
 
 class _SendHandler(ServiceHeaders):
@@ -98,6 +117,10 @@ class _SendHandler(ServiceHeaders):
     array, answers 500 "Payload expected."; bad JSON or bad UTF-8, 500
     "Broken JSON encoding.". Nothing else of the session is touched.
     """
+
+    def prepare(self):
+        super().prepare()
+        refuse_foreign_origin(self)
 
     def post(self, session_id):
         self.preflight()

@@ -72,3 +72,31 @@ def test_by_default_any_page_may_use_the_broker(broker):
     assert answer["Access-Control-Allow-Origin"] == EVIL
     iframe = cors(broker, "GET", "/broadcast/iframe.html", EVIL)["Content-Security-Policy"]
     assert iframe.startswith("script-src 'self' 'sha256-") and "frame-ancestors" not in iframe
+
+
+def status_of(broker, method, path, origin, body=""):
+    """``(status, body)`` of one request from a page of ``origin`` (None: no ``Origin``)."""
+    host, port = broker.origin[len("http://"):].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        conn.request(method, path, body=body, headers={} if origin is None else {"Origin": origin})
+        response = conn.getresponse()
+        return response.status, response.read(64).decode()
+    finally:
+        conn.close()
+
+
+def test_a_page_of_another_origin_can_neither_open_a_session_nor_send_into_one(start_broker):
+    broker = start_broker("--allowed-origins", GOOD)
+    for method, transport in (("POST", "xhr"), ("POST", "xhr_streaming"), ("GET", "eventsource"),
+                              ("GET", "htmlfile?c=cb"), ("GET", "jsonp?c=cb")):
+        assert status_of(broker, method, xhr_path(broker, transport), EVIL) == (403, "Origin not allowed.\n")
+    assert status_of(broker, "GET", "/broadcast/info", EVIL)[0] == 403
+    with WebSocketClient(broker.url) as listener:
+        path = xhr_path(broker, "xhr")
+        assert status_of(broker, "POST", path, None) == (200, "o\n"), "no Origin: opened"
+        send = path + "_send"
+        assert status_of(broker, "POST", send, EVIL, '["blind"]')[0] == 403
+        assert status_of(broker, "POST", path[:-len("xhr")] + "jsonp_send", EVIL, 'd=["blind"]')[0] == 403
+        assert status_of(broker, "POST", send, GOOD, '["from a listed page"]')[0] == 204
+        assert listener.collect(1) == ["from a listed page"], "the refused sends published nothing"
