@@ -80,10 +80,10 @@ class BrokerCollector:
         yield refused
         yield CounterMetricFamily(PREFIX + "accept_pauses", "Times the broker stopped accepting "
                                   "for a moment (out of descriptors)", value=limits.accept_pauses)
-        yield GaugeMetricFamily(PREFIX + "connections_behind", "Websockets holding bytes the kernel "
-                                "would not take yet", value=len(self.router.behind))
-        yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets behind hold for "
-                                "their clients", value=self.router.unsent_bytes())
+        yield GaugeMetricFamily(PREFIX + "connections_behind", "Websockets and streams holding bytes the "
+                                "kernel would not take yet", value=len(self.router.behind))
+        yield GaugeMetricFamily(PREFIX + "unsent_bytes", "Bytes the websockets and streams behind hold "
+                                "for their clients", value=self.router.unsent_bytes())
         yield self.latency()
         yield GaugeMetricFamily(PREFIX + "history_messages", "Messages kept for clients resuming "
                                 "(--history)", value=len(hub.history))
