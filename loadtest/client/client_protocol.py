@@ -41,6 +41,8 @@ class Opened:
 
 
 OPENED = Opened()
+# The reason a session ends when the server answers one of its requests with a new open frame.
+LOST_SESSION = "server lost session"
 
 
 class Delivered(NamedTuple):
@@ -83,14 +85,19 @@ def tally_sockjs_frame(protocol, buffer, start, end, count, own, events):
     ``count_messages``, which counts positioned messages for a client that asked for them):
     an array's messages are counted and the client's own taken from ``pending``; the first
     open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
-    it; a close frame closes ``protocol``. Every transport's protocol reads its frames so."""
+    it; a later open frame (a new session under the same id) or a close frame closes
+    ``protocol``. Every transport's protocol reads its frames so."""
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
         count += protocol.count_messages(buffer, start, end)
         if buffer.find(protocol.marker, start, end) >= 0:
             own = _take_pending(protocol.pending, payload.own_messages(buffer, protocol.marker, start, end), own)
     elif kind == _SOCKJS_OPEN:
-        if not protocol.opened:
+        if protocol.opened:
+            # The server opened a new session under this one's id: it had lost this one
+            # (expired, or a broker restarted on its port). sockjs-client closes so too.
+            protocol.close(LOST_SESSION)
+        else:
             protocol.opened = True
             if count:
                 events.append(_new_delivered(Delivered, (count, own or ())))

@@ -180,3 +180,24 @@ def test_the_query_goes_on_every_request_and_positions_are_counted_in_envelopes(
     assert protocol.sends_to_send().startswith(b"POST /broadcast/000/abc/xhr_send?positions=1 HTTP/1.1\r\n")
     frame = b'a[{"c":"open","epoch":"e","o":"0"},{"o":"1","d":"7:1:1000"}]\n'
     assert list(protocol.receive_data(chunk(frame))) == [Delivered(1, [(1, 1000)])]
+
+
+@pytest.mark.parametrize("transport, answer", [
+    ("xhr-polling", poll(b"o\n")),
+    ("xhr-streaming", STREAM_HEAD + chunk(b"h" * 2048 + b"\n") + chunk(b"o\n")),
+])
+def test_an_open_frame_on_an_open_session_ends_it_as_lost(transport, answer):
+    """A broker restarted on its port, or a session expired, answers a request of the old
+    session with a new one's open frame: the client's session is gone (sockjs-client closes
+    with 1006 "Server lost session"), not carried on under a new one."""
+    protocol = HttpSessionProtocol(CLIENT, "h:1", SESSION, transport)
+    protocol.data_to_send()
+    if transport == "xhr-polling":
+        assert list(protocol.receive_data(poll(b"o\n"))) == [OPENED]
+        protocol.data_to_send()
+    else:
+        assert list(protocol.receive_data(answer)) == [OPENED]
+        protocol.receive_data(b"0\r\n\r\n")  # the stream ends: reopened on the session
+        protocol.data_to_send()
+    assert list(protocol.receive_data(answer)) == [Closed("server lost session")]
+    assert protocol.data_to_send() == b""
