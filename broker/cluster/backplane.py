@@ -83,6 +83,8 @@ READ_COUNT = 1000
 BLOCK_MS = 1000
 # A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
 REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
+# What a reply that was waiting in the socket when the timeout fired may take to be read.
+SILENCE_CHECK_S = 0.1
 FIELD = b"m"
 KEY_FIELD = b"k"
 FAILURES = (RedisError, OSError)
@@ -300,9 +302,16 @@ class Backplane:
     async def _answer(self, call):
         """What ``call`` (a coroutine on Redis) returns; if Redis does not answer
         within REPLY_TIMEOUT_S, the connections are closed, and it fails with
-        redis-py's TimeoutError, as does every call they fail."""
+        redis-py's TimeoutError, as does every call they fail.
+
+        When the timer fires, the verdict waits SILENCE_CHECK_S more: after a stall of
+        this process (a long collection, a busy moment) the answer may be waiting in
+        the socket already, read and parsed a few loop iterations later. An answer
+        there is not a silence."""
         silences = self._silences
-        timer = asyncio.get_running_loop().call_later(REPLY_TIMEOUT_S, self._silent)
+        answered = []
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(REPLY_TIMEOUT_S, loop.call_later, SILENCE_CHECK_S, self._silent, answered)
         try:
             return await call
         except FAILURES:
@@ -310,9 +319,12 @@ class Backplane:
                 raise NoAnswer("no answer within %g s" % REPLY_TIMEOUT_S) from None
             raise
         finally:
+            answered.append(True)
             timer.cancel()
 
-    def _silent(self):
+    def _silent(self, answered):
+        if answered:
+            return
         self._silences += 1
         _internals.abort_redis_connections(self._redis.connection_pool)
         self._disconnecting = asyncio.ensure_future(self._disconnect())

@@ -8,6 +8,7 @@ Redis persists to an append-only file here (fsynced before each answer), so that
 import contextlib
 import signal
 import threading
+import time
 
 from broker.cluster.backplane import REPLY_TIMEOUT_S
 from sockjs_clients import WebSocketClient, XhrStreamingClient, wait_until
@@ -129,7 +130,8 @@ def test_a_redis_that_stops_answering_is_taken_as_gone(start_redis, start_cluste
         finally:
             redis.process.send_signal(signal.SIGCONT)
         wait_until(lambda: healthy(broker), timeout=10)
-        assert publish(broker, "after")[0] == 200
+        status, answer = publish(broker, "after")
+        assert status == 200, (answer, broker.stats()["backplane"], broker.server.output[-3000:])
         assert receive_until(client, "after") in (["unanswered", "after"], ["after"])
         assert broker.stats()["backplane"]["state"] == "up"
     assert broker.server.process.poll() is None, broker.server.output
@@ -153,6 +155,30 @@ def test_a_publish_larger_than_the_socket_buffers_is_refused_on_time_by_a_stoppe
         finally:
             redis.process.send_signal(signal.SIGCONT)
         wait_until(lambda: healthy(broker), timeout=10)
-        assert publish(broker, "after")[0] == 200
+        status, answer = publish(broker, "after")
+        assert status == 200, (answer, broker.stats()["backplane"], broker.server.output[-3000:])
         assert receive_until(client, "after") == ["after"]
     assert broker.server.process.poll() is None, broker.server.output
+
+
+def test_a_broker_stalled_past_the_reply_timeout_finds_redis_answered(start_redis, start_cluster):
+    """A broker whose own process stops (a long collection, a busy moment) for longer than
+    REPLY_TIMEOUT_S finds Redis's answer waiting when it resumes: it keeps its connections,
+    and a publish at once is taken."""
+    redis = start_redis()
+    broker, = start_cluster(redis, 1)
+    with WebSocketClient(broker.url, timeout=20) as client:
+        assert publish(broker, "before")[0] == 200
+        assert client.receive() == ["before"]
+        process = broker.server.process
+        process.send_signal(signal.SIGSTOP)
+        try:
+            # Not a wait for an outcome: the length of the stall under test.
+            time.sleep(REPLY_TIMEOUT_S + 1)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        status, answer = publish(broker, "after")
+        assert status == 200, (answer, broker.stats()["backplane"], broker.server.output[-3000:])
+        assert client.receive() == ["after"]
+        backplane = broker.stats()["backplane"]
+        assert (backplane["state"], backplane["reconnects"]) == ("up", 0), backplane
