@@ -55,13 +55,12 @@ from broker.transports import tls
 LOG = logging.getLogger("broker.transports.listener")
 
 ACCEPT_PAUSE = 1.0
-# At most this many accepts per readiness event, so that the connected clients'
-# traffic runs between batches: each connection accepted brings a request to parse
-# in the same loop iteration. Measured against a burst of 5,000 connections in a
-# second (BENCHMARKS.rst, "Hostile clients"): with Tornado's 128 the connected
-# clients' p99 rose to 165 ms, with 16 to 13 ms; a reconnect storm of 10,000 then
-# takes about a tenth longer to catch up.
-ACCEPTS_PER_EVENT = 16
+# As Tornado does: at most this many accepts per readiness event, so other work runs
+# between batches. Fewer protect the connected clients from a burst of new connections
+# but starve a deploy's reconnecting ones (BENCHMARKS.rst, "Hostile clients"): with 16,
+# a burst of 5,000 in a second left the connected clients' p99 at 13 ms instead of
+# 165 ms, but a rolling restart of 15,000 clients had thousands of reconnects time out.
+ACCEPTS_PER_EVENT = 128
 DRAIN_BYTES = 65536
 
 REFUSALS = {
