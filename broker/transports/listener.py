@@ -27,7 +27,7 @@ Rules this module keeps:
   connection closes, rather than by a bare close.
 * The header and body timeouts are the listener's (:class:`RequestTimeouts`),
   not Tornado's: Tornado starts a timer, a wrapping future and, for a body,
-  a task for every request (a fifth of a poll's CPU), where the listener
+  a task for every request (6 to 10 % of a poll's CPU), where the listener
   notes a deadline in a dict and sweeps the dict a few times a second. Same
   rules: a connection's next request's headers must be complete within the
   header timeout from its opening or from the end of its previous response,
