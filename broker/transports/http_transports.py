@@ -94,7 +94,8 @@ def refuse_foreign_origin(handler):
 
 class NewSessions:
     """Mixin for the handlers whose requests open sessions, and for ``/info``
-    (``opens_session`` False): see :func:`refuse_over_accept_rate`."""
+    (``opens_session`` False): see :func:`refuse_foreign_origin` and
+    :func:`refuse_over_accept_rate`."""
 
     opens_session = True
 
@@ -112,6 +113,7 @@ class NewSessions:
 class _SendHandler(ServiceHeaders):
     """xhr_send and jsonp_send: a JSON array of messages for an open session.
 
+    403 for a page of an origin not allowed (:func:`refuse_foreign_origin`);
     404 for an unknown or closed session; a body over ``max_message_size``
     closes the session and answers 413; an empty body, or JSON that is not an
     array, answers 500 "Payload expected."; bad JSON or bad UTF-8, 500
