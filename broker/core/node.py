@@ -70,3 +70,8 @@ class Node:
     collection: Any = None
     backplane: Any = None
     tls: Any = None
+
+    @property
+    def ping_timeouts(self) -> int:
+        """Websockets cut for want of a pong: 0 without a ping wheel."""
+        return self.pings.timed_out if self.pings is not None else 0

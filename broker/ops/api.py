@@ -152,7 +152,7 @@ class StatsHandler(_JSONHandler):
         node, router = self.node, self.router
         stats = node.hub.stats()
         stats["sessions"] = router.stats.sess_active
-        stats["ping_timeout_disconnects"] = node.pings.timed_out if node.pings is not None else 0
+        stats["ping_timeout_disconnects"] = node.ping_timeouts
         stats["slow_consumers"] = {"behind": len(router.behind), "unsent_bytes": router.unsent_bytes(),
                                    "max_buffer": router.rules.max_buffer,
                                    "write_timeout_s": router.rules.write_timeout}

@@ -69,7 +69,7 @@ class BrokerCollector:
                                    labels=["reason"])
         cuts.add_metric(["slow_consumer"], hub.dropped[SLOW_CONSUMER])
         cuts.add_metric(["rate_limited"], hub.dropped[TOO_MANY_MESSAGES])
-        cuts.add_metric(["ping_timeout"], node.pings.timed_out if node.pings is not None else 0)
+        cuts.add_metric(["ping_timeout"], node.ping_timeouts)
         yield cuts
         refused = CounterMetricFamily(PREFIX + "refused_connections", "TCP connections or "
                                       "requests refused with 503, and polling or streaming sessions "
