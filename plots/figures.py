@@ -268,7 +268,8 @@ def rolling_figure(results):
                     axes.set_ylabel(label)
         for held_or_new in grid[top * len(ROLLING_ROWS):top * len(ROLLING_ROWS) + 2, 0]:
             held_or_new.set_ylim(bottom=0)  # once every column is drawn: the row's scale is all of theirs
-    grid[0, 0].annotate(subtitle(results), xy=(0, 1.32), xycoords="axes fraction", fontsize=9, color="#555555")
+    figure.supxlabel("seconds since the first message; shaded: from a broker's SIGTERM to its exit, then grey "
+                     "until its /healthz answers 200\n" + subtitle(results), fontsize=9, color="#555555")
     return figure
 
 
@@ -281,7 +282,7 @@ def _rolling_column(panels, run):
     title = "%s, %s" % (run.server, "drain %g s" % run.drain_s if run.drain_s else "no drain (all closed at once)")
     if run.summary is not None:
         title += "\n" + textwrap.fill("%s clients, %g msgs/s; %s" % (
-            "{:,}".format(run.summary.clients), run.summary.rate, verdict), 100)
+            "{:,}".format(run.summary.clients), run.summary.rate, verdict), 72)
     held.set_title(title, fontsize=10)
     for broker in range(brokers):
         color = BROKER_COLORS[broker % len(BROKER_COLORS)]
@@ -315,7 +316,7 @@ def _rolling_column(panels, run):
             axes.spines[side].set_visible(False)
         axes.set_xlim(0, seconds[-1] + 1)
         axes.legend(loc="best", fontsize=7, frameon=False)
-    late.set_xlabel("seconds since the first message; shaded: SIGTERM to exit, then down until /healthz 200")
+    late.set_xlabel("seconds")
 
 
 def _each_second(seconds, values):
