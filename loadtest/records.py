@@ -359,7 +359,9 @@ class BrokerRestart(Record):
 @dataclasses.dataclass(frozen=True)
 class Rolling(Record):
     """A rolling restart summed up (see :mod:`loadtest.scenarios.rolling` and
-    :mod:`loadtest.method.rolling_verdict`): what was lost or repeated, the busiest second of new
+    :mod:`loadtest.method.rolling_verdict`): what was lost or delivered twice (``duplicated``: a
+    message of the feed the application was given again; ``resent``: one a broker sent again and
+    the client dropped by its offset, as the shipped client does, not a failure), the busiest second of new
     sessions at any broker (``peak_broker`` from 1) against its bound, the p99 lateness during the
     restarts against twice the steady one, and the verdict's ``failures`` (none: passed)."""
 
@@ -376,6 +378,7 @@ class Rolling(Record):
     complete: int
     lost: int
     duplicated: int
+    resent: int
     gaps: Dict[str, int]
     never_back: int
     reconnect_failures: Dict[str, int]

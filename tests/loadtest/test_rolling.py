@@ -31,8 +31,8 @@ def test_with_a_drain_and_without_nothing_is_lost_and_every_second_counts_each_b
     runs = [line for line in lines if line.TYPE == "rolling"]
     assert [run.drain_s for run in runs] == [1.0, 0.0], done.stderr
     for run in runs:
-        assert (run.connected, run.complete, run.lost, run.duplicated, run.gaps, run.never_back) == (
-            CLIENTS, CLIENTS, 0, 0, {}, 0), run
+        assert (run.connected, run.complete, run.lost, run.duplicated, run.resent, run.gaps, run.never_back) == (
+            CLIENTS, CLIENTS, 0, 0, 0, {}, 0), run
         assert run.end == "completed" and run.transport == "mix:websocket=70,xhr-streaming=20,xhr-polling=10"
         assert not [failure for failure in run.failures if "lost" in failure or "twice" in failure or "gap" in failure]
         restarts = [line for line in lines if line.TYPE == "broker_restart" and line.drain_s == run.drain_s]
