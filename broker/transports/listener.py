@@ -176,12 +176,15 @@ class _Counted:
         self.reading_headers = False
         super().__init__(connection, **kwargs)
 
+    # A read is timed once it has started: Tornado's HTTP server starts one on a stream
+    # the client has just closed, and a closed stream raises StreamClosedError, leaving
+    # its read pending for ever. Timed, it would be held until its deadline.
     def read_until_regex(self, regex, max_bytes=None):
         # Tornado's HTTP server reads request headers, and only them, this way.
-        self.reading_headers = True
-        if self.timeouts is not None:
-            self.timeouts.reading_headers(self)
+        self.reading_headers = True  # a 431 may be due before this returns: see close_fd
         future = super().read_until_regex(regex, max_bytes)
+        if self.timeouts is not None and not self.closed():
+            self.timeouts.reading_headers(self)
         future.add_done_callback(self.headers_read)
         return future
 
@@ -192,14 +195,18 @@ class _Counted:
 
     # Tornado reads a request's body, and only it, with these two.
     def read_bytes(self, num_bytes, partial=False):
-        if self.timeouts is not None:
-            self.timeouts.reading_body(self)
-        return super().read_bytes(num_bytes, partial)
+        future = super().read_bytes(num_bytes, partial)
+        self._reading_body()
+        return future
 
     def read_until(self, delimiter, max_bytes=None):
-        if self.timeouts is not None:
+        future = super().read_until(delimiter, max_bytes)
+        self._reading_body()
+        return future
+
+    def _reading_body(self):
+        if self.timeouts is not None and not self.closed():
             self.timeouts.reading_body(self)
-        return super().read_until(delimiter, max_bytes)
 
     def close_fd(self):
         if self.reading_headers and isinstance(self.error, UnsatisfiableReadError):
