@@ -83,7 +83,8 @@ def make_router(config, node):
     """The SockJS service at ``config.prefix``, its sessions served by ``node``."""
     connection = BroadcastConnection if config.client_publish else FeedConnection
     return BrokerRouter(connection, config.prefix,
-                        {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay},
+                        {"sockjs_url": demo_page.SOCKJS_URL, "heartbeat_delay": config.heartbeat_delay,
+                         "disconnect_delay": config.disconnect_delay},
                         client_rules(config), node)
 
 

@@ -43,6 +43,7 @@ class Config:
     ws_ping_interval: float = 25.0
     ws_ping_timeout: float = 20.0
     heartbeat_delay: float = 25.0
+    disconnect_delay: float = 5.0
     drain_seconds: float = 10.0
     max_connection_age: float = 0.0
     announce_audience: float = 0.0
@@ -215,6 +216,10 @@ FLAGS = (
          "longer timeout is cut to it)", "%g" % DEFAULTS.ws_ping_timeout, _seconds, "SECONDS"),
     Flag("--heartbeat-delay", "send every SockJS session a heartbeat frame this often, so that proxies keep "
          "quiet connections open", "%g" % DEFAULTS.heartbeat_delay, _seconds, "SECONDS"),
+    Flag("--disconnect-delay", "close a polling or streaming session this long after its last request ended "
+         "(SockJS's disconnect_delay): a polling client has this long between polls, a stream's client this "
+         "long to open the next one; its messages wait for it meanwhile", "%g" % DEFAULTS.disconnect_delay,
+         _seconds, "SECONDS"),
     Flag("--drain-seconds", "on SIGTERM, SIGINT or POST /admin/drain: answer /healthz with 503, close new "
          "sessions as they open, and close the clients with 3012 \"Server draining: reconnect\" spread evenly "
          "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once",

@@ -1,11 +1,13 @@
 """Streaming transports on their own sockets: a body ends at the response
-limit and the session goes on in the next one; the client's end closes it."""
+limit and the session goes on in the next one; the client's end closes it.
+A polling session nobody polls expires ``--disconnect-delay`` after its last
+request."""
 
 import socket
 
 import pytest
 
-from sockjs_clients import STREAMING, Closed, WebSocketClient, closed_with, wait_until
+from sockjs_clients import STREAMING, Closed, WebSocketClient, XhrPollingClient, closed_with, wait_until
 
 # Past SockJS's response limit (128 KiB; each stream draws its own, from 64 KiB) within the first stream.
 MESSAGES = 200
@@ -49,3 +51,11 @@ def test_a_client_that_ends_its_stream_ends_its_session(broker, client):
     wait_until(lambda: broker.stats()["connections_total"] == 0)
     viewer.request()
     assert closed_with(viewer) == (1002, "Connection interrupted")
+
+
+def test_a_session_nobody_polls_expires_after_the_disconnect_delay(start_broker):
+    # Sessions are checked every second: expired within 2 s of its delay, long before SockJS's default 5 s.
+    broker = start_broker("--disconnect-delay", "1")
+    XhrPollingClient(broker.url).open()
+    wait_until(lambda: broker.stats()["connections_total"] == 1)
+    wait_until(lambda: broker.stats()["connections_total"] == 0, timeout=4)
