@@ -31,7 +31,10 @@ from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConn
 
 LOG = logging.getLogger("broker")
 
+# At the end, the longest the broker waits for its connections to close (their close frames
+# written), and how often it looks.
 SHUTDOWN_GRACE = 0.2
+SHUTDOWN_CHECK = 0.01
 # How often a drain closes its next clients: 10 times a second.
 DRAIN_TICK = 0.1
 # Connections the kernel completes before the broker accepts them: in a reconnect storm
@@ -268,9 +271,16 @@ async def run(config, open_files):
         timer.stop()
     if backplane is not None:
         await backplane.stop()
-    # Close frames are already in the kernel or in Tornado's buffers; one short
-    # pause lets the loop write what is buffered before the process exits.
-    await asyncio.sleep(SHUTDOWN_GRACE)
+    await connections_closed(limits, SHUTDOWN_GRACE)
+
+
+async def connections_closed(limits, grace):
+    """Until every connection ``limits`` counts has closed, at most ``grace`` seconds: close
+    frames are already in the kernel or in Tornado's buffers, and a short wait lets the loop
+    write what is buffered before the process exits. A broker with none exits at once."""
+    deadline = asyncio.get_running_loop().time() + grace
+    while limits.open and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(SHUTDOWN_CHECK)
 
 
 def main(argv=None):
