@@ -451,6 +451,11 @@ class Hub:
             self._schedule(self.flush)
         return len(self)
 
+    def not_appended(self):
+        """The relay took the last message published with ``once`` but appended nothing:
+        its key was known (a retry). It is not counted among the messages in."""
+        self.messages_in -= 1
+
     def pending_offset(self):
         """The offset the message published last will have, in a room alone."""
         return str(self._offset + len(self._pending_encoded))

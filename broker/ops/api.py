@@ -126,6 +126,7 @@ class PublishHandler(_JSONHandler):
             appended, text = await self.backplane.written()
             if appended:
                 return first._replace(offset=text).body()
+            self.hub.not_appended()
             kept = idempotency.Answer.parse(text)
         if kept.fingerprint != fingerprint:
             once.refused += 1

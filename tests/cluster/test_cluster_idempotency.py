@@ -24,3 +24,5 @@ def test_retries_through_every_broker_publish_once(start_redis, start_cluster):
         assert receive_until(viewer, "end") == ["donation 0", "donation 1", "donation 2", "end"]
     replayed = [broker.stats()["idempotency"]["replayed"] for broker in brokers]
     assert sum(replayed) == 9 and [broker.stats()["idempotency"]["refused"] for broker in brokers] == [0, 1]
+    # Three donations and "end" came in; a retry, or a key reused, is no message in.
+    assert sum(broker.stats()["messages_in"] for broker in brokers) == 4
