@@ -427,7 +427,8 @@ class Hub:
         relay, whatever the relay raises when it cannot take the message.
         ``once`` goes to the relay with the message: a cluster's idempotency
         key (:mod:`broker.core.idempotency`; a room alone has its publisher
-        look the key up first). ``key``: the message's conflating key.
+        look the key up first); such a message is counted in once the relay
+        says it appended it (:meth:`appended`). ``key``: the message's conflating key.
         """
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
@@ -436,7 +437,8 @@ class Hub:
                 self._relay(encoded)
             else:
                 self._relay(encoded, once, key)
-            self.messages_in += 1
+            if once is None:
+                self.messages_in += 1
             return len(self)
         if key is not None and self._pending_keys is None:
             self._pending_keys = [None] * len(self._pending_encoded)
@@ -451,10 +453,11 @@ class Hub:
             self._schedule(self.flush)
         return len(self)
 
-    def not_appended(self):
-        """The relay took the last message published with ``once`` but appended nothing:
-        its key was known (a retry). It is not counted among the messages in."""
-        self.messages_in -= 1
+    def appended(self):
+        """The relay appended a message published with ``once``: its key was new. Only
+        then is it counted among the messages in (a retry appends nothing), so that
+        the count never goes back."""
+        self.messages_in += 1
 
     def pending_offset(self):
         """The offset the message published last will have, in a room alone."""

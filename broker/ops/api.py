@@ -125,8 +125,8 @@ class PublishHandler(_JSONHandler):
             self.hub.publish(message, (key, first.record(), once.seconds), conflating)
             appended, text = await self.backplane.written()
             if appended:
+                self.hub.appended()
                 return first._replace(offset=text).body()
-            self.hub.not_appended()
             kept = idempotency.Answer.parse(text)
         if kept.fingerprint != fingerprint:
             once.refused += 1
