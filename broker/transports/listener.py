@@ -183,6 +183,9 @@ class _Counted:
         # Tornado's HTTP server reads request headers, and only them, this way.
         self.reading_headers = True  # a 431 may be due before this returns: see close_fd
         future = super().read_until_regex(regex, max_bytes)
+        # Headers found in the buffer: the body may be read before the callback runs, and
+        # a line of it over its limit must not be answered as headers too large.
+        self.reading_headers = not future.done()
         if self.timeouts is not None and not self.closed():
             self.timeouts.reading_headers(self)
         future.add_done_callback(self.headers_read)
