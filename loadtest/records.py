@@ -359,9 +359,10 @@ class BrokerRestart(Record):
 @dataclasses.dataclass(frozen=True)
 class Rolling(Record):
     """A rolling restart summed up (see :mod:`loadtest.scenarios.rolling` and
-    :mod:`loadtest.method.rolling_verdict`): what was lost or delivered twice (``duplicated``: a
-    message of the feed the application was given again; ``resent``: one a broker sent again and
-    the client dropped by its offset, as the shipped client does, not a failure), the busiest second of new
+    :mod:`loadtest.method.rolling_verdict`): what was lost or came twice (``duplicated``, all
+    told; of them ``resent``: sent again by a broker and dropped by the client by its offset, as
+    the shipped client does, not a failure; the rest, :attr:`twice`, the application was given
+    again), the busiest second of new
     sessions at any broker (``peak_broker`` from 1) against its bound, the p99 lateness during the
     restarts against twice the steady one, and the verdict's ``failures`` (none: passed)."""
 
@@ -394,6 +395,11 @@ class Rolling(Record):
     p99_bound_ms: Optional[float]
     failures: List[str]
     end: str
+
+    @property
+    def twice(self):
+        """Messages the application was given again (a line older than ``resent`` counts those too)."""
+        return self.duplicated - (self.resent or 0)
 
 
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,

@@ -207,7 +207,7 @@ class RollingRun:
             server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
             connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
             published=published, complete=total["complete"], lost=total["missing"],
-            duplicated=total["repeated"], resent=total["duplicates"], gaps=gaps, never_back=total["never_back"],
+            duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps, never_back=total["never_back"],
             reconnect_failures=workers.summed(report["failures"] for report in reports),
             ends=workers.summed(report["ends"] for report in reports), restart_s=list(window) if window else None,
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
@@ -226,7 +226,7 @@ def verdict_line(record):
     return ("%s x%d, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, %d twice (%s resent, dropped by offset), gaps %s; "
             "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s, steady %s ms; %s" % (
                 record.server, record.brokers, record.drain_s, record.transport, record.complete, record.clients,
-                record.published, record.lost, record.duplicated, record.resent, sum(record.gaps.values()) or "none",
+                record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
                 record.steady_p99_ms, "; ".join(record.failures) or "passed"))
 
