@@ -207,7 +207,8 @@ class RollingRun:
             server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
             connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
             published=published, complete=total["complete"], lost=total["missing"],
-            duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps, never_back=total["never_back"],
+            duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps,
+            never_back=total["never_back"],
             reconnect_failures=workers.summed(report["failures"] for report in reports),
             ends=workers.summed(report["ends"] for report in reports), restart_s=list(window) if window else None,
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
@@ -223,8 +224,9 @@ def verdict_line(record):
     """The line a person reads when a rolling restart ends."""
     bound = "" if record.new_sessions_bound is None else " (at most %s)" % _round(record.new_sessions_bound)
     p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
-    return ("%s x%d, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, %d twice (%s resent, dropped by offset), gaps %s; "
-            "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s, steady %s ms; %s" % (
+    return ("%s x%d, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, "
+            "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
+            "p99 %s ms during the restarts%s, steady %s ms; %s" % (
                 record.server, record.brokers, record.drain_s, record.transport, record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,

@@ -64,6 +64,19 @@ def get(broker, path, source="127.0.0.1", headers=None, sock=None):
             sock.close()
 
 
+def read_to_close(sock):
+    """Everything the peer sends on ``sock`` until it closes it (a reset ends it too)."""
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except ConnectionResetError:
+        return data
+
+
 def closed(sock):
     """True once the peer has closed ``sock`` (what it sent first is read and dropped)."""
     timeout = sock.gettimeout()

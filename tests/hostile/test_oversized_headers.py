@@ -5,7 +5,7 @@ body's line over its limit closes the connection without that answer."""
 
 import pytest
 
-from probes import Canary, closed, connect, get, open_fds, read_response
+from probes import Canary, closed, connect, get, open_fds, read_response, read_to_close
 from sockjs_clients import wait_until
 
 
@@ -38,15 +38,7 @@ def test_a_body_line_over_its_limit_is_not_answered_as_headers_too_large(start_b
     sock.sendall(b"POST /publish HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer t\r\n"
                  b"Transfer-Encoding: chunked\r\n\r\n" + b"0" * 100 + b"\r\n")
     sock.settimeout(5)
-    answer = b""
-    while True:
-        try:
-            data = sock.recv(65536)
-        except ConnectionResetError:
-            break
-        if not data:
-            break
-        answer += data
+    answer = read_to_close(sock)
     sock.close()
     assert b" 431 " not in answer, answer
     assert get(broker, "/healthz")[0] == 200

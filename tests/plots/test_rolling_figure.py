@@ -26,8 +26,9 @@ def run_lines(drain_s, held, new, p99_ms, failures=()):
                                        exit_code=0, listening_s=1.5 + drain_s, healthy_s=1.6 + drain_s))
     lines.append(records.Rolling(
         server=SERVER, drain_s=drain_s, backoff_s=1.0, brokers=3, transport="websocket", clients=30, connected=30,
-        rate=1.0, published=4, complete=30, lost=0, duplicated=0, resent=0, gaps={}, never_back=0, reconnect_failures={},
-        ends={"3012": 10}, restart_s=[1, 3], peak_new_sessions=max(map(max, new)), peak_second=2, peak_broker=2,
+        rate=1.0, published=4, complete=30, lost=0, duplicated=0, resent=0, gaps={}, never_back=0,
+        reconnect_failures={}, ends={"3012": 10}, restart_s=[1, 3], peak_new_sessions=max(map(max, new)),
+        peak_second=2, peak_broker=2,
         new_sessions_bound=7.5 if drain_s else None, steady_p99_ms=p99_ms[0],
         restart_p99_ms=max(p99_ms[1:]), worst_second_p99_ms=max(p99_ms[1:]),
         p99_bound_ms=2 * p99_ms[0] if drain_s else None, failures=list(failures), end="completed"))
