@@ -32,6 +32,12 @@ def take_socket(stream):
     return sock, buffered
 
 
+def read_ahead(stream):
+    """How many bytes ``stream`` (a Tornado IOStream) has read from its socket
+    and not handed out yet: a pipelined request's, after the one being answered."""
+    return stream._read_buffer_size
+
+
 # What Tornado logs, at warning level, for each TLS handshake that fails (SSLIOStream._do_ssl_handshake).
 TLS_HANDSHAKE_FAILURE = "SSL Error on %s %s: %s"
 

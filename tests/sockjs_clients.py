@@ -321,25 +321,43 @@ class HtmlFileClient(_StreamingClient):
                 return json.loads(line[2:line.rindex(")")])
 
 
-class XhrPollingClient(Client):
+class _PollingClient(Client):
+    """Polls on one kept-alive connection, as a browser does (sends on others);
+    on a connection each, if not ``keep_alive``."""
+
+    keep_alive = True
+    polls = None
+
+    def poll(self, method, url, body=None):
+        """The body (str) of a 200 answer to a poll of ``url``."""
+        if self.polls is None:
+            self.polls = self.http()
+        self.polls.request(method, self.target(url), body=body)
+        response = self.polls.getresponse()
+        data = response.read().decode()
+        if not self.keep_alive:
+            self.close()
+        assert response.status == 200, (response.status, data)
+        return data
+
+    def close(self):
+        if self.polls is not None:
+            self.polls.close()
+            self.polls = None
+
+
+class XhrPollingClient(_PollingClient):
     transport = "xhr"
 
     def read_frame(self):
-        return self.post(self.url + "/xhr", "", expect=200).decode().rstrip("\n")
+        return self.poll("POST", self.url + "/xhr", "").rstrip("\n")
 
 
-class JsonpClient(Client):
+class JsonpClient(_PollingClient):
     transport = "jsonp"
 
     def read_frame(self):
-        conn = self.http()
-        try:
-            conn.request("GET", self.target(urllib.parse.urlsplit(self.url).path + "/jsonp?c=callback"))
-            response = conn.getresponse()
-            body = response.read().decode()
-            assert response.status == 200, (response.status, body)
-        finally:
-            conn.close()
+        body = self.poll("GET", urllib.parse.urlsplit(self.url).path + "/jsonp?c=callback")
         start = body.index("(") + 1
         return json.loads(body[start:body.rindex(")")])
 

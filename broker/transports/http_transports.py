@@ -1,30 +1,30 @@
-"""sockjs-tornado's polling and send handlers, with the broker's fixes, and what every HTTP transport shares.
+"""sockjs-tornado's send handlers, with the broker's fixes, and what every HTTP transport shares.
 
 Each handler class here replaces the sockjs-tornado handler it subclasses,
 for every router the broker builds (see
 ``broker.transports.router.TRANSPORT_OVERRIDES``), so the production broker
-and the conformance services share one code path. The streaming and
-websocket transports are the broker's own, on sockets taken from Tornado
-(:mod:`broker.transports.streams`, :mod:`broker.transports.websocket`).
+and the conformance services share one code path. The streaming, polling
+and websocket transports are the broker's own, on sockets taken from Tornado
+(:mod:`broker.transports.streams`, :mod:`broker.transports.polling`,
+:mod:`broker.transports.websocket`).
 
 Protocol fixes: where sockjs-tornado 1.0.7 on Tornado 6 departs from the
 SockJS protocol (as its test suite, sockjs-protocol, defines it), the classes
-here follow the protocol: ``no-transform`` caching headers, validated
-callback names, ``/**/``-prefixed JSONP and one frame per poll.
-docs/protocol.rst (Conformance) has the list.
+here and in those modules follow the protocol: ``no-transform`` caching
+headers, validated callback names, ``/**/``-prefixed JSONP and one frame per
+poll. docs/protocol.rst (Conformance) has the list.
 """
 
 import math
-import re
 import time
 import urllib.parse
 
 from sockjs.tornado import transports as base
 
 from broker.protocol import frames
+from broker.protocol.polls import CALLBACK_NAME
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
-CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 
 
@@ -186,23 +186,6 @@ class JSONPSendHandler(_SendHandler, base.JSONPSendHandler):
         self._answer(200, "ok")
 
 
-class _OneFramePerPoll:
-    """Mixin for polling transports: a response carries exactly one frame.
-
-    A session closed while its poll is already answering (``/close`` opens
-    and closes in one go) must not write its close frame into the same
-    response: the next poll gets it, at once, from the closed session.
-    """
-
-    def send_pack(self, message, binary=False):
-        if self.active:
-            super().send_pack(message, binary)
-
-
-class XhrPollingTransport(NewSessions, _OneFramePerPoll, ServiceHeaders, base.XhrPollingTransport):
-    pass
-
-
 class CallbackTransport:
     """jsonp and htmlfile: the ``c`` parameter names the page's JavaScript
     function that receives the frames. A name outside ``[A-Za-z0-9_.]`` is
@@ -221,28 +204,3 @@ class CallbackTransport:
         self.set_header("Content-Type", "text/plain; charset=UTF-8")
         self.finish(error)
         return None
-
-
-class JSONPTransport(NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
-    """JSONP polling: one ``/**/callback("frame");`` script per request. The
-    leading comment keeps a browser from sniffing the response as anything
-    but a script (the Rosetta Flash defence). As with xhr polling, one frame
-    per response (see ``_OneFramePerPoll``)."""
-
-    def get(self, session_id):
-        if self.callback_name() is not None:
-            super().get(session_id)
-
-    def send_pack(self, message, binary=False):
-        if not self.active:
-            return
-        self.active = False
-        body = "/**/%s(%s);\r\n" % (self.callback, frames.script_string(message))
-        self.set_header("Content-Type", "application/javascript; charset=UTF-8")
-        self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Content-Length", len(body))
-        try:
-            self.write(body)
-            self.flush().add_done_callback(self.send_complete)
-        except IOError:
-            self.session.delayed_close()

@@ -42,7 +42,9 @@ Rules this module keeps:
 import functools
 import logging
 import socket
+import ssl
 import time
+from typing import Callable, NamedTuple, Optional
 
 from tornado import httputil
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -165,14 +167,18 @@ class _Counted:
     is the client its peer address names, ``from_proxy`` whether that peer is a
     trusted proxy, whose requests name their client. When Tornado closes it because a
     request's headers are over its limit, the close is preceded by a 431.
-    Its requests are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given."""
+    Its requests are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given.
+    ``serve_again`` (the listener's, if any) serves its socket again, taken over
+    and given back (see :meth:`hand_over`): a function of the socket and its client."""
 
-    def __init__(self, connection, limits, client, peer, from_proxy=False, timeouts=None, **kwargs):
+    def __init__(self, connection, limits, client, peer, timeouts=None, serve_again=None, **kwargs):
         self.limits = limits
         self.client = client
         self.peer = peer
-        self.from_proxy = from_proxy
+        # A trusted proxy's connection has no client before a request names one.
+        self.from_proxy = client is None
         self.timeouts = timeouts
+        self.serve_again = serve_again
         self.reading_headers = False
         super().__init__(connection, **kwargs)
 
@@ -227,6 +233,30 @@ class _Counted:
         takes the socket over and closes it itself (a websocket); it holds
         nothing of the stream."""
         return functools.partial(self.limits.release, self.client)
+
+    def hand_over(self):
+        """A :class:`Handover` for a protocol that takes over this stream's socket
+        (plain, from a client's own address) and answers some of its next requests
+        itself; None if the stream has no listener to give it back to."""
+        if self.serve_again is None or self.from_proxy or isinstance(self, SSLIOStream):
+            return None
+        if self.timeouts is not None:
+            self.timeouts.forget(self)
+        return Handover(self.release_function(), functools.partial(self.serve_again, client=self.client),
+                        self.timeouts)
+
+
+class Handover(NamedTuple):
+    """What a protocol that has taken a kept-alive connection's socket from
+    its stream (:meth:`_Counted.hand_over`) needs of the listener."""
+
+    release: Callable[[], None]
+    """Call once the socket is closed."""
+    serve_again: Callable[[socket.socket], None]
+    """Give the socket back, unread, to the HTTP server, as a new stream of the
+    same client, to read its next request (and release it, once closed)."""
+    timeouts: Optional[RequestTimeouts]
+    """Time the connection's wait for its next request's headers, if given."""
 
 
 class CountedStream(_Counted, IOStream):
@@ -322,13 +352,18 @@ class Listener:
             return
         if self.send_buffer:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-        kind = CountedStream
         if self.tls_context is not None:
             connection = tls.wrap(self.tls_context, connection)
-            kind = CountedTLSStream
-        stream = kind(connection, self.limits, client, peer, from_proxy, self.timeouts,
-                      max_buffer_size=self.server.max_buffer_size,
-                      read_chunk_size=self.server.read_chunk_size)
+        self.serve(connection, address, client)
+
+    def serve(self, connection, address, client):
+        """Have the HTTP server serve ``connection`` (a socket, admitted for
+        ``client``: None from a trusted proxy) from ``address``, counted; over TLS
+        if it is wrapped."""
+        kind = CountedTLSStream if isinstance(connection, ssl.SSLSocket) else CountedStream
+        stream = kind(connection, self.limits, client, client_key(address[0]), self.timeouts,
+                      functools.partial(self.serve, address=address),
+                      max_buffer_size=self.server.max_buffer_size, read_chunk_size=self.server.read_chunk_size)
         self.server.handle_stream(stream, address)
 
 

@@ -21,18 +21,18 @@ from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
 from broker.core.token_bucket import TokenBucket
 from broker.protocol import close_codes, positions
-from broker.transports import http_transports, service_pages, streams, websocket
+from broker.transports import http_transports, polling, service_pages, streams, websocket
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: websocket.WebSocketTransport,
     stock.RawWebSocketTransport: websocket.RawWebSocketTransport,
     stock.XhrSendHandler: http_transports.XhrSendHandler,
     stock.JSONPSendHandler: http_transports.JSONPSendHandler,
-    stock.XhrPollingTransport: http_transports.XhrPollingTransport,
+    stock.XhrPollingTransport: polling.XhrPollingTransport,
     stock.XhrStreamingTransport: streams.XhrStreamingTransport,
     stock.EventSourceTransport: streams.EventSourceTransport,
     stock.HtmlFileTransport: streams.HtmlFileTransport,
-    stock.JSONPTransport: http_transports.JSONPTransport,
+    stock.JSONPTransport: polling.JSONPTransport,
     stock_static.InfoHandler: service_pages.InfoHandler,
     stock_static.IFrameHandler: service_pages.IFrameHandler,
 }
@@ -64,6 +64,7 @@ class BrokerRouter(SockJSRouter):
         merged = dict(DEFAULT_SETTINGS)
         merged.update(settings or {})
         super().__init__(connection, prefix, merged, session_kls=BrokerSession)
+        self.prefix = prefix
         self.rules = rules
         self.node = node if node is not None else Node()
         self.behind = set()

@@ -132,6 +132,13 @@ def test_without_the_flag_the_header_is_not_trusted(start_broker):
         sock.close()
 
 
+class PollsOnFreshConnections(XhrPollingClient):
+    """Each poll on a connection of its own: these tests count sessions, apart
+    from the connections a browser keeps alive between polls (counted as any)."""
+
+    keep_alive = False
+
+
 def refused_session(kind, url):
     """The close frame a new session of ``kind`` gets once it has opened: (code, reason)."""
     client = kind(url).open()
@@ -143,9 +150,9 @@ def refused_session(kind, url):
 
 def test_one_address_gets_its_share_of_polling_sessions_and_no_more(start_broker):
     broker = start_broker("--max-connections-per-ip", "3", "--publish-token", "t")
-    polling = [XhrPollingClient(broker.url).open() for _ in range(3)]
+    polling = [PollsOnFreshConnections(broker.url).open() for _ in range(3)]
     wait_until(lambda: broker.stats()["connections_total"] == 3)
-    for kind in (XhrPollingClient, XhrStreamingClient):
+    for kind in (PollsOnFreshConnections, XhrStreamingClient):
         assert refused_session(kind, broker.url) == (3010, "Too many sessions from your address")
     with WebSocketClient(broker.url) as websocket_client:  # a websocket is counted as its connection
         assert broker.request("POST", "/publish", b"to the admitted", {"Authorization": "Bearer t"})[0] == 200
@@ -156,16 +163,16 @@ def test_one_address_gets_its_share_of_polling_sessions_and_no_more(start_broker
     assert stats["refused"]["sessions_per_ip"] == 2
     # Abandoned sessions expire (5 s after their last poll), and their places are free again.
     wait_until(lambda: broker.stats()["connections_total"] == 0, timeout=15)
-    polling = [XhrPollingClient(broker.url).open() for _ in range(3)]
+    polling = [PollsOnFreshConnections(broker.url).open() for _ in range(3)]
     wait_until(lambda: broker.stats()["connections_total"] == 3)
-    assert refused_session(XhrPollingClient, broker.url)[0] == 3010
+    assert refused_session(PollsOnFreshConnections, broker.url)[0] == 3010
 
 
 def test_the_server_holds_at_most_max_connections_polling_sessions(start_broker):
     broker = start_broker("--max-connections", "4")
-    polling = [XhrPollingClient(broker.url).open() for _ in range(4)]
+    polling = [PollsOnFreshConnections(broker.url).open() for _ in range(4)]
     wait_until(lambda: broker.stats()["connections_total"] == 4)
-    assert refused_session(XhrPollingClient, broker.url) == (3011, "The server is at its session limit")
+    assert refused_session(PollsOnFreshConnections, broker.url) == (3011, "The server is at its session limit")
     assert broker.stats()["refused"]["max_sessions"] == 1
     polling[0].send("still served")
     for client in polling:

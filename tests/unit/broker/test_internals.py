@@ -86,6 +86,21 @@ def test_take_socket_hands_over_the_socket_and_what_was_read_ahead():
     assert buffered == b"frames", "BaseIOStream._read_buffer or _read_buffer_size changed"
 
 
+def test_read_ahead_counts_what_a_stream_read_past_the_request_it_handed_out():
+    async def read():
+        left, right = socket.socketpair()
+        try:
+            stream = iostream.IOStream(left)
+            right.sendall(b"GET\r\n" + b"next")
+            assert await stream.read_until(b"\r\n") == b"GET\r\n"
+            return _internals.read_ahead(stream)
+        finally:
+            left.close()
+            right.close()
+
+    assert asyncio.run(read()) == 4, "BaseIOStream._read_buffer_size changed"
+
+
 def test_close_after_response_sets_what_tornado_reads():
     left, right = socket.socketpair()
     try:

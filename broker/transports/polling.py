@@ -1,0 +1,262 @@
+"""The polling transports' kept-alive connections on their own sockets: Tornado answers the first poll, the broker the rest.
+
+A polling client (xhr-polling, jsonp-polling) asks again after every answer,
+on one keep-alive connection, for as long as its session lives. Tornado would
+make for each of those requests a request object, its headers, a handler, a
+response and a log line (about 200 us a poll, most of a polling client's
+cost). Here the handler that answered a poll lets go of the connection
+(:class:`KeptConnection`), and a :class:`PollingConnection` reads the
+requests that follow: a poll it answers itself, as the SockJS session's
+handler until one frame has gone; anything else it gives back to Tornado,
+unread.
+
+Rules this module keeps:
+
+* A connection is kept only when nothing of it is left unsaid: HTTP/1.1,
+  kept alive, plain (a TLS connection's bytes cannot be peeked at), from the
+  client's own address (a proxy's requests each name their client), with
+  nothing read ahead by Tornado; the conformance services, on Tornado's own
+  streams, keep none.
+* The next request is peeked at (``MSG_PEEK``), never taken before it is known
+  to be a poll (:func:`broker.protocol.polls.parse_poll`) of an open session
+  that no other request serves, from a page the origin policy allows. Anything
+  else, or a head not yet whole, goes back to the HTTP server with the socket
+  as it is (:attr:`broker.transports.listener.Handover.serve_again`), and is
+  answered as if the broker had never held it: a new session, a send, a
+  closed session's close frame, a refusal.
+* A poll carries exactly one frame, answered as Tornado's handler answers it
+  (:mod:`broker.protocol.polls`): everything queued for the session in one
+  ``a[...]`` frame, at once, or the next frame the session sends (a message,
+  a heartbeat, its close). A session closed while a poll's answer is being
+  written (``/close`` opens and closes in one go) has its close frame sent to
+  the next poll.
+* While a poll waits, the client's end closes its session (1002 "Connection
+  interrupted"), as with Tornado; a request it sends meanwhile waits in the
+  kernel until the answer is written.
+* Between polls the connection is timed as Tornado times it: the next
+  request's head must come within the header timeout of the end of the answer.
+"""
+
+import socket
+import time
+
+from sockjs.tornado import transports as base
+from tornado import httputil
+
+from broker import _internals
+from broker.protocol import frames, polls
+from broker.protocol.close_codes import INTERRUPTED
+from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.owned_socket import OwnedSocket
+from broker.transports.tls import WOULD_BLOCK
+
+
+class PollingConnection(OwnedSocket):
+    """A kept-alive connection between polls, and the session's handler while
+    one waits; ``handover`` is the listener's
+    :class:`broker.transports.listener.Handover` for it."""
+
+    __slots__ = ("active", "_handover", "_poll")
+
+    def __init__(self, server, sock, handover):
+        self.active = False
+        self._handover = handover
+        self._poll = None
+        super().__init__(server, sock, handover.release)
+        server.stats.on_conn_opened()
+        self._time_next_head()
+
+    # What the SockJS session calls.
+
+    @property
+    def name(self):
+        """The transport of the poll it serves (``xhr``, ``jsonp``)."""
+        return self._poll.transport
+
+    def send_pack(self, message, binary=False):
+        """Answer the poll with ``message``, the one frame it carries."""
+        if not self.active:
+            return
+        self.active = False
+        self.write_unbounded(polls.poll_answer(self._poll, message, http_date()))
+        self.leave_session()
+        if self._sock is not None:
+            self._time_next_head()
+            self.pause_reading(False)
+
+    def session_closed(self):
+        self.leave_session()
+
+    # The event loop's side.
+
+    def _read(self):
+        try:
+            data = self._sock.recv(polls.MAX_HEAD_BYTES, socket.MSG_PEEK)
+        except WOULD_BLOCK:
+            return
+        except OSError:
+            self.cut()
+            return
+        if not data:
+            self.cut()
+            return
+        if self.session is not None:
+            self.pause_reading(True)  # its turn comes once the poll is answered
+            return
+        poll = polls.parse_poll(data, self.server.prefix)
+        if poll is None or not self._serve(poll):
+            self._give_back()
+
+    def _serve(self, poll):
+        """Answer ``poll`` (or start to); False, having read nothing, if it is not this connection's to answer."""
+        server = self.server
+        session = server.get_session(poll.session_id)
+        if session is None or session.is_closed or session.handler is not None:
+            return False
+        if poll.origin is not None and not server.rules.origins.allows(poll.origin, poll.host):
+            return False
+        try:
+            taken = self._sock.recv(poll.size)
+        except OSError:
+            self.cut()
+            return True
+        if len(taken) != poll.size:  # the kernel gave less than it had shown: no longer HTTP we can follow
+            self.cut()
+            return True
+        if self._handover.timeouts is not None:
+            self._handover.timeouts.headers_read(self)
+        self._poll = poll
+        self.active = True
+        session.set_handler(self, False)
+        self.session = session
+        if session.send_queue:
+            session.flush()
+        else:
+            session.start_heartbeat()
+        return True
+
+    def _time_next_head(self):
+        """Time the wait for the next request's head."""
+        if self._handover.timeouts is not None:
+            self._handover.timeouts.reading_headers(self)
+
+    def _give_back(self):
+        """Hand the socket, unread, to the HTTP server."""
+        sock = self._sock
+        self._sock = None
+        self.watch()
+        self._forget_timeout()
+        self.server.stats.on_conn_closed()
+        self._handover.serve_again(sock)
+
+    def close(self):
+        """Close the connection (:class:`broker.transports.listener.RequestTimeouts` calls this)."""
+        self.cut()
+
+    def closed(self):
+        self._forget_timeout()
+
+    def _forget_timeout(self):
+        if self._handover.timeouts is not None:
+            self._handover.timeouts.forget(self)
+
+    def received(self, data):
+        raise AssertionError("a polling connection peeks")
+
+    def ended(self):
+        session = self.session
+        if session is not None:
+            self.leave_session()
+            session.close(*INTERRUPTED)
+
+
+_date = (0, "")
+
+
+def http_date():
+    """The current time as an HTTP ``Date``, formatted once a second."""
+    global _date
+    now = int(time.time())
+    if now != _date[0]:
+        _date = (now, httputil.format_timestamp(now))
+    return _date[1]
+
+
+class KeptConnection:
+    """Mixin for the polling transports' request handlers: a poll carries one
+    frame (see the module's rules), and once it is answered its connection
+    goes on as a :class:`PollingConnection` if it may."""
+
+    session_ended = False
+
+    def answer(self, body, headers):
+        """Send ``body`` (str, the one frame in the transport's form) with ``headers``."""
+        self.active = False
+        for name, value in headers:
+            self.set_header(name, value)
+        self.set_header("Content-Length", len(body))
+        try:
+            self.write(body)
+            self.flush().add_done_callback(self.answered)
+        except IOError:
+            self.session.delayed_close()
+
+    def session_closed(self):
+        self.session_ended = True  # and the response finished
+        super().session_closed()
+
+    def answered(self, future):
+        session = self.session
+        if session is not None:
+            session.remove_handler(self)
+            self.session = None
+        if self.session_ended:
+            return
+        handover = self.kept_connection()
+        self.safe_finish()
+        if handover is None:
+            return
+        stream = self.detach()
+        if stream.closed():
+            handover.release()
+            return
+        sock, _ = _internals.take_socket(stream)
+        PollingConnection(self.server, sock, handover)
+
+    def kept_connection(self):
+        """The listener's handover of this request's connection, if it may be kept."""
+        request = self.request
+        if request.version != "HTTP/1.1" or "close" in request.headers.get("Connection", "").lower():
+            return None
+        stream = request.connection.stream
+        hand_over = getattr(stream, "hand_over", None)
+        if hand_over is None or stream.closed() or _internals.read_ahead(stream):
+            return None
+        return hand_over()
+
+
+SCRIPT = ("Content-Type", "application/javascript; charset=UTF-8")
+
+
+class XhrPollingTransport(KeptConnection, NewSessions, ServiceHeaders, base.XhrPollingTransport):
+    """xhr-polling's request handler: a connection's first poll, and any a
+    :class:`PollingConnection` gives back."""
+
+    def send_pack(self, message, binary=False):
+        if self.active:
+            self.answer(message + "\n", (SCRIPT,))
+
+
+class JSONPTransport(KeptConnection, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
+    """jsonp-polling's request handler: one ``/**/callback("frame");`` script
+    per request. The leading comment keeps a browser from sniffing the
+    response as anything but a script (the Rosetta Flash defence)."""
+
+    def get(self, session_id):
+        if self.callback_name() is not None:
+            super().get(session_id)
+
+    def send_pack(self, message, binary=False):
+        if self.active:
+            self.answer("/**/%s(%s);\r\n" % (self.callback, frames.script_string(message)),
+                        (SCRIPT, ("X-Content-Type-Options", "nosniff")))

@@ -1,0 +1,211 @@
+"""xhr-polling on kept-alive connections: after its first poll, the broker
+answers a connection's polls itself, and gives Tornado anything else, unread."""
+
+import json
+import socket
+import time
+
+import pytest
+
+from sockjs_clients import TIMEOUT, WebSocketClient, session_url, wait_until
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+class KeptConnection:
+    """One raw keep-alive connection to a broker, for requests written as bytes."""
+
+    def __init__(self, broker):
+        host, port = broker.origin[len("http://"):].split(":")
+        self.host = "%s:%s" % (host, port)
+        self.prefix = broker.url[len(broker.origin):]
+        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def request(self, method, target, body=b"", *headers):
+        """The bytes of a request as a browser's XHR sends it."""
+        lines = ["%s %s HTTP/1.1" % (method, target), "Host: " + self.host, "Connection: keep-alive",
+                 "Content-Length: %d" % len(body), *headers]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+    def poll(self, session, *headers, transport="xhr"):
+        if transport == "jsonp":
+            return self.request("GET", session + "/jsonp?c=callback", b"", *headers)
+        return self.request("POST", session + "/xhr", b"", *headers)
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def response(self):
+        """(status, headers as a dict of lower-case names, body) of the next response."""
+        while b"\r\n\r\n" not in self.buffer:
+            self._read()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        headers = dict((name.lower(), value.strip()) for name, value in
+                       (line.split(":", 1) for line in lines[1:]))
+        length = int(headers.get("content-length", 0))
+        while len(self.buffer) < length:
+            self._read()
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return int(lines[0].split()[1]), headers, body.decode()
+
+    def _read(self):
+        data = self.sock.recv(65536)
+        assert data, "the broker closed the connection"
+        self.buffer += data
+
+    def closed_by_broker(self):
+        """Whether the broker closes the connection (within the timeout) with nothing more to say."""
+        self.sock.settimeout(TIMEOUT)
+        return self.sock.recv(1) == b""
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def kept(broker):
+    opened = []
+
+    def kept_connection(b=broker):
+        connection = KeptConnection(b)
+        opened.append(connection)
+        return connection
+
+    yield kept_connection
+    for connection in opened:
+        connection.close()
+
+
+def new_session(broker):
+    return session_url(broker.url)[len(broker.origin):]
+
+
+def answer(connection, session, *headers, transport="xhr"):
+    connection.send(connection.poll(session, *headers, transport=transport))
+    return connection.response()
+
+
+def frame_of(transport, body):
+    """The SockJS frame an answer's ``body`` carries."""
+    if transport == "jsonp":
+        assert body.startswith("/**/callback(") and body.endswith(");\r\n"), body
+        return json.loads(body[len("/**/callback("):-len(");\r\n")])
+    assert body.endswith("\n"), body
+    return body[:-1]
+
+
+@pytest.mark.parametrize("transport", ["xhr", "jsonp"])
+def test_every_message_reaches_polls_on_one_connection_in_order(broker, kept, transport):
+    connection = kept()
+    session = new_session(broker)
+    status, headers, body = answer(connection, session, transport=transport)
+    assert (status, frame_of(transport, body)) == (200, "o")
+    assert "server" in headers, "Tornado answers a connection's first poll"
+    sent = ["message %d </script>" % n for n in range(50)]
+    received = []
+    with WebSocketClient(broker.url) as publisher:
+        for message in sent:
+            publisher.send(message)
+        while len(received) < len(sent):
+            status, headers, body = answer(connection, session, transport=transport)
+            assert status == 200 and headers["content-type"] == "application/javascript; charset=UTF-8"
+            assert "server" not in headers, "the broker itself answers the polls that follow"
+            assert int(headers["content-length"]) == len(body)
+            assert transport != "jsonp" or "</script>" not in body, "a message cannot end the script"
+            received.extend(json.loads(frame_of(transport, body)[1:]))
+    assert received == sent
+
+
+def test_a_jsonp_poll_with_a_bad_callback_on_a_kept_connection_is_refused(broker, kept):
+    connection = kept()
+    session = new_session(broker)
+    assert frame_of("jsonp", answer(connection, session, transport="jsonp")[2]) == "o"
+    connection.send(connection.request("GET", session + "/jsonp?c=alert(1)"))
+    assert connection.response()[:3:2] == (500, 'invalid "callback" parameter')
+
+
+def test_a_send_a_new_session_and_info_on_a_kept_connection_are_answered_as_ever(broker, kept):
+    connection = kept()
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    connection.send(connection.request("POST", session + "/xhr_send", b'["from the kept connection"]'))
+    assert connection.response()[0] == 204
+    assert answer(connection, session)[2] == 'a["from the kept connection"]\n'
+    other = new_session(broker)
+    assert answer(connection, other)[2] == "o\n"
+    connection.send(connection.request("GET", connection.prefix + "/info"))
+    status, _, body = connection.response()
+    assert status == 200 and json.loads(body)["websocket"] is True
+    connection.send(connection.request("POST", session + "/xhr_send", b""))
+    assert connection.response()[:3:2] == (500, "Payload expected.")
+    # And the polls go on on it.
+    assert broker.request("POST", "/publish", b"to both", AUTH)[0] == 200
+    assert answer(connection, session)[2] == 'a["to both"]\n'
+    assert answer(connection, other)[2] == 'a["to both"]\n'
+
+
+def test_a_client_gone_while_its_poll_waits_closes_its_session(broker, kept):
+    connection = kept()
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    connection.send(connection.poll(session))
+    wait_until(lambda: broker.stats()["sessions"] == 1)
+    connection.close()
+    again = kept()
+    wait_until(lambda: answer(again, session)[2] == 'c[1002,"Connection interrupted"]\n')
+
+
+def test_a_second_poll_of_a_waiting_session_is_told_another_connection_is_open(broker, kept):
+    first, second = kept(), kept()
+    session, own = new_session(broker), new_session(broker)
+    assert answer(first, session)[2] == "o\n"
+    assert answer(second, own)[2] == "o\n"
+    first.send(first.poll(session))
+    assert answer(second, session)[2] == 'c[2010,"Another connection still open"]\n'
+    assert broker.request("POST", "/publish", b"still served", AUTH)[0] == 200
+    assert first.response()[2] == 'a["still served"]\n'
+
+
+def test_pipelined_polls_are_answered_in_turn(broker, kept):
+    connection = kept()
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    connection.send(connection.poll(session) * 2)
+    for n in range(2):
+        assert broker.request("POST", "/publish", str(n).encode(), AUTH)[0] == 200
+        assert connection.response()[2] == 'a["%d"]\n' % n
+
+
+def test_a_poll_whose_head_comes_in_pieces_is_answered(broker, kept):
+    connection = kept()
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    assert broker.request("POST", "/publish", b"in pieces", AUTH)[0] == 200
+    request = connection.poll(session)
+    connection.send(request[:20])
+    time.sleep(0.05)  # the rest in a segment of its own
+    connection.send(request[20:])
+    assert connection.response()[2] == 'a["in pieces"]\n'
+
+
+def test_an_unlisted_page_s_poll_is_refused_on_a_kept_connection(start_broker, kept):
+    broker = start_broker("--allowed-origins", "https://good.example")
+    connection = kept(broker)
+    session = new_session(broker)
+    status, headers, body = answer(connection, session, "Origin: https://good.example")
+    assert body == "o\n" and headers["access-control-allow-origin"] == "https://good.example"
+    status, headers, _ = answer(connection, session, "Origin: https://evil.example")
+    assert status == 403
+
+
+def test_a_kept_connection_is_timed_between_polls_not_during_one_and_released(start_broker, kept):
+    broker = start_broker("--header-timeout", "1", "--heartbeat-delay", "2")
+    connection = kept(broker)
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    assert answer(connection, session)[2] == "h\n", "a waiting poll is not cut by the header timeout"
+    assert connection.closed_by_broker(), "an idle kept connection is"
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own

@@ -1,0 +1,103 @@
+"""A kept-alive connection's next request: a poll the broker answers, or anything else, Tornado's."""
+
+import pytest
+
+from broker.protocol.polls import ANY_ORIGIN, Poll, cors_headers, parse_poll, poll_answer
+
+PREFIX = "/broadcast"
+
+
+def request(target=b"/broadcast/000/abc123/xhr", *headers, line_end=b"\r\n", version=b"HTTP/1.1",
+            method=b"POST"):
+    head = [method + b" " + target + b" " + version, b"Host: 127.0.0.1:8080", *headers]
+    return line_end.join(head) + line_end + line_end
+
+
+def test_a_browser_poll_is_read_with_its_origin_and_its_length():
+    data = request(b"/broadcast/000/abc123/xhr", b"Content-Length: 0", b"Origin: https://example.com",
+                   b"Connection: keep-alive", b"Accept: */*")
+    assert parse_poll(data + b"POST /next", PREFIX) == Poll("xhr", "abc123", len(data), "https://example.com",
+                                                            "127.0.0.1:8080")
+
+
+def test_a_poll_without_an_origin_or_a_length_is_a_poll():
+    data = request()
+    assert parse_poll(data, PREFIX) == Poll("xhr", "abc123", len(data), None, "127.0.0.1:8080")
+
+
+def test_a_jsonp_poll_is_read_with_its_callback():
+    data = request(b"/broadcast/000/abc123/jsonp?c=_jp.a1b2", method=b"GET")
+    assert parse_poll(data, PREFIX) == Poll("jsonp", "abc123", len(data), None, "127.0.0.1:8080", "_jp.a1b2")
+
+
+@pytest.mark.parametrize("data", [
+    request()[:-1],  # the head not yet whole
+    request(line_end=b"\n"),
+    request(version=b"HTTP/1.0"),
+    request(method=b"GET"),
+    request(method=b"PUT"),
+    request(b"/broadcast/000/abc123/jsonp", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=alert(1)", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=a%2Eb", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=cb&t=1", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=cb"),
+    request(b"/broadcast/000/abc123/xhr_send"),
+    request(b"/broadcast/000/abc123/xhr?t=1"),
+    request(b"/broadcast/000/ab%41/xhr"),
+    request(b"/broadcast/000/a.b/xhr"),
+    request(b"/broadcast/000//xhr"),
+    request(b"/other/000/abc123/xhr"),
+    request(b"/000/abc123/xhr"),
+    request(b"/broadcast/x/000/abc123/xhr"),
+    request(b"/broadcast/000/abc123/xhr", b"Content-Length: 5"),
+    request(b"/broadcast/000/abc123/xhr", b"Transfer-Encoding: chunked"),
+    request(b"/broadcast/000/abc123/xhr", b"Expect: 100-continue"),
+    request(b"/broadcast/000/abc123/xhr", b"Connection: Close"),
+    request(b"/broadcast/000/abc123/xhr", b"Upgrade: websocket"),
+    request(b"/broadcast/000/abc123/xhr", b"Access-Control-Request-Headers: x-a"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example", b"Origin: https://b.example"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example", b" folded"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin : https://a.example"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\rX-Injected: 1"),
+    request(b"/broadcast/000/abc123/xhr", b"no colon"),
+], ids=lambda data: repr(data[-40:]))
+def test_anything_else_is_not_a_poll(data):
+    assert parse_poll(data, PREFIX) is None
+
+
+def test_a_head_longer_than_any_poll_is_not_read_to_its_end():
+    assert parse_poll(request(b"/broadcast/000/abc123/xhr", b"Cookie: " + b"x" * 9000), PREFIX) is None
+
+
+def test_the_answer_is_tornado_s_without_its_server_header():
+    poll = Poll("xhr", "abc123", 100, None, "127.0.0.1:8080")
+    answer = poll_answer(poll, 'a["hi"]', "Thu, 26 Nov 2026 15:25:30 GMT")
+    assert answer == (b"HTTP/1.1 200 OK\r\n"
+                      b"Content-Type: application/javascript; charset=UTF-8\r\n"
+                      b"Date: Thu, 26 Nov 2026 15:25:30 GMT\r\n"
+                      b"Vary: Origin\r\n"
+                      b"Access-Control-Allow-Origin: *\r\n"
+                      b"Cache-Control: no-store, no-cache, no-transform, must-revalidate, max-age=0\r\n"
+                      b"Content-Length: 8\r\n"
+                      b"\r\n"
+                      b'a["hi"]\n')
+
+
+def test_a_named_origin_is_answered_with_credentials():
+    assert cors_headers(None) == ANY_ORIGIN
+    assert cors_headers("https://example.com") == ("Access-Control-Allow-Origin: https://example.com\r\n"
+                                                   "Access-Control-Allow-Credentials: true\r\n")
+
+
+def test_a_jsonp_answer_is_a_script_that_no_message_can_end():
+    poll = Poll("jsonp", "abc123", 100, "https://example.com", "127.0.0.1:8080", "_jp.a1b2")
+    answer = poll_answer(poll, 'a["</script>"]', "Thu, 26 Nov 2026 15:25:30 GMT")
+    body = b'/**/_jp.a1b2("a[\\"\\u003c/script\\u003e\\"]");\r\n'
+    assert answer == (b"HTTP/1.1 200 OK\r\n"
+                      b"Content-Type: application/javascript; charset=UTF-8\r\n"
+                      b"Date: Thu, 26 Nov 2026 15:25:30 GMT\r\n"
+                      b"Cache-Control: no-store, no-cache, no-transform, must-revalidate, max-age=0\r\n"
+                      b"X-Content-Type-Options: nosniff\r\n"
+                      b"Content-Length: %d\r\n"
+                      b"\r\n" % len(body)) + body
