@@ -56,12 +56,14 @@ class PollingConnection(OwnedSocket):
     one waits; ``handover`` is the listener's
     :class:`broker.transports.listener.Handover` for it."""
 
-    __slots__ = ("active", "_handover", "_poll")
+    __slots__ = ("active", "_handover", "_poll", "_head")
 
     def __init__(self, server, sock, handover):
         self.active = False
         self._handover = handover
         self._poll = None
+        # The last poll's head: a client sends the same bytes again and again.
+        self._head = None
         super().__init__(server, sock, handover.release)
         server.stats.on_conn_opened()
         self._time_next_head()
@@ -103,12 +105,16 @@ class PollingConnection(OwnedSocket):
         if self.session is not None:
             self.pause_reading(True)  # its turn comes once the poll is answered
             return
-        poll = polls.parse_poll(data, self.server.prefix)
-        if poll is None or not self._serve(poll):
+        if self._head is not None and data.startswith(self._head):
+            poll = self._poll
+        else:
+            poll = polls.parse_poll(data, self.server.prefix)
+        if poll is None or not self._serve(poll, data):
             self._give_back()
 
-    def _serve(self, poll):
-        """Answer ``poll`` (or start to); False, having read nothing, if it is not this connection's to answer."""
+    def _serve(self, poll, data):
+        """Answer ``poll``, read from ``data`` (or start to); False, having read
+        nothing, if it is not this connection's to answer."""
         server = self.server
         session = server.get_session(poll.session_id)
         if session is None or session.is_closed or session.handler is not None:
@@ -125,7 +131,9 @@ class PollingConnection(OwnedSocket):
             return True
         if self._handover.timeouts is not None:
             self._handover.timeouts.headers_read(self)
-        self._poll = poll
+        if poll is not self._poll:
+            self._poll = poll
+            self._head = data[:poll.size]
         self.active = True
         session.set_handler(self, False)
         self.session = session
