@@ -214,18 +214,25 @@ class OwnedSocket:
     # The event loop's side.
 
     def _read(self):
+        data = self._receive(READ_BUDGET)
+        if data is not None:
+            self.received(data)
+            self._read_pending_soon()
+
+    def _receive(self, size, flags=0):
+        """What one ``recv`` gives; None if nothing yet, or if the socket is
+        closed (the client's end, an error), which cuts it."""
         try:
-            data = self._sock.recv(READ_BUDGET)
+            data = self._sock.recv(size, flags)
         except WOULD_BLOCK:
-            return
+            return None
         except OSError:
             self.cut()
-            return
+            return None
         if not data:
             self.cut()
-            return
-        self.received(data)
-        self._read_pending_soon()
+            return None
+        return data
 
     def _read_pending_soon(self):
         """Bytes TLS has decrypted already are no event for the loop: read them on the next turn."""
