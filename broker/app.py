@@ -124,7 +124,7 @@ def make_server(config, app, limits, secure=None):
     """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
     proxies = None
     if config.client_address_header and config.max_connections_per_ip:
-        proxies = TrustedProxies(config.trusted_proxies)
+        proxies = TrustedProxies(config.trusted_proxies, config.client_address_header)
         if not proxies.trusts(config.host) and config.trusted_proxies == DEFAULTS.trusted_proxies:
             LOG.warning("--client-address-header %s is believed from loopback peers only "
                         "(--trusted-proxies %s): a proxy on another host needs its address there",

@@ -49,11 +49,12 @@ RESERVED_DESCRIPTORS = 64
 
 
 class TrustedProxies:
-    """The peers whose requests may name their client in a header: ``networks``, each an
+    """The peers whose requests may name their client in a ``header``: ``networks``, each an
     address or a network (``127.0.0.0/8``, ``10.1.2.3``, ``::1``); ValueError for another text."""
 
-    def __init__(self, networks):
+    def __init__(self, networks, header=None):
         self.networks = [ipaddress.ip_network(text.strip(), strict=False) for text in networks]
+        self.header = header
 
     def trusts(self, address):
         """Whether the peer at ``address`` is one of them (an IPv4-mapped address as its IPv4)."""

@@ -15,8 +15,9 @@ Rules this module keeps:
   ends in CRLF, no header is folded, and no header asks for what the answer
   would have to honour: a body (a ``Content-Length`` but 0, any
   ``Transfer-Encoding``), ``Expect``, ``Connection: close``, ``Upgrade``, or a
-  CORS preflight's ``Access-Control-Request-Headers``. Anything else is None:
-  the request goes to Tornado as it was sent.
+  CORS preflight's ``Access-Control-Request-Headers``; nor a trusted proxy's
+  client address header more than once. Anything else is None: the request
+  goes to Tornado as it was sent.
 * :func:`poll_answer` is the complete ``200`` answer to a poll, with the
   headers Tornado's handler sends (less ``Server``): for xhr, the CORS headers
   for the request's ``Origin``, which the caller has checked against its
@@ -67,11 +68,15 @@ class Poll(NamedTuple):
     """Its ``Host`` header, if any."""
     callback: Optional[str] = None
     """A jsonp poll's callback name."""
+    named_client: Optional[str] = None
+    """The value of the client address header asked for, if any."""
 
 
-def parse_poll(data, prefix):
+def parse_poll(data, prefix, client_header=None):
     """The :class:`Poll` that ``data`` (bytes a connection has received) begins
-    with, for a router at ``prefix``; None if it may be anything else (see the rules)."""
+    with, for a router at ``prefix``; None if it may be anything else (see the
+    rules). ``client_header``: the header (lower-case bytes) whose value is the
+    poll's ``named_client``, if any."""
     end = data.find(END_OF_HEAD, 0, MAX_HEAD_BYTES)
     if end < 0:
         return None
@@ -84,7 +89,7 @@ def parse_poll(data, prefix):
     if target is None:
         return None
     session_id, callback = target
-    origin = host = None
+    origin = host = named_client = None
     for line in lines[1:]:
         name, colon, value = line.partition(b":")
         if not colon or not name or name[-1:] in b" \t" or line[:1] in b" \t" or b"\n" in line or b"\r" in line:
@@ -105,7 +110,11 @@ def parse_poll(data, prefix):
             origin = value.decode("latin-1")
         elif name == b"host":
             host = value.decode("latin-1")
-    return Poll(transport, session_id, end + len(END_OF_HEAD), origin, host, callback)
+        elif name == client_header:
+            if named_client is not None:
+                return None
+            named_client = value.decode("latin-1")
+    return Poll(transport, session_id, end + len(END_OF_HEAD), origin, host, callback, named_client)
 
 
 def _target(target, prefix, transport):

@@ -35,8 +35,11 @@ Rules this module keeps:
   either is closed (a body's with a log line at INFO, as Tornado logs it).
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
-  (:class:`ClientAddressCheck`): the last one of a list, which is the one the
-  proxy added; earlier ones are the client's own word.
+  (:class:`ClientAddressCheck`, and :class:`Handover` for the requests a
+  protocol that took the connection over reads itself): the last one of a
+  list, which is the one the proxy added; earlier ones are the client's own word.
+* A connection a protocol has taken over (:meth:`_Counted.hand_over`) may be
+  given back, unread, and is then served again as a new stream of its client.
 """
 
 import functools
@@ -44,7 +47,6 @@ import logging
 import socket
 import ssl
 import time
-from typing import Callable, NamedTuple, Optional
 
 from tornado import httputil
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -162,23 +164,24 @@ def _due(deadlines, now):
 
 
 class _Counted:
-    """The stream of an admitted connection: released from ``limits`` when its
-    socket closes, with the client it belongs to then (``client``); ``peer``
-    is the client its peer address names, ``from_proxy`` whether that peer is a
-    trusted proxy, whose requests name their client. When Tornado closes it because a
-    request's headers are over its limit, the close is preceded by a 431.
-    Its requests are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given.
-    ``serve_again`` (the listener's, if any) serves its socket again, taken over
-    and given back (see :meth:`hand_over`): a function of the socket and its client."""
+    """The stream of an admitted connection from ``address``: released from
+    ``limits`` when its socket closes, with the client it belongs to then
+    (``client``); ``peer`` is the client its peer address names, ``from_proxy``
+    whether that peer is one of the ``listener``'s trusted proxies, whose
+    requests name their client. When Tornado closes it because a request's
+    headers are over its limit, the close is preceded by a 431. Its requests
+    are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given. A
+    protocol may take its socket over and give it back to the ``listener``
+    (:meth:`hand_over`)."""
 
-    def __init__(self, connection, limits, client, peer, timeouts=None, serve_again=None, **kwargs):
+    def __init__(self, connection, limits, client, address, timeouts=None, listener=None, **kwargs):
         self.limits = limits
         self.client = client
-        self.peer = peer
-        # A trusted proxy's connection has no client before a request names one.
-        self.from_proxy = client is None
+        self.address = address
+        self.peer = client_key(address[0])
+        self.from_proxy = listener is not None and listener.trusts(address[0])
         self.timeouts = timeouts
-        self.serve_again = serve_again
+        self.listener = listener
         self.reading_headers = False
         super().__init__(connection, **kwargs)
 
@@ -236,27 +239,60 @@ class _Counted:
 
     def hand_over(self):
         """A :class:`Handover` for a protocol that takes over this stream's socket
-        (plain, from a client's own address) and answers some of its next requests
-        itself; None if the stream has no listener to give it back to."""
-        if self.serve_again is None or self.from_proxy or isinstance(self, SSLIOStream):
+        (plain HTTP) and answers some of its next requests itself; None if the
+        stream has no listener to give it back to."""
+        if self.listener is None or isinstance(self, SSLIOStream):
             return None
         if self.timeouts is not None:
             self.timeouts.forget(self)
-        return Handover(self.release_function(), functools.partial(self.serve_again, client=self.client),
-                        self.timeouts)
+        return Handover(self.listener, self.client, self.address, self.from_proxy)
 
 
-class Handover(NamedTuple):
+def named_client(named, peer):
+    """The client of a trusted proxy's request whose client address header says
+    ``named`` (None: none): the last address of the list, the one the proxy
+    added; the ``peer``'s if that is no address."""
+    return (named and client_key(named.rsplit(",", 1)[-1])) or peer
+
+
+class Handover:
     """What a protocol that has taken a kept-alive connection's socket from
-    its stream (:meth:`_Counted.hand_over`) needs of the listener."""
+    its stream (:meth:`_Counted.hand_over`) needs of the ``listener``: the
+    connection's ``client``, which a trusted proxy's requests change, its
+    release, its way back to the HTTP server, and the request timeouts.
+    ``client_header`` is the header (lower-case bytes) naming each request's
+    client, from a trusted proxy; None otherwise."""
 
-    release: Callable[[], None]
-    """Call once the socket is closed."""
-    serve_again: Callable[[socket.socket], None]
-    """Give the socket back, unread, to the HTTP server, as a new stream of the
-    same client, to read its next request (and release it, once closed)."""
-    timeouts: Optional[RequestTimeouts]
-    """Time the connection's wait for its next request's headers, if given."""
+    __slots__ = ("client", "client_header", "timeouts", "_listener", "_address")
+
+    def __init__(self, listener, client, address, from_proxy):
+        self.client = client
+        self.client_header = listener.proxies.header.lower().encode("latin-1") if from_proxy else None
+        self.timeouts = listener.timeouts
+        self._listener = listener
+        self._address = address
+
+    def release(self):
+        """The socket is closed."""
+        self._listener.limits.release(self.client)
+
+    def serve_again(self, sock):
+        """Give the socket back, unread, to the HTTP server, as a new stream of
+        the same client, to read its next request (and release it, once closed)."""
+        self._listener.serve(sock, self._address, self.client)
+
+    def reassign(self, named):
+        """A trusted proxy's request names its client ``named`` (the header's
+        value, or None): the connection is that client's from now on, as
+        :class:`ClientAddressCheck` has it. None; or, if the client is at its
+        limit, the complete refusal to answer before closing (the connection
+        then stays its old client's)."""
+        client = named_client(named, client_key(self._address[0]))
+        refusal = self._listener.limits.reassign(self.client, client)
+        if refusal is not None:
+            return REFUSAL_RESPONSES[refusal]
+        self.client = client
+        return None
 
 
 class CountedStream(_Counted, IOStream):
@@ -343,9 +379,8 @@ class Listener:
         self.watch(True)
 
     def take(self, connection, address):
-        peer = client_key(address[0])
-        from_proxy = self.proxies is not None and self.proxies.trusts(address[0])
-        client = None if from_proxy else peer
+        # A trusted proxy's connection has no client before a request names one.
+        client = None if self.trusts(address[0]) else client_key(address[0])
         refusal = self.limits.admit(client)
         if refusal is not None:
             refuse(connection, REFUSAL_RESPONSES[refusal] if self.tls_context is None else b"")
@@ -358,13 +393,15 @@ class Listener:
 
     def serve(self, connection, address, client):
         """Have the HTTP server serve ``connection`` (a socket, admitted for
-        ``client``: None from a trusted proxy) from ``address``, counted; over TLS
-        if it is wrapped."""
+        ``client``) from ``address``, counted; over TLS if it is wrapped."""
         kind = CountedTLSStream if isinstance(connection, ssl.SSLSocket) else CountedStream
-        stream = kind(connection, self.limits, client, client_key(address[0]), self.timeouts,
-                      functools.partial(self.serve, address=address),
+        stream = kind(connection, self.limits, client, address, self.timeouts, self,
                       max_buffer_size=self.server.max_buffer_size, read_chunk_size=self.server.read_chunk_size)
         self.server.handle_stream(stream, address)
+
+    def trusts(self, address):
+        """Whether a peer at ``address`` is a trusted proxy, whose requests name their client."""
+        return self.proxies is not None and self.proxies.trusts(address)
 
 
 class ClientAddressCheck(httputil.HTTPServerConnectionDelegate):
@@ -403,8 +440,7 @@ class CheckedRequest(httputil.HTTPMessageDelegate):
         if not stream.from_proxy:  # counted by its own address as it was accepted
             self.inner = check.app.start_request(self.server_conn, self.request_conn)
             return self.inner.headers_received(start_line, headers)
-        named = headers.get(check.header)
-        client = (named and client_key(named.rsplit(",", 1)[-1])) or stream.peer
+        client = named_client(headers.get(check.header), stream.peer)
         refusal = check.limits.reassign(stream.client, client)
         if refusal is not None:
             body = REFUSALS[refusal].encode()

@@ -13,10 +13,13 @@ unread.
 Rules this module keeps:
 
 * A connection is kept only when nothing of it is left unsaid: HTTP/1.1,
-  kept alive, plain (a TLS connection's bytes cannot be peeked at), from the
-  client's own address (a proxy's requests each name their client), with
+  kept alive, plain (a TLS connection's bytes cannot be peeked at), with
   nothing read ahead by Tornado; the conformance services, on Tornado's own
   streams, keep none.
+* A trusted proxy's poll names its client, as each of its requests does
+  (:class:`broker.transports.listener.ClientAddressCheck`): the connection is
+  that client's from then on, or, the client at its limit, the poll is
+  answered 503 and the connection closed.
 * The next request is peeked at (``MSG_PEEK``), never taken before it is known
   to be a poll (:func:`broker.protocol.polls.parse_poll`) of an open session
   that no other request serves, from a page the origin policy allows. Anything
@@ -48,7 +51,6 @@ from broker.protocol import frames, polls
 from broker.protocol.close_codes import INTERRUPTED
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
 from broker.transports.owned_socket import OwnedSocket
-from broker.transports.tls import WOULD_BLOCK
 
 
 class PollingConnection(OwnedSocket):
@@ -92,15 +94,8 @@ class PollingConnection(OwnedSocket):
     # The event loop's side.
 
     def _read(self):
-        try:
-            data = self._sock.recv(polls.MAX_HEAD_BYTES, socket.MSG_PEEK)
-        except WOULD_BLOCK:
-            return
-        except OSError:
-            self.cut()
-            return
-        if not data:
-            self.cut()
+        data = self._receive(polls.MAX_HEAD_BYTES, socket.MSG_PEEK)
+        if data is None:
             return
         if self.session is not None:
             self.pause_reading(True)  # its turn comes once the poll is answered
@@ -108,7 +103,7 @@ class PollingConnection(OwnedSocket):
         if self._head is not None and data.startswith(self._head):
             poll = self._poll
         else:
-            poll = polls.parse_poll(data, self.server.prefix)
+            poll = polls.parse_poll(data, self.server.prefix, self._handover.client_header)
         if poll is None or not self._serve(poll, data):
             self._give_back()
 
@@ -131,6 +126,13 @@ class PollingConnection(OwnedSocket):
             return True
         if self._handover.timeouts is not None:
             self._handover.timeouts.headers_read(self)
+        if self._handover.client_header is not None:
+            refusal = self._handover.reassign(poll.named_client)
+            if refusal is not None:
+                self.pause_reading(True)
+                if self.write_last(refusal) and not self.behind:
+                    self.cut()
+                return True
         if poll is not self._poll:
             self._poll = poll
             self._head = data[:poll.size]
@@ -160,6 +162,10 @@ class PollingConnection(OwnedSocket):
     def close(self):
         """Close the connection (:class:`broker.transports.listener.RequestTimeouts` calls this)."""
         self.cut()
+
+    def caught_up(self):
+        if self._last_written:
+            self.cut()
 
     def closed(self):
         self._forget_timeout()

@@ -209,3 +209,67 @@ def test_a_kept_connection_is_timed_between_polls_not_during_one_and_released(st
     assert answer(connection, session)[2] == "h\n", "a waiting poll is not cut by the header timeout"
     assert connection.closed_by_broker(), "an idle kept connection is"
     wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own
+
+
+def test_behind_a_proxy_each_kept_poll_names_its_client(start_broker, kept):
+    broker = start_broker("--max-connections-per-ip", "2", "--client-address-header", "X-Forwarded-For",
+                          "--publish-token", "s3cret")
+    connection = kept(broker)
+    session = new_session(broker)
+    assert answer(connection, session, "X-Forwarded-For: 10.0.0.1")[2] == "o\n"
+    assert broker.request("POST", "/publish", b"one", AUTH)[0] == 200
+    status, headers, body = answer(connection, session, "X-Forwarded-For: 6.6.6.6, 10.0.0.2")
+    assert (status, body) == (200, 'a["one"]\n') and "server" not in headers
+    # 10.0.0.1 at its limit: a kept poll naming it is refused, and its connection closed.
+    others = [kept(broker) for _ in range(2)]
+    for other in others:
+        other.send(other.request("GET", "/healthz", b"", "X-Forwarded-For: 10.0.0.1"))
+        assert other.response()[0] == 200
+    status, headers, body = answer(connection, session, "X-Forwarded-For: 10.0.0.1")
+    assert status == 503 and "from your address" in body and headers["connection"] == "close"
+    assert connection.closed_by_broker()
+    assert broker.stats()["refused"]["per_ip"] == 1
+    for other in others:
+        other.close()
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own
+
+
+def test_behind_a_proxy_each_kept_poll_names_its_client(start_broker, kept):
+    broker = start_broker("--max-connections-per-ip", "2", "--client-address-header", "X-Forwarded-For",
+                          "--publish-token", "s3cret")
+    connection = kept(broker)
+    session = new_session(broker)
+    assert answer(connection, session, "X-Forwarded-For: 10.0.0.1")[2] == "o\n"
+    assert broker.request("POST", "/publish", b"one", AUTH)[0] == 200
+    status, headers, body = answer(connection, session, "X-Forwarded-For: 6.6.6.6, 10.0.0.2")
+    assert (status, body) == (200, 'a["one"]\n') and "server" not in headers
+    # 10.0.0.1 at its limit: a kept poll naming it is refused, and its connection closed.
+    others = [kept(broker) for _ in range(2)]
+    for other in others:
+        other.send(other.request("GET", "/healthz", b"", "X-Forwarded-For: 10.0.0.1"))
+        assert other.response()[0] == 200
+    status, headers, body = answer(connection, session, "X-Forwarded-For: 10.0.0.1")
+    assert status == 503 and "from your address" in body and headers["connection"] == "close"
+    assert connection.closed_by_broker()
+    assert broker.stats()["refused"]["per_ip"] == 1
+    for other in others:
+        other.close()
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own
+
+
+def test_a_request_pipelined_behind_a_long_answer_waits_for_all_of_it(broker, kept):
+    connection = kept()
+    connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    session = new_session(broker)
+    assert answer(connection, session)[2] == "o\n"
+    sent = ["%03d %s" % (n, "x" * 2000) for n in range(100)]
+    with WebSocketClient(broker.url) as publisher:
+        for message in sent:
+            publisher.send(message)
+        assert publisher.collect(len(sent)) == sent
+    connection.send(connection.poll(session) + connection.request("GET", connection.prefix + "/info"))
+    wait_until(lambda: broker.stats()["slow_consumers"]["behind"] == 1)  # the answer is held back
+    status, headers, body = connection.response()
+    assert status == 200 and json.loads(body[1:]) == sent
+    status, headers, body = connection.response()
+    assert status == 200 and json.loads(body)["websocket"] is True

@@ -101,3 +101,11 @@ def test_a_jsonp_answer_is_a_script_that_no_message_can_end():
                       b"X-Content-Type-Options: nosniff\r\n"
                       b"Content-Length: %d\r\n"
                       b"\r\n" % len(body)) + body
+
+
+def test_a_proxy_s_poll_names_its_client_once():
+    data = request(b"/broadcast/000/abc123/xhr", b"X-Forwarded-For: 6.6.6.6, 10.0.0.1")
+    assert parse_poll(data, PREFIX, b"x-forwarded-for").named_client == "6.6.6.6, 10.0.0.1"
+    assert parse_poll(data, PREFIX).named_client is None
+    twice = request(b"/broadcast/000/abc123/xhr", b"X-Forwarded-For: 10.0.0.1", b"x-forwarded-for: 10.0.0.2")
+    assert parse_poll(twice, PREFIX, b"x-forwarded-for") is None
