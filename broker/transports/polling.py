@@ -35,7 +35,7 @@ Rules this module keeps:
   the next poll.
 * While a poll waits, the client's end closes its session (1002 "Connection
   interrupted"), as with Tornado; a request it sends meanwhile waits in the
-  kernel until the answer is written.
+  kernel until the answer is written, all of it.
 * Between polls the connection is timed as Tornado times it: the next
   request's head must come within the header timeout of the end of the answer.
 """
@@ -97,8 +97,8 @@ class PollingConnection(OwnedSocket):
         data = self._receive(polls.MAX_HEAD_BYTES, socket.MSG_PEEK)
         if data is None:
             return
-        if self.session is not None:
-            self.pause_reading(True)  # its turn comes once the poll is answered
+        if self.session is not None or self.behind:
+            self.pause_reading(True)  # its turn comes once the poll is answered, and the answer sent
             return
         if self._head is not None and data.startswith(self._head):
             poll = self._poll
@@ -166,6 +166,8 @@ class PollingConnection(OwnedSocket):
     def caught_up(self):
         if self._last_written:
             self.cut()
+        elif self.session is None:
+            self.pause_reading(False)
 
     def closed(self):
         self._forget_timeout()
