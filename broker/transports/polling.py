@@ -233,8 +233,7 @@ class KeptConnection:
         if handover is None:
             return
         stream = self.detach()
-        if stream.closed():
-            handover.release()
+        if stream.closed():  # its close released it
             return
         sock, _ = _internals.take_socket(stream)
         PollingConnection(self.server, sock, handover)
