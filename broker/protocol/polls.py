@@ -12,7 +12,8 @@ Rules this module keeps:
   in the bytes given, the request line is an xhr or jsonp poll of a path the
   router's route matches, in HTTP/1.1, with no ``%``-escape anywhere and no
   query but a jsonp poll's valid callback name (``c``, alone), every line
-  ends in CRLF, no header is folded, and no header asks for what the answer
+  ends in CRLF, no header is folded, ``Host`` is given (once), and no header
+  asks for what the answer
   would have to honour: a body (a ``Content-Length`` but 0, any
   ``Transfer-Encoding``), ``Expect``, ``Connection: close``, ``Upgrade``, or a
   CORS preflight's ``Access-Control-Request-Headers``; nor a trusted proxy's
@@ -64,8 +65,8 @@ class Poll(NamedTuple):
     """How many bytes of the connection it takes: its head."""
     origin: Optional[str]
     """Its ``Origin`` header, if any."""
-    host: Optional[str]
-    """Its ``Host`` header, if any."""
+    host: str
+    """Its ``Host`` header."""
     callback: Optional[str] = None
     """A jsonp poll's callback name."""
     named_client: Optional[str] = None
@@ -109,11 +110,15 @@ def parse_poll(data, prefix, client_header=None):
                 return None
             origin = value.decode("latin-1")
         elif name == b"host":
+            if host is not None:
+                return None
             host = value.decode("latin-1")
         elif name == client_header:
             if named_client is not None:
                 return None
             named_client = value.decode("latin-1")
+    if host is None:
+        return None
     return Poll(transport, session_id, end + len(END_OF_HEAD), origin, host, callback, named_client)
 
 

@@ -201,6 +201,17 @@ def test_an_unlisted_page_s_poll_is_refused_on_a_kept_connection(start_broker, k
     assert status == 403
 
 
+def test_a_kept_poll_without_a_host_is_answered_by_tornado(start_broker, kept):
+    """Without a Host, an Origin has nothing to be compared with: Tornado answers, 400."""
+    broker = start_broker("--allowed-origins", "https://good.example")
+    connection = kept(broker)
+    session = new_session(broker)
+    assert answer(connection, session, "Origin: https://good.example")[2] == "o\n"
+    connection.send(("POST %s/xhr HTTP/1.1\r\nOrigin: https://good.example\r\n"
+                     "Content-Length: 0\r\n\r\n" % session).encode())
+    assert connection.response()[0] == 400
+
+
 def test_a_kept_connection_is_timed_between_polls_not_during_one_and_released(start_broker, kept):
     broker = start_broker("--header-timeout", "1", "--heartbeat-delay", "2")
     connection = kept(broker)

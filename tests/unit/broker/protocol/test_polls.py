@@ -66,6 +66,13 @@ def test_anything_else_is_not_a_poll(data):
     assert parse_poll(data, PREFIX) is None
 
 
+def test_a_poll_without_a_host_or_with_two_is_not_a_poll():
+    # Tornado answers it: the origin policy compares an Origin with the Host.
+    assert parse_poll(b"POST /broadcast/000/abc123/xhr HTTP/1.1\r\nOrigin: https://a.example\r\n\r\n",
+                      PREFIX) is None
+    assert parse_poll(request(b"/broadcast/000/abc123/xhr", b"Host: other.example"), PREFIX) is None
+
+
 def test_a_head_longer_than_any_poll_is_not_read_to_its_end():
     assert parse_poll(request(b"/broadcast/000/abc123/xhr", b"Cookie: " + b"x" * 9000), PREFIX) is None
 
