@@ -12,9 +12,9 @@ Rules this module keeps:
   in the bytes given, the request line is an xhr or jsonp poll of a path the
   router's route matches, in HTTP/1.1, with no ``%``-escape anywhere and no
   query but a jsonp poll's valid callback name (``c``, alone), every line
-  ends in CRLF, no header is folded, ``Host`` is given (once), and no header
-  asks for what the answer
-  would have to honour: a body (a ``Content-Length`` but 0, any
+  ends in CRLF, no header is folded or holds a control character but a tab,
+  ``Host`` is given (once), and no header asks for what the answer would have
+  to honour: a body (a ``Content-Length`` but 0, any
   ``Transfer-Encoding``), ``Expect``, ``Connection: close``, ``Upgrade``, or a
   CORS preflight's ``Access-Control-Request-Headers``; nor a trusted proxy's
   client address header more than once. Anything else is None: the request
@@ -35,6 +35,8 @@ END_OF_HEAD = b"\r\n\r\n"
 MAX_HEAD_BYTES = 8192
 # The callback names a jsonp or htmlfile page may give (``c``); others are refused.
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
+# Bytes no header of a poll holds: an answer would echo its Origin.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _REFUSED_HEADERS = frozenset((b"transfer-encoding", b"expect", b"upgrade", b"access-control-request-headers"))
 _POLL_METHODS = {b"POST": "xhr", b"GET": "jsonp"}
@@ -81,7 +83,10 @@ def parse_poll(data, prefix, client_header=None):
     end = data.find(END_OF_HEAD, 0, MAX_HEAD_BYTES)
     if end < 0:
         return None
-    lines = data[:end].split(b"\r\n")
+    head = data[:end]
+    if _CONTROL.search(head) is not None:
+        return None
+    lines = head.split(b"\r\n")
     request_line = lines[0].split(b" ")
     if len(request_line) != 3 or request_line[2] != b"HTTP/1.1":
         return None

@@ -20,6 +20,11 @@ def test_a_browser_poll_is_read_with_its_origin_and_its_length():
                                                             "127.0.0.1:8080")
 
 
+def test_a_tab_in_a_header_is_allowed():
+    data = request(b"/broadcast/000/abc123/xhr", b"Origin:\thttps://example.com\t")
+    assert parse_poll(data, PREFIX).origin == "https://example.com"
+
+
 def test_a_poll_without_an_origin_or_a_length_is_a_poll():
     data = request()
     assert parse_poll(data, PREFIX) == Poll("xhr", "abc123", len(data), None, "127.0.0.1:8080")
@@ -61,6 +66,9 @@ def test_a_jsonp_poll_is_read_with_its_callback():
     request(b"/broadcast/000/abc123/xhr", b"Origin : https://a.example"),
     request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\rX-Injected: 1"),
     request(b"/broadcast/000/abc123/xhr", b"no colon"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\x0bX"),
+    request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\x7f"),
+    request(b"/broadcast/000/abc123/xhr", b"Accept: \x00"),
 ], ids=lambda data: repr(data[-40:]))
 def test_anything_else_is_not_a_poll(data):
     assert parse_poll(data, PREFIX) is None
