@@ -47,6 +47,7 @@ import logging
 import socket
 import ssl
 import time
+from typing import NamedTuple, Optional
 
 from tornado import httputil
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -146,7 +147,7 @@ class RequestTimeouts:
             stream.close()
         for stream in _due(self.bodies, now):
             if stream.reading():
-                LOG.info("timeout reading a request's body from %s", stream.peer)
+                LOG.info("timeout reading a request's body from %s", stream.peer.address[0])
                 stream.close()
 
 
@@ -163,23 +164,30 @@ def _due(deadlines, now):
     return due
 
 
+class Peer(NamedTuple):
+    """The other end of an accepted connection, read once, as it is accepted."""
+
+    address: tuple
+    """Its socket address, as ``accept()`` gives it."""
+    client: Optional[str]
+    """The client its address names (:func:`broker.core.limits.client_key`)."""
+    is_proxy: bool = False
+    """Whether it is a trusted proxy, whose requests name their client."""
+
+
 class _Counted:
-    """The stream of an admitted connection from ``address``: released from
-    ``limits`` when its socket closes, with the client it belongs to then
-    (``client``); ``peer`` is the client its peer address names, ``from_proxy``
-    whether that peer is one of the ``listener``'s trusted proxies, whose
-    requests name their client. When Tornado closes it because a request's
+    """The stream of an admitted connection from ``peer`` (a :class:`Peer`):
+    released from ``limits`` when its socket closes, with the client it
+    belongs to then (``client``). When Tornado closes it because a request's
     headers are over its limit, the close is preceded by a 431. Its requests
     are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given. A
     protocol may take its socket over and give it back to the ``listener``
     (:meth:`hand_over`)."""
 
-    def __init__(self, connection, limits, client, address, timeouts=None, listener=None, **kwargs):
+    def __init__(self, connection, limits, client, peer, timeouts=None, listener=None, **kwargs):
         self.limits = limits
         self.client = client
-        self.address = address
-        self.peer = client_key(address[0])
-        self.from_proxy = listener is not None and listener.trusts(address[0])
+        self.peer = peer
         self.timeouts = timeouts
         self.listener = listener
         self.reading_headers = False
@@ -245,7 +253,7 @@ class _Counted:
             return None
         if self.timeouts is not None:
             self.timeouts.forget(self)
-        return Handover(self.listener, self.client, self.address, self.from_proxy)
+        return Handover(self.listener, self)
 
 
 def named_client(named, peer):
@@ -263,14 +271,14 @@ class Handover:
     ``client_header`` is the header (lower-case bytes) naming each request's
     client, from a trusted proxy; None otherwise."""
 
-    __slots__ = ("client", "client_header", "timeouts", "_listener", "_address")
+    __slots__ = ("client", "client_header", "timeouts", "_listener", "_peer")
 
-    def __init__(self, listener, client, address, from_proxy):
-        self.client = client
-        self.client_header = listener.proxies.header.lower().encode("latin-1") if from_proxy else None
+    def __init__(self, listener, stream):
+        self.client = stream.client
+        self.client_header = listener.proxies.header.lower().encode("latin-1") if stream.peer.is_proxy else None
         self.timeouts = listener.timeouts
         self._listener = listener
-        self._address = address
+        self._peer = stream.peer
 
     def release(self):
         """The socket is closed."""
@@ -279,7 +287,7 @@ class Handover:
     def serve_again(self, sock):
         """Give the socket back, unread, to the HTTP server, as a new stream of
         the same client, to read its next request (and release it, once closed)."""
-        self._listener.serve(sock, self._address, self.client)
+        self._listener.serve(sock, self._peer, self.client)
 
     def reassign(self, named):
         """A trusted proxy's request names its client ``named`` (the header's
@@ -287,7 +295,7 @@ class Handover:
         :class:`ClientAddressCheck` has it. None; or, if the client is at its
         limit, the complete refusal to answer before closing (the connection
         then stays its old client's)."""
-        client = named_client(named, client_key(self._address[0]))
+        client = named_client(named, self._peer.client)
         refusal = self._listener.limits.reassign(self.client, client)
         if refusal is not None:
             return REFUSAL_RESPONSES[refusal]
@@ -379,8 +387,10 @@ class Listener:
         self.watch(True)
 
     def take(self, connection, address):
+        host = address[0]
+        peer = Peer(address, client_key(host), self.proxies is not None and self.proxies.trusts(host))
         # A trusted proxy's connection has no client before a request names one.
-        client = None if self.trusts(address[0]) else client_key(address[0])
+        client = None if peer.is_proxy else peer.client
         refusal = self.limits.admit(client)
         if refusal is not None:
             refuse(connection, REFUSAL_RESPONSES[refusal] if self.tls_context is None else b"")
@@ -389,19 +399,15 @@ class Listener:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         if self.tls_context is not None:
             connection = tls.wrap(self.tls_context, connection)
-        self.serve(connection, address, client)
+        self.serve(connection, peer, client)
 
-    def serve(self, connection, address, client):
+    def serve(self, connection, peer, client):
         """Have the HTTP server serve ``connection`` (a socket, admitted for
-        ``client``) from ``address``, counted; over TLS if it is wrapped."""
+        ``client``) from ``peer`` (a :class:`Peer`), counted; over TLS if it is wrapped."""
         kind = CountedTLSStream if isinstance(connection, ssl.SSLSocket) else CountedStream
-        stream = kind(connection, self.limits, client, address, self.timeouts, self,
+        stream = kind(connection, self.limits, client, peer, self.timeouts, self,
                       max_buffer_size=self.server.max_buffer_size, read_chunk_size=self.server.read_chunk_size)
-        self.server.handle_stream(stream, address)
-
-    def trusts(self, address):
-        """Whether a peer at ``address`` is a trusted proxy, whose requests name their client."""
-        return self.proxies is not None and self.proxies.trusts(address)
+        self.server.handle_stream(stream, peer.address)
 
 
 class ClientAddressCheck(httputil.HTTPServerConnectionDelegate):
@@ -437,10 +443,10 @@ class CheckedRequest(httputil.HTTPMessageDelegate):
     def headers_received(self, start_line, headers):
         check = self.check
         stream = self.server_conn.stream
-        if not stream.from_proxy:  # counted by its own address as it was accepted
+        if not stream.peer.is_proxy:  # counted by its own address as it was accepted
             self.inner = check.app.start_request(self.server_conn, self.request_conn)
             return self.inner.headers_received(start_line, headers)
-        client = named_client(headers.get(check.header), stream.peer)
+        client = named_client(headers.get(check.header), stream.peer.client)
         refusal = check.limits.reassign(stream.client, client)
         if refusal is not None:
             body = REFUSALS[refusal].encode()

@@ -126,7 +126,8 @@ class PollingConnection(OwnedSocket):
             return True
         if self._handover.timeouts is not None:
             self._handover.timeouts.headers_read(self)
-        if self._handover.client_header is not None:
+        # The same head as the last poll's names the same client.
+        if self._handover.client_header is not None and poll is not self._poll:
             refusal = self._handover.reassign(poll.named_client)
             if refusal is not None:
                 self.pause_reading(True)

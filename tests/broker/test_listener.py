@@ -8,7 +8,7 @@ import pytest
 from tornado.iostream import StreamClosedError
 
 from broker.core.limits import Limits
-from broker.transports.listener import CountedStream, RequestTimeouts
+from broker.transports.listener import CountedStream, Peer, RequestTimeouts
 
 HEADERS_END = b"\r?\n\r?\n"
 
@@ -19,7 +19,7 @@ def test_a_connection_closed_between_requests_is_not_held_by_the_header_timer():
         limits = Limits(10)
         assert limits.admit("client") is None
         timeouts = RequestTimeouts(header_timeout=20.0, body_timeout=20.0)
-        stream = CountedStream(ours, limits, "client", ("127.0.0.1", 40000), timeouts=timeouts)
+        stream = CountedStream(ours, limits, "client", Peer(("127.0.0.1", 40000), "127.0.0.1"), timeouts=timeouts)
         first = stream.read_until_regex(HEADERS_END, 65536)
         assert list(timeouts.headers) == [stream]
         theirs.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -1,13 +1,13 @@
 """The listener's request timeouts, on fake streams and a given clock."""
 
-from broker.transports.listener import RequestTimeouts
+from broker.transports.listener import Peer, RequestTimeouts
 
 
 class Stream:
     def __init__(self, reading=True):
         self.closed = False
         self.is_reading = reading
-        self.peer = "127.0.0.1"
+        self.peer = Peer(("127.0.0.1", 40000), "127.0.0.1")
 
     def reading(self):
         return self.is_reading
