@@ -2,6 +2,7 @@
 broker._internals, each still there in the installed libraries."""
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -65,20 +66,27 @@ def test_no_other_broker_module_names_a_private_name_of_the_libraries():
     assert not offenders, "private library names outside broker/_internals.py: %s" % offenders
 
 
+@contextlib.asynccontextmanager
+async def stream_past_a_line(rest):
+    """A stream that has read the line ``GET`` and not ``rest`` after it, and its socket."""
+    left, right = socket.socketpair()
+    try:
+        stream = iostream.IOStream(left)
+        right.sendall(b"GET\r\n" + rest)
+        assert await stream.read_until(b"\r\n") == b"GET\r\n"
+        yield stream, left
+    finally:
+        left.close()
+        right.close()
+
+
 def test_take_socket_hands_over_the_socket_and_what_was_read_ahead():
     async def upgrade():
-        left, right = socket.socketpair()
-        try:
-            stream = iostream.IOStream(left)
-            right.sendall(b"GET\r\n" + b"frames")
-            assert await stream.read_until(b"\r\n") == b"GET\r\n"
+        async with stream_past_a_line(b"frames") as (stream, left):
             sock, buffered = _internals.take_socket(stream)
             # The broker registers the socket with asyncio itself: nothing may watch it still.
             watched = asyncio.get_running_loop().remove_reader(sock.fileno())
             return sock is left, watched, buffered
-        finally:
-            left.close()
-            right.close()
 
     taken, watched, buffered = asyncio.run(upgrade())
     assert taken
@@ -88,15 +96,8 @@ def test_take_socket_hands_over_the_socket_and_what_was_read_ahead():
 
 def test_read_ahead_counts_what_a_stream_read_past_the_request_it_handed_out():
     async def read():
-        left, right = socket.socketpair()
-        try:
-            stream = iostream.IOStream(left)
-            right.sendall(b"GET\r\n" + b"next")
-            assert await stream.read_until(b"\r\n") == b"GET\r\n"
+        async with stream_past_a_line(b"next") as (stream, _):
             return _internals.read_ahead(stream)
-        finally:
-            left.close()
-            right.close()
 
     assert asyncio.run(read()) == 4, "BaseIOStream._read_buffer_size changed"
 
@@ -112,8 +113,6 @@ def test_close_after_response_sets_what_tornado_reads():
     finally:
         left.close()
         right.close()
-
-
 
 
 def test_untimed_requests_leave_tornado_no_timer_to_start():
