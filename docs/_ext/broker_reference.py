@@ -10,13 +10,15 @@
   (:class:`broker.ops.metrics.BrokerCollector`), built over the parts a running
   broker has (:func:`broker.app.run` builds the same ones), in each mode in
   which the broker runs: :data:`MODES`. A metric appears in the modes whose
-  parts yield it; nothing is started, no socket opened.
+  parts yield it; no socket is opened, and the parts' timers die with an
+  event loop of their own, whatever loop the caller had or closed.
 
 Plain Python, without Sphinx: the documentation's extension
 (``broker_docs``) renders these, and the tests of the documentation read them.
 """
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -236,13 +238,10 @@ def _labels(family):
     return tuple((name, values[name]) for name in names)
 
 
-def metric_catalogue():
-    """Every :class:`Metric` the broker's collector yields, in the order it yields them, with the
-    modes it appears in."""
-    from broker import config as broker_config
+async def _families(config):
+    """The collector's families by name, and the modes each appears in."""
     from broker.ops import metrics
 
-    config = broker_config.parse_args([], {})
     families, modes = {}, {}
     for mode in MODES:
         node, router = mode.parts(config)
@@ -255,6 +254,15 @@ def metric_catalogue():
                 modes.setdefault(family.name, []).append(mode.key)
         finally:
             metrics.pypy_nursery = saved
+    return families, modes
+
+
+def metric_catalogue():
+    """Every :class:`Metric` the broker's collector yields, in the order it yields them, with the
+    modes it appears in."""
+    from broker import config as broker_config
+
+    families, modes = asyncio.run(_families(broker_config.parse_args([], {})))
     found = []
     for name, family in families.items():
         present = modes[name]
