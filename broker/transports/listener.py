@@ -10,6 +10,14 @@ Rules this module keeps:
   no TLS session yet), what the client already sent is read and dropped (so
   the close is a FIN, not a reset), and the socket is closed. A refusal
   holds its descriptor for one send, never longer.
+* New connections are taken from the kernel as fast as they come
+  (``ACCEPTS_PER_EVENT`` a readiness event, so none waits in a full backlog).
+  Under admission control (an accept rate) they are handed to the HTTP
+  server at most ``SERVED_PER_TURN`` a loop turn, in the order they came: a
+  new connection's first request (a handshake, a session's opening) is
+  served in the turn after its hand-over, so a burst of them shares each
+  turn with the connected clients' messages. Without, each is handed over
+  at once: a deploy's reconnects are served as fast as the loop can.
 * When accept() fails for any reason but "nothing left to accept" or "that
   connection was aborted" (at the file limit: EMFILE, ENFILE), the listener
   stops accepting for ``ACCEPT_PAUSE`` seconds and logs one line: no spinning
@@ -42,6 +50,7 @@ Rules this module keeps:
   given back, unread, and is then served again as a new stream of its client.
 """
 
+import collections
 import functools
 import logging
 import socket
@@ -60,12 +69,15 @@ from broker.transports import tls
 LOG = logging.getLogger("broker.transports.listener")
 
 ACCEPT_PAUSE = 1.0
-# As Tornado does: at most this many accepts per readiness event, so other work runs
-# between batches. Fewer protect the connected clients from a burst of new connections
-# but starve a deploy's reconnecting ones (BENCHMARKS.rst, "Hostile clients"): with 16,
-# a burst of 5,000 in a second left the connected clients' p99 at 13 ms instead of
-# 165 ms, but a rolling restart of 15,000 clients had thousands of reconnects time out.
+# As Tornado does: at most this many accepts per readiness event. Fewer leave a deploy's
+# reconnects in the kernel's backlog, which overflows: with 16, a rolling restart of 15,000
+# clients had thousands of reconnects time out (BENCHMARKS.rst, "Hostile clients").
 ACCEPTS_PER_EVENT = 128
+# New connections served a loop turn under an accept rate: with 128 at once, a burst of
+# 5,000 in a second held the connected clients' p99 at 165 ms (a turn's handshakes), with
+# 16 at 32 ms. Not without a rate: 16 a turn left thousands of a rolling restart's
+# reconnects timing out, the loop's turns long with the room's traffic.
+SERVED_PER_TURN = 16
 DRAIN_BYTES = 65536
 
 REFUSALS = {
@@ -333,6 +345,7 @@ class Listener:
         self.sockets = []
         self.watching = False
         self.resumption = None
+        self.waiting = collections.deque()  # admitted, not yet served: (connection, peer, client)
 
     def add_sockets(self, sockets):
         self.watch(False)
@@ -399,7 +412,23 @@ class Listener:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         if self.tls_context is not None:
             connection = tls.wrap(self.tls_context, connection)
-        self.serve(connection, peer, client)
+        if self.limits.new_sessions is None:
+            self.serve(connection, peer, client)
+            return
+        if not self.waiting:
+            IOLoop.current().add_callback(self.serve_waiting)
+        self.waiting.append((connection, peer, client))
+
+    def serve_waiting(self):
+        """Serve the connections taken first, ``SERVED_PER_TURN`` of them; the
+        rest on the next turn."""
+        waiting = self.waiting
+        try:
+            for _ in range(min(SERVED_PER_TURN, len(waiting))):
+                self.serve(*waiting.popleft())
+        finally:
+            if waiting:
+                IOLoop.current().add_callback(self.serve_waiting)
 
     def serve(self, connection, peer, client):
         """Have the HTTP server serve ``connection`` (a socket, admitted for

@@ -1,14 +1,16 @@
-"""The listener's streams and their request timers, on a real socket pair: a
-connection its client closed is let go at once, not held until its deadline."""
+"""The listener's streams and their request timers, on real socket pairs: a
+connection its client closed is let go at once, not held until its deadline;
+a burst of new connections is served a few at a loop turn."""
 
 import asyncio
+import contextlib
 import socket
 
 import pytest
 from tornado.iostream import StreamClosedError
 
 from broker.core.limits import Limits
-from broker.transports.listener import CountedStream, Peer, RequestTimeouts
+from broker.transports.listener import SERVED_PER_TURN, CountedStream, Listener, Peer, RequestTimeouts
 
 HEADERS_END = b"\r?\n\r?\n"
 
@@ -38,5 +40,61 @@ def test_a_connection_closed_between_requests_is_not_held_by_the_header_timer():
         with pytest.raises(StreamClosedError):
             stream.read_bytes(10)
         assert not timeouts.bodies
+
+    asyncio.run(scenario())
+
+
+class Server:
+    """The HTTP server's side of a listener: the streams it is handed."""
+
+    max_buffer_size = 1 << 20
+    read_chunk_size = 65536
+
+    def __init__(self):
+        self.streams = []
+
+    def handle_stream(self, stream, address):
+        self.streams.append(stream)
+
+
+@contextlib.asynccontextmanager
+async def new_connections(limits, count):
+    """A listener within ``limits`` that has just taken ``count`` new
+    connections in one go: the server it hands them to, and their sockets."""
+    server = Server()
+    listener = Listener(server, limits)
+    pairs = [socket.socketpair() for _ in range(count)]
+    try:
+        for ours, _ in pairs:
+            listener.take(ours, ("127.0.0.1", 40000))
+        yield server, [ours for ours, _ in pairs]
+    finally:
+        for stream in server.streams:
+            stream.close()
+        for pair in pairs:
+            for sock in pair:
+                sock.close()
+
+
+def test_under_an_accept_rate_a_burst_of_new_connections_is_served_a_few_at_a_loop_turn():
+    async def scenario():
+        limits = Limits(100, accept_rate=500)
+        async with new_connections(limits, 2 * SERVED_PER_TURN + 3) as (server, sockets):
+            assert limits.open == len(sockets) and not server.streams
+            served = []
+            while len(server.streams) < len(sockets):
+                await asyncio.sleep(0)  # one loop turn
+                served.append(len(server.streams))
+            assert served == [SERVED_PER_TURN, 2 * SERVED_PER_TURN, len(sockets)]
+            assert [stream.socket for stream in server.streams] == sockets
+        assert limits.open == 0
+
+    asyncio.run(scenario())
+
+
+def test_without_an_accept_rate_each_new_connection_is_served_at_once():
+    async def scenario():
+        async with new_connections(Limits(100), SERVED_PER_TURN + 3) as (server, sockets):
+            assert len(server.streams) == len(sockets)
 
     asyncio.run(scenario())
