@@ -45,6 +45,13 @@ def positive_int(text):
     return value
 
 
+def non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, got %s" % text)
+    return value
+
+
 def positive_float(text):
     value = float(text)
     if not (value > 0 and math.isfinite(value)):

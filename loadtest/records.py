@@ -395,6 +395,8 @@ class Rolling(Record):
     p99_bound_ms: Optional[float]
     failures: List[str]
     end: str
+    haproxy: int = 0  # haproxy processes between the clients and the brokers
+    proxy_answers: Optional[Dict[str, int]] = None  # their answers by status
 
     @property
     def twice(self):

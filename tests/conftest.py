@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 
 from broker.runtime import raise_open_files_limit
-from loadtest.contenders import redis_server
+from loadtest.contenders import haproxy, redis_server
 from loadtest.contenders.child_process import launch
 
 pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau", "live_room")
@@ -190,7 +190,7 @@ def start_cluster(start_server, tmp_path):
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
         directory = tmp_path / ("haproxy%d" % len(proxies))
         directory.mkdir()
-        proxy = deployment.HAProxy(ports, str(directory), tls_pem)
+        proxy = haproxy.HAProxy(ports, str(directory), tls_pem)
         proxies.append(proxy)
         proxy.wait_ready()
         return Cluster(proxy, brokers, launch)

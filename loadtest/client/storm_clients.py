@@ -259,12 +259,14 @@ class RemoteStormGroup(WorkerProcess):
                          tls_context.trusted())
 
     @classmethod
-    def spread(cls, urls, transport, clients, procs, cpus):
+    def spread(cls, urls, transport, clients, procs, cpus, source_addresses=()):
         """``clients`` subscribers of ``urls`` over ``transport`` in up to ``procs`` groups of this
         class (:func:`loadtest.client.workers.shares_of`), pinned to ``cpus`` in turn, ids running on
-        from one group to the next."""
+        from one group to the next, client ``i`` connecting from the ``i``-th of ``source_addresses``
+        in turn (none: the kernel's choice)."""
         shares = shares_of(clients, procs)
-        return [cls(urls, transport, [], sum(shares[:i]), share, cpus[i % len(cpus)]) for i, share in enumerate(shares)]
+        return [cls(urls, transport, list(source_addresses), sum(shares[:i]), share, cpus[i % len(cpus)])
+                for i, share in enumerate(shares)]
 
     async def connect(self):
         return await self.ask("connect")

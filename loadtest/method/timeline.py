@@ -7,6 +7,9 @@ Rules:
   the origin is set, or before it, falls in second :data:`BEFORE`: the sessions opened
   then are there at second 0, and none of them is a new session of any second.
 - Brokers are numbered from 0, as the cluster's list has them.
+- The clients count the sessions each broker took and lost, unless a proxy stood between
+  them, which chose the brokers: then the brokers' own counts, read at the end of each
+  second, stand in the rows (:func:`counted_by_brokers`).
 - A delivery's lateness (microseconds from its publishing to its delivery) is kept to
   :data:`SIGNIFICANT_BITS` significant bits (:func:`coarse`: less than 0.2 % low) and
   counted per second, so that recording one costs a dictionary update and the counts of
@@ -105,6 +108,41 @@ def merge(reports, brokers, last=None):
         rows.append(Second(second, tuple(held), tuple(new), sum(late.values()), percentile_ms(late, 50),
                            percentile_ms(late, 99), percentile_ms(late, 100)))
     return rows, lateness
+
+
+class BrokerCount(NamedTuple):
+    """What a broker's ``/stats`` said at the end of a second: the sessions it held, those it
+    has started since it began (a counter, from 0 again in a new process) and its age."""
+
+    held: int
+    started: int
+    uptime_s: float
+
+
+def counted_by_brokers(rows, counts):
+    """``rows`` (:class:`Second`) with the sessions held and opened at each broker as the brokers
+    counted them: ``counts[second]``, a :class:`BrokerCount` or None (no answer) for each broker,
+    read at the end of that second, and ``counts[BEFORE]`` at the origin. Opened in a second:
+    what the counter went up by since the broker's last answer; all of it where there was none,
+    or where the broker is younger than it was then (a new process). A broker that did not
+    answer holds none and opened none; a second without counts keeps the held of the last."""
+    brokers = len(rows[0].connections) if rows else 0
+    last = list(counts.get(BEFORE, [None] * brokers))
+    held = [0 if count is None else count.held for count in last]
+    out = []
+    for row in rows:
+        new = [0] * brokers
+        for broker, count in enumerate(counts.get(row.second, ())):
+            if count is None:
+                held[broker] = 0
+                continue
+            before = last[broker]
+            fresh = before is None or count.uptime_s < before.uptime_s
+            new[broker] = count.started if fresh else count.started - before.started
+            held[broker] = count.held
+            last[broker] = count
+        out.append(row._replace(connections=tuple(held), new_sessions=tuple(new)))
+    return out
 
 
 def _added(reports, name):

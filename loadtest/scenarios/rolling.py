@@ -9,6 +9,15 @@ Rules:
   ``--transport`` or ``--mix``, asking for positions, spread over the brokers in turn and
   over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If any fails to
   connect, the run ends there.
+- With ``--haproxy N``, N haproxy processes run by the shipped ``deploy/haproxy.cfg``
+  (:mod:`loadtest.contenders.haproxy`) stand between the clients and the brokers, pinned
+  to ``--client-cpus`` in turn, and the brokers believe their ``X-Forwarded-For``: client
+  ``i`` connects through proxy ``i`` modulo N (and comes back through another, as through
+  a name with several addresses), and haproxy picks the broker, as in production. The
+  clients, not knowing which broker they reached, count only lateness; the sessions each
+  broker holds and opens are read from the brokers (:mod:`loadtest.client.broker_counts`).
+  ``--source-addresses`` spreads the clients over local addresses, as haproxy limits the
+  requests of each address.
 - Second 0 is then. A backend publishes numbered messages at ``--rate`` a second
   (:class:`loadtest.client.numbered_feed.NumberedFeed`), to the brokers in turn, never to
   one being restarted; the clients follow the cluster: one whose connection ends comes
@@ -29,14 +38,18 @@ Rules:
 """
 
 import asyncio
+import collections
+import os
+import tempfile
 import time
 
 from loadtest import arguments, records
 from loadtest.client import endpoints, server_probe, workers
+from loadtest.client.broker_counts import BrokerCounts
 from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.rolling_clients import RemoteRollingGroup
 from loadtest.client.storm_clients import connect_all
-from loadtest.contenders import placement
+from loadtest.contenders import haproxy, placement
 from loadtest.errors import LoadTestError
 from loadtest.method import rolling_verdict, timeline
 from loadtest.method.rules import End
@@ -71,7 +84,15 @@ OPTIONS = (
      "a client whose connection ends comes back after a delay drawn in [0, this] seconds (the shipped client's "
      "after a 3012)"),
     ("--catch-up", arguments.positive_float, 30.0, "seconds the clients get, after the last publish, to deliver it"),
+    ("--haproxy", arguments.non_negative_int, 0,
+     "haproxy processes run by deploy/haproxy.cfg between the clients and the brokers, the clients spread over "
+     "them; 0: the clients go straight to the brokers (default)"),
+    ("--source-addresses", arguments.parse_source_addresses, (),
+     "local addresses to spread the clients over, e.g. 127.0.0.2-127.0.0.241 (haproxy limits the requests of "
+     "each address)"),
 )
+# The header haproxy's config sets, which the brokers believe from loopback behind it.
+FORWARDED_FOR = ["--client-address-header", "X-Forwarded-For"]
 
 
 def add_arguments(parser):
@@ -99,17 +120,41 @@ class RollingRun:
         self.feed = None
         self.origin = None
         self.restarts = []
+        self.proxies = []
+        self.counts = None
 
     async def run(self):
         """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
-        groups = RemoteRollingGroup.spread(self.cluster.urls, self.transport, self.args.clients,
-                                           placement.client_procs(self.args, self.args.clients), self.args.client_cpus)
-        try:
-            failed = await connect_all(groups)
-            return await self._record(groups, failed or await self._restarts(groups))
-        finally:
-            for group in groups:
-                group.close()
+        with tempfile.TemporaryDirectory(prefix="rolling-haproxy-") as directory:
+            try:
+                urls = await self._through_proxies(directory) if self.args.haproxy else self.cluster.urls
+                groups = RemoteRollingGroup.spread(
+                    urls, self.transport, self.args.clients, placement.client_procs(self.args, self.args.clients),
+                    self.args.client_cpus, self.args.source_addresses)
+                try:
+                    failed = await connect_all(groups)
+                    return await self._record(groups, failed or await self._restarts(groups))
+                finally:
+                    for group in groups:
+                        group.close()
+            finally:
+                for proxy in self.proxies:
+                    proxy.stop()
+
+    async def _through_proxies(self, directory):
+        """Start ``--haproxy`` haproxy processes in front of the brokers, each in a folder of
+        ``directory``, and count the sessions at the brokers: the clients' URLs, one a proxy."""
+        loop = asyncio.get_running_loop()
+        ports = [endpoints.target(url).port for url in self.cluster.urls]
+        cpus = self.args.client_cpus
+        for n in range(self.args.haproxy):
+            folder = tempfile.mkdtemp(dir=directory)
+            self.proxies.append(haproxy.HAProxy(ports, folder, cpu=cpus[n % len(cpus)]))
+        for proxy in self.proxies:
+            await loop.run_in_executor(None, proxy.wait_ready)
+        self.counts = BrokerCounts(self.cluster.urls)
+        prefix = endpoints.target(self.cluster.urls[0]).prefix
+        return [proxy.origin + prefix for proxy in self.proxies]
 
     async def _restarts(self, groups):
         """From second 0: publish, restart every broker in turn, stop publishing, let the clients
@@ -118,6 +163,8 @@ class RollingRun:
         self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
             self.label, self.drain_s, args.clients, self.transport))
         self.origin = time.monotonic()
+        if self.counts is not None:
+            self.counts.start(self.origin)
         await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
         self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
         publishing = asyncio.ensure_future(self.feed.run(self._longest()))
@@ -176,11 +223,18 @@ class RollingRun:
         args = self.args
         brokers = len(self.cluster.servers)
         published = self.feed.published if self.feed is not None else 0
+        if self.counts is not None:
+            await self.counts.stop()
         reports = await asyncio.gather(*(group.report(published) for group in groups))
         total = {key: sum(report[key] for report in reports)
                  for key in ("connected", "complete", "missing", "repeated", "duplicates", "never_back")}
         gaps = workers.summed(report["gaps"] for report in reports)
-        rows, lateness = timeline.merge([report["timeline"] for report in reports], brokers)
+        timelines = [report["timeline"] for report in reports]
+        if self.counts is None:
+            rows, lateness = timeline.merge(timelines, brokers)
+        else:
+            rows, lateness = timeline.merge(timelines, brokers, max(self.counts.counts, default=None))
+            rows = timeline.counted_by_brokers(rows, self.counts.counts)
         for row in rows:
             self.out.write(records.RollingSecond(
                 server=self.label, drain_s=self.drain_s, second=row.second, connections=list(row.connections),
@@ -215,19 +269,32 @@ class RollingRun:
             peak_broker=None if verdict.peak_broker is None else verdict.peak_broker + 1,
             new_sessions_bound=verdict.new_sessions_bound, steady_p99_ms=verdict.steady_p99_ms,
             restart_p99_ms=verdict.restart_p99_ms, worst_second_p99_ms=verdict.worst_second_p99_ms,
-            p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end)
+            p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end, haproxy=len(self.proxies),
+            proxy_answers=_answers(self.proxies))
         self.out.write(record)
         return record
+
+
+def _answers(proxies):
+    """``{status: answers}`` of every request the ``proxies`` logged, or None without a proxy."""
+    if not proxies:
+        return None
+    total = collections.Counter()
+    for proxy in proxies:
+        total.update(proxy.statuses())
+    return {str(status): total[status] for status in sorted(total)}
 
 
 def verdict_line(record):
     """The line a person reads when a rolling restart ends."""
     bound = "" if record.new_sessions_bound is None else " (at most %s)" % _round(record.new_sessions_bound)
     p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
-    return ("%s x%d, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, "
+    through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
+        record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
+    return ("%s x%d%s, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, "
             "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
             "p99 %s ms during the restarts%s, steady %s ms; %s" % (
-                record.server, record.brokers, record.drain_s, record.transport, record.complete, record.clients,
+                record.server, record.brokers, through, record.drain_s, record.transport, record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
                 record.steady_p99_ms, "; ".join(record.failures) or "passed"))
@@ -243,14 +310,22 @@ def run(parser, args):
         parser.error("--transport raw: the raw websocket carries no positions, and a client resumes")
     if args.brokers < 2:
         parser.error("--brokers %d: a restart sends a broker's clients to another, so 2 or more" % args.brokers)
+    if args.haproxy:
+        if not os.access(haproxy.HAPROXY, os.X_OK):
+            parser.error("--haproxy: " + haproxy.HOWTO)
+        most = haproxy.max_connections()
+        if -(-args.clients // args.haproxy) > most:
+            parser.error("--haproxy %d: %d clients are more than one haproxy holds here (%d, from the open-files "
+                         "limit): give more" % (args.haproxy, args.clients, most))
     args.out = args.out or files.default_path()
     status = console.StatusLine()
+    forwarded = FORWARDED_FOR if args.haproxy else []
     code = placement.run_each_broker(
         args, status, transport,
         lambda label, running, token, out, flags: RollingRun(
             label, running, token, float(flags[-1]), args, out, status).run(),
         verdict_line, lambda record: not record.failures,
-        variants=[["--drain-seconds", "%g" % seconds] for seconds in args.drain_seconds])
+        variants=[forwarded + ["--drain-seconds", "%g" % seconds] for seconds in args.drain_seconds])
     try:
         rollings = summary.Results(files.read(args.out)).rollings
     except (OSError, ValueError):

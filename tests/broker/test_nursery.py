@@ -13,7 +13,7 @@ import pytest
 from broker.ops import pypy_nursery
 from loadtest.procstat import rss_kb
 
-from deployment import ROOT
+from checkout import ROOT
 
 pytestmark = pytest.mark.skipif(platform.python_implementation() != "PyPy",
                                 reason="the nursery is PyPy's (on CPython there is none to choose)")

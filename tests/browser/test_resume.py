@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 import deployment
+from loadtest.contenders import haproxy
 from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
@@ -42,13 +43,13 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis = start_redis(redis_dir)
-    ports = [deployment.free_port(), deployment.free_port()]
+    ports = [haproxy.free_port(), haproxy.free_port()]
 
     def start(port):
         return start_broker("--port", str(port), "--redis", redis.url, *FLAGS)
 
     brokers = [start(port) for port in ports]
-    proxy = deployment.HAProxy(ports, str(tmp_path))
+    proxy = haproxy.HAProxy(ports, str(tmp_path))
     browser = None
     try:
         proxy.wait_ready()

@@ -13,7 +13,7 @@ haproxy's package would do it:
   shipped unit does, its ``Environment=`` and then its ``EnvironmentFile=`` files (those the
   block wrote), on an ephemeral port;
 * ``systemctl restart haproxy`` runs haproxy by the config the block wrote, its ports and
-  broker addresses rewritten (:func:`deployment.haproxy_config`), every broker UP.
+  broker addresses rewritten (:func:`loadtest.contenders.haproxy.haproxy_config`), every broker UP.
 
 Then the block's own ``curl`` lines must answer: a broker's health through haproxy, and a
 publish through haproxy's side for backends that reaches clients on every broker.
@@ -30,6 +30,7 @@ import urllib.request
 import pytest
 
 import deployment
+from loadtest.contenders import haproxy
 import doc_blocks
 from sockjs_clients import WebSocketClient
 
@@ -147,7 +148,7 @@ def test_three_brokers_behind_haproxy_with_redis_as_the_page_says(haproxy_instal
                     assert server_ports(config) == {"brokers": instances, "sessions": instances}, \
                         "haproxy's backends do not name the brokers started: %s" % server_ports(config)
                     (tmp_path / "haproxy").mkdir()
-                    proxy = deployment.HAProxy([port_of(b.url) for b in brokers], str(tmp_path / "haproxy"),
+                    proxy = haproxy.HAProxy([port_of(b.url) for b in brokers], str(tmp_path / "haproxy"),
                                                source=config)
                     proxy.wait_ready()
                     places["http://127.0.0.1/"] = proxy.origin + "/"

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 
+import deployment
 from loadtest import records
 from checkout import ROOT
 import result_lines
@@ -61,3 +62,28 @@ def test_a_rolling_restart_needs_two_brokers_and_positions():
         done = subprocess.run([sys.executable, "-m", "loadtest", "rolling", *argv], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+def test_through_haproxy_the_brokers_count_their_sessions(tmp_path, redis_installed):
+    deployment.require_haproxy()
+    out = tmp_path / "rolling.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
+         "--clients", str(CLIENTS), "--drain-seconds", "0", "--procs", "2", "--rate", "4", "--before", "2",
+         "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10", "--haproxy", "2",
+         "--source-addresses", "127.0.0.2-127.0.0.5", "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10",
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    lines = [records.parse(line) for line in result_lines.read(str(out))]
+    (run,) = [line for line in lines if line.TYPE == "rolling"]
+    assert (run.connected, run.complete, run.lost, run.duplicated, run.never_back) == (CLIENTS, CLIENTS, 0, 0, 0), run
+    assert run.haproxy == 2 and run.proxy_answers["101"] >= CLIENTS // 2 and run.proxy_answers["200"] >= CLIENTS // 4
+    assert "through 2 haproxy" in done.stderr
+    seconds = [line for line in lines if line.TYPE == "rolling_second"]
+    # Counted by the brokers, not by the clients, who cannot tell where haproxy sent them:
+    # every client is at some broker in the first second, a second before the first restart,
+    # and at the end.
+    assert sum(seconds[0].connections) == sum(seconds[-1].connections) == CLIENTS, seconds
+    assert 0 < sum(map(sum, (s.new_sessions for s in seconds))) <= sum(run.ends.values())
+    assert sum(s.delivered for s in seconds) == CLIENTS * run.published

@@ -4,7 +4,7 @@ says what to install instead of a traceback."""
 import subprocess
 import sys
 
-from deployment import ROOT
+from checkout import ROOT
 
 # matplotlib made unimportable, whether or not it is installed.
 WITHOUT_MATPLOTLIB = ("import runpy, sys; sys.modules['matplotlib'] = None; "

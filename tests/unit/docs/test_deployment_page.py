@@ -6,7 +6,7 @@ import os
 
 import doc_blocks
 from checkout import ROOT
-from deployment import TLS_LINE
+from loadtest.contenders.haproxy import TLS_LINE
 
 DEPLOYMENT = doc_blocks.page("deployment")
 

@@ -54,3 +54,26 @@ def test_percentiles_are_nearest_rank_over_every_process_added():
     assert timeline.percentile({1: 1, 2: 1, 3: 1}, 50) == 2
     assert timeline.percentile({}, 50) is None
     assert timeline.within(lateness, 0, 3) == {1000: 98, 2000: 1, 50000: 1}
+
+
+def _rows(seconds, brokers):
+    return [timeline.Second(second, (0,) * brokers, (0,) * brokers, 0, None, None, None) for second in range(seconds)]
+
+
+def test_behind_a_proxy_the_brokers_counts_stand_in_the_rows():
+    count = timeline.BrokerCount
+    counts = {
+        BEFORE: [count(10, 10, 5.0), count(10, 12, 5.0)],
+        0: [count(10, 10, 6.0), count(12, 14, 6.0)],
+        # broker 0 stopped: holds none, opens none; broker 1 takes its clients
+        1: [None, count(22, 24, 7.0)],
+        # broker 0 back, a new process: all it has started is new
+        2: [count(3, 3, 0.4), count(20, 24, 8.0)],
+        # a second nobody answered in time for broker 1: it holds none that second
+        3: [count(5, 5, 1.4), None],
+        # its counter goes on from its last answer, not from zero
+        4: [count(5, 5, 2.4), count(19, 25, 10.0)],
+    }
+    rows = timeline.counted_by_brokers(_rows(6, 2), counts)
+    assert [row.connections for row in rows] == [(10, 12), (0, 22), (3, 20), (5, 0), (5, 19), (5, 19)]
+    assert [row.new_sessions for row in rows] == [(0, 2), (0, 10), (3, 0), (2, 0), (0, 1), (0, 0)]

@@ -1,0 +1,164 @@
+"""Debian's ``haproxy`` run by the shipped ``deploy/haproxy.cfg``, in front of brokers on loopback.
+
+Rules:
+
+- The config is the shipped one with only what must differ on a test or benchmark
+  machine changed (:func:`haproxy_config`): its binds moved to free loopback ports, one
+  ``server`` line per broker in each backend, the global settings of a system service
+  (chroot, user, stats socket) left out, the log on haproxy's own output in place of
+  syslog, and ``maxconn`` fitted to the open-files limit this process has (haproxy holds
+  two descriptors a connection, and cannot raise the limit unless run as root with the
+  right to).
+- It runs in the foreground (``-db``) and is ready when every broker is UP in every
+  backend, by its Prometheus exporter (:meth:`HAProxy.wait_ready`).
+- Its log, one line a request, is kept in a file: :meth:`HAProxy.statuses` counts the
+  answers by status.
+"""
+
+import collections
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+from loadtest import affinity
+from loadtest.contenders.child_process import ServerError, stop_process
+from loadtest.contenders.registry import REPO_ROOT
+
+HAPROXY = shutil.which("haproxy", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin") or "/usr/sbin/haproxy"
+HOWTO = "haproxy is missing: apt-get install haproxy"
+DEPLOY = os.path.join(REPO_ROOT, "deploy")
+SHIPPED_CONFIG = os.path.join(DEPLOY, "haproxy.cfg")
+SYSTEM_SERVICE_ONLY = ("chroot", "user", "group", "stats socket")
+_SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
+# The shipped binds, by port: the public side, its TLS side, the backends' publishing side,
+# haproxy's Prometheus exporter.
+BINDS = {"80": "port", "443": "tls_port", "8000": "publish_port", "8404": "metrics_port"}
+TLS_LINE = "#tls "
+# A line of haproxy's HTTP log: ... Tq/Tw/Tc/Tr/Tt status bytes ...
+_LOGGED_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?\d+ (\d{3}) ")
+
+
+def haproxy_config(ports, broker_ports, tls_pem=None, source=SHIPPED_CONFIG):
+    """``deploy/haproxy.cfg`` (or the config at ``source``) listening on ``ports``
+    (``{"port": N, ...}``, by the names of :data:`BINDS`), in front of ``broker_ports``:
+    each backend's first ``server`` line repeated for every broker, the others dropped.
+    With ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
+    with open(source) as f:
+        lines = f.read().splitlines()
+    out = []
+    section = None
+    for line in lines:
+        if tls_pem is not None and line.lstrip().startswith(TLS_LINE):
+            line = line.replace(TLS_LINE, "", 1).replace("/etc/haproxy/certs/broker.pem", tls_pem)
+        words = line.split()
+        if line and not line[0].isspace():
+            section = words[0]
+        if section == "global" and line.strip().startswith(SYSTEM_SERVICE_ONLY):
+            continue
+        if section == "global" and words[:1] == ["log"]:
+            out.append("    log stdout format short local0")
+            continue
+        if section == "global" and words[:1] == ["maxconn"]:
+            out.append("    maxconn %d" % max_connections())
+            continue
+        if words[:1] == ["bind"]:
+            port = ports[BINDS[words[1].rsplit(":", 1)[1]]]
+            out.append(("    bind 127.0.0.1:%d %s" % (port, " ".join(words[2:]))).rstrip())
+            continue
+        server = _SERVER_LINE.match(line)
+        if server:
+            if out[-1].lstrip().startswith("server broker"):
+                continue
+            template = server.group(1)
+            out.extend(line.replace(template, str(port)) for port in broker_ports)
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def max_connections():
+    """The ``maxconn`` one haproxy can hold here: two descriptors a connection, under the
+    hard open-files limit, with room for its listeners and checks."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1] // 2 - 100
+
+
+def free_port():
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HAProxy:
+    """``haproxy -db`` by a config generated from ``source`` into ``directory``, in front of
+    ``broker_ports`` on loopback, pinned to ``cpu`` (None: not pinned); ``origin`` is its public side."""
+
+    def __init__(self, broker_ports, directory, tls_pem=None, source=SHIPPED_CONFIG, cpu=None):
+        if not os.access(HAPROXY, os.X_OK):
+            raise ServerError(HOWTO)
+        self.broker_ports = list(broker_ports)
+        ports = {name: free_port() for name in BINDS.values()}
+        self.port, self.tls_port = ports["port"], ports["tls_port"]
+        self.publish_port, self.metrics_port = ports["publish_port"], ports["metrics_port"]
+        self.origin = "http://127.0.0.1:%d" % self.port
+        self.tls_origin = "https://127.0.0.1:%d" % self.tls_port
+        self.publish_origin = "http://127.0.0.1:%d" % self.publish_port
+        self.config = os.path.join(directory, "haproxy.cfg")
+        with open(self.config, "w") as f:
+            f.write(haproxy_config(ports, self.broker_ports, tls_pem, source))
+        self.log = open(os.path.join(directory, "haproxy.log"), "w+")
+        self.process = subprocess.Popen([HAPROXY, "-db", "-f", self.config], stdout=self.log,
+                                        stderr=subprocess.STDOUT)
+        affinity.pin(self.process.pid, cpu)
+
+    def output(self):
+        """What haproxy has written so far: its log and its complaints."""
+        self.log.seek(0)
+        return self.log.read()
+
+    def statuses(self):
+        """``{status: answers}`` of every request logged so far."""
+        self.log.seek(0)
+        counts = collections.Counter()
+        for line in self.log:
+            logged = _LOGGED_STATUS.search(line)
+            if logged:
+                counts[int(logged.group(1))] += 1
+        return counts
+
+    def server_states(self):
+        """``{(backend, server name): "UP" or another state}`` from haproxy's exporter."""
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+        states = {}
+        for match in re.finditer(r'^haproxy_server_status\{proxy="([^"]+)",server="([^"]+)",'
+                                 r'state="([A-Z]+)"\} 1$', text, re.MULTILINE):
+            states[(match.group(1), match.group(2))] = match.group(3)
+        return states
+
+    def wait_ready(self, timeout=15.0):
+        """Until every broker is UP in every backend; ServerError with haproxy's output if not in ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        want = {(backend, "broker%d" % p) for backend in ("brokers", "sessions") for p in self.broker_ports}
+        while True:
+            if self.process.poll() is not None:
+                raise ServerError("haproxy exited:\n" + self.output())
+            try:
+                states = self.server_states()
+            except OSError:
+                states = {}
+            if all(states.get(key) == "UP" for key in want):
+                return
+            if time.monotonic() > deadline:
+                raise ServerError("brokers not UP in haproxy: %r\n%s" % (states, self.output()))
+            time.sleep(0.05)
+
+    def stop(self):
+        stop_process(self.process)
+        self.log.close()
