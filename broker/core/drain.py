@@ -7,8 +7,11 @@ onto the restarted one before it is ready): a reconnect storm. Rules:
 * Draining is asked for by SIGTERM, SIGINT or ``POST /admin/drain``
   (:meth:`Drain.request`); it starts at the first request and never stops.
 * From that instant ``/healthz`` answers 503 "draining", so the proxy sends
-  the broker no new sessions, and a session that opens all the same, on any
-  transport, is closed as it opens with ``RECONNECT``
+  the broker no new sessions once its check has seen it. Until then, a request
+  that would open a session, on any transport, is answered 503 before anything
+  of the session is made (counted in :attr:`Drain.refused`), so the proxy asks
+  another broker; a session that opens all the same (its request came in
+  before the drain) is closed as it opens with ``RECONNECT``
   (:mod:`broker.protocol.close_codes`).
 * The clients connected when the drain starts (:meth:`Drain.start`) are closed
   with ``RECONNECT``, spread evenly over ``seconds``: ``t`` seconds after
@@ -31,6 +34,7 @@ class Drain:
         self.seconds = seconds
         self.wake = wake
         self.requests = 0
+        self.refused = 0
         self._clients = []
         self._began = None
         self._closed_count = 0
@@ -67,6 +71,7 @@ class Drain:
         return self._closed_count >= len(self._clients)
 
     def stats(self):
-        """Whether the broker is draining, over how long, and how many of the clients it had it has closed."""
+        """Whether the broker is draining, over how long, how many of the clients it had it has
+        closed, and how many new sessions it has refused."""
         return {"draining": self.draining, "seconds": self.seconds, "closed": self._closed_count,
-                "clients": len(self._clients)}
+                "clients": len(self._clients), "refused": self.refused}

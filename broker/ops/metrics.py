@@ -102,6 +102,9 @@ class BrokerCollector:
         if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "
                                     "exits", value=int(node.drain.draining))
+            yield CounterMetricFamily(PREFIX + "drain_refusals", "Requests that would have opened a session "
+                                      "while draining, answered 503 for a proxy to ask another broker",
+                                      value=node.drain.refused)
         if node.audience is not None and node.audience.room_count() is not None:
             yield GaugeMetricFamily(PREFIX + "audience", "Clients watching the room at every broker (here "
                                     "alone without a cluster)", value=node.audience.room_count())

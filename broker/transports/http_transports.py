@@ -26,6 +26,10 @@ from broker.protocol.polls import CALLBACK_NAME
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
 NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
+# What a session refused as it would open is told (see refuse_new_session).
+DRAINING = "Server draining: connect to another\n"
+DRAINING_RETRY_S = 1
+TOO_MANY_NEW_SESSIONS = "Too many new sessions: retry later\n"
 
 
 class ServiceHeaders:
@@ -53,25 +57,35 @@ class ServiceHeaders:
             self.set_header("Access-Control-Allow-Headers", headers)
 
 
-def refuse_over_accept_rate(handler, take):
-    """From ``prepare``: answer 503 with ``Retry-After`` if ``handler``'s
-    request would open a session (one that does not exist yet, or a raw
-    websocket) while the router's limits admit none (``--max-accept-rate``,
-    see :mod:`broker.core.limits`), before anything of the session is made; Tornado
-    then calls no handler method. ``take``: the request opens it (False for
+def refuse_new_session(handler, take):
+    """From ``prepare``: answer 503 with ``Retry-After`` if ``handler``'s request
+    would open a session (one that does not exist yet, or a raw websocket) while
+    the broker takes none, before anything of the session is made; Tornado then
+    calls no handler method. It takes none while it drains (a proxy in front,
+    told so, asks another broker: the shipped haproxy config retries a 503), or
+    while its limits admit none (``--max-accept-rate``, see
+    :mod:`broker.core.limits`). ``take``: the request opens it (False for
     ``/info``, which only checks)."""
     server = handler.server
-    if server.node.limits is None or handler.request.method == "OPTIONS":
+    node = server.node
+    draining = node.drain is not None and node.drain.draining
+    if (node.limits is None and not draining) or handler.request.method == "OPTIONS":
         return
     session_id = handler.path_kwargs.get("session_id")
     if session_id is not None and server.get_session(session_id) is not None:
         return
-    wait = server.node.limits.admit_new_session(time.monotonic(), take)
-    if wait is not None:
-        handler.set_status(503)
-        handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
-        handler.set_header("Content-Type", "text/plain; charset=UTF-8")
-        handler.finish("Too many new sessions: retry later\n")
+    if draining:
+        node.drain.refused += 1
+        wait, reason = DRAINING_RETRY_S, DRAINING
+    else:
+        wait = node.limits.admit_new_session(time.monotonic(), take)
+        if wait is None:
+            return
+        reason = TOO_MANY_NEW_SESSIONS
+    handler.set_status(503)
+    handler.set_header("Retry-After", str(max(1, math.ceil(wait))))
+    handler.set_header("Content-Type", "text/plain; charset=UTF-8")
+    handler.finish(reason)
 
 
 FOREIGN_ORIGIN = "Origin not allowed.\n"
@@ -95,7 +109,7 @@ def refuse_foreign_origin(handler):
 class NewSessions:
     """Mixin for the handlers whose requests open sessions, and for ``/info``
     (``opens_session`` False): see :func:`refuse_foreign_origin` and
-    :func:`refuse_over_accept_rate`."""
+    :func:`refuse_new_session`."""
 
     opens_session = True
 
@@ -107,7 +121,7 @@ class NewSessions:
     def prepare(self):
         super().prepare()
         if not refuse_foreign_origin(self):
-            refuse_over_accept_rate(self, self.opens_session)
+            refuse_new_session(self, self.opens_session)
 
 
 class _SendHandler(ServiceHeaders):

@@ -279,8 +279,8 @@ class RawWebSocket(WebSocket):
 class _Upgrade(RequestHandler):
     """Answers a websocket upgrade and hands the socket to ``connection_class``.
 
-    Any method but GET is answered with a bare 405; over the accept rate, a
-    503 comes before the upgrade. A page of an origin the router's policy
+    Any method but GET is answered with a bare 405; while draining or over
+    the accept rate, a 503 comes before the upgrade. A page of an origin the router's policy
     does not allow is refused with 403."""
 
     connection_class = None
@@ -295,7 +295,7 @@ class _Upgrade(RequestHandler):
             self.clear_header("Content-Type")
             self.finish()
         else:
-            http_transports.refuse_over_accept_rate(self, take=True)
+            http_transports.refuse_new_session(self, take=True)
 
     async def get(self, *args, **kwargs):
         headers = self.request.headers

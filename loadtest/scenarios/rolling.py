@@ -11,7 +11,8 @@ Rules:
   connect, the run ends there.
 - With ``--haproxy N``, N haproxy processes run by the shipped ``deploy/haproxy.cfg``
   (:mod:`loadtest.contenders.haproxy`) stand between the clients and the brokers, pinned
-  to ``--client-cpus`` in turn, and the brokers believe their ``X-Forwarded-For``: client
+  to ``--server-cpus`` in turn (the servers' side of the machine: the load client is the
+  first to run out of CPU), and the brokers believe their ``X-Forwarded-For``: client
   ``i`` connects through proxy ``i`` modulo N (and comes back through another, as through
   a name with several addresses), and haproxy picks the broker, as in production. The
   clients, not knowing which broker they reached, count only lateness; the sessions each
@@ -146,7 +147,7 @@ class RollingRun:
         ``directory``, and count the sessions at the brokers: the clients' URLs, one a proxy."""
         loop = asyncio.get_running_loop()
         ports = [endpoints.target(url).port for url in self.cluster.urls]
-        cpus = self.args.client_cpus
+        cpus = self.args.server_cpus
         for n in range(self.args.haproxy):
             folder = tempfile.mkdtemp(dir=directory)
             self.proxies.append(haproxy.HAProxy(ports, folder, cpu=cpus[n % len(cpus)]))

@@ -1,7 +1,8 @@
 """SIGTERM, SIGINT and POST /admin/drain: the broker drains (see broker.core.drain).
-/healthz answers 503 at once, sessions opened meanwhile are closed as they
-open, the clients are closed with 3012 spread over --drain-seconds, then the
-broker stops accepting and exits 0; a second signal closes the rest at once."""
+/healthz answers 503 at once, and so does every request that would open a
+session (with Retry-After, for a proxy to ask another broker), the clients are
+closed with 3012 spread over --drain-seconds, then the broker stops accepting
+and exits 0; a second signal closes the rest at once."""
 
 import math
 import signal
@@ -11,6 +12,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from probes import get, opening_requests, path_of, retry_after
 from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSocketClient, XhrPollingClient,
                             XhrStreamingClient, closed_with, wait_until)
 
@@ -77,11 +79,11 @@ def test_clients_are_closed_spread_over_the_drain_period(start_broker):
 
     started = time.monotonic()
     broker.server.process.send_signal(signal.SIGTERM)
-    # At once: unhealthy, and a session that opens now is sent elsewhere, while
-    # the broker still serves those it has not closed yet.
+    # At once: unhealthy, and a session that would open now is sent elsewhere,
+    # while the broker still serves those it has not closed yet.
     assert broker.request("GET", "/healthz") == (503, {"status": "draining"})
-    late = WebSocketClient(broker.url).open()
-    assert closed_with(late) == RECONNECT
+    status, headers, body = get(broker, path_of(broker, broker.url) + "/info")
+    assert (status, retry_after(headers), body) == (503, 1, "Server draining: connect to another\n")
     assert broker.stats()["drain"]["clients"] == len(clients)
     progress = drain_progress(broker, started, len(clients))
     # Never ahead of an even spread from the signal (the broker's own start is
@@ -134,3 +136,21 @@ def test_admin_drain_is_disabled_without_a_token(start_broker):
     broker = start_broker()
     assert broker.request("POST", "/admin/drain", b"")[0] == 404
     assert broker.request("GET", "/healthz") == (200, {"status": "ok"})
+
+
+def test_while_draining_a_session_that_would_open_is_refused_before_anything_of_it_is_made(start_broker):
+    broker = start_broker("--drain-seconds", "30", "--publish-token", "s3cret")
+    # Closed over 30 s, one at once and the next at 7.5 s: the broker drains through the test.
+    clients = [WebSocketClient(broker.url).open() for _ in range(4)]
+    wait_until(lambda: broker.stats()["connections_total"] == len(clients))
+    assert broker.request("POST", "/admin/drain", headers=AUTH)[0] == 202
+    for name, path, headers in opening_requests(broker):
+        status, answer_headers, body = get(broker, path, headers=headers)
+        assert (status, retry_after(answer_headers), body) == (
+            503, 1, "Server draining: connect to another\n"), name
+    drain = broker.stats()["drain"]
+    assert drain["draining"] and drain["refused"] == len(opening_requests(broker)), drain
+    metrics = broker.request("GET", "/metrics")[1]
+    assert "sockjs_broker_drain_refusals_total %d.0" % drain["refused"] in metrics
+    # Counted, not logged: a deploy's refusals write no line each.
+    assert "503 " not in broker.server.output, broker.server.output[-2000:]

@@ -211,6 +211,27 @@ def test_a_draining_broker_gets_the_polls_of_its_sessions_until_it_has_closed_th
     assert process.wait(10) == 0
 
 
+def test_a_session_that_would_open_on_a_draining_broker_opens_on_the_other_unseen(start_cluster):
+    """A draining broker stays in the sessions backend (it holds its sessions until its drain has
+    closed them), so the first request of a new session whose server id hashes to it still
+    reaches it. It answers 503 before making anything of the session, and haproxy asks the
+    other broker (retry-on 503): the client sees its session open there, not a 3012. So does a
+    websocket that reaches it before the checks take it out of the brokers backend."""
+    cluster = start_cluster(2, "--drain-seconds", "30", "--heartbeat-delay", "1")
+    ids = [client.url.split("/")[-2] for client, holder in placed_sessions(cluster, 12).items() if holder == 0]
+    assert ids
+    draining = cluster.brokers[0]
+    draining.server.process.send_signal(signal.SIGTERM)
+    wait_until(lambda: draining.stats()["drain"]["draining"])
+    opened = [XhrStreamingClient(cluster.url, server_id=server_id).open() for server_id in ids]
+    opened += [WebSocketClient(cluster.url).open() for _ in range(4)]
+    # Alive, with a heartbeat a second: a session opened on the draining broker would be closed at once.
+    assert [client.read_frame() for client in opened] == ["h"] * len(opened)
+    assert draining.stats()["drain"]["refused"] >= len(ids)
+    for client in opened:
+        client.close()
+
+
 def test_an_address_over_the_request_rate_is_answered_429(start_cluster):
     cluster = start_cluster(1)
     port = cluster.proxy.port

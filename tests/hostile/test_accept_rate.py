@@ -6,33 +6,10 @@ refill itself is tested without sockets or clocks in tests/unit/broker/core/test
 
 import time
 
-from probes import Canary, get
-from sockjs_clients import XhrPollingClient, session_url
+from probes import UPGRADE, Canary, get, opening_requests, path_of, retry_after
+from sockjs_clients import XhrPollingClient
 
 RATE = 20
-UPGRADE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
-
-
-def path_of(broker, url):
-    return url[len(broker.origin):]
-
-
-def retry_after(headers):
-    (value,) = [line.split(":", 1)[1].strip() for line in headers.split("\r\n")
-                if line.lower().startswith("retry-after:")]
-    return int(value)
-
-
-def opening_requests(broker):
-    """A request that would open a new session, on each transport: (name, path, headers)."""
-    prefix = path_of(broker, broker.url)
-    session = path_of(broker, session_url(broker.url))
-    return [("raw websocket", prefix + "/websocket", UPGRADE),
-            ("websocket", session + "/websocket", UPGRADE),
-            ("eventsource", session + "/eventsource", {}),
-            ("htmlfile", session + "/htmlfile?c=cb", {}),
-            ("jsonp", session + "/jsonp?c=cb", {})]
 
 
 def test_over_the_rate_new_sessions_get_503_and_existing_ones_go_on(start_broker):

@@ -24,7 +24,7 @@ def test_clients_are_closed_evenly_over_the_period():
     assert not drain.done
     assert drain.due(60.0) == list(range(51, 100))
     assert drain.done and drain.due(70.0) == []
-    assert drain.stats() == {"draining": True, "seconds": 10, "closed": 100, "clients": 100}
+    assert drain.stats() == {"draining": True, "seconds": 10, "closed": 100, "clients": 100, "refused": 0}
 
 
 def test_a_zero_period_closes_everyone_at_once():

@@ -1,6 +1,7 @@
-"""What the hostile-client tests watch: the broker's descriptors, memory, CPU
-and log, a canary client that must keep its round trip, and raw sockets that
-misbehave on purpose. Loopback only."""
+"""What the hostile-client and shutdown tests watch: the broker's descriptors,
+memory, CPU and log, a canary client that must keep its round trip, raw sockets
+that misbehave on purpose, and the requests that would open a session on each
+transport (which admission control and a drain refuse). Loopback only."""
 
 import os
 import socket
@@ -8,7 +9,10 @@ import time
 
 from loadtest.procstat import cpu_seconds
 
-from sockjs_clients import WebSocketClient
+from sockjs_clients import WebSocketClient, session_url
+
+UPGRADE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 
 def open_fds(pid):
     """The descriptors ``pid`` holds open."""
@@ -139,3 +143,25 @@ class Usage:
 
     def log_bytes(self):
         return len(self.broker.server.output) - self.log
+
+
+def path_of(broker, url):
+    return url[len(broker.origin):]
+
+
+def retry_after(headers):
+    """The seconds of the ``Retry-After`` header in ``headers`` (a response's header lines)."""
+    (value,) = [line.split(":", 1)[1].strip() for line in headers.split("\r\n")
+                if line.lower().startswith("retry-after:")]
+    return int(value)
+
+
+def opening_requests(broker):
+    """A GET that would open a new session, on each transport: (name, path, headers)."""
+    prefix = path_of(broker, broker.url)
+    session = path_of(broker, session_url(broker.url))
+    return [("raw websocket", prefix + "/websocket", UPGRADE),
+            ("websocket", session + "/websocket", UPGRADE),
+            ("eventsource", session + "/eventsource", {}),
+            ("htmlfile", session + "/htmlfile?c=cb", {}),
+            ("jsonp", session + "/jsonp?c=cb", {})]
