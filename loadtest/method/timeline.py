@@ -122,27 +122,41 @@ class BrokerCount(NamedTuple):
 def counted_by_brokers(rows, counts):
     """``rows`` (:class:`Second`) with the sessions held and opened at each broker as the brokers
     counted them: ``counts[second]``, a :class:`BrokerCount` or None (no answer) for each broker,
-    read at the end of that second, and ``counts[BEFORE]`` at the origin. Opened in a second:
-    what the counter went up by since the broker's last answer; all of it where there was none,
-    or where the broker is younger than it was then (a new process). A broker that did not
-    answer holds none and opened none; a second without counts keeps the held of the last."""
+    read at the end of that second, and ``counts[BEFORE]`` at the origin. Opened: what the
+    counter went up by since the broker's last answer (all of it where there was none, or
+    where the broker is younger than it was then: a new process), spread evenly over the
+    seconds since that answer (a late read skips seconds), or since the new process began. A broker that did not answer
+    holds none that second; a second without counts keeps the held of the last."""
     brokers = len(rows[0].connections) if rows else 0
+    index = {row.second: n for n, row in enumerate(rows)}
     last = list(counts.get(BEFORE, [None] * brokers))
+    answered = [BEFORE] * brokers
     held = [0 if count is None else count.held for count in last]
-    out = []
+    holding, opened = [], [[0] * brokers for _ in rows]
     for row in rows:
-        new = [0] * brokers
         for broker, count in enumerate(counts.get(row.second, ())):
             if count is None:
                 held[broker] = 0
                 continue
             before = last[broker]
             fresh = before is None or count.uptime_s < before.uptime_s
-            new[broker] = count.started if fresh else count.started - before.started
+            first = answered[broker] + 1
+            if fresh:  # not before the process began
+                first = max(first, row.second - math.floor(count.uptime_s))
+            since = [opened[index[second]] for second in range(first, row.second + 1) if second in index]
+            _spread(count.started if fresh else count.started - before.started, since, broker)
             held[broker] = count.held
-            last[broker] = count
-        out.append(row._replace(connections=tuple(held), new_sessions=tuple(new)))
-    return out
+            last[broker], answered[broker] = count, row.second
+        holding.append(tuple(held))
+    return [row._replace(connections=held_then, new_sessions=tuple(new))
+            for row, held_then, new in zip(rows, holding, opened)]
+
+
+def _spread(total, seconds, broker):
+    """Add ``total`` to column ``broker`` of ``seconds`` (lists of a count per broker), as evenly
+    as whole numbers go."""
+    for n, new in enumerate(seconds):
+        new[broker] += total * (n + 1) // len(seconds) - total * n // len(seconds)
 
 
 def _added(reports, name):

@@ -4,7 +4,7 @@ Rules:
 
 - Each of ``--servers`` (a ``cluster-*``) is started afresh as ``--brokers`` processes
   joined through Redis, once for each of ``--drain-seconds`` (``10,0``: with a drain,
-  then without), its brokers run with that ``--drain-seconds``.
+  then without), its brokers run with that ``--drain-seconds`` (and ``--broker-flags``).
 - ``--clients`` resuming subscribers (:mod:`loadtest.client.rolling_clients`) connect over
   ``--transport`` or ``--mix``, asking for positions, spread over the brokers in turn and
   over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If any fails to
@@ -88,6 +88,8 @@ OPTIONS = (
     ("--haproxy", arguments.non_negative_int, 0,
      "haproxy processes run by deploy/haproxy.cfg between the clients and the brokers, the clients spread over "
      "them; 0: the clients go straight to the brokers (default)"),
+    ("--broker-flags", str, "",
+     "more broker flags for every run, one string (e.g. \"--max-accept-rate 300\")"),
     ("--source-addresses", arguments.parse_source_addresses, (),
      "local addresses to spread the clients over, e.g. 127.0.0.2-127.0.0.241 (haproxy limits the requests of "
      "each address)"),
@@ -326,7 +328,8 @@ def run(parser, args):
         lambda label, running, token, out, flags: RollingRun(
             label, running, token, float(flags[-1]), args, out, status).run(),
         verdict_line, lambda record: not record.failures,
-        variants=[forwarded + ["--drain-seconds", "%g" % seconds] for seconds in args.drain_seconds])
+        variants=[forwarded + args.broker_flags.split() + ["--drain-seconds", "%g" % seconds]
+                  for seconds in args.drain_seconds])
     try:
         rollings = summary.Results(files.read(args.out)).rollings
     except (OSError, ValueError):

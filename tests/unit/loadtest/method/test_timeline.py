@@ -77,3 +77,16 @@ def test_behind_a_proxy_the_brokers_counts_stand_in_the_rows():
     rows = timeline.counted_by_brokers(_rows(6, 2), counts)
     assert [row.connections for row in rows] == [(10, 12), (0, 22), (3, 20), (5, 0), (5, 19), (5, 19)]
     assert [row.new_sessions for row in rows] == [(0, 2), (0, 10), (3, 0), (2, 0), (0, 1), (0, 0)]
+
+
+def test_what_a_late_read_counts_is_spread_over_the_seconds_it_skipped():
+    count = timeline.BrokerCount
+    counts = {
+        BEFORE: [count(0, 0, 1.0), count(0, 0, 1.0)],
+        0: [count(5, 5, 2.0), count(0, 0, 2.0)],
+        # read late: seconds 1 and 2 skipped; broker 1 stopped and came back 1.5 s ago
+        3: [count(12, 12, 5.0), count(7, 7, 1.5)],
+    }
+    rows = timeline.counted_by_brokers(_rows(4, 2), counts)
+    assert [row.new_sessions for row in rows] == [(5, 0), (2, 0), (2, 3), (3, 4)]
+    assert [row.connections for row in rows] == [(5, 0), (5, 0), (5, 0), (12, 7)]
