@@ -40,6 +40,7 @@ Rules:
 
 import asyncio
 import collections
+import contextlib
 import os
 import tempfile
 import time
@@ -128,21 +129,21 @@ class RollingRun:
 
     async def run(self):
         """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
-        with tempfile.TemporaryDirectory(prefix="rolling-haproxy-") as directory:
+        with contextlib.ExitStack() as cleanup:
+            urls = self.cluster.urls
+            if self.args.haproxy:
+                directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="rolling-haproxy-"))
+                cleanup.callback(lambda: [proxy.stop() for proxy in self.proxies])
+                urls = await self._through_proxies(directory)
+            groups = RemoteRollingGroup.spread(
+                urls, self.transport, self.args.clients, placement.client_procs(self.args, self.args.clients),
+                self.args.client_cpus, self.args.source_addresses)
             try:
-                urls = await self._through_proxies(directory) if self.args.haproxy else self.cluster.urls
-                groups = RemoteRollingGroup.spread(
-                    urls, self.transport, self.args.clients, placement.client_procs(self.args, self.args.clients),
-                    self.args.client_cpus, self.args.source_addresses)
-                try:
-                    failed = await connect_all(groups)
-                    return await self._record(groups, failed or await self._restarts(groups))
-                finally:
-                    for group in groups:
-                        group.close()
+                failed = await connect_all(groups)
+                return await self._record(groups, failed or await self._restarts(groups))
             finally:
-                for proxy in self.proxies:
-                    proxy.stop()
+                for group in groups:
+                    group.close()
 
     async def _through_proxies(self, directory):
         """Start ``--haproxy`` haproxy processes in front of the brokers, each in a folder of
