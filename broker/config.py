@@ -220,8 +220,9 @@ FLAGS = (
          "(SockJS's disconnect_delay): a polling client has this long between polls, a stream's client this "
          "long to open the next one; its messages wait for it meanwhile", "%g" % DEFAULTS.disconnect_delay,
          _seconds, "SECONDS"),
-    Flag("--drain-seconds", "on SIGTERM, SIGINT or POST /admin/drain: answer /healthz with 503, close new "
-         "sessions as they open, and close the clients with 3012 \"Server draining: reconnect\" spread evenly "
+    Flag("--drain-seconds", "on SIGTERM, SIGINT or POST /admin/drain: answer /healthz and every request "
+         "that would open a session with 503 (a proxy asks another broker), and close the clients with 3012 "
+         "\"Server draining: reconnect\" spread evenly "
          "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once",
          "%g" % DEFAULTS.drain_seconds, _zero_or_more, "SECONDS"),
     Flag("--max-connection-age", "close a connection this old with 3012 \"Server draining: reconnect\", at a "
