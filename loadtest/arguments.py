@@ -66,6 +66,18 @@ def non_negative_float(text):
     return value
 
 
+def name_from(what, known):
+    """A type: one name from ``known``; another is refused with ``unknown <what> <name> (known: ...)``."""
+
+    def parse(text):
+        if text not in known:
+            raise argparse.ArgumentTypeError("unknown %s %s (known: %s)" % (what, text, ", ".join(known)))
+        return text
+
+    parse.__name__ = "%s name" % what
+    return parse
+
+
 def names_from(what, known):
     """A type: a non-empty comma-separated list of names from ``known``; an
     unknown one is refused with ``unknown <what> <name> (known: ...)``."""

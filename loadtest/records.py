@@ -397,6 +397,7 @@ class Rolling(Record):
     end: str
     haproxy: int = 0  # haproxy processes between the clients and the brokers
     proxy_answers: Optional[Dict[str, int]] = None  # their answers by status
+    signal: str = "TERM"  # how each broker was stopped: TERM (a deploy), KILL (a crash)
 
     @property
     def twice(self):

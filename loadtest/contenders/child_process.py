@@ -58,12 +58,12 @@ class LaunchedServer:
         self.process.stdout.close()
         return self.process.returncode
 
-    def terminate(self, timeout):
-        """One SIGTERM, as a deploy sends it (a broker drains, then exits), and up to
-        ``timeout`` seconds for the process to exit: its exit code, or None if it is still
-        running (then :meth:`stop` ends it)."""
+    def terminate(self, timeout, signum=signal.SIGTERM):
+        """One SIGTERM, as a deploy sends it (a broker drains, then exits), or another
+        ``signum`` (SIGKILL: a crash), and up to ``timeout`` seconds for the process to exit:
+        its exit code, or None if it is still running (then :meth:`stop` ends it)."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            self.process.send_signal(signum)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -20,6 +20,8 @@ Rules (docs/deployment.rst, "Redis"):
   starts it again as it was, on its port, joined to the same Redis.
 """
 
+import signal
+
 from loadtest import affinity
 from loadtest.contenders import child_process
 from loadtest.contenders.redis_server import RedisServer
@@ -44,11 +46,11 @@ class Cluster:
             named["redis"] = self.redis.pid
         return named
 
-    def terminate(self, index, timeout):
-        """One SIGTERM to broker ``index`` and up to ``timeout`` seconds for it to exit: its
-        exit code; one still running then is stopped as :meth:`stop` stops it, and None."""
+    def terminate(self, index, timeout, signum=signal.SIGTERM):
+        """One SIGTERM (or ``signum``) to broker ``index`` and up to ``timeout`` seconds for it
+        to exit: its exit code; one still running then is stopped as :meth:`stop` stops it, and None."""
         server = self.servers[index]
-        code = server.terminate(timeout)
+        code = server.terminate(timeout, signum)
         if code is None:
             server.stop()
         return code

@@ -23,8 +23,10 @@ Rules:
   (:class:`loadtest.client.numbered_feed.NumberedFeed`), to the brokers in turn, never to
   one being restarted; the clients follow the cluster: one whose connection ends comes
   back after a delay drawn in ``[0, --backoff]``, resuming, on another broker.
-- After ``--before`` seconds, each broker in turn is restarted as a deploy restarts it:
-  the backend stops publishing to it, it is sent SIGTERM and given its drain and
+- After ``--before`` seconds, each broker in turn is restarted as a deploy restarts it
+  (or, with ``--signal KILL``, as a crash and its supervisor's restart do: SIGKILL, so
+  that its clients are all cut at once and told nothing; a killed broker drains nothing,
+  so it takes ``--drain-seconds 0``): the backend stops publishing to it, it is sent SIGTERM and given its drain and
   ``EXIT_GRACE_S`` to exit (then it is stopped), started again on its port with the same
   flags, and asked for ``/healthz`` until it answers 200 (up to ``HEALTH_TIMEOUT_S``);
   the backend publishes to it again and, ``--pause`` seconds later, the next one goes.
@@ -42,6 +44,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import signal
 import tempfile
 import time
 
@@ -89,12 +92,15 @@ OPTIONS = (
     ("--haproxy", arguments.non_negative_int, 0,
      "haproxy processes run by deploy/haproxy.cfg between the clients and the brokers, the clients spread over "
      "them; 0: the clients go straight to the brokers (default)"),
+    ("--signal", arguments.name_from("signal", ("TERM", "KILL")), "TERM",
+     "how each broker is stopped: TERM, as a deploy stops it, or KILL, as a crash does (with --drain-seconds 0)"),
     ("--broker-flags", str, "",
      "more broker flags for every run, one string (e.g. \"--max-accept-rate 300\")"),
     ("--source-addresses", arguments.parse_source_addresses, (),
      "local addresses to spread the clients over, e.g. 127.0.0.2-127.0.0.241 (haproxy limits the requests of "
      "each address)"),
 )
+SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
 # The header haproxy's config sets, which the brokers believe from loopback behind it.
 FORWARDED_FOR = ["--client-address-header", "X-Forwarded-For"]
 
@@ -204,7 +210,8 @@ class RollingRun:
         loop = asyncio.get_running_loop()
         await self.feed.leave(index)
         sigterm_s = self._now()
-        code = await loop.run_in_executor(None, self.cluster.terminate, index, self.drain_s + EXIT_GRACE_S)
+        code = await loop.run_in_executor(None, self.cluster.terminate, index, self.drain_s + EXIT_GRACE_S,
+                                          SIGNALS[self.args.signal])
         exited_s = self._now()
         try:
             await loop.run_in_executor(None, self.cluster.start_again, index)
@@ -222,6 +229,10 @@ class RollingRun:
         self.feed.back(index)
         self.status.message("%s, drain %g s: broker %d exited %s after %.1f s, healthy again %.1f s later" % (
             self.label, self.drain_s, index + 1, code, exited_s - sigterm_s, record.healthy_s - exited_s))
+
+    def _exit_code(self):
+        """The exit code of a broker stopped as the run stops it: 0 after a drain, minus the signal's number if killed."""
+        return -SIGNALS[self.args.signal] if self.args.signal != "TERM" else 0
 
     async def _record(self, groups, end):
         args = self.args
@@ -260,7 +271,7 @@ class RollingRun:
             failures.append("%d clients never came back" % total["never_back"])
         failures.extend("broker %d exited with %s" % (restart.broker, restart.exit_code if restart.exit_code is not None
                                                       else "no code: it was stopped")
-                        for restart in self.restarts if restart.exit_code != 0)
+                        for restart in self.restarts if restart.exit_code != self._exit_code())
         record = records.Rolling(
             server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
             connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
@@ -274,7 +285,7 @@ class RollingRun:
             new_sessions_bound=verdict.new_sessions_bound, steady_p99_ms=verdict.steady_p99_ms,
             restart_p99_ms=verdict.restart_p99_ms, worst_second_p99_ms=verdict.worst_second_p99_ms,
             p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end, haproxy=len(self.proxies),
-            proxy_answers=_answers(self.proxies))
+            proxy_answers=_answers(self.proxies), signal=self.args.signal)
         self.out.write(record)
         return record
 
@@ -295,10 +306,11 @@ def verdict_line(record):
     p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
     through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
         record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
-    return ("%s x%d%s, drain %g s, over %s: %d of %d clients complete, %d published; %d lost, "
+    stopped = "drain %g s" % record.drain_s if record.signal == "TERM" else "SIG%s" % record.signal
+    return ("%s x%d%s, %s, over %s: %d of %d clients complete, %d published; %d lost, "
             "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
             "p99 %s ms during the restarts%s, steady %s ms; %s" % (
-                record.server, record.brokers, through, record.drain_s, record.transport, record.complete, record.clients,
+                record.server, record.brokers, through, stopped, record.transport, record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
                 record.steady_p99_ms, "; ".join(record.failures) or "passed"))
@@ -314,6 +326,8 @@ def run(parser, args):
         parser.error("--transport raw: the raw websocket carries no positions, and a client resumes")
     if args.brokers < 2:
         parser.error("--brokers %d: a restart sends a broker's clients to another, so 2 or more" % args.brokers)
+    if args.signal != "TERM" and args.drain_seconds != [0.0]:
+        parser.error("--signal %s: a killed broker drains nothing, so --drain-seconds 0" % args.signal)
     if args.haproxy:
         if not os.access(haproxy.HAPROXY, os.X_OK):
             parser.error("--haproxy: " + haproxy.HOWTO)

@@ -87,3 +87,23 @@ def test_through_haproxy_the_brokers_count_their_sessions(tmp_path, redis_instal
     assert sum(seconds[0].connections) == sum(seconds[-1].connections) == CLIENTS, seconds
     assert 0 < sum(map(sum, (s.new_sessions for s in seconds))) <= sum(run.ends.values())
     assert sum(s.delivered for s in seconds) == CLIENTS * run.published
+
+
+def test_a_crash_each_broker_killed_in_turn_loses_nothing(tmp_path, redis_installed):
+    out = tmp_path / "rolling.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
+         "--clients", str(CLIENTS), "--signal", "KILL", "--drain-seconds", "0", "--procs", "2", "--rate", "4",
+         "--before", "1", "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10",
+         "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    lines = [records.parse(line) for line in result_lines.read(str(out))]
+    (run,) = [line for line in lines if line.TYPE == "rolling"]
+    assert (run.connected, run.complete, run.lost, run.duplicated, run.never_back) == (CLIENTS, CLIENTS, 0, 0, 0), run
+    assert run.signal == "KILL" and "SIGKILL" in done.stderr
+    restarts = [line for line in lines if line.TYPE == "broker_restart"]
+    assert [r.exit_code for r in restarts] == [-9] * BROKERS
+    assert not [failure for failure in run.failures if "exited" in failure], run.failures
+    # Cut, not closed: the clients were told nothing.
+    assert "SockJS close [3012" not in " ".join(run.ends), run.ends

@@ -192,6 +192,13 @@ def test_each_rolling_restart_is_a_row_beside_its_bounds_and_verdict():
          "2 gaps"]]
 
 
+def test_a_crash_says_how_its_brokers_were_stopped_in_place_of_a_drain():
+    crash = dict(ROLLING, drain_s=0.0, signal="KILL", new_sessions_bound=None, p99_bound_ms=None)
+    table = summary.summary_rst(results_of([{"type": "run"}, crash]))
+    (row,) = [line.split() for line in table.splitlines() if line.startswith("cluster-cpython")]
+    assert row[1] == "SIGKILL", row
+
+
 def test_a_rolling_restarts_records_are_gathered_run_by_run():
     second = {"type": "rolling_second", "server": "cluster-cpython", "drain_s": 10.0, "connections": [1, 1],
               "new_sessions": [0, 0], "delivered": 2, "delivery_ms": {}}
