@@ -25,7 +25,6 @@ import subprocess
 import time
 import urllib.request
 
-from loadtest import affinity
 from loadtest.contenders.child_process import ServerError, stop_process
 from loadtest.contenders.registry import REPO_ROOT
 
@@ -112,9 +111,10 @@ class HAProxy:
         with open(self.config, "w") as f:
             f.write(haproxy_config(ports, self.broker_ports, tls_pem, source))
         self.log = open(os.path.join(directory, "haproxy.log"), "w+")
-        self.process = subprocess.Popen([HAPROXY, "-db", "-f", self.config], stdout=self.log,
+        # Pinned from the start, every thread of it: haproxy starts a thread a CPU as it begins.
+        pinned = [] if cpu is None else ["taskset", "-c", str(cpu)]
+        self.process = subprocess.Popen(pinned + [HAPROXY, "-db", "-f", self.config], stdout=self.log,
                                         stderr=subprocess.STDOUT)
-        affinity.pin(self.process.pid, cpu)
 
     def output(self):
         """What haproxy has written so far: its log and its complaints."""
