@@ -190,7 +190,7 @@ def start_cluster(start_server, tmp_path):
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
         directory = tmp_path / ("haproxy%d" % len(proxies))
         directory.mkdir()
-        proxy = haproxy.HAProxy(ports, str(directory), tls_pem)
+        proxy = haproxy.HAProxy(ports, str(directory), tls_pem, deployment.HAPROXY_CONFIG)
         proxies.append(proxy)
         proxy.wait_ready()
         return Cluster(proxy, brokers, launch)

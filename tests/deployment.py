@@ -11,7 +11,11 @@ import shlex
 
 import pytest
 
-from loadtest.contenders.haproxy import DEPLOY, HAPROXY
+from loadtest.contenders.haproxy import HAPROXY
+from checkout import ROOT
+
+DEPLOY = os.path.join(ROOT, "deploy")
+HAPROXY_CONFIG = os.path.join(DEPLOY, "haproxy.cfg")
 
 
 def require_haproxy():

@@ -30,8 +30,6 @@ from loadtest.contenders.registry import REPO_ROOT
 
 HAPROXY = shutil.which("haproxy", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin") or "/usr/sbin/haproxy"
 HOWTO = "haproxy is missing: apt-get install haproxy"
-DEPLOY = os.path.join(REPO_ROOT, "deploy")
-SHIPPED_CONFIG = os.path.join(DEPLOY, "haproxy.cfg")
 SYSTEM_SERVICE_ONLY = ("chroot", "user", "group", "stats socket")
 _SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
 # The shipped binds, by port: the public side, its TLS side, the backends' publishing side,
@@ -42,12 +40,22 @@ TLS_LINE = "#tls "
 _LOGGED_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?\d+ (\d{3}) ")
 
 
-def haproxy_config(ports, broker_ports, tls_pem=None, source=SHIPPED_CONFIG):
-    """``deploy/haproxy.cfg`` (or the config at ``source``) listening on ``ports``
+def shipped_config():
+    """The path of ``deploy/haproxy.cfg`` of the checkout the load client runs from: beside
+    its package, or (the package installed) in the working directory; ServerError if neither has one."""
+    for root in (REPO_ROOT, os.getcwd()):
+        path = os.path.join(root, "deploy", "haproxy.cfg")
+        if os.path.exists(path):
+            return path
+    raise ServerError("no deploy/haproxy.cfg beside the load client or here: run it from a checkout")
+
+
+def haproxy_config(ports, broker_ports, tls_pem=None, source=None):
+    """``deploy/haproxy.cfg`` (:func:`shipped_config`, or the config at ``source``) listening on ``ports``
     (``{"port": N, ...}``, by the names of :data:`BINDS`), in front of ``broker_ports``:
     each backend's first ``server`` line repeated for every broker, the others dropped.
     With ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
-    with open(source) as f:
+    with open(source or shipped_config()) as f:
         lines = f.read().splitlines()
     out = []
     section = None
@@ -94,10 +102,11 @@ def free_port():
 
 
 class HAProxy:
-    """``haproxy -db`` by a config generated from ``source`` into ``directory``, in front of
-    ``broker_ports`` on loopback, pinned to ``cpu`` (None: not pinned); ``origin`` is its public side."""
+    """``haproxy -db`` by a config generated from ``source`` (the shipped one by default) into
+    ``directory``, in front of ``broker_ports`` on loopback, pinned to ``cpu`` (None: not
+    pinned); ``origin`` is its public side."""
 
-    def __init__(self, broker_ports, directory, tls_pem=None, source=SHIPPED_CONFIG, cpu=None):
+    def __init__(self, broker_ports, directory, tls_pem=None, source=None, cpu=None):
         if not os.access(HAPROXY, os.X_OK):
             raise ServerError(HOWTO)
         self.broker_ports = list(broker_ports)

@@ -331,6 +331,10 @@ def run(parser, args):
     if args.haproxy:
         if not os.access(haproxy.HAPROXY, os.X_OK):
             parser.error("--haproxy: " + haproxy.HOWTO)
+        try:
+            haproxy.shipped_config()
+        except LoadTestError as error:
+            parser.error("--haproxy: %s" % error)
         most = haproxy.max_connections()
         if -(-args.clients // args.haproxy) > most:
             parser.error("--haproxy %d: %d clients are more than one haproxy holds here (%d, from the open-files "

@@ -49,7 +49,7 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
         return start_broker("--port", str(port), "--redis", redis.url, *FLAGS)
 
     brokers = [start(port) for port in ports]
-    proxy = haproxy.HAProxy(ports, str(tmp_path))
+    proxy = haproxy.HAProxy(ports, str(tmp_path), source=deployment.HAPROXY_CONFIG)
     browser = None
     try:
         proxy.wait_ready()

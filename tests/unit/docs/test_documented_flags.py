@@ -39,6 +39,8 @@ BROKER_COMMAND = re.compile(r"^(?:ExecStart=)?(?:\S*/)?sockjs-broker$")
 PROGRAM = re.compile(r"^(?:\S*/)?[A-Za-z][\w.+@-]*$")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 SEPARATOR = re.compile(r"&&|\|\||;|\|(?!\w)|&(?=\s|$)")
+# ``python -m loadtest ... --broker-flags "--max-accept-rate 300"``: the quoted flags are the broker's.
+BROKER_FLAGS_VALUE = re.compile(r'--broker-flags[= ]"([^"]*)"')
 # Flags of other programs that the pages mention on their own, and whose they are.
 FOREIGN = {"--jit": "pypy3", "--omit": "npm ci"}
 STATED = re.compile(
@@ -100,9 +102,12 @@ def flags_of(code, parsers):
             module, after = "broker", 0
         else:
             module, after = None, 0
+        passed_on = [quoted.span(1) for quoted in BROKER_FLAGS_VALUE.finditer(command)]
         for match in FLAG.finditer(command):
             flag = match.group(0)
-            if module is not None:
+            if any(start <= match.start() < end for start, end in passed_on):
+                found.append((flag, parsers.broker_flags, "python -m broker (through --broker-flags)"))
+            elif module is not None:
                 if match.start() < after:
                     continue  # the interpreter's, or a wrapper's (taskset, prlimit)
                 if module == "broker":
