@@ -400,6 +400,12 @@ class Rolling(Record):
     signal: str = "TERM"  # how each broker was stopped: TERM (a deploy), KILL (a crash)
 
     @property
+    def killed(self):
+        """Whether its brokers were killed (a crash), not drained (a deploy, as was every
+        run of a line older than ``signal``)."""
+        return self.signal not in (None, "TERM")
+
+    @property
     def twice(self):
         """Messages the application was given again (a line older than ``resent`` counts those too)."""
         return self.duplicated - (self.resent or 0)

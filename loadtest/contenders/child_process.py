@@ -14,6 +14,7 @@ exited can be started again as it was, on the port it had
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -88,6 +89,13 @@ def on_port(argv, port):
             argv[at + 1] = str(port)
             return argv
     return argv + ["--port", str(port)]
+
+
+def free_port():
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def stop_process(process, timeout=5.0):

@@ -20,12 +20,11 @@ import os
 import re
 import resource
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
 
-from loadtest.contenders.child_process import ServerError, stop_process
+from loadtest.contenders.child_process import ServerError, free_port, stop_process
 from loadtest.contenders.registry import REPO_ROOT
 
 HAPROXY = shutil.which("haproxy", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin") or "/usr/sbin/haproxy"
@@ -92,13 +91,6 @@ def max_connections():
     """The ``maxconn`` one haproxy can hold here: two descriptors a connection, under the
     hard open-files limit, with room for its listeners and checks."""
     return resource.getrlimit(resource.RLIMIT_NOFILE)[1] // 2 - 100
-
-
-def free_port():
-    """A loopback port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HAProxy:

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 
-from loadtest.contenders.child_process import ServerError, stop_process
+from loadtest.contenders.child_process import ServerError, free_port, stop_process
 
 REDIS_SERVER = shutil.which("redis-server", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")
 HOWTO = "redis-server is missing: apt-get install redis-server"
@@ -28,9 +28,7 @@ class RedisServer:
     def __init__(self, directory=None):
         if REDIS_SERVER is None:
             raise ServerError(HOWTO)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = "redis://127.0.0.1:%d/0" % self.port
         persistence = (["--appendonly", "yes", "--appendfsync", "always", "--dir", str(directory)]
                        if directory else ["--appendonly", "no"])

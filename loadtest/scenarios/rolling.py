@@ -306,11 +306,12 @@ def verdict_line(record):
     p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
     through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
         record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
-    stopped = "drain %g s" % record.drain_s if record.signal == "TERM" else "SIG%s" % record.signal
     return ("%s x%d%s, %s, over %s: %d of %d clients complete, %d published; %d lost, "
             "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
             "p99 %s ms during the restarts%s, steady %s ms; %s" % (
-                record.server, record.brokers, through, stopped, record.transport, record.complete, record.clients,
+                record.server, record.brokers, through,
+                "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
+                record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
                 record.steady_p99_ms, "; ".join(record.failures) or "passed"))

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 import deployment
-from loadtest.contenders import haproxy
+from loadtest.contenders import child_process, haproxy
 from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
@@ -43,7 +43,7 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis = start_redis(redis_dir)
-    ports = [haproxy.free_port(), haproxy.free_port()]
+    ports = [child_process.free_port(), child_process.free_port()]
 
     def start(port):
         return start_broker("--port", str(port), "--redis", redis.url, *FLAGS)
