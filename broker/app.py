@@ -173,18 +173,19 @@ async def serve_until_signalled(server, host, port, name, path):
     server.stop()
 
 
-async def drain_then_stop(drain, hub, listener):
+async def drain_then_stop(drain, hub, listener, share):
     """Wait for the first request to stop (SIGTERM and SIGINT make them: see
     :func:`run`), close the clients as ``drain`` spreads them (see
-    :mod:`broker.core.drain`), then stop accepting and close whoever is left: the
-    end of the period or a second request ends it."""
+    :mod:`broker.core.drain`; ``share()``: the cluster's clients per broker, or None),
+    then stop accepting and close whoever is left: the end of the period or a second
+    request ends it."""
     requested = asyncio.Event()
     drain.wake = requested.set
     if not drain.draining:
         await requested.wait()
     loop = asyncio.get_running_loop()
-    drain.start(list(hub), loop.time())
-    LOG.info("draining: closing %d clients over %g s", len(hub), drain.seconds)
+    drain.start(list(hub), loop.time(), share())
+    LOG.info("draining: closing %d clients over %g s", len(hub), drain.period)
     while drain.requests < 2:
         for connection in drain.due(loop.time()):
             connection.disconnect(*RECONNECT)
@@ -233,7 +234,7 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
-                                  config.announce_audience),
+                                  config.announce_audience, (lambda: backplane.room_brokers) if backplane else None),
                 collection=collection, backplane=backplane,
                 idempotency=Window(config.idempotency_window), tls=tls_failures)
 
@@ -266,7 +267,7 @@ async def run(config, open_files):
         timer.start()
     on_stop_signals(node.drain.request)
     listen(listener, config.host, config.port, "broker", config.prefix, secure is not None)
-    await drain_then_stop(node.drain, hub, listener)
+    await drain_then_stop(node.drain, hub, listener, node.audience.share)
     for timer in timers:
         timer.stop()
     if backplane is not None:

@@ -223,7 +223,9 @@ FLAGS = (
     Flag("--drain-seconds", "on SIGTERM, SIGINT or POST /admin/drain: answer /healthz and every request "
          "that would open a session with 503 (a proxy asks another broker), and close the clients with 3012 "
          "\"Server draining: reconnect\" spread evenly "
-         "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once",
+         "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once. With "
+         "--redis, a broker holding more than the room's clients per broker closes them at that share's rate, "
+         "over up to twice this long",
          "%g" % DEFAULTS.drain_seconds, _zero_or_more, "SECONDS"),
     Flag("--max-connection-age", "close a connection this old with 3012 \"Server draining: reconnect\", at a "
          "moment drawn within 10%% of it, so that its client reconnects through the proxy and brokers added "

@@ -53,10 +53,12 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
   waiting on it; whether Redis applied it first cannot be known.
 * Every AUDIENCE_REPORT_S each broker reports how many it serves to one hash
-  beside the stream and reads back the room's total, in one script that also
+  beside the stream and reads back the room's total and how many brokers
+  make it, in one script that also
   drops the brokers silent for AUDIENCE_STALE_MS (one that died, or lost
   Redis) and times them by Redis's clock, not the brokers'. Until a report
-  succeeds, and while Redis is down, the room's total is unknown (None).
+  succeeds, and while Redis is down, the room's total and its brokers are
+  unknown (None).
 
 The stream is trusted: only brokers write to it, and an entry's text goes to
 every client as it is.
@@ -106,23 +108,26 @@ return {1, id}
 AUDIENCE_REPORT_S = 1.0
 AUDIENCE_STALE_MS = 3000
 # KEYS[1]: the room's audience hash; ARGV: this broker's id, its count, the staleness in ms.
-# Each field holds "count:milliseconds" by Redis's clock; the total is of the fresh ones.
+# Each field holds "count:milliseconds" by Redis's clock; the total, and the brokers counted,
+# are of the fresh ones.
 AUDIENCE_REPORT = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now_ms)
 local total = 0
+local brokers = 0
 local fields = redis.call('HGETALL', KEYS[1])
 for i = 1, #fields, 2 do
   local count, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
   if count and now_ms - tonumber(at) <= tonumber(ARGV[3]) then
     total = total + tonumber(count)
+    brokers = brokers + 1
   else
     redis.call('HDEL', KEYS[1], fields[i])
   end
 end
 redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
-return total
+return {total, brokers}
 """
 
 
@@ -182,6 +187,7 @@ class Backplane:
         self.audience_key = audience_key(prefix)
         self.broker_id = secrets.token_hex(8)
         self.room_audience = None
+        self.room_brokers = None
         self._report = self._redis.register_script(AUDIENCE_REPORT)
         self._publish_once = self._redis.register_script(PUBLISH_ONCE)
         self.once_prefix = stream_key(prefix) + ":once:"
@@ -397,15 +403,15 @@ class Backplane:
     async def _report_forever(self):
         while not self._stopping.is_set():
             try:
-                total = await self._answer(self._report(keys=[self.audience_key],
-                                                        args=[self.broker_id, len(self._hub), AUDIENCE_STALE_MS]))
-                self.room_audience = int(total)
+                total, brokers = await self._answer(self._report(
+                    keys=[self.audience_key], args=[self.broker_id, len(self._hub), AUDIENCE_STALE_MS]))
+                self.room_audience, self.room_brokers = int(total), int(brokers)
             except FAILURES:
-                self.room_audience = None
+                self.room_audience = self.room_brokers = None
             except Exception:
                 # As for any event-loop callback: log it, and the reporting goes on.
                 LOG.exception("reporting the audience to %s failed", self.audience_key)
-                self.room_audience = None
+                self.room_audience = self.room_brokers = None
             try:
                 await asyncio.wait_for(self._stopping.wait(), AUDIENCE_REPORT_S)
             except asyncio.TimeoutError:

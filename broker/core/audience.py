@@ -8,6 +8,8 @@ Rules this module keeps:
 * While a cluster's count is unknown (Redis down, or not reported yet) the
   room's count is None: it is never guessed from ``here``, and nothing is
   announced.
+* A broker's share is the room's count over the brokers reporting it: what a
+  drain paces itself by (:mod:`broker.core.drain`). A broker alone has none.
 * With an announcement period, the room's count goes to every client at most
   once a period (less ``EARLY_S``, the jitter of the broker's one-second
   ticks), and only when it changed, as the message
@@ -23,12 +25,14 @@ EARLY_S = 0.5
 
 
 class Audience:
-    """``here()``: this broker's count; ``room()``: the cluster's count or None (absent for a
-    broker alone); ``every``: seconds between announcements (0: never)."""
+    """``here()``: this broker's count; ``room()``: the cluster's count or None, and
+    ``brokers()``: how many brokers reported it, or None (both absent for a broker alone);
+    ``every``: seconds between announcements (0: never)."""
 
-    def __init__(self, here, room=None, every=0.0):
+    def __init__(self, here, room=None, every=0.0, brokers=None):
         self._here = here
         self._room = room
+        self._brokers = brokers
         self.every = every
         self.announced = None
         self._announced_at = None
@@ -36,6 +40,13 @@ class Audience:
     def room_count(self):
         """Everybody watching the room, or None while a cluster's count is unknown."""
         return self._room() if self._room is not None else self._here()
+
+    def share(self):
+        """The room's count per broker of a cluster, or None: a broker alone, or unknown."""
+        if self._room is None or self._brokers is None:
+            return None
+        room, brokers = self._room(), self._brokers()
+        return room / brokers if room is not None and brokers else None
 
     def announcement(self, now):
         """The JSON text to announce at ``now``, or None: not due, unchanged, or unknown."""

@@ -14,9 +14,18 @@ onto the restarted one before it is ready): a reconnect storm. Rules:
   before the drain) is closed as it opens with ``RECONNECT``
   (:mod:`broker.protocol.close_codes`).
 * The clients connected when the drain starts (:meth:`Drain.start`) are closed
-  with ``RECONNECT``, spread evenly over ``seconds``: ``t`` seconds after
-  the start, ``ceil(n * t / seconds)`` of them have been (:meth:`Drain.due`).
-  Each is closed as every session closes: after what it is owed.
+  with ``RECONNECT``, spread evenly over the drain's period: ``t`` seconds
+  after the start, ``ceil(n * t / period)`` of them have been
+  (:meth:`Drain.due`). Each is closed as every session closes: after what it
+  is owed.
+* The period is ``seconds``, unless the broker holds more than its share of a
+  cluster's clients (the room's count over the brokers reporting it): then
+  it closes them at the rate a broker holding its share would, ``share /
+  seconds`` a second, over at most ``MAX_STRETCH`` times ``seconds``. A
+  proxy sends a draining broker's clients to the broker with the fewest, and
+  through a rolling restart the broker drained last holds up to half again
+  its share or more: at its own count's rate, the broker taking its clients
+  would take new sessions that much faster than any other drain sends them.
 * At the end of the period, or at a second request, the rest are closed at
   once and the broker exits.
 
@@ -25,6 +34,10 @@ time and closes what :meth:`Drain.due` returns.
 """
 
 import math
+
+# A drain takes at most this many times ``seconds`` (see the rules); a service manager's stop
+# timeout must leave room for it.
+MAX_STRETCH = 2.0
 
 
 class Drain:
@@ -35,6 +48,7 @@ class Drain:
         self.wake = wake
         self.requests = 0
         self.refused = 0
+        self.period = seconds
         self._clients = []
         self._began = None
         self._closed_count = 0
@@ -49,19 +63,23 @@ class Drain:
         if self.wake is not None:
             self.wake()
 
-    def start(self, clients, now):
-        """Schedule the closing of ``clients`` (the connected ones) from ``now``."""
+    def start(self, clients, now, share=None):
+        """Schedule the closing of ``clients`` (the connected ones) from ``now``; ``share``: the
+        clients per broker of the cluster, or None (a broker alone, or the count unknown)."""
         self._clients = list(clients)
         self._began = now
         self._closed_count = 0
+        self.period = self.seconds
+        if share and len(self._clients) > share:
+            self.period = self.seconds * min(MAX_STRETCH, len(self._clients) / share)
 
     def due(self, now):
         """The clients to close at ``now``: those the even spread has reached and not closed yet."""
         total = len(self._clients)
-        if self.seconds <= 0:
+        if self.period <= 0:
             target = total
         else:
-            target = min(total, math.ceil(total * (now - self._began) / self.seconds))
+            target = min(total, math.ceil(total * (now - self._began) / self.period))
         due = self._clients[self._closed_count:target]
         self._closed_count = max(self._closed_count, target)
         return due
@@ -71,7 +89,8 @@ class Drain:
         return self._closed_count >= len(self._clients)
 
     def stats(self):
-        """Whether the broker is draining, over how long, how many of the clients it had it has
-        closed, and how many new sessions it has refused."""
-        return {"draining": self.draining, "seconds": self.seconds, "closed": self._closed_count,
-                "clients": len(self._clients), "refused": self.refused}
+        """Whether the broker is draining, over how long (``seconds``, and the ``period`` of this
+        drain), how many of the clients it had it has closed, and how many new sessions it has
+        refused."""
+        return {"draining": self.draining, "seconds": self.seconds, "period": round(self.period, 3),
+                "closed": self._closed_count, "clients": len(self._clients), "refused": self.refused}

@@ -63,6 +63,9 @@ from loadtest.results import console, files, summary
 CLUSTERS = ("cluster-cpython", "cluster-pypy")
 # Seconds a broker may take to exit beyond its drain, and to answer /healthz 200 once listening.
 EXIT_GRACE_S = 10.0
+# A broker holding more than its share of the cluster drains up to this many times its
+# --drain-seconds (broker.core.drain.MAX_STRETCH).
+DRAIN_STRETCH = 2.0
 HEALTH_TIMEOUT_S = 30.0
 
 SUMMARY = "deploy day: a cluster's brokers restarted in turn, with a drain and without"
@@ -210,7 +213,8 @@ class RollingRun:
         loop = asyncio.get_running_loop()
         await self.feed.leave(index)
         sigterm_s = self._now()
-        code = await loop.run_in_executor(None, self.cluster.terminate, index, self.drain_s + EXIT_GRACE_S,
+        code = await loop.run_in_executor(None, self.cluster.terminate, index,
+                                          DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S,
                                           SIGNALS[self.args.signal])
         exited_s = self._now()
         try:

@@ -1,6 +1,8 @@
-"""The audience count across a cluster: every broker's clients, and a dead broker drops out."""
+"""The audience count across a cluster: every broker's clients, a dead broker drops out, and a
+draining broker paces itself by its share."""
 
 import contextlib
+import signal
 
 import redis
 
@@ -38,3 +40,23 @@ def test_a_broker_that_stops_leaves_the_count_at_once(start_redis, start_cluster
         second.server.stop()
         assert counts.hlen(key) == 1, "the stopped broker's count waits for its staleness"
         wait_until(lambda: room(first) == 1)
+
+
+def test_a_broker_over_its_share_drains_at_the_rate_of_its_share(start_redis, start_cluster):
+    """8 clients on 2 brokers: a share of 4. The one holding 6 closes them at 4 per drain, 2 a
+    second, over 3 s rather than its --drain-seconds 2: a broker refilled by the brokers drained
+    before it sends its clients on no faster than one holding its share would."""
+    first, second = start_cluster(start_redis(), 2, "--drain-seconds", "2")
+    with contextlib.ExitStack() as stack:
+        for _ in range(6):
+            stack.enter_context(WebSocketClient(first.url, timeout=10))
+        for _ in range(2):
+            stack.enter_context(WebSocketClient(second.url, timeout=10))
+        wait_until(lambda: room(first) == 8)
+        first.server.process.send_signal(signal.SIGTERM)
+        wait_until(lambda: first.stats()["drain"]["clients"] == 6)
+        assert first.stats()["drain"]["period"] == 3.0
+        assert first.server.process.wait(10) == 0
+        second.server.process.send_signal(signal.SIGTERM)
+        wait_until(lambda: second.stats()["drain"]["clients"] == 2)
+        assert second.stats()["drain"]["period"] == 2.0, "within its share: its --drain-seconds"

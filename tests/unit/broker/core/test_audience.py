@@ -27,3 +27,10 @@ def test_the_count_is_announced_once_a_period_and_only_when_it_changed():
     count[0] = 12
     assert audience.announcement(now=10.5) == '{"audience":12}'
     assert audience.stats()["announced"] == 12
+
+
+def test_a_share_is_the_rooms_count_per_reporting_broker():
+    assert Audience(lambda: 7).share() is None  # a broker alone
+    assert Audience(lambda: 7, room=lambda: 6000, brokers=lambda: 3).share() == 2000
+    assert Audience(lambda: 7, room=lambda: None, brokers=lambda: None).share() is None  # Redis away
+    assert Audience(lambda: 7, room=lambda: 0, brokers=lambda: 0).share() is None
