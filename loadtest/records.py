@@ -364,7 +364,8 @@ class Rolling(Record):
     the shipped client does, not a failure; the rest, :attr:`twice`, the application was given
     again), the busiest second of new
     sessions at any broker (``peak_broker`` from 1) against its bound, the p99 lateness during the
-    restarts against twice the steady one, and the verdict's ``failures`` (none: passed)."""
+    restarts against twice the steady one (of a crash, ``uncut_p99_ms``: that of the clients not
+    cut yet), and the verdict's ``failures`` (none: passed)."""
 
     TYPE: ClassVar[str] = "rolling"
     server: str
@@ -398,6 +399,7 @@ class Rolling(Record):
     haproxy: int = 0  # haproxy processes between the clients and the brokers
     proxy_answers: Optional[Dict[str, int]] = None  # their answers by status
     signal: str = "TERM"  # how each broker was stopped: TERM (a deploy), KILL (a crash)
+    uncut_p99_ms: Optional[float] = None  # p99 during the restarts of the clients whose connection never ended
 
     @property
     def killed(self):

@@ -18,7 +18,8 @@ Rules:
   rounds it stays away (``never_back``).
 - A :class:`loadtest.method.timeline.Timeline` counts, second by second, the sessions each
   broker took and lost and the lateness of each message of the feed delivered (the
-  connections record into it as they would into a histogram).
+  connections record into it as they would into a histogram), and apart, that of the
+  subscribers whose connection has never ended: those a restart has not touched yet.
 - :meth:`RollingGroup.settle` stops following: a connection that ends afterwards, its
   group closing, is neither followed nor counted.
 """
@@ -64,6 +65,7 @@ class RollingGroup(StormGroup):
         self.timeline = Timeline()
         self.histogram = self.timeline
         self.on = [None] * count
+        self.cut = [False] * count
         self.ends = collections.Counter()
         self.never_back = 0
         self.backoff = None
@@ -101,8 +103,12 @@ class RollingGroup(StormGroup):
             self._ended(index, broker, connection, connection.closed_reason)
         return True
 
+    def recorder(self, index):
+        return self.timeline if self.cut[index] else self.timeline.uncut_clients
+
     def _ended(self, index, broker, connection, reason):
         self.timeline.end(broker)
+        self.cut[index] = True
         self.ends[reason] += 1
         if self.connections[index] is connection:
             self.connections[index] = None

@@ -96,6 +96,10 @@ class StormGroup:
         self.histogram = rules.new_histogram()
         self.dropped_us = None
 
+    def recorder(self, index):
+        """What subscriber ``index``'s next connection records each delivery's lateness into."""
+        return self.histogram
+
     def home(self, index):
         """The broker subscriber ``index`` connects to first: the brokers take the ids in turn."""
         return (self.first_id + index) % len(self.urls)
@@ -108,7 +112,7 @@ class StormGroup:
         url = endpoints.with_query(base, self.subscribers[index].query())
         service = endpoints.target(url)
         connection = self._clients.new_connection(client_id, url)
-        connection.histogram = self.histogram
+        connection.histogram = self.recorder(index)
         connection.protocol.count_messages = self.subscribers[index].count_frame
         local = arguments.source_address(self._clients.source_addresses, client_id)
         try:

@@ -14,6 +14,11 @@ Rules:
   percentile of the lateness of every delivery during the restarts is at most
   :data:`P99_FACTOR` x that of the steady seconds. Without a drain there is no period
   to spread over: its peak and percentiles are shown beside, not judged.
+- A crash (``killed``: each broker killed in turn, with no drain): the 99th percentile of
+  the lateness during the restarts of the deliveries to clients whose connection had
+  never ended (the uncut: those of the brokers still up) is at most :data:`P99_FACTOR` x
+  the steady one. The cut clients get what they missed when they are back, as late as
+  they were away: that is the crash, not the others' service.
 """
 
 import dataclasses
@@ -27,11 +32,13 @@ P99_FACTOR = 2.0
 
 
 class Load(NamedTuple):
-    """What the cluster held: ``clients`` over ``brokers``, each draining over ``drain_s`` seconds."""
+    """What the cluster held: ``clients`` over ``brokers``, each draining over ``drain_s``
+    seconds, or ``killed``."""
 
     clients: int
     brokers: int
     drain_s: float
+    killed: bool = False
 
 
 class Losses(NamedTuple):
@@ -49,6 +56,7 @@ class Verdict:
 
     steady_p99_ms: Optional[float]
     restart_p99_ms: Optional[float]
+    uncut_p99_ms: Optional[float]
     worst_second_p99_ms: Optional[float]
     peak_new_sessions: int
     peak_second: Optional[int]
@@ -67,10 +75,12 @@ def restart_seconds(first_sigterm_s, last_healthy_s, settle_s):
     return math.floor(first_sigterm_s), max(math.floor(first_sigterm_s), math.ceil(last_healthy_s + settle_s) - 1)
 
 
-def judge(rows, lateness, window, load, losses):
+def judge(rows, lateness, window, load, losses, uncut=None):
     """The :class:`Verdict` of a run: its :class:`loadtest.method.timeline.Second` ``rows`` and
     ``lateness`` counts by second (:func:`loadtest.method.timeline.merge`), the ``window``
-    of seconds of its restarts (:func:`restart_seconds`), its :class:`Load` and :class:`Losses`."""
+    of seconds of its restarts (:func:`restart_seconds`), its :class:`Load` and :class:`Losses`,
+    and the ``uncut`` clients' lateness counts by second
+    (:func:`loadtest.method.timeline.uncut_lateness`), if counted."""
     first, last = window
     during = [row for row in rows if first <= row.second <= last]
     peak, peak_second, peak_broker = 0, None, None
@@ -80,6 +90,7 @@ def judge(rows, lateness, window, load, losses):
                 peak, peak_second, peak_broker = count, row.second, broker
     steady = timeline.percentile_ms(timeline.within(lateness, 0, first - 1), 99)
     restarting = timeline.percentile_ms(timeline.within(lateness, first, last), 99)
+    uncut_p99 = None if uncut is None else timeline.percentile_ms(timeline.within(uncut, first, last), 99)
     worst = max((row.p99_ms for row in during if row.p99_ms is not None), default=None)
     failures = []
     for count, what in ((losses.lost, "message%s lost"), (losses.duplicated, "message%s delivered twice"),
@@ -99,4 +110,14 @@ def judge(rows, lateness, window, load, losses):
             if restarting > p99_bound:
                 failures.append("p99 %.1f ms during the restarts, over %.1f (%gx the steady %.1f)" % (
                     restarting, p99_bound, P99_FACTOR, steady))
-    return Verdict(steady, restarting, worst, peak, peak_second, peak_broker, bound, p99_bound, tuple(failures))
+    elif load.killed and uncut is not None:
+        if steady is None or uncut_p99 is None:
+            failures.append("no delivery %s to compare" % (
+                "before the restarts" if steady is None else "to an uncut client during them"))
+        else:
+            p99_bound = round(P99_FACTOR * steady, 1)
+            if uncut_p99 > p99_bound:
+                failures.append("p99 %.1f ms of the uncut clients during the restarts, over %.1f (%gx the steady "
+                                "%.1f)" % (uncut_p99, p99_bound, P99_FACTOR, steady))
+    return Verdict(steady, restarting, uncut_p99, worst, peak, peak_second, peak_broker, bound, p99_bound,
+                   tuple(failures))

@@ -13,7 +13,10 @@ Rules:
 - A delivery's lateness (microseconds from its publishing to its delivery) is kept to
   :data:`SIGNIFICANT_BITS` significant bits (:func:`coarse`: less than 0.2 % low) and
   counted per second, so that recording one costs a dictionary update and the counts of
-  several client processes add up exactly (:func:`merge`).
+  several client processes add up exactly (:func:`merge`). The deliveries to clients
+  whose connection has never ended are also counted apart (``uncut``,
+  :func:`uncut_lateness`): through a crash, whether the clients of the brokers that stayed
+  up kept their lateness.
 - Percentiles are nearest-rank: the p-th of some counts is the smallest value with at
   least p % of them at or below it (:func:`percentile`).
 """
@@ -43,6 +46,8 @@ class Timeline:
         self.opened = collections.defaultdict(collections.Counter)
         self.ended = collections.defaultdict(collections.Counter)
         self.lateness = collections.defaultdict(collections.Counter)
+        self.uncut = collections.defaultdict(collections.Counter)
+        self.uncut_clients = _UncutClients(self)
         self._clock = clock
 
     def start(self, origin):
@@ -69,9 +74,25 @@ class Timeline:
 
     def report(self):
         """Its counts as plain data: ``{"opened": {second: {broker: n}}, "ended": ...,
-        "lateness": {second: {us: n}}}``."""
+        "lateness": {second: {us: n}}, "uncut": ...}``."""
         return {name: {second: dict(counts) for second, counts in getattr(self, name).items()}
-                for name in ("opened", "ended", "lateness")}
+                for name in ("opened", "ended", "lateness", "uncut")}
+
+
+class _UncutClients:
+    """What the connection of a client that has never lost one records into: the
+    timeline's lateness, and its ``uncut`` lateness too."""
+
+    __slots__ = ("_timeline",)
+
+    def __init__(self, timeline):
+        self._timeline = timeline
+
+    def record_value(self, us):
+        timeline = self._timeline
+        second, value = timeline.second(), coarse(us)
+        timeline.lateness[second][value] += 1
+        timeline.uncut[second][value] += 1
 
 
 class Second(NamedTuple):
@@ -108,6 +129,12 @@ def merge(reports, brokers, last=None):
         rows.append(Second(second, tuple(held), tuple(new), sum(late.values()), percentile_ms(late, 50),
                            percentile_ms(late, 99), percentile_ms(late, 100)))
     return rows, lateness
+
+
+def uncut_lateness(reports):
+    """The lateness counts of the clients never cut, ``{second: Counter}``, of every client
+    process's :meth:`Timeline.report`."""
+    return _added(reports, "uncut")
 
 
 class BrokerCount(NamedTuple):

@@ -266,8 +266,10 @@ class RollingRun:
                                                      max(healthy) if healthy else self.restarts[-1].listening_s,
                                                      args.backoff)
         verdict = rolling_verdict.judge(
-            rows, lateness, window or (0, -1), rolling_verdict.Load(args.clients, brokers, self.drain_s),
-            rolling_verdict.Losses(total["missing"], total["repeated"], sum(gaps.values())))
+            rows, lateness, window or (0, -1),
+            rolling_verdict.Load(args.clients, brokers, self.drain_s, args.signal != "TERM"),
+            rolling_verdict.Losses(total["missing"], total["repeated"], sum(gaps.values())),
+            timeline.uncut_lateness(timelines))
         failures = list(verdict.failures)
         if End.of(end) is not End.COMPLETED:
             failures.insert(0, end)
@@ -287,7 +289,8 @@ class RollingRun:
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
             peak_broker=None if verdict.peak_broker is None else verdict.peak_broker + 1,
             new_sessions_bound=verdict.new_sessions_bound, steady_p99_ms=verdict.steady_p99_ms,
-            restart_p99_ms=verdict.restart_p99_ms, worst_second_p99_ms=verdict.worst_second_p99_ms,
+            restart_p99_ms=verdict.restart_p99_ms, uncut_p99_ms=verdict.uncut_p99_ms,
+            worst_second_p99_ms=verdict.worst_second_p99_ms,
             p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end, haproxy=len(self.proxies),
             proxy_answers=_answers(self.proxies), signal=self.args.signal)
         self.out.write(record)
@@ -312,13 +315,13 @@ def verdict_line(record):
         record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
     return ("%s x%d%s, %s, over %s: %d of %d clients complete, %d published; %d lost, "
             "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
-            "p99 %s ms during the restarts%s, steady %s ms; %s" % (
+            "p99 %s ms during the restarts%s (of the uncut clients %s), steady %s ms; %s" % (
                 record.server, record.brokers, through,
                 "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
                 record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
-                record.steady_p99_ms, "; ".join(record.failures) or "passed"))
+                record.uncut_p99_ms, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
 
 
 def _round(value):

@@ -107,3 +107,5 @@ def test_a_crash_each_broker_killed_in_turn_loses_nothing(tmp_path, redis_instal
     assert not [failure for failure in run.failures if "exited" in failure], run.failures
     # Cut, not closed: the clients were told nothing.
     assert "SockJS close [3012" not in " ".join(run.ends), run.ends
+    # The clients of the brokers still up, timed apart from those cut.
+    assert run.uncut_p99_ms is not None and run.p99_bound_ms is not None, run

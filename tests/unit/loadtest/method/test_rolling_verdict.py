@@ -56,3 +56,18 @@ def test_a_drain_with_no_steady_second_cannot_be_judged():
     rows, lateness, _ = run([(0, 1, 0)], late_ms=5)
     verdict = rolling_verdict.judge(rows, lateness, (0, 5), Load(900, 3, 10.0), NONE_LOST)
     assert verdict.failures == ("no delivery before the restarts to compare",)
+
+
+def test_a_crash_judges_the_uncut_clients_p99_not_the_cut_ones():
+    """The cut clients get what they missed seconds late; the others must keep their lateness."""
+    rows, lateness, window = run([(0, 2000, 0)], late_ms=900)
+    uncut = {second: collections.Counter({ms * 1000: 50}) for second, ms in ((5, 15), (6, 15))}
+    verdict = rolling_verdict.judge(rows, lateness, window, Load(300, 3, 0.0, killed=True), NONE_LOST, uncut)
+    assert verdict.passed, verdict.failures
+    assert (verdict.restart_p99_ms, verdict.uncut_p99_ms, verdict.p99_bound_ms) == (900.0, 15.0, 20.0)
+    uncut[5][25000] = 2
+    verdict = rolling_verdict.judge(rows, lateness, window, Load(300, 3, 0.0, killed=True), NONE_LOST, uncut)
+    assert verdict.failures == ("p99 25.0 ms of the uncut clients during the restarts, over 20.0 (2x the steady 10.0)",)
+    # Not a crash: shown, not judged.
+    verdict = rolling_verdict.judge(rows, lateness, window, Load(300, 3, 0.0), NONE_LOST, uncut)
+    assert verdict.passed and verdict.uncut_p99_ms == 25.0

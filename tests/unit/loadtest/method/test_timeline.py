@@ -90,3 +90,14 @@ def test_what_a_late_read_counts_is_spread_over_the_seconds_it_skipped():
     rows = timeline.counted_by_brokers(_rows(4, 2), counts)
     assert [row.new_sessions for row in rows] == [(5, 0), (2, 0), (2, 3), (3, 4)]
     assert [row.connections for row in rows] == [(5, 0), (5, 0), (5, 0), (12, 7)]
+
+
+def test_a_client_never_cut_counts_in_all_and_apart():
+    clock = Clock(100.0)
+    line = Timeline(clock)
+    line.start(100.0)
+    line.record_value(8192)
+    line.uncut_clients.record_value(3000)
+    report = line.report()
+    assert report["lateness"] == {0: {8192: 1, 3000: 1}} and report["uncut"] == {0: {3000: 1}}
+    assert timeline.uncut_lateness([report, report]) == {0: {3000: 2}}
