@@ -10,8 +10,11 @@ Rules this module keeps:
 
 * :func:`parse_poll` recognises a poll only when it is sure: the whole head is
   in the bytes given, the request line is an xhr or jsonp poll of a path the
-  router's route matches, in HTTP/1.1, with no ``%``-escape anywhere and no
-  query but a jsonp poll's valid callback name (``c``, alone), every line
+  router's route matches, in HTTP/1.1, with no ``%``-escape anywhere, and for
+  jsonp a valid callback name (the last ``c`` of the query, as Tornado takes
+  it). The rest of a query is the session's business only as it opens (its
+  positions: the shipped client asks on every request), and a poll of an open
+  session does not read it, nor does Tornado's handler. Every line
   ends in CRLF, no header is folded or holds a control character but a tab,
   ``Host`` is given (once), and no header asks for what the answer would have
   to honour: a body (a ``Content-Length`` but 0, any
@@ -132,14 +135,13 @@ def _target(target, prefix, transport):
     polls by ``transport`` under ``prefix``, or None."""
     if transport is None or b"%" in target:
         return None
-    path, question, query = target.decode("latin-1").partition("?")
+    path, _, query = target.decode("latin-1").partition("?")
     callback = None
     if transport == "jsonp":
-        callback = query[2:]
-        if not query.startswith("c=") or not CALLBACK_NAME.match(callback):
+        callbacks = [value for name, _, value in (pair.partition("=") for pair in query.split("&")) if name == "c"]
+        if not callbacks or not CALLBACK_NAME.match(callbacks[-1]):
             return None
-    elif question:
-        return None
+        callback = callbacks[-1]
     parts = path.split("/")
     # prefix, server, session, transport: the router's r"<prefix>/[^/.]+/(?P<session_id>[^/.]+)/<transport>$"
     if len(parts) < 4 or parts[-1] != transport or "/".join(parts[:-3]) != prefix:

@@ -29,10 +29,11 @@ class KeptConnection:
                  "Content-Length: %d" % len(body), *headers]
         return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
-    def poll(self, session, *headers, transport="xhr"):
+    def poll(self, session, *headers, transport="xhr", query=""):
         if transport == "jsonp":
-            return self.request("GET", session + "/jsonp?c=callback", b"", *headers)
-        return self.request("POST", session + "/xhr", b"", *headers)
+            return self.request("GET", session + "/jsonp?%sc=callback" % (query + "&" if query else ""), b"",
+                                *headers)
+        return self.request("POST", session + "/xhr" + ("?" + query if query else ""), b"", *headers)
 
     def send(self, data):
         self.sock.sendall(data)
@@ -83,8 +84,8 @@ def new_session(broker):
     return session_url(broker.url)[len(broker.origin):]
 
 
-def answer(connection, session, *headers, transport="xhr"):
-    connection.send(connection.poll(session, *headers, transport=transport))
+def answer(connection, session, *headers, transport="xhr", query=""):
+    connection.send(connection.poll(session, *headers, transport=transport, query=query))
     return connection.response()
 
 
@@ -117,6 +118,23 @@ def test_every_message_reaches_polls_on_one_connection_in_order(broker, kept, tr
             assert transport != "jsonp" or "</script>" not in body, "a message cannot end the script"
             received.extend(json.loads(frame_of(transport, body)[1:]))
     assert received == sent
+
+
+@pytest.mark.parametrize("transport", ["xhr", "jsonp"])
+def test_a_resuming_clients_polls_are_kept_with_its_query(broker, kept, transport):
+    """The shipped client asks for positions on every request's URL: its polls too are the broker's."""
+    connection = kept()
+    session = new_session(broker)
+    query = "positions=1"
+    status, headers, body = answer(connection, session, transport=transport, query=query)
+    assert (status, frame_of(transport, body), "server" in headers) == (200, "o", True)
+    delivered = []
+    with WebSocketClient(broker.url) as publisher:
+        publisher.send("counter 42")
+        while "counter 42" not in delivered:
+            status, headers, body = answer(connection, session, transport=transport, query=query)
+            assert status == 200 and "server" not in headers, "the broker itself answers the polls that follow"
+            delivered += [envelope.get("d") for envelope in json.loads(frame_of(transport, body)[1:])]
 
 
 def test_a_jsonp_poll_with_a_bad_callback_on_a_kept_connection_is_refused(broker, kept):

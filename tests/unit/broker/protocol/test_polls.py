@@ -35,6 +35,21 @@ def test_a_jsonp_poll_is_read_with_its_callback():
     assert parse_poll(data, PREFIX) == Poll("jsonp", "abc123", len(data), None, "127.0.0.1:8080", "_jp.a1b2")
 
 
+@pytest.mark.parametrize("target, callback", [
+    (b"/broadcast/000/abc123/xhr?positions=1&epoch=oElpTaWI&since=1795739480688-0", None),
+    (b"/broadcast/000/abc123/xhr?t=1", None),
+    (b"/broadcast/000/abc123/jsonp?positions=1&c=_jp.a1b2", "_jp.a1b2"),
+    (b"/broadcast/000/abc123/jsonp?c=cb&t=1", "cb"),
+    (b"/broadcast/000/abc123/jsonp?c=first&c=last", "last"),
+])
+def test_a_poll_with_a_query_is_a_poll_of_its_callback_alone(target, callback):
+    """The shipped client puts its positions on every request's URL: a poll of an open
+    session reads only jsonp's callback, the last ``c`` as Tornado takes it."""
+    data = request(target, method=b"GET" if b"jsonp" in target else b"POST")
+    poll = parse_poll(data, PREFIX)
+    assert (poll.session_id, poll.callback) == ("abc123", callback)
+
+
 @pytest.mark.parametrize("data", [
     request()[:-1],  # the head not yet whole
     request(line_end=b"\n"),
@@ -45,10 +60,11 @@ def test_a_jsonp_poll_is_read_with_its_callback():
     request(b"/broadcast/000/abc123/jsonp?c=", method=b"GET"),
     request(b"/broadcast/000/abc123/jsonp?c=alert(1)", method=b"GET"),
     request(b"/broadcast/000/abc123/jsonp?c=a%2Eb", method=b"GET"),
-    request(b"/broadcast/000/abc123/jsonp?c=cb&t=1", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?c=cb&c=", method=b"GET"),
+    request(b"/broadcast/000/abc123/jsonp?positions=1", method=b"GET"),
     request(b"/broadcast/000/abc123/jsonp?c=cb"),
     request(b"/broadcast/000/abc123/xhr_send"),
-    request(b"/broadcast/000/abc123/xhr?t=1"),
+    request(b"/broadcast/000/abc123/xhr?since=1%2D0"),
     request(b"/broadcast/000/ab%41/xhr"),
     request(b"/broadcast/000/a.b/xhr"),
     request(b"/broadcast/000//xhr"),
