@@ -6,7 +6,8 @@ Rules:
 - The restarts last from the first SIGTERM until ``settle_s`` seconds (the clients'
   longest wait before they reconnect) after the last broker answered ``/healthz``
   200 again: whole seconds ``floor(start)`` to ``ceil(end) - 1`` of the run
-  (:func:`restart_seconds`). The steady seconds are every one before the first.
+  (:func:`restart_seconds`). The steady seconds are every one before the first; a run
+  that restarted nothing is steady throughout.
 - Every run: no message lost, none delivered twice, no gap.
 - With a drain (``drain_s`` above 0), also: in no second did any broker take more than
   :data:`NEW_SESSIONS_FACTOR` x (clients / brokers) / ``drain_s`` new sessions, the rate
@@ -78,10 +79,16 @@ def restart_seconds(first_sigterm_s, last_healthy_s, settle_s):
 def judge(rows, lateness, window, load, losses, uncut=None):
     """The :class:`Verdict` of a run: its :class:`loadtest.method.timeline.Second` ``rows`` and
     ``lateness`` counts by second (:func:`loadtest.method.timeline.merge`), the ``window``
-    of seconds of its restarts (:func:`restart_seconds`), its :class:`Load` and :class:`Losses`,
+    of seconds of its restarts (:func:`restart_seconds`; None: it restarted nothing), its
+    :class:`Load` and :class:`Losses`,
     and the ``uncut`` clients' lateness counts by second
     (:func:`loadtest.method.timeline.uncut_lateness`), if counted."""
-    first, last = window
+    restarted = window is not None
+    if restarted:
+        first, last = window
+    else:
+        first = rows[-1].second + 1 if rows else 0
+        last = first - 1
     during = [row for row in rows if first <= row.second <= last]
     peak, peak_second, peak_broker = 0, None, None
     for row in during:
@@ -98,7 +105,7 @@ def judge(rows, lateness, window, load, losses, uncut=None):
         if count:
             failures.append("%d %s" % (count, what % ("" if count == 1 else "s")))
     bound = p99_bound = None
-    if load.drain_s > 0:
+    if restarted and load.drain_s > 0:
         bound = NEW_SESSIONS_FACTOR * load.clients / load.brokers / load.drain_s
         if peak > bound:
             failures.append("%d new sessions in second %d at broker %d, over %g" % (
@@ -110,7 +117,7 @@ def judge(rows, lateness, window, load, losses, uncut=None):
             if restarting > p99_bound:
                 failures.append("p99 %.1f ms during the restarts, over %.1f (%gx the steady %.1f)" % (
                     restarting, p99_bound, P99_FACTOR, steady))
-    elif load.killed and uncut is not None:
+    elif restarted and load.killed and uncut is not None:
         if steady is None or uncut_p99 is None:
             failures.append("no delivery %s to compare" % (
                 "before the restarts" if steady is None else "to an uncut client during them"))

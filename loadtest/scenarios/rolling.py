@@ -85,6 +85,10 @@ OPTIONS = (
      "comma-separated: one run with each, its brokers run with this --drain-seconds (default 10,0: a drain of "
      "10 s, then none)"),
     ("--before", arguments.positive_float, 10.0, "seconds of publishing before the first restart: the steady state"),
+    ("--restarts", arguments.non_negative_int, None,
+     "brokers restarted, in turn (default: every one); 0: none, a steady run through the cluster for --before "
+     "and --after seconds, in which no connection may end (through --haproxy: every session stays on its "
+     "broker); give it one --drain-seconds"),
     ("--pause", arguments.non_negative_float, 5.0,
      "seconds between a broker answering /healthz 200 again and the next one's SIGTERM"),
     ("--after", arguments.positive_float, 5.0, "seconds of publishing after the last broker is back"),
@@ -184,9 +188,12 @@ class RollingRun:
         end = End.COMPLETED.text()
         try:
             await asyncio.sleep(args.before)
-            for index in range(len(self.cluster.servers)):
+            restarted = self._restarted()
+            for index in range(restarted):
                 await self._restart(index)
-                await asyncio.sleep(args.pause if index < len(self.cluster.servers) - 1 else args.after)
+                await asyncio.sleep(args.pause if index < restarted - 1 else args.after)
+            if not restarted:
+                await asyncio.sleep(args.after)
         except LoadTestError as error:
             end = End.SERVER_GONE.text(str(error))
         finally:
@@ -202,8 +209,13 @@ class RollingRun:
     def _longest(self):
         """The most seconds the publishing can last, every broker taking as long as it may."""
         args = self.args
-        each = self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S + args.pause
-        return args.before + len(self.cluster.servers) * each + args.after
+        each = DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S + args.pause
+        return args.before + self._restarted() * each + args.after
+
+    def _restarted(self):
+        """How many brokers the run restarts: ``--restarts``, or every one."""
+        brokers = len(self.cluster.servers)
+        return brokers if self.args.restarts is None else min(self.args.restarts, brokers)
 
     def _now(self):
         return round(time.monotonic() - self.origin, 3)
@@ -261,12 +273,13 @@ class RollingRun:
                 delivery_ms={"p50": row.p50_ms, "p99": row.p99_ms, "max": row.max_ms}))
         healthy = [restart.healthy_s for restart in self.restarts if restart.healthy_s is not None]
         window = None
+        ends = workers.summed(report["ends"] for report in reports)
         if self.restarts:
             window = rolling_verdict.restart_seconds(self.restarts[0].sigterm_s,
                                                      max(healthy) if healthy else self.restarts[-1].listening_s,
                                                      args.backoff)
         verdict = rolling_verdict.judge(
-            rows, lateness, window or (0, -1),
+            rows, lateness, window,
             rolling_verdict.Load(args.clients, brokers, self.drain_s, args.signal != "TERM"),
             rolling_verdict.Losses(total["missing"], total["repeated"], sum(gaps.values())),
             timeline.uncut_lateness(timelines))
@@ -275,6 +288,9 @@ class RollingRun:
             failures.insert(0, end)
         if total["never_back"]:
             failures.append("%d clients never came back" % total["never_back"])
+        if not self._restarted() and ends:
+            failures.append("%d connections ended with no restart: %s" % (
+                sum(ends.values()), ", ".join("%s: %d" % item for item in sorted(ends.items()))))
         failures.extend("broker %d exited with %s" % (restart.broker, restart.exit_code if restart.exit_code is not None
                                                       else "no code: it was stopped")
                         for restart in self.restarts if restart.exit_code != self._exit_code())
@@ -285,7 +301,7 @@ class RollingRun:
             duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps,
             never_back=total["never_back"],
             reconnect_failures=workers.summed(report["failures"] for report in reports),
-            ends=workers.summed(report["ends"] for report in reports), restart_s=list(window) if window else None,
+            ends=ends, restart_s=list(window) if window else None,
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
             peak_broker=None if verdict.peak_broker is None else verdict.peak_broker + 1,
             new_sessions_bound=verdict.new_sessions_bound, steady_p99_ms=verdict.steady_p99_ms,
@@ -313,15 +329,19 @@ def verdict_line(record):
     p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
     through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
         record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
+    if record.restart_s is None:
+        restarts = "no restart"
+    else:
+        restarts = "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s (of the uncut clients " \
+                   "%s)" % (record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms,
+                            p99_bound, record.uncut_p99_ms)
     return ("%s x%d%s, %s, over %s: %d of %d clients complete, %d published; %d lost, "
-            "%d twice (%s resent, dropped by offset), gaps %s; peak %d new sessions/s at broker %s%s; "
-            "p99 %s ms during the restarts%s (of the uncut clients %s), steady %s ms; %s" % (
+            "%d twice (%s resent, dropped by offset), gaps %s; %s, steady p99 %s ms; %s" % (
                 record.server, record.brokers, through,
                 "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
                 record.complete, record.clients,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
-                record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms, p99_bound,
-                record.uncut_p99_ms, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
+                restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
 
 
 def _round(value):

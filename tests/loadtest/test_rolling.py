@@ -57,6 +57,21 @@ def test_with_a_drain_and_without_nothing_is_lost_and_every_second_counts_each_b
     assert runs[0].new_sessions_bound == 1.5 * CLIENTS / BROKERS / 1.0 and runs[1].new_sessions_bound is None
 
 
+def test_with_no_restart_every_connection_stays_where_it_is(tmp_path, redis_installed):
+    out = tmp_path / "rolling.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
+         "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
+         "--before", "1", "--after", "1", "--catch-up", "10", "--mix", "websocket=50,xhr-streaming=25,xhr-polling=25",
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = [records.parse(line) for line in result_lines.read(str(out))]
+    (run,) = [line for line in lines if line.TYPE == "rolling"]
+    assert not [line for line in lines if line.TYPE == "broker_restart"]
+    assert (run.restart_s, run.ends, run.failures, run.complete) == (None, {}, [], CLIENTS // 2), run
+    assert done.returncode == 0 and "no restart" in done.stderr, done.stdout + done.stderr
+
+
 def test_a_rolling_restart_needs_two_brokers_and_positions():
     for argv, said in ((["--brokers", "1"], "2 or more"), (["--transport", "raw"], "carries no positions")):
         done = subprocess.run([sys.executable, "-m", "loadtest", "rolling", *argv], cwd=ROOT,

@@ -71,3 +71,12 @@ def test_a_crash_judges_the_uncut_clients_p99_not_the_cut_ones():
     # Not a crash: shown, not judged.
     verdict = rolling_verdict.judge(rows, lateness, window, Load(300, 3, 0.0), NONE_LOST, uncut)
     assert verdict.passed and verdict.uncut_p99_ms == 25.0
+
+
+def test_a_run_that_restarted_nothing_is_steady_throughout_and_judged_by_its_losses():
+    rows, lateness, _ = run([(0, 900, 0)], late_ms=50)
+    verdict = rolling_verdict.judge(rows, lateness, None, Load(300, 3, 10.0), NONE_LOST)
+    assert verdict.passed, verdict.failures
+    assert (verdict.steady_p99_ms, verdict.restart_p99_ms, verdict.peak_new_sessions) == (50.0, None, 0)
+    verdict = rolling_verdict.judge(rows, lateness, None, Load(300, 3, 10.0), Losses(1, 0, 0))
+    assert verdict.failures == ("1 message lost",)
