@@ -230,11 +230,15 @@ def cluster_backplane(config):
 
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
     """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for."""
+    if backplane is None:
+        audience = Audience(hub.__len__, every=config.announce_audience)
+    else:
+        audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
+                            lambda: backplane.room_brokers)
     return Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
-                audience=Audience(hub.__len__, (lambda: backplane.room_audience) if backplane else None,
-                                  config.announce_audience, (lambda: backplane.room_brokers) if backplane else None),
+                audience=audience,
                 collection=collection, backplane=backplane,
                 idempotency=Window(config.idempotency_window), tls=tls_failures)
 
