@@ -4,7 +4,10 @@ Rules:
 
 - A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`: the same
   subscribers checking the same numbered feed, connected the same way, summed up the
-  same way, in a worker process the same way. Once it follows (:meth:`RollingGroup.follow`),
+  same way, in a worker process the same way. A first connection refused (brokers over
+  their accept rate, every one of them, or no proxy answer) is tried again after a draw in
+  ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
+  retries. Once it follows (:meth:`RollingGroup.follow`),
   each subscriber whose connection ends comes back by itself, after a delay drawn in
   ``[0, backoff]`` (full jitter, as the shipped client waits after a 3012), asking to
   resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
@@ -33,6 +36,8 @@ from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, RemoteSto
 from loadtest.method.timeline import Timeline
 
 MASK_64 = (1 << 64) - 1
+# Seconds a refused first connection waits, at most, before it is tried again.
+FIRST_BACKOFF_S = 1.0
 
 
 def reconnect_order(client_id, lost, brokers):
@@ -70,6 +75,14 @@ class RollingGroup(StormGroup):
         self.never_back = 0
         self.backoff = None
         self._returns = set()
+
+    async def connect(self):
+        """Open every subscriber's first connection, a refused one again (see the module's rules):
+        the failures, if any subscriber is still away."""
+        await super().connect()
+        away = [index for index, connection in enumerate(self.connections) if connection is None]
+        back = await asyncio.gather(*(self._open_within(index, FIRST_BACKOFF_S) for index in away))
+        return dict(self.failures) if not all(back) else {}
 
     async def _open(self, index, broker=None):
         """Connect subscriber ``index`` to ``broker`` and wait until it is told where it starts:

@@ -151,16 +151,18 @@ class StormGroup:
         every attempt that failed, those tried again with success included (the
         subscribers never back are in :meth:`report`)."""
         self.failures.clear()
-
-        async def one(index):
-            for _ in range(ATTEMPTS):
-                await asyncio.sleep(random.uniform(0, backoff))
-                self.subscribers[index].back_us = now_us()
-                if await self._open(index):
-                    return
-
-        await asyncio.gather(*(one(i) for i in range(len(self.subscribers))))
+        await asyncio.gather(*(self._open_within(i, backoff) for i in range(len(self.subscribers))))
         return dict(self.failures)
+
+    async def _open_within(self, index, backoff):
+        """Open subscriber ``index`` after a draw in ``[0, backoff]`` seconds, each failed attempt
+        again after another draw, ``ATTEMPTS`` at most: True if open."""
+        for _ in range(ATTEMPTS):
+            await asyncio.sleep(random.uniform(0, backoff))
+            self.subscribers[index].back_us = now_us()
+            if await self._open(index):
+                return True
+        return False
 
     async def wait_for(self, last, timeout):
         """Until every subscriber has delivered message ``last``, or ``timeout`` seconds."""

@@ -72,6 +72,20 @@ def test_with_no_restart_every_connection_stays_where_it_is(tmp_path, redis_inst
     assert done.returncode == 0 and "no restart" in done.stderr, done.stdout + done.stderr
 
 
+def test_first_connections_refused_by_an_accept_rate_are_tried_again(tmp_path, redis_installed):
+    out = tmp_path / "rolling.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
+         "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
+         "--before", "1", "--after", "0.5", "--catch-up", "10", "--broker-flags", "--max-accept-rate 5",
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # 10 clients at each broker at once, which takes 5 of them in its first second.
+    (run,) = [line for line in map(records.parse, result_lines.read(str(out))) if line.TYPE == "rolling"]
+    assert (run.connected, run.complete, run.failures) == (CLIENTS // 2, CLIENTS // 2, []), run
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_rolling_restart_needs_two_brokers_and_positions():
     for argv, said in ((["--brokers", "1"], "2 or more"), (["--transport", "raw"], "carries no positions")):
         done = subprocess.run([sys.executable, "-m", "loadtest", "rolling", *argv], cwd=ROOT,
