@@ -4,8 +4,8 @@ Rules:
 
 - A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`: the same
   subscribers checking the same numbered feed, connected the same way, summed up the
-  same way, in a worker process the same way. A first connection refused (brokers over
-  their accept rate, every one of them, or no proxy answer) is tried again after a draw in
+  same way, in a worker process the same way. A first connection that fails (refused by
+  brokers over their accept rate, every one of them, or not answered) is tried again after a draw in
   ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
   retries. Once it follows (:meth:`RollingGroup.follow`),
   each subscriber whose connection ends comes back by itself, after a delay drawn in
@@ -77,8 +77,8 @@ class RollingGroup(StormGroup):
         self._returns = set()
 
     async def connect(self):
-        """Open every subscriber's first connection, a refused one again (see the module's rules):
-        the failures, if any subscriber is still away."""
+        """Open every subscriber's first connection, one that failed again (see the module's
+        rules): the failures, if any subscriber is still away."""
         await super().connect()
         away = [index for index, connection in enumerate(self.connections) if connection is None]
         back = await asyncio.gather(*(self._open_within(index, FIRST_BACKOFF_S) for index in away))

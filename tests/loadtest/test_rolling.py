@@ -14,21 +14,27 @@ CLIENTS = 60
 BROKERS = 3
 
 
+def rolling(out, *flags):
+    """``python -m loadtest rolling`` of a cluster-cpython of BROKERS brokers with ``flags``,
+    writing ``out``: the finished process and the records it wrote."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
+         *flags, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return done, [records.parse(line) for line in result_lines.read(str(out))] if out.exists() else []
+
+
 def test_with_a_drain_and_without_nothing_is_lost_and_every_second_counts_each_broker(tmp_path, redis_installed):
     out = tmp_path / "rolling.jsonl"
     began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
-         "--clients", str(CLIENTS), "--drain-seconds", "1,0", "--procs", "2", "--rate", "4", "--before", "1",
-         "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10",
-         "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done, lines = rolling(
+        out, "--clients", str(CLIENTS), "--drain-seconds", "1,0", "--procs", "2", "--rate", "4", "--before", "1",
+        "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10",
+        "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10")
     took = time.monotonic() - began
     # The exit status is the verdict's, whose bounds a run this small may miss by chance: what
     # must hold whatever the chance is asserted below.
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert "restart p99 ms" in done.stderr and took < 60, took
-    lines = [records.parse(line) for line in result_lines.read(str(out))]
     runs = [line for line in lines if line.TYPE == "rolling"]
     assert [run.drain_s for run in runs] == [1.0, 0.0], done.stderr
     for run in runs:
@@ -59,13 +65,9 @@ def test_with_a_drain_and_without_nothing_is_lost_and_every_second_counts_each_b
 
 def test_with_no_restart_every_connection_stays_where_it_is(tmp_path, redis_installed):
     out = tmp_path / "rolling.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
-         "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
-         "--before", "1", "--after", "1", "--catch-up", "10", "--mix", "websocket=50,xhr-streaming=25,xhr-polling=25",
-         "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    lines = [records.parse(line) for line in result_lines.read(str(out))]
+    done, lines = rolling(
+        out, "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
+        "--before", "1", "--after", "1", "--catch-up", "10", "--mix", "websocket=50,xhr-streaming=25,xhr-polling=25")
     (run,) = [line for line in lines if line.TYPE == "rolling"]
     assert not [line for line in lines if line.TYPE == "broker_restart"]
     assert (run.restart_s, run.ends, run.failures, run.complete) == (None, {}, [], CLIENTS // 2), run
@@ -74,14 +76,11 @@ def test_with_no_restart_every_connection_stays_where_it_is(tmp_path, redis_inst
 
 def test_first_connections_refused_by_an_accept_rate_are_tried_again(tmp_path, redis_installed):
     out = tmp_path / "rolling.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
-         "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
-         "--before", "1", "--after", "0.5", "--catch-up", "10", "--broker-flags", "--max-accept-rate 5",
-         "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done, lines = rolling(
+        out, "--clients", str(CLIENTS // 2), "--restarts", "0", "--drain-seconds", "0", "--procs", "1", "--rate", "4",
+        "--before", "1", "--after", "0.5", "--catch-up", "10", "--broker-flags", "--max-accept-rate 5")
     # 10 clients at each broker at once, which takes 5 of them in its first second.
-    (run,) = [line for line in map(records.parse, result_lines.read(str(out))) if line.TYPE == "rolling"]
+    (run,) = [line for line in lines if line.TYPE == "rolling"]
     assert (run.connected, run.complete, run.failures) == (CLIENTS // 2, CLIENTS // 2, []), run
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -96,15 +95,11 @@ def test_a_rolling_restart_needs_two_brokers_and_positions():
 def test_through_haproxy_the_brokers_count_their_sessions(tmp_path, redis_installed):
     deployment.require_haproxy()
     out = tmp_path / "rolling.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
-         "--clients", str(CLIENTS), "--drain-seconds", "0", "--procs", "2", "--rate", "4", "--before", "2",
-         "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10", "--haproxy", "2",
-         "--source-addresses", "127.0.0.2-127.0.0.5", "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10",
-         "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done, lines = rolling(
+        out, "--clients", str(CLIENTS), "--drain-seconds", "0", "--procs", "2", "--rate", "4", "--before", "2",
+        "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10", "--haproxy", "2",
+        "--source-addresses", "127.0.0.2-127.0.0.5", "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10")
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    lines = [records.parse(line) for line in result_lines.read(str(out))]
     (run,) = [line for line in lines if line.TYPE == "rolling"]
     assert (run.connected, run.complete, run.lost, run.duplicated, run.never_back) == (CLIENTS, CLIENTS, 0, 0, 0), run
     assert run.haproxy == 2 and run.proxy_answers["101"] >= CLIENTS // 2 and run.proxy_answers["200"] >= CLIENTS // 4
@@ -120,14 +115,11 @@ def test_through_haproxy_the_brokers_count_their_sessions(tmp_path, redis_instal
 
 def test_a_crash_each_broker_killed_in_turn_loses_nothing(tmp_path, redis_installed):
     out = tmp_path / "rolling.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "rolling", "--servers", "cluster-cpython", "--brokers", str(BROKERS),
-         "--clients", str(CLIENTS), "--signal", "KILL", "--drain-seconds", "0", "--procs", "2", "--rate", "4",
-         "--before", "1", "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10",
-         "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done, lines = rolling(
+        out, "--clients", str(CLIENTS), "--signal", "KILL", "--drain-seconds", "0", "--procs", "2", "--rate", "4",
+        "--before", "1", "--pause", "0", "--after", "0.5", "--backoff", "0.5", "--catch-up", "10",
+        "--mix", "websocket=70,xhr-streaming=20,xhr-polling=10")
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    lines = [records.parse(line) for line in result_lines.read(str(out))]
     (run,) = [line for line in lines if line.TYPE == "rolling"]
     assert (run.connected, run.complete, run.lost, run.duplicated, run.never_back) == (CLIENTS, CLIENTS, 0, 0, 0), run
     assert run.signal == "KILL" and "SIGKILL" in done.stderr
