@@ -110,21 +110,22 @@ def judge(rows, lateness, window, load, losses, uncut=None):
         if peak > bound:
             failures.append("%d new sessions in second %d at broker %d, over %g" % (
                 peak, peak_second, peak_broker + 1, bound))
-        if steady is None or restarting is None:
-            failures.append("no delivery %s to compare" % ("before the restarts" if steady is None else "during them"))
-        else:
-            p99_bound = round(P99_FACTOR * steady, 1)
-            if restarting > p99_bound:
-                failures.append("p99 %.1f ms during the restarts, over %.1f (%gx the steady %.1f)" % (
-                    restarting, p99_bound, P99_FACTOR, steady))
+        p99_bound = _p99_bound(steady, restarting, "during the restarts", "during them", failures)
     elif restarted and load.killed and uncut is not None:
-        if steady is None or uncut_p99 is None:
-            failures.append("no delivery %s to compare" % (
-                "before the restarts" if steady is None else "to an uncut client during them"))
-        else:
-            p99_bound = round(P99_FACTOR * steady, 1)
-            if uncut_p99 > p99_bound:
-                failures.append("p99 %.1f ms of the uncut clients during the restarts, over %.1f (%gx the steady "
-                                "%.1f)" % (uncut_p99, p99_bound, P99_FACTOR, steady))
+        p99_bound = _p99_bound(steady, uncut_p99, "of the uncut clients during the restarts",
+                               "to an uncut client during them", failures)
     return Verdict(steady, restarting, uncut_p99, worst, peak, peak_second, peak_broker, bound, p99_bound,
                    tuple(failures))
+
+
+def _p99_bound(steady, judged, what, unseen, failures):
+    """:data:`P99_FACTOR` x the ``steady`` p99, the bound of the p99 ``judged`` (deliveries
+    ``what``), or None if either has no delivery (``unseen``: where none was); a failure
+    appended to ``failures`` for each of those and for a p99 over the bound."""
+    if steady is None or judged is None:
+        failures.append("no delivery %s to compare" % ("before the restarts" if steady is None else unseen))
+        return None
+    bound = round(P99_FACTOR * steady, 1)
+    if judged > bound:
+        failures.append("p99 %.1f ms %s, over %.1f (%gx the steady %.1f)" % (judged, what, bound, P99_FACTOR, steady))
+    return bound
