@@ -37,6 +37,8 @@ setup(
         "test": [
             "pytest>=7",
             "pytest-timeout>=2.1",
+            # Runs the tests that mostly wait on brokers' timeouts three at a time (tox.ini).
+            "pytest-xdist>=3.3",
             # The tests' own SockJS clients: an implementation independent of the load client's.
             "websocket-client>=1.6,<2",
             # lint-imports holds the import contracts of .importlinter.

@@ -44,8 +44,11 @@ RATE = 5
 TOKEN = "t"
 # Longer than haproxy takes to see a draining broker's 503s (2 checks, 2 s apart).
 DRAIN_SECONDS = 6.0
-# Heartbeats every second: a subscriber stops within a second of being told to.
-FLAGS = ("--publish-token", TOKEN, "--heartbeat-delay", "1", "--drain-seconds", "%g" % DRAIN_SECONDS)
+# Heartbeats every second: a subscriber stops within a second of being told to. The
+# polling sessions opened while a broker is away wait for their next poll however long
+# its restart takes on a slow machine (SockJS's 5 s would close them first).
+FLAGS = ("--publish-token", TOKEN, "--heartbeat-delay", "1", "--drain-seconds", "%g" % DRAIN_SECONDS,
+         "--disconnect-delay", "30")
 
 
 @pytest.fixture

@@ -101,12 +101,12 @@ def test_invalid_utf8_closes_only_that_connection(broker, witnesses):
 
 
 @pytest.mark.parametrize("garbage, code", [
-    (b"\x81\x05hello", 1002),                         # unmasked client frame
-    (b"\x8f\x80" + os.urandom(4), 1002),              # reserved opcode
-    (b"\x83\x85" + os.urandom(9), 1002),              # reserved opcode, with payload
-    (b"\xf1\x80" + os.urandom(4), 1002),              # reserved bits set
-    (b"\x81\xff" + struct.pack("!Q", 1 << 62), 1009), # absurd length
-    (b"\x16\x03\x01\x02\x00" + bytes(range(64)), 1002),  # a TLS ClientHello
+    pytest.param(b"\x81\x05hello", 1002, id="unmasked client frame"),
+    pytest.param(b"\x8f\x80" + os.urandom(4), 1002, id="reserved opcode"),
+    pytest.param(b"\x83\x85" + os.urandom(9), 1002, id="reserved opcode, with payload"),
+    pytest.param(b"\xf1\x80" + os.urandom(4), 1002, id="reserved bits set"),
+    pytest.param(b"\x81\xff" + struct.pack("!Q", 1 << 62), 1009, id="absurd length"),
+    pytest.param(b"\x16\x03\x01\x02\x00" + bytes(range(64)), 1002, id="a TLS ClientHello"),
 ])
 def test_garbage_frames_close_only_that_connection(broker, witnesses, garbage, code):
     offender = WebSocketClient(broker.url).open()

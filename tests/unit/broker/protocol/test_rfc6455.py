@@ -67,20 +67,20 @@ def test_close_frames_give_their_code_and_reason_and_end_the_parse():
 
 
 @pytest.mark.parametrize("data, code", [
-    (b"\x81\x05hello", 1002),                                          # unmasked
-    (b"\x83\x80abcd", 1002),                                           # reserved opcode
-    (b"\xc1\x80abcd", 1002),                                           # RSV1: no extension was agreed
-    (frame(b"ping", rfc6455.PING, final=False), 1002),                 # fragmented control frame
-    (frame(b"p" * 126, rfc6455.PING), 1002),                           # control frame over 125 bytes
-    (frame(b"tail", 0x0), 1002),                                       # continuation of nothing
-    (frame(b"a", final=False) + frame(b"b"), 1002),                    # new message inside a fragmented one
-    (frame(b"a" * 600, final=False) + frame(b"b" * 600), 1002),        # the same, both under max_size
-    (frame(struct.pack("!H", 999), rfc6455.CLOSE), 1002),              # close code no endpoint may send
-    (frame(b"\x03", rfc6455.CLOSE), 1002),                             # a one-byte close payload
-    (frame(b"\xff\xfe"), 1007),                                        # text that is not UTF-8
-    (frame(struct.pack("!H", 1000) + b"\xff", rfc6455.CLOSE), 1007),   # close reason not UTF-8
-    (frame(b"x" * 1025), 1009),                                        # over max_size
-    (frame(b"x" * 600, final=False) + frame(b"x" * 600, 0x0), 1009),   # over max_size in fragments
+    pytest.param(b"\x81\x05hello", 1002, id="unmasked"),
+    pytest.param(b"\x83\x80abcd", 1002, id="reserved opcode"),
+    pytest.param(b"\xc1\x80abcd", 1002, id="RSV1: no extension was agreed"),
+    pytest.param(frame(b"ping", rfc6455.PING, final=False), 1002, id="fragmented control frame"),
+    pytest.param(frame(b"p" * 126, rfc6455.PING), 1002, id="control frame over 125 bytes"),
+    pytest.param(frame(b"tail", 0x0), 1002, id="continuation of nothing"),
+    pytest.param(frame(b"a", final=False) + frame(b"b"), 1002, id="new message inside a fragmented one"),
+    pytest.param(frame(b"a" * 600, final=False) + frame(b"b" * 600), 1002, id="the same, both under max_size"),
+    pytest.param(frame(struct.pack("!H", 999), rfc6455.CLOSE), 1002, id="close code no endpoint may send"),
+    pytest.param(frame(b"\x03", rfc6455.CLOSE), 1002, id="a one-byte close payload"),
+    pytest.param(frame(b"\xff\xfe"), 1007, id="text that is not UTF-8"),
+    pytest.param(frame(struct.pack("!H", 1000) + b"\xff", rfc6455.CLOSE), 1007, id="close reason not UTF-8"),
+    pytest.param(frame(b"x" * 1025), 1009, id="over max_size"),
+    pytest.param(frame(b"x" * 600, final=False) + frame(b"x" * 600, 0x0), 1009, id="over max_size in fragments"),
 ])
 def test_a_broken_frame_fails_with_its_close_code(data, code):
     got = events(data + frame(b"never parsed"))
