@@ -400,6 +400,7 @@ class Rolling(Record):
     proxy_answers: Optional[Dict[str, int]] = None  # their answers by status
     signal: str = "TERM"  # how each broker was stopped: TERM (a deploy), KILL (a crash)
     uncut_p99_ms: Optional[float] = None  # p99 during the restarts of the clients whose connection never ended
+    first_connect_failures: Optional[Dict[str, int]] = None  # first connections that failed, each tried again
 
     @property
     def killed(self):

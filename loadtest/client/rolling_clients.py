@@ -7,7 +7,7 @@ Rules:
   same way, in a worker process the same way. A first connection that fails (refused by
   brokers over their accept rate, every one of them, or not answered) is tried again after a draw in
   ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
-  retries. Once it follows (:meth:`RollingGroup.follow`),
+  retries; the report counts those failures by reason (``first_failures``). Once it follows (:meth:`RollingGroup.follow`),
   each subscriber whose connection ends comes back by itself, after a delay drawn in
   ``[0, backoff]`` (full jitter, as the shipped client waits after a 3012), asking to
   resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
@@ -74,6 +74,7 @@ class RollingGroup(StormGroup):
         self.ends = collections.Counter()
         self.never_back = 0
         self.backoff = None
+        self.first_failures = {}
         self._returns = set()
 
     async def connect(self):
@@ -82,7 +83,8 @@ class RollingGroup(StormGroup):
         await super().connect()
         away = [index for index, connection in enumerate(self.connections) if connection is None]
         back = await asyncio.gather(*(self._open_within(index, FIRST_BACKOFF_S) for index in away))
-        return dict(self.failures) if not all(back) else {}
+        self.first_failures = dict(self.failures)
+        return self.first_failures if not all(back) else {}
 
     async def _open(self, index, broker=None):
         """Connect subscriber ``index`` to ``broker`` and wait until it is told where it starts:
@@ -160,10 +162,11 @@ class RollingGroup(StormGroup):
 
     def report(self, last):
         """:meth:`StormGroup.counts`, the timeline's counts, why connections ended, the
-        attempts to come back that failed and the subscribers that never came back."""
+        attempts to come back that failed, the subscribers that never came back and the first
+        connections that failed (each tried again)."""
         report = self.counts(last)
         report.update(timeline=self.timeline.report(), ends=dict(self.ends), failures=dict(self.failures),
-                      never_back=self.never_back)
+                      never_back=self.never_back, first_failures=self.first_failures)
         return report
 
     def close(self):

@@ -301,6 +301,7 @@ class RollingRun:
             duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps,
             never_back=total["never_back"],
             reconnect_failures=workers.summed(report["failures"] for report in reports),
+            first_connect_failures=workers.summed(report["first_failures"] for report in reports),
             ends=ends, restart_s=list(window) if window else None,
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
             peak_broker=None if verdict.peak_broker is None else verdict.peak_broker + 1,
@@ -335,11 +336,13 @@ def verdict_line(record):
         restarts = "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s (of the uncut clients " \
                    "%s)" % (record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms,
                             p99_bound, record.uncut_p99_ms)
-    return ("%s x%d%s, %s, over %s: %d of %d clients complete, %d published; %d lost, "
+    retried = "" if not record.first_connect_failures else " (first connections tried again: %s)" % (
+        console.listed(record.first_connect_failures))
+    return ("%s x%d%s, %s, over %s: %d of %d clients complete%s, %d published; %d lost, "
             "%d twice (%s resent, dropped by offset), gaps %s; %s, steady p99 %s ms; %s" % (
                 record.server, record.brokers, through,
                 "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
-                record.complete, record.clients,
+                record.complete, record.clients, retried,
                 record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
                 restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
 

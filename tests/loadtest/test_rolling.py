@@ -82,6 +82,8 @@ def test_first_connections_refused_by_an_accept_rate_are_tried_again(tmp_path, r
     # 10 clients at each broker at once, which takes 5 of them in its first second.
     (run,) = [line for line in lines if line.TYPE == "rolling"]
     assert (run.connected, run.complete, run.failures) == (CLIENTS // 2, CLIENTS // 2, []), run
+    assert sum(run.first_connect_failures.values()) >= 1, run
+    assert "first connections tried again: " in done.stderr, done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
 
 
