@@ -83,14 +83,15 @@ def tally_sockjs_frame(protocol, buffer, start, end, count, own, events):
     """Add the SockJS frame at ``buffer[start:end]`` to one read's ``count`` and ``own``
     (a list or None), returned, for ``protocol`` (its ``marker``, ``pending``, ``opened`` and
     ``count_messages``, which counts positioned messages for a client that asked for them):
-    an array's messages are counted and the client's own taken from ``pending``; the first
+    an array's messages are counted and the client's own taken from ``pending`` (none, for
+    a ``marker`` of None: its ``count_messages`` times them); the first
     open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
     it; a later open frame (a new session under the same id) or a close frame closes
     ``protocol``. Every transport's protocol reads its frames so."""
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
         count += protocol.count_messages(buffer, start, end)
-        if buffer.find(protocol.marker, start, end) >= 0:
+        if protocol.marker is not None and buffer.find(protocol.marker, start, end) >= 0:
             own = _take_pending(protocol.pending, payload.own_messages(buffer, protocol.marker, start, end), own)
     elif kind == _SOCKJS_OPEN:
         if protocol.opened:

@@ -11,7 +11,9 @@ Rules:
 - Each subscriber's connection is the load client's own
   (:meth:`loadtest.client.connections.ClientGroup.new_connection`), its protocol
   counting with the subscriber's ``count_frame``: it works on every transport
-  whose frames the load client reads.
+  whose frames the load client reads. The subscriber times each message it delivers
+  (now less its publish time) into its connection's histogram: a copy it drops, sent
+  again by design or twice, is not a delivery and is not timed.
 - :meth:`StormGroup.drop` aborts every connection in one event-loop iteration;
   :meth:`StormGroup.come_back` brings each subscriber back after a delay drawn
   uniformly in ``[0, backoff]`` (full jitter), asking to resume; a failed
@@ -49,7 +51,9 @@ POLL_S = 0.05
 class StormSubscriber(ResumingSubscriber):
     """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``holes``,
     ``numbered`` (messages of the feed delivered) and ``repeats`` (of them, one at or
-    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``."""
+    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``;
+    ``record``: what each delivery's lateness in microseconds goes to (its connection's
+    histogram's ``record_value``)."""
 
     def __init__(self):
         super().__init__()
@@ -61,6 +65,7 @@ class StormSubscriber(ResumingSubscriber):
         self.foreign = 0
         self.back_us = None
         self.caught_up_us = None
+        self.record = None
 
     def delivered(self, offset, message):
         try:
@@ -70,6 +75,8 @@ class StormSubscriber(ResumingSubscriber):
             self.foreign += 1
             return
         self.numbered += 1
+        now = now_us()
+        self.record(max(1, now - sent_us))
         if self.last is not None and number != self.last + 1:
             self.holes += 1
             self.repeats += number <= self.last
@@ -77,7 +84,7 @@ class StormSubscriber(ResumingSubscriber):
             self.first = number
         self.last = number
         if self.back_us is not None and self.caught_up_us is None and sent_us >= self.back_us:
-            self.caught_up_us = now_us()
+            self.caught_up_us = now
 
 
 class StormGroup:
@@ -112,8 +119,11 @@ class StormGroup:
         url = endpoints.with_query(base, self.subscribers[index].query())
         service = endpoints.target(url)
         connection = self._clients.new_connection(client_id, url)
+        subscriber = self.subscribers[index]
         connection.histogram = self.recorder(index)
-        connection.protocol.count_messages = self.subscribers[index].count_frame
+        subscriber.record = connection.histogram.record_value
+        connection.protocol.count_messages = subscriber.count_frame
+        connection.protocol.marker = None  # the subscriber times what it delivers
         local = arguments.source_address(self._clients.source_addresses, client_id)
         try:
             await connection.open(service.host, service.port, local, CONNECT_TIMEOUT_S,
