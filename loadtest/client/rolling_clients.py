@@ -5,12 +5,12 @@ Rules:
 - A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`: the same
   subscribers checking the same numbered feed, connected the same way, summed up the
   same way, in a worker process the same way. A first connection that fails (refused by
-  brokers over their accept rate, every one of them, or not answered) is tried again after a draw in
-  ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
-  retries; the report counts those failures by reason (``first_failures``). Once it follows (:meth:`RollingGroup.follow`),
-  each subscriber whose connection ends comes back by itself, after a delay drawn in
-  ``[0, backoff]`` (full jitter, as the shipped client waits after a 3012), asking to
-  resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
+  brokers over their accept rate, every one of them, or not answered) is tried again after a
+  draw in ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
+  retries; the report counts those failures by reason (``first_failures``). Once it follows
+  (:meth:`RollingGroup.follow`), each subscriber whose connection ends comes back by itself,
+  after a delay drawn in ``[0, backoff]`` (full jitter, as the shipped client waits after a
+  3012), asking to resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
   broker it lost, the same every run, so that the clients of one broker spread evenly over
   the others, in every second of a drain, wherever each of them came from.
 - A subscriber is *on* a broker from the moment the broker tells it where it starts (its
