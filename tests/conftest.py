@@ -23,15 +23,17 @@ raise_open_files_limit()
 
 # The modules whose bounds assume no other test beside them: they measure latency,
 # CPU, memory or rates (the hostile suite's canaries, load runs that judge their own
-# steps, compare, memory plateaus), or install sockjs-node's modules. They are
-# marked ``alone``; tox runs the rest side by side (``pytest -m "not alone" -n 3``:
-# they mostly wait on brokers' timeouts), then these one at a time (``-m alone``).
+# steps, compare, memory plateaus, heartbeats a second, a drain's spread), or install
+# sockjs-node's modules. They are marked ``alone``; tox runs the rest side by side
+# (``pytest -m "not alone" -n 3``: they mostly wait on brokers' timeouts), then these
+# one at a time (``-m alone``).
 ALONE = tuple("tests/" + path for path in (
     "hostile/test_accept_rate.py", "hostile/test_connection_limits.py", "hostile/test_descriptor_exhaustion.py",
     "hostile/test_flood.py", "hostile/test_oversized_headers.py", "hostile/test_slow_consumers.py",
     "hostile/test_slowloris.py", "hostile/test_websocket_pings.py",
     "loadtest/test_abuse_runs.py", "loadtest/test_rolling.py", "loadtest/test_soak_runs.py", "loadtest/test_sweep.py",
-    "compare/", "broker/test_churn.py", "broker/test_nursery.py", "plots/test_plots_from_compare.py",
+    "compare/", "broker/test_churn.py", "broker/test_nursery.py", "broker/test_heartbeats.py",
+    "broker/test_shutdown.py", "plots/test_plots_from_compare.py",
     "test_without_server_stack.py"))
 assert all(os.path.exists(os.path.join(ROOT, path)) for path in ALONE), "ALONE names a path that is gone"
 

@@ -79,9 +79,10 @@ def test_clients_are_closed_spread_over_the_drain_period(start_broker):
 
     started = time.monotonic()
     broker.server.process.send_signal(signal.SIGTERM)
-    # At once: unhealthy, and a session that would open now is sent elsewhere,
-    # while the broker still serves those it has not closed yet.
-    assert broker.request("GET", "/healthz") == (503, {"status": "draining"})
+    # At once (as soon as its loop has run the signal's handler): unhealthy, and a
+    # session that would open now is sent elsewhere, while the broker still serves
+    # those it has not closed yet.
+    wait_until(lambda: broker.request("GET", "/healthz") == (503, {"status": "draining"}), timeout=1)
     status, headers, body = get(broker, path_of(broker, broker.url) + "/info")
     assert (status, retry_after(headers), body) == (503, 1, "Server draining: connect to another\n")
     assert broker.stats()["drain"]["clients"] == len(clients)
