@@ -1,35 +1,25 @@
 """The load client over every SockJS HTTP transport, against a real broker over loopback."""
 
 import asyncio
-import subprocess
 import sys
 
 import pytest
 
 from loadtest.client import connections, endpoints
-from checkout import ROOT
+import one_step
 import result_lines
-
-RUN_TIMEOUT_S = 60
 
 
 def run_latency(url, out, *options):
-    """``python -m loadtest`` for one short step of 5 clients at 20 msgs/s; its records."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--rate", "20", "--duration", "1",
-         "--pause", "0.1", "--out", str(out), *options],
-        cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    """One step's records (:mod:`one_step`)."""
+    completed = one_step.run(url, out, *options)
     assert completed.returncode == 0, completed.stderr
     return result_lines.read(out)
 
 
 def check_every_delivery(records, transport):
     assert records[0]["type"] == "run" and records[0]["transport"] == transport
-    (step,) = [r for r in records if r["type"] == "step"]
-    assert step["sent"] == 20 and step["received"] == 20 * 5
-    assert step["lost"] == step["dropped"] == 0 and not step["overloaded"]
-    assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["max"]
-    assert [r["end"] for r in records if r["type"] == "level"] == ["sweep done"]
+    one_step.check_every_delivery(records)
 
 
 @pytest.mark.parametrize("transport", endpoints.HTTP_TRANSPORTS)
@@ -63,7 +53,7 @@ def test_a_stream_past_the_response_limit_is_reopened_and_loses_nothing(start_se
         finally:
             group.close()
 
-    partial, reopened = asyncio.run(asyncio.wait_for(run(), RUN_TIMEOUT_S))
+    partial, reopened = asyncio.run(asyncio.wait_for(run(), one_step.RUN_TIMEOUT_S))
     assert (partial.sent, partial.received, partial.lost, partial.dropped) == (400, 400, 0, 0)
     assert partial.histogram.get_total_count() == 400
     assert reopened >= 2

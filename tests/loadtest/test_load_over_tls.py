@@ -12,9 +12,8 @@ from loadtest.client import endpoints, http_sessions, tls_context
 from loadtest.client.publisher import Publisher
 from checkout import ROOT
 from sockjs_clients import WebSocketClient
+import one_step
 import result_lines
-
-RUN_TIMEOUT_S = 60
 
 
 @pytest.fixture
@@ -33,43 +32,32 @@ def authority(tls_files, tmp_path):
     return str(path)
 
 
-def run_latency(url, out, *options):
-    """``python -m loadtest`` for one short step of 5 clients at 20 msgs/s."""
-    return subprocess.run(
-        [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--rate", "20", "--duration", "1",
-         "--pause", "0.1", "--out", str(out), *options],
-        cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-
-
 def check_every_delivery_over_tls(records, url, transport):
     run, server = records[:2]
     assert (run["type"], run["url"], run["transport"]) == ("run", url, transport)
     assert (server["type"], server["tls"]) == ("server", True)
     assert server["runtime"].startswith(("CPython ", "PyPy "))  # read from the broker's /stats, over https
-    (step,) = [r for r in records if r["type"] == "step"]
-    assert step["sent"] == 20 and step["received"] == 20 * 5
-    assert step["lost"] == step["dropped"] == 0 and not step["overloaded"]
-    assert [r["end"] for r in records if r["type"] == "level"] == ["sweep done"]
+    one_step.check_every_delivery(records)
 
 
 @pytest.mark.parametrize("transport", endpoints.TRANSPORTS)
 def test_every_transport_delivers_every_message_over_tls(tls_broker, authority, tmp_path, transport):
     assert tls_broker.url.startswith("https://127.0.0.1:")
-    done = run_latency(tls_broker.url, tmp_path / "run.jsonl", "--tls-ca", authority, "--transport", transport)
+    done = one_step.run(tls_broker.url, tmp_path / "run.jsonl", "--tls-ca", authority, "--transport", transport)
     assert done.returncode == 0, done.stderr
     check_every_delivery_over_tls(result_lines.read(tmp_path / "run.jsonl"), tls_broker.url, transport)
 
 
 def test_worker_processes_trust_what_they_are_told_to(tls_broker, authority, tmp_path):
     mix = "mix:websocket=1,xhr-streaming=1,xhr-polling=1"
-    done = run_latency(tls_broker.url, tmp_path / "run.jsonl", "--tls-ca", authority, "--procs", "2",
-                       "--mix", mix[len("mix:"):])
+    done = one_step.run(tls_broker.url, tmp_path / "run.jsonl", "--tls-ca", authority, "--procs", "2",
+                        "--mix", mix[len("mix:"):])
     assert done.returncode == 0, done.stderr
     check_every_delivery_over_tls(result_lines.read(tmp_path / "run.jsonl"), tls_broker.url, mix)
 
 
 def test_without_the_authority_the_system_s_trust_refuses_the_broker(tls_broker, tmp_path):
-    done = run_latency(tls_broker.url, tmp_path / "run.jsonl")
+    done = one_step.run(tls_broker.url, tmp_path / "run.jsonl")
     assert done.returncode == 1
     assert "no connection to %s opened: 5 " % tls_broker.url in done.stderr
     assert "CERTIFICATE_VERIFY_FAILED" in done.stderr
@@ -78,7 +66,7 @@ def test_without_the_authority_the_system_s_trust_refuses_the_broker(tls_broker,
 def test_ping_over_tls(tls_broker, authority):
     done = subprocess.run([sys.executable, "-m", "loadtest", "ping", "--url", tls_broker.url, "--tls-ca", authority,
                            "--transport", "xhr-streaming"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+                          timeout=one_step.RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ping %s: round trip " % tls_broker.url)
 
@@ -102,6 +90,6 @@ def test_the_publisher_and_the_stats_go_over_tls_too(tls_broker, authority):
 def test_an_http_url_to_the_tls_port_is_no_silent_success(tls_broker, authority, tmp_path):
     parts = urllib.parse.urlsplit(tls_broker.url)
     plain = parts._replace(scheme="http").geturl()
-    done = run_latency(plain, tmp_path / "run.jsonl", "--tls-ca", authority)
+    done = one_step.run(plain, tmp_path / "run.jsonl", "--tls-ca", authority)
     assert done.returncode == 1
     assert "no connection to %s opened" % plain in done.stderr
