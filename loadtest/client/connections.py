@@ -11,7 +11,8 @@ Rules:
 - A :class:`ClientGroup` is the unit one process runs. It opens connections at
   most ``CONNECTING_AT_ONCE`` at a time; :meth:`ClientGroup.run_step` sends its
   share of one step's messages round-robin, paced evenly over the step, waits
-  for them back and returns a :class:`loadtest.method.rules.Partial` that
+  for them back (every group's, counted since :meth:`ClientGroup.begin_step`,
+  which every group has run before any sends) and returns a :class:`loadtest.method.rules.Partial` that
   :mod:`loadtest.client.sweep` merges. The rules it applies are :mod:`loadtest.method.rules`'s.
 - A connection to an ``https`` URL is TLS (:func:`loadtest.client.tls_context.context_for`), decided
   once as it opens: nothing is added per message, and a plain one is as it always was.
@@ -189,21 +190,29 @@ class ClientGroup:
     def alive_count(self):
         return len(self.alive())
 
+    async def begin_step(self):
+        """Count deliveries and round trips from now on, for the next :meth:`run_step`.
+
+        A step of several groups begins in all of them before any sends: the first
+        messages of one reach the others' connections at once, and must be counted.
+        """
+        self.histogram = rules.new_histogram()
+        for conn in self.connections:
+            conn.histogram = self.histogram
+            conn.received = 0
+            conn.protocol.pending.clear()
+
     async def run_step(self, to_send, duration, total_messages):
         """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they are back.
 
         ``total_messages`` is what every group together sends in this step (to know
-        how many deliveries to expect). Returns this group's :class:`loadtest.method.rules.Partial`.
+        how many deliveries to expect). Returns this group's :class:`loadtest.method.rules.Partial`,
+        with the deliveries counted since :meth:`begin_step` (or since the connections opened).
         """
         loop = asyncio.get_event_loop()
         rate = to_send / duration
         connections = self.alive()
         protocols = [conn.protocol for conn in connections]
-        self.histogram = rules.new_histogram()
-        for conn in connections:
-            conn.histogram = self.histogram
-            conn.received = 0
-            conn.protocol.pending.clear()
         self.lag.reset()
         reopened_before = sum(conn.reopened for conn in connections)
         cpu_before = _cpu_seconds()

@@ -161,6 +161,7 @@ async def _run_step(groups, rate, duration, total, on_progress, level):
                       elapsed=loop.time() - started, duration=duration)
             await asyncio.sleep(PROGRESS_S)
 
+    await asyncio.gather(*(group.begin_step() for group in groups))
     ticker = asyncio.ensure_future(tick())
     try:
         return await asyncio.gather(

@@ -1,7 +1,7 @@
 """``--procs N``: client groups in worker processes, driven from the sweep's loop.
 
 A :class:`RemoteGroup` offers the interface of :class:`loadtest.client.connections.ClientGroup`
-(``connect``, ``alive_count``, ``run_step``, ``take_sample``, ``close``); behind it a spawned process
+(``connect``, ``alive_count``, ``begin_step``, ``run_step``, ``take_sample``, ``close``); behind it a spawned process
 runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded. A worker
 trusts what the process that started it trusts (:func:`loadtest.client.tls_context.trusted`).
 """
@@ -46,6 +46,9 @@ async def _serve(pipe, urls, transport, source_addresses, first_id, listen):
             if command[0] == "connect":
                 failures = await group.connect(command[1], lambda n: pipe.send(("opened", n)))
                 pipe.send(("connected", failures, group.alive_count()))
+            elif command[0] == "begin":
+                await group.begin_step()
+                pipe.send(("begun",))
             elif command[0] == "step":
                 partial = await group.run_step(*command[1:])
                 pipe.send(("step", dataclasses.replace(partial, histogram=partial.histogram.encode()),
@@ -128,6 +131,10 @@ class RemoteGroup(WorkerProcess):
 
     def alive_count(self):
         return self._alive
+
+    async def begin_step(self):
+        self._pipe.send(("begin",))
+        await self._reply()
 
     async def run_step(self, to_send, duration, total_messages):
         self._pipe.send(("step", to_send, duration, total_messages))

@@ -26,8 +26,8 @@ def run(url, out, *options):
 def check_every_delivery(records):
     """The step's record, once every message reached every client and the level ended as its step allows."""
     (step,) = [r for r in records if r["type"] == "step"]
-    assert step["sent"] == RATE and step["received"] == RATE * CLIENTS
-    assert step["lost"] == step["dropped"] == 0 and not step["overloaded"]
+    assert (step["sent"], step["received"], step["lost"], step["dropped"], step["overloaded"]) == (
+        RATE, RATE * CLIENTS, 0, 0, False), step
     assert 0 < step["rtt_ms"]["p50"] <= step["rtt_ms"]["max"]
     (end,) = [r["end"] for r in records if r["type"] == "level"]
     assert end == "sweep done" or (step["client_bound"] and end.startswith("client-bound: ")), end
