@@ -7,7 +7,9 @@ Rules:
   :mod:`loadtest.client.payload`): each one delivered must be the one after the
   last (``holes`` counts any other), and after its drop it notes when it first
   delivered a message published after it began coming back (``caught_up_us``):
-  by then it has delivered every earlier one, or a hole says otherwise.
+  by then it has delivered every earlier one, or a hole says otherwise. One
+  that began coming back after the last publish (a slow reconnect, or one
+  tried again) was caught up when it delivered the last message.
 - Each subscriber's connection is the load client's own
   (:meth:`loadtest.client.connections.ClientGroup.new_connection`), its protocol
   counting with the subscriber's ``count_frame``: it works on every transport
@@ -51,7 +53,8 @@ POLL_S = 0.05
 class StormSubscriber(ResumingSubscriber):
     """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``holes``,
     ``numbered`` (messages of the feed delivered) and ``repeats`` (of them, one at or
-    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``;
+    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``,
+    ``last_us`` (when it delivered ``last``);
     ``record``: what each delivery's lateness in microseconds goes to (its connection's
     histogram's ``record_value``)."""
 
@@ -65,6 +68,7 @@ class StormSubscriber(ResumingSubscriber):
         self.foreign = 0
         self.back_us = None
         self.caught_up_us = None
+        self.last_us = None
         self.record = None
 
     def delivered(self, offset, message):
@@ -83,6 +87,7 @@ class StormSubscriber(ResumingSubscriber):
         if self.first is None:
             self.first = number
         self.last = number
+        self.last_us = now
         if self.back_us is not None and self.caught_up_us is None and sent_us >= self.back_us:
             self.caught_up_us = now
 
@@ -195,8 +200,10 @@ class StormGroup:
         gaps = collections.Counter()
         for subscriber in subscribers:
             gaps.update(subscriber.gaps)
-        caught_up = [round((s.caught_up_us - self.dropped_us) / 1000.0, 1) for s in subscribers
-                     if s.caught_up_us is not None and self.dropped_us is not None]
+        caught_up = [round((caught_up_us - self.dropped_us) / 1000.0, 1) for caught_up_us in
+                     (s.caught_up_us or (s.last_us if s.back_us is not None and s.last == last else None)
+                      for s in subscribers)
+                     if caught_up_us is not None and self.dropped_us is not None]
         return {
             "clients": len(subscribers),
             "connected": sum(1 for connection in self.connections if connection is not None and connection.alive),
