@@ -222,7 +222,8 @@ class Soak(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ChurnWave(Record):
-    """One churn wave: sessions opened and failed by kind, connections and RSS while held and once dropped."""
+    """One churn wave: sessions opened and failed by kind, connections and RSS while held and once dropped;
+    ``open_cpu_us``: the server's CPU while the wave opened, per session opened (every kind together)."""
 
     TYPE: ClassVar[str] = "churn_wave"
     server: str
@@ -233,6 +234,7 @@ class ChurnWave(Record):
     held_rss_kb: int
     connections: Optional[int]
     rss_kb: int
+    open_cpu_us: Optional[float]
 
 
 @dataclasses.dataclass(frozen=True)

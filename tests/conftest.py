@@ -256,7 +256,8 @@ def soak_records():
         + [soak_sample(broker, 30.0 * n, 40 + (1 if n > 2 else 0)) for n in range(1, 21)]
         + [soak_summary(broker, 41, 41, 0.0, 0.0, "flat"),
            {"type": "churn_wave", "server": broker, "wave": 1, "opened": {"websocket": 100}, "failed": {},
-            "held_connections": 300, "held_rss_kb": 45 * 1024, "connections": 100, "rss_kb": 44 * 1024},
+            "held_connections": 300, "held_rss_kb": 45 * 1024, "connections": 100, "rss_kb": 44 * 1024,
+            "open_cpu_us": 450.0},
            {"type": "churn", "server": broker, "waves": 5, "size": 100, "hold_s": 2.0, "baseline_connections": 0,
             "baseline_rss_kb": 41 * 1024, "final_connections": 0, "final_rss_kb": 42 * 1024, "settled": True,
             "settle_s": 6.2, "growth_mb": 1.0, "verdict": "flat"},

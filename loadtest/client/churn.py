@@ -2,7 +2,8 @@
 
 Rules:
 
-- A wave opens ``size`` sessions of each kind at once: websocket
+- A wave opens ``size`` sessions of each kind at once (the server's CPU
+  meanwhile, per session opened, is its ``open_cpu_us``): websocket
   (:mod:`loadtest.client.connections`), xhr-streaming and xhr-polling
   (:mod:`loadtest.client.http_sessions`), at most ``connections.CONNECTING_AT_ONCE`` of a kind
   connecting at a time. The polling sessions are abandoned as soon as they are
@@ -73,7 +74,9 @@ async def wave(url, pid, label, number, size, hold, counted):
     failures = collections.Counter()
     websockets = connections.ClientGroup([url], endpoints.WEBSOCKET)
     streams, polls = [], []
+    probe = ServerProbe([pid])
     try:
+        cpu_before = probe.cpu_seconds()
         websocket_failures, _, _ = await asyncio.gather(
             websockets.connect(size),
             _open_http(url, "xhr_streaming", size, streams, failures, "xhr_streaming"),
@@ -83,10 +86,11 @@ async def wave(url, pid, label, number, size, hold, counted):
             poll.close()  # abandoned: never polled again
         for reason, number in websocket_failures.items():
             failures["websocket: %s" % reason] += number
+        opening_cpu_s = probe.cpu_seconds() - cpu_before
         opened = dict(zip(KINDS, (websockets.alive_count(), len(streams), len(polls))))
         await asyncio.sleep(hold)
         held_connections = await server_probe.session_count(url) if counted else None
-        held_rss_kb = ServerProbe([pid]).rss_kb()
+        held_rss_kb = probe.rss_kb()
     finally:
         websockets.close()
         for stream in streams:
@@ -94,7 +98,8 @@ async def wave(url, pid, label, number, size, hold, counted):
     await asyncio.sleep(0)  # let the closes reach the sockets
     return records.ChurnWave(server=label, wave=number, opened=opened, failed=dict(failures),
                              held_connections=held_connections, held_rss_kb=held_rss_kb,
-                             connections=await server_probe.session_count(url) if counted else None, rss_kb=ServerProbe([pid]).rss_kb())
+                             connections=await server_probe.session_count(url) if counted else None, rss_kb=probe.rss_kb(),
+                             open_cpu_us=round(opening_cpu_s / sum(opened.values()) * 1e6, 1) if sum(opened.values()) else None)
 
 
 async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):

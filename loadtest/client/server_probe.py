@@ -47,6 +47,10 @@ class ServerProbe:
         """Raise ServerGone if a process has exited."""
         self._read(procstat.cpu_seconds)
 
+    def cpu_seconds(self):
+        """The processes' CPU seconds so far, summed."""
+        return sum(self._read(procstat.cpu_seconds).values())
+
     def rss_kb(self):
         """The processes' RSS now, summed."""
         return sum(self._read(procstat.rss_kb).values())
@@ -67,13 +71,13 @@ class ServerProbe:
 
     def start(self):
         """Mark the start of a step (see :meth:`stop`)."""
-        self._started_cpu = sum(self._read(procstat.cpu_seconds).values())
+        self._started_cpu = self.cpu_seconds()
 
     def stop(self, duration, received):
         """The :class:`loadtest.method.rules.ServerFigures` since :meth:`start`."""
         if not self.pids:
             return rules.ServerFigures()
-        used = sum(self._read(procstat.cpu_seconds).values()) - self._started_cpu
+        used = self.cpu_seconds() - self._started_cpu
         return rules.ServerFigures.of(used, duration, received, self.rss_kb())
 
 

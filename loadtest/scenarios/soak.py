@@ -233,9 +233,11 @@ class SoakRun:
     def _churn_record(self, record):
         self.out.write(record)
         if isinstance(record, records.ChurnWave):
-            self.status.message("%s: wave %d: opened %s, failed %d; held %s connections, RSS %.1f MB" % (
+            self.status.message("%s: wave %d: opened %s (server CPU %s us a session), failed %d; held %s connections, "
+                                "RSS %.1f MB" % (
                 record.server, record.wave, ", ".join("%d %s" % (record.opened[kind], kind) for kind in churn.KINDS),
-                sum(record.failed.values()), _count(record.held_connections), record.held_rss_kb / memory_verdict.KB_PER_MB))
+                _count(record.open_cpu_us), sum(record.failed.values()), _count(record.held_connections),
+                record.held_rss_kb / memory_verdict.KB_PER_MB))
         else:
             self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB "
                                 "(%.1f MB before the waves): %s" % (

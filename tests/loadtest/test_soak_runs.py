@@ -93,7 +93,7 @@ def test_churn_waves_leave_the_broker_at_its_baseline(broker, tmp_path):
         assert wave["wave"] == number
         assert wave["opened"] == {"websocket": 5, "xhr_streaming": 5, "xhr_polling": 5}
         assert wave["failed"] == {}
-        assert wave["held_rss_kb"] > 0 and wave["rss_kb"] > 0
+        assert wave["held_rss_kb"] > 0 and wave["rss_kb"] > 0 and wave["open_cpu_us"] >= 0
     assert waves[0]["held_connections"] == baseline + 15
     assert waves[1]["held_connections"] >= baseline + 15
     assert churned["settled"] is True
