@@ -91,6 +91,13 @@ class StormSubscriber(ResumingSubscriber):
         if self.back_us is not None and self.caught_up_us is None and sent_us >= self.back_us:
             self.caught_up_us = now
 
+    def caught_up_at(self, last):
+        """When it was caught up after coming back: ``caught_up_us``, or, back only after
+        message ``last`` was published, when it delivered that one; None if neither."""
+        if self.caught_up_us is not None:
+            return self.caught_up_us
+        return self.last_us if self.back_us is not None and self.last == last else None
+
 
 class StormGroup:
     """``count`` subscribers of ``urls`` (in turn) over ``transport``, ids from ``first_id``.
@@ -200,10 +207,8 @@ class StormGroup:
         gaps = collections.Counter()
         for subscriber in subscribers:
             gaps.update(subscriber.gaps)
-        caught_up = [round((caught_up_us - self.dropped_us) / 1000.0, 1) for caught_up_us in
-                     (s.caught_up_us or (s.last_us if s.back_us is not None and s.last == last else None)
-                      for s in subscribers)
-                     if caught_up_us is not None and self.dropped_us is not None]
+        caught_up = [round((at - self.dropped_us) / 1000.0, 1) for at in (s.caught_up_at(last) for s in subscribers)
+                     if at is not None and self.dropped_us is not None]
         return {
             "clients": len(subscribers),
             "connected": sum(1 for connection in self.connections if connection is not None and connection.alive),

@@ -30,12 +30,12 @@ def test_a_subscriber_back_after_the_last_publish_is_caught_up_when_it_delivers_
         for subscriber in group.subscribers:
             subscriber.record = lambda lateness: None
         group.dropped_us = now_us() - 3000
-        deliver(early, b"-1:1:%d" % (group.dropped_us - 1000))
+        deliver(early, "-1:1:%d" % (group.dropped_us - 1000))
         early.back_us = now_us() - 2000
-        deliver(early, b"-1:2:%d" % (now_us() - 1000))  # published after it began coming back
+        deliver(early, "-1:2:%d" % (now_us() - 1000))  # published after it began coming back
         late.back_us = now_us()  # back after the last publish: message 2 comes with its resume
-        deliver(late, b"-1:1:%d" % (group.dropped_us - 1000))
-        deliver(late, b"-1:2:%d" % (late.back_us - 1000))
+        deliver(late, "-1:1:%d" % (group.dropped_us - 1000))
+        deliver(late, "-1:2:%d" % (late.back_us - 1000))
         return group.counts(2)
 
     report = asyncio.run(counts())
@@ -44,4 +44,4 @@ def test_a_subscriber_back_after_the_last_publish_is_caught_up_when_it_delivers_
 
 
 def deliver(subscriber, message):
-    subscriber.delivered(None, message.decode())
+    subscriber.delivered(None, message)
