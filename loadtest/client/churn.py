@@ -96,10 +96,11 @@ async def wave(url, pid, label, number, size, hold, counted):
         for stream in streams:
             stream.close()
     await asyncio.sleep(0)  # let the closes reach the sockets
+    sessions = sum(opened.values())
     return records.ChurnWave(server=label, wave=number, opened=opened, failed=dict(failures),
                              held_connections=held_connections, held_rss_kb=held_rss_kb,
                              connections=await server_probe.session_count(url) if counted else None, rss_kb=probe.rss_kb(),
-                             open_cpu_us=round(opening_cpu_s / sum(opened.values()) * 1e6, 1) if sum(opened.values()) else None)
+                             open_cpu_us=round(opening_cpu_s / sessions * 1e6, 1) if sessions else None)
 
 
 async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):
