@@ -73,11 +73,13 @@ ACCEPT_PAUSE = 1.0
 # reconnects in the kernel's backlog, which overflows: with 16, a rolling restart of 15,000
 # clients had thousands of reconnects time out (BENCHMARKS.rst, "Hostile clients").
 ACCEPTS_PER_EVENT = 128
-# New connections served a loop turn under an accept rate: with 128 at once, a burst of
-# 5,000 in a second held the connected clients' p99 at 165 ms (a turn's handshakes), with
-# 16 at 32 ms. Not without a rate: 16 a turn left thousands of a rolling restart's
-# reconnects timing out, the loop's turns long with the room's traffic.
-SERVED_PER_TURN = 16
+# New connections served a loop turn under an accept rate. A connected client's round trip
+# spans a few turns, each carrying this many openings of about 0.5 ms (CPython): with 128
+# at once, a burst of 5,000 in a second held the connected clients' p99 at 165 ms, with 16
+# at 22 to 38 ms, with 2 at 3.6 to 6.2 ms, with 1 at 3.0 and 3.3 ms (quiet: 1.1 to 1.3), the
+# burst answered as soon each time. Not without a rate: 16 a turn left thousands of a
+# rolling restart's reconnects timing out, the loop's turns long with the room's traffic.
+SERVED_PER_TURN = 1
 DRAIN_BYTES = 65536
 
 REFUSALS = {
@@ -421,7 +423,7 @@ class Listener:
 
     def serve_waiting(self):
         """Serve the connections taken first, ``SERVED_PER_TURN`` of them; the
-        rest on the next turn."""
+        rest on the next turns."""
         waiting = self.waiting
         try:
             for _ in range(min(SERVED_PER_TURN, len(waiting))):
