@@ -74,6 +74,14 @@ def abort_redis_connections(pool):
             connection._writer.transport.abort()
 
 
+def stop_router_timers(router):
+    """Stop the two timers a sockjs-tornado ``SockJSRouter`` starts as it is built (its
+    sessions' expiry and its statistics), which would otherwise run, and keep the router's
+    parts, as long as the event loop, even once nothing else holds the router."""
+    router._sessions_cleanup.stop()
+    router.stats._callback.stop()
+
+
 def pypy_nursery_bytes():
     """The size of PyPy's nursery, in bytes: ``gc.get_stats()`` gives it only
     formatted for reading ("4.0MB"), its private ``_s`` as the number."""

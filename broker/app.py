@@ -1,6 +1,7 @@
 """Building the broker's application and running it until SIGTERM or SIGINT, then draining it."""
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import signal
@@ -22,7 +23,8 @@ from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
 from broker.flags import file_error
-from broker.ops import api, demo_page, gc_policy, metrics
+from broker import _internals
+from broker.ops import api, demo_page, gc_policy, metrics, warm_up
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
 from broker.transports import tls
@@ -37,6 +39,8 @@ SHUTDOWN_GRACE = 0.2
 SHUTDOWN_CHECK = 0.01
 # How often a drain closes its next clients: 10 times a second.
 DRAIN_TICK = 0.1
+# The longest the warm-up may take, however many sessions --warm-up asks for.
+WARM_UP_LIMIT = 60.0
 # Connections the kernel completes before the broker accepts them: in a reconnect storm
 # thousands arrive in a second, and past Tornado's default of 128 the kernel drops their
 # SYNs, which clients retry only after 1, 3 and 7 s. As many as the kernel allows: it caps
@@ -243,8 +247,38 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
                 idempotency=Window(config.idempotency_window), tls=tls_failures)
 
 
+async def warm_up_sessions(config):
+    """Serve ``config.warm_up`` sessions opened by :mod:`broker.ops.warm_up`, the broker's
+    own application built from ``config`` on a node of its own (a room nobody else is in,
+    limits nobody else reads, no backplane), on a loopback port of its own; then close them
+    and drop it all, its timers stopped. How many were opened."""
+    sessions = config.warm_up
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    hub = Hub(IOLoop.current().add_callback)
+    node = make_node(config, hub, Limits(sessions + 64))
+    router = make_router(config, node)
+    listener = make_server(dataclasses.replace(config, client_address_header=None),
+                           Application(router.urls, **application_settings()), node.limits)
+    sockets = bind_sockets(0, warm_up.HOST)
+    listener.add_sockets(sockets)
+    try:
+        opened = await warm_up.open_sessions(sockets[0].getsockname()[1], config.prefix, sessions,
+                                             started + WARM_UP_LIMIT)
+    finally:
+        listener.stop()
+        listener.timeouts.stop()
+        for connection in list(hub):
+            connection.disconnect(*RECONNECT)
+        _internals.stop_router_timers(router)
+    LOG.info("warmed up: %d sessions opened in %.1f s", opened, loop.time() - started)
+    return opened
+
+
 async def run(config, open_files):
     secure = tls_context(config)
+    if config.warm_up:
+        await warm_up_sessions(config)
     backplane = cluster_backplane(config)
     hub = Hub(IOLoop.current().add_callback, replay=config.replay, history=config.history,
               history_seconds=config.history_seconds, relay=backplane.append if backplane else None)

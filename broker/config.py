@@ -49,6 +49,7 @@ class Config:
     announce_audience: float = 0.0
     certfile: Optional[str] = None
     keyfile: Optional[str] = None
+    warm_up: int = 0
     log_level: str = "info"
 
     @property
@@ -233,6 +234,9 @@ FLAGS = (
     Flag("--certfile", "serve https and wss with this PEM certificate (its chain after it); "
          "without it, plain http", metavar="PEM"),
     Flag("--keyfile", "the certificate's private key (PEM), when it is not in --certfile", metavar="PEM"),
+    Flag("--warm-up", "before listening, open this many sessions (every transport in turn) on a room and "
+         "a loopback port of the broker's own, so that PyPy has compiled session opening before the first "
+         "clients arrive; at most 60 s; 0: none", str(DEFAULTS.warm_up), _non_negative, "SESSIONS"),
     Flag("--log-level", "how much the broker logs", DEFAULTS.log_level, choices=("debug", "info", "warning", "error")),
 )
 

@@ -161,3 +161,17 @@ def test_the_tls_handshake_failure_is_the_line_tornado_logs():
     record = logging.LogRecord("tornado.general", logging.WARNING, __file__, 1, _internals.TLS_HANDSHAKE_FAILURE,
                                (7, ("127.0.0.1", 1), "wrong version"), None)
     assert _internals.is_tls_handshake_failure(record)
+
+
+def test_stop_router_timers_stops_both_timers_a_router_starts():
+    async def build():
+        built = router.SockJSRouter(sockjs.tornado.SockJSConnection, "/s")
+        timers = {"SockJSRouter._sessions_cleanup": getattr(built, "_sessions_cleanup", None),
+                  "StatsCollector._callback": getattr(built.stats, "_callback", None)}
+        missing = [name for name, timer in timers.items() if timer is None]
+        assert not missing, "gone: %s" % ", ".join(missing)
+        assert all(timer.is_running() for timer in timers.values()), "a router no longer starts its timers"
+        _internals.stop_router_timers(built)
+        return [name for name, timer in timers.items() if timer.is_running()]
+
+    assert asyncio.run(build()) == []

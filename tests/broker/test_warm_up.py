@@ -1,0 +1,76 @@
+"""--warm-up: before it listens, the broker opens sessions of every transport on a room and a
+loopback port of its own (broker.ops.warm_up), then drops them; its clients find a room
+without them."""
+
+import asyncio
+import gc
+import logging
+
+from sockjs.tornado.sessioncontainer import SessionContainer
+from sockjs.tornado.stats import StatsCollector
+from sockjs_clients import WebSocketClient, XhrPollingClient, wait_until
+
+from broker.app import warm_up_sessions
+from broker.config import Config
+from broker.core.hub import Hub
+from broker.ops import warm_up
+from broker.transports.router import BrokerRouter
+
+AUTH = {"Authorization": "Bearer s3cret"}
+NODE_PARTS = (BrokerRouter, Hub, SessionContainer, StatsCollector)
+
+
+def test_a_warmed_up_broker_listens_with_a_room_of_its_clients_only(start_broker):
+    broker = start_broker("--warm-up", "60", "--log-level", "info", "--publish-token", "s3cret")
+    assert wait_until(lambda: "warmed up: 60 sessions opened" in broker.server.output), broker.server.output
+    stats = broker.stats()
+    assert (stats["connections_total"], stats["sessions"], stats["messages_out"]) == (0, 0, 0)
+    clients = [WebSocketClient(broker.url).open(), XhrPollingClient(broker.url).open()]
+    assert broker.request("POST", "/publish", b"after", AUTH)[0] == 200
+    for client in clients:
+        assert client.receive() == ["after"], client.transport
+    assert broker.stats()["connections_total"] == 2
+
+
+def live(kinds):
+    gc.collect()
+    return {kind.__name__: sum(1 for thing in gc.get_objects() if type(thing) is kind) for kind in kinds}
+
+
+def test_the_warm_up_opens_every_transport_and_leaves_no_part_of_its_node_behind():
+    """Not even to the event loop it ran on: its timers are stopped, its connections closed."""
+    async def warm_up_then_count():
+        before = live(NODE_PARTS)
+        opened = await warm_up_sessions(Config(warm_up=3 * len(warm_up.OPENINGS)))
+        for _ in range(100):  # the loop turns that close the server's ends of the connections
+            if live(NODE_PARTS) == before:
+                break
+            await asyncio.sleep(0.01)
+        return opened, before, live(NODE_PARTS)
+
+    opened, before, after = asyncio.run(warm_up_then_count())
+    assert opened == 3 * len(warm_up.OPENINGS)
+    assert after == before
+
+
+def test_a_warm_up_stops_at_the_first_session_that_fails(caplog):
+    async def against_a_closed_port():
+        closed = await asyncio.start_server(lambda reader, writer: writer.close(), warm_up.HOST, 0)
+        port = closed.sockets[0].getsockname()[1]
+        closed.close()
+        await closed.wait_closed()
+        loop = asyncio.get_running_loop()
+        return await warm_up.open_sessions(port, "/broadcast", 10, loop.time() + 10)
+
+    with caplog.at_level(logging.WARNING, "broker.ops.warm_up"):
+        assert asyncio.run(against_a_closed_port()) == 0
+    assert "warm-up stopped at session 0" in caplog.text
+
+
+def test_a_warm_up_ends_at_its_deadline(caplog):
+    async def out_of_time():
+        return await warm_up.open_sessions(1, "/broadcast", 10, asyncio.get_running_loop().time())
+
+    with caplog.at_level(logging.WARNING, "broker.ops.warm_up"):
+        assert asyncio.run(out_of_time()) == 0
+    assert "0 sessions of 10 opened in the time allowed" in caplog.text
