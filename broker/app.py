@@ -12,6 +12,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
 from tornado.web import Application
 
+from broker import _internals
 from broker.config import DEFAULTS, http_url, parse_args
 from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
@@ -23,7 +24,6 @@ from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
 from broker.flags import file_error
-from broker import _internals
 from broker.ops import api, demo_page, gc_policy, metrics, warm_up
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit

@@ -16,7 +16,8 @@ from loadtest.contenders import child_process, registry, server_group
 from loadtest.results import files
 
 CONNECTIONS_PER_PROC = 10000
-LAUNCH_TIMEOUT_S = 30.0
+# A broker's --warm-up may take up to 60 s before it listens.
+LAUNCH_TIMEOUT_S = 90.0
 
 
 def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPORT):
@@ -56,15 +57,17 @@ def server_record(contender, running, cpu):
                           cpu=cpu, tls=endpoints.target(running.urls[0]).tls)
 
 
-def resolve_all(names, status, certificates=(None,)):
+def resolve_all(names, status, certificates=(None,), broker_flags=()):
     """The contenders of ``names`` that can run here, each once for every item of ``certificates``
     in turn: plain for None, over TLS with a :class:`loadtest.contenders.certificate.Certificate`;
-    each one that cannot is reported with the reason, once."""
+    each one that cannot is reported with the reason, once. The brokers run with
+    ``broker_flags`` after the usual ones."""
     chosen, reported = [], set()
+    flags = registry.BROKER_FLAGS + list(broker_flags)
     for name in names:
         for certificate in certificates:
             try:
-                chosen.append(registry.resolve(name, certificate=certificate))
+                chosen.append(registry.resolve(name, broker_flags=flags, certificate=certificate))
             except registry.Unavailable as reason:
                 if str(reason) not in reported:
                     reported.add(str(reason))

@@ -124,6 +124,9 @@ def add_arguments(parser):
                      "the openssl command), trusted by the load client alone; each is labelled NAME+tls. "
                      "--tls alone: over TLS only (sockjs-node and sockjs-tornado, which serve no TLS, are "
                      "skipped); --tls both: each server plain, then each broker over TLS")
+    arguments.option(parser, "--broker-flags", default="",
+                     help="more flags for every broker, one string (e.g. \"--warm-up 3000\"); the other "
+                     "servers run as they are")
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)
 
@@ -339,7 +342,8 @@ def run(parser, args):
             made.callback(tls_context.trust, tls_context.trusted())  # trust no more once it is removed
             tls_context.trust(served.certfile)
             certificates = [served] if args.tls == "on" else [None, served]
-        return _compare(args, status, placement.resolve_all(args.servers, status, certificates))
+        return _compare(args, status, placement.resolve_all(args.servers, status, certificates,
+                                                            args.broker_flags.split()))
 
 
 def _compare(args, status, chosen):

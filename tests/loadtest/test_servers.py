@@ -1,10 +1,10 @@
-"""``child_process.launch`` says why a server never listened."""
+"""``child_process.launch`` says why a server never listened; ``placement`` gives brokers their flags."""
 
 import sys
 
 import pytest
 
-from loadtest.contenders import child_process
+from loadtest.contenders import child_process, placement, registry
 
 
 def test_a_server_that_exits_before_listening_reports_its_exit_code():
@@ -25,3 +25,12 @@ def test_a_silent_server_times_out():
         child_process.launch([sys.executable, "-c", "print('starting'); import time; time.sleep(30)"], timeout=1)
     assert "timed out after 1 s before listening" in str(failed.value)
     assert "starting" in str(failed.value)
+
+
+def test_the_brokers_of_a_comparison_run_with_the_flags_given_after_the_usual_ones():
+    class Status:
+        def message(self, text):
+            raise AssertionError(text)
+
+    (broker,) = placement.resolve_all(["broker-cpython"], Status(), broker_flags=["--warm-up", "10"])
+    assert broker.argv[-4:] == [*registry.BROKER_FLAGS, "--warm-up", "10"]
