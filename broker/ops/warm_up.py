@@ -4,7 +4,7 @@ PyPy compiles a path once it has run about a thousand times. Until then a new se
 it several times what it costs later (BENCHMARKS.rst, "Rolling restart"), and
 a freshly (re)started broker meets its first clients, a deploy's thousands of reconnects, in
 exactly that regime. With ``--warm-up N`` the broker first serves N sessions of a room of its
-own (:func:`broker.app.warm_up`), which this module opens.
+own (:func:`broker.app.warm_up_sessions`), which this module opens.
 
 Rules this module keeps:
 
