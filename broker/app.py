@@ -202,6 +202,11 @@ async def drain_then_stop(drain, hub, listener, share):
             pass
     listener.stop()
     LOG.info("shutting down: closing %d sessions", len(hub))
+    close_every_session(hub)
+
+
+def close_every_session(hub):
+    """Close every session of ``hub`` with the reconnect code."""
     for connection in list(hub):
         connection.disconnect(*RECONNECT)
 
@@ -258,6 +263,7 @@ async def warm_up_sessions(config):
     hub = Hub(IOLoop.current().add_callback)
     node = make_node(config, hub, Limits(sessions + 64))
     router = make_router(config, node)
+    # No proxy stands before the warm-up's port: its clients are its own, by their address.
     listener = make_server(dataclasses.replace(config, client_address_header=None),
                            Application(router.urls, **application_settings()), node.limits)
     sockets = bind_sockets(0, warm_up.HOST)
@@ -268,8 +274,7 @@ async def warm_up_sessions(config):
     finally:
         listener.stop()
         listener.timeouts.stop()
-        for connection in list(hub):
-            connection.disconnect(*RECONNECT)
+        close_every_session(hub)
         _internals.stop_router_timers(router)
     LOG.info("warmed up: %d sessions opened in %.1f s", opened, loop.time() - started)
     return opened
