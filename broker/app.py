@@ -27,7 +27,7 @@ from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, metrics, warm_up
 from broker.protocol.close_codes import RECONNECT
 from broker.runtime import raise_open_files_limit
-from broker.transports import tls
+from broker.transports import polling, tls
 from broker.transports.listener import ClientAddressCheck, Listener, RequestTimeouts
 from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
 
@@ -95,10 +95,10 @@ def make_router(config, node):
                         client_rules(config), node)
 
 
-def make_app(config, node):
-    """The Tornado application: the SockJS service at ``config.prefix`` and
-    the API, all served by ``node``'s parts (a :class:`broker.core.node.Node`)."""
-    router = make_router(config, node)
+def make_app(config, router):
+    """The Tornado application: the SockJS service of ``router`` (:func:`make_router`)
+    and the API, all served by its node's parts (a :class:`broker.core.node.Node`)."""
+    node = router.node
     routes = router.urls + demo_page.routes(config.prefix) + [
         (r"/publish", api.PublishHandler,
          dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
@@ -124,8 +124,10 @@ def connection_limits(config, open_files):
     return Limits(config.max_connections, config.max_connections_per_ip, config.max_accept_rate)
 
 
-def make_server(config, app, limits, secure=None):
-    """The HTTP server with its timeouts, and the :class:`Listener` that feeds it."""
+def make_server(config, router, app, limits, secure=None):
+    """The HTTP server of ``app`` with its timeouts, and the :class:`Listener` that
+    feeds it, which answers the sends of ``router``'s sessions on new connections
+    itself (:func:`broker.transports.polling.answer_first_send`)."""
     proxies = None
     if config.client_address_header and config.max_connections_per_ip:
         proxies = TrustedProxies(config.trusted_proxies, config.client_address_header)
@@ -135,8 +137,10 @@ def make_server(config, app, limits, secure=None):
                         config.client_address_header, ",".join(config.trusted_proxies))
         app = ClientAddressCheck(app, limits, config.client_address_header)
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size))
-    return Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure,
-                    timeouts=RequestTimeouts(config.header_timeout, config.body_timeout))
+    listener = Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure,
+                        timeouts=RequestTimeouts(config.header_timeout, config.body_timeout))
+    listener.first_send = functools.partial(polling.answer_first_send, router)
+    return listener
 
 
 def tls_context(config):
@@ -264,7 +268,7 @@ async def warm_up_sessions(config):
     node = make_node(config, hub, Limits(sessions + 64))
     router = make_router(config, node)
     # No proxy stands before the warm-up's port: its clients are its own, by their address.
-    listener = make_server(dataclasses.replace(config, client_address_header=None),
+    listener = make_server(dataclasses.replace(config, client_address_header=None), router,
                            Application(router.urls, **application_settings()), node.limits)
     sockets = bind_sockets(0, warm_up.HOST)
     listener.add_sockets(sockets)
@@ -294,7 +298,8 @@ async def run(config, open_files):
                      tls_failures=None if secure is None else tls.HandshakeFailures())
     if node.tls is not None:
         logging.getLogger("tornado.general").addFilter(node.tls)
-    listener = make_server(config, make_app(config, node), limits, secure)
+    router = make_router(config, node)
+    listener = make_server(config, router, make_app(config, router), limits, secure)
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (node.pings, node.heartbeats):

@@ -17,11 +17,10 @@ poll. docs/protocol.rst (Conformance) has the list.
 
 import math
 import time
-import urllib.parse
 
 from sockjs.tornado import transports as base
 
-from broker.protocol import frames
+from broker.protocol import frames, sends
 from broker.protocol.polls import CALLBACK_NAME
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
@@ -126,6 +125,8 @@ class NewSessions:
 
 class _SendHandler(ServiceHeaders):
     """xhr_send and jsonp_send: a JSON array of messages for an open session.
+    On the broker's plain connections, the sends it takes are answered without
+    Tornado (:mod:`broker.transports.polling`); this handler answers the rest.
 
     403 for a page of an origin not allowed (:func:`refuse_foreign_origin`);
     404 for an unknown or closed session; a body over ``max_message_size``
@@ -188,13 +189,7 @@ class JSONPSendHandler(_SendHandler, base.JSONPSendHandler):
     """The body is the JSON itself, or a form whose ``d`` field holds it."""
 
     def payload(self):
-        body = self.request.body
-        content_type = self.request.headers.get("Content-Type", "")
-        if content_type.split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
-            return body
-        if not body.startswith(b"d="):
-            return None
-        return urllib.parse.unquote_to_bytes(body[2:].replace(b"+", b" "))
+        return sends.jsonp_payload(self.request.body, self.request.headers.get("Content-Type"))
 
     def accepted(self):
         self._answer(200, "ok")

@@ -4,7 +4,9 @@ Rules this module keeps:
 
 * The broker accepts connections itself, not through Tornado's accept
   handler, and hands each admitted one to the HTTP server as a stream
-  (``HTTPServer.handle_stream``). Every accepted connection is admitted by
+  (``HTTPServer.handle_stream``), unless the router's sends take it first
+  (:attr:`Listener.first_send`: a plain connection whose first request is a
+  send, or not there yet). Every accepted connection is admitted by
   :class:`broker.core.limits.Limits` before anything is read from it, or refused at
   once: a complete 503 response is sent (over TLS, none: the connection has
   no TLS session yet), what the client already sent is read and dropped (so
@@ -267,7 +269,7 @@ class _Counted:
             return None
         if self.timeouts is not None:
             self.timeouts.forget(self)
-        return Handover(self.listener, self)
+        return Handover(self.listener, self.peer, self.client)
 
 
 def named_client(named, peer):
@@ -279,20 +281,21 @@ def named_client(named, peer):
 
 class Handover:
     """What a protocol that has taken a kept-alive connection's socket from
-    its stream (:meth:`_Counted.hand_over`) needs of the ``listener``: the
-    connection's ``client``, which a trusted proxy's requests change, its
-    release, its way back to the HTTP server, and the request timeouts.
-    ``client_header`` is the header (lower-case bytes) naming each request's
-    client, from a trusted proxy; None otherwise."""
+    its stream (:meth:`_Counted.hand_over`), or from the ``listener`` itself
+    (:attr:`Listener.first_send`), needs of the ``listener``: the connection's
+    ``client``, which a trusted proxy's requests change, its release, its way
+    back to the HTTP server, and the request timeouts. ``client_header`` is
+    the header (lower-case bytes) naming each request's client, from a
+    trusted proxy; None otherwise."""
 
     __slots__ = ("client", "client_header", "timeouts", "_listener", "_peer")
 
-    def __init__(self, listener, stream):
-        self.client = stream.client
-        self.client_header = listener.proxies.header.lower().encode("latin-1") if stream.peer.is_proxy else None
+    def __init__(self, listener, peer, client):
+        self.client = client
+        self.client_header = listener.proxies.header.lower().encode("latin-1") if peer.is_proxy else None
         self.timeouts = listener.timeouts
         self._listener = listener
-        self._peer = stream.peer
+        self._peer = peer
 
     def release(self):
         """The socket is closed."""
@@ -301,7 +304,7 @@ class Handover:
     def serve_again(self, sock):
         """Give the socket back, unread, to the HTTP server, as a new stream of
         the same client, to read its next request (and release it, once closed)."""
-        self._listener.serve(sock, self._peer, self.client)
+        self._listener.serve_stream(sock, self._peer, self.client)
 
     def reassign(self, named):
         """A trusted proxy's request names its client ``named`` (the header's
@@ -333,7 +336,15 @@ class Listener:
     :mod:`broker.transports.tls`) every connection is served over TLS, and a
     refused one is closed without an answer. With ``timeouts`` (a
     :class:`RequestTimeouts`) the listener times the requests instead of the
-    server, from the first ``add_sockets`` on, also once it has stopped accepting."""
+    server, from the first ``add_sockets`` on, also once it has stopped accepting.
+
+    ``first_send``, when set, is offered every new plain connection before the
+    HTTP server: a function of the socket and its :class:`Handover` that
+    answers its first request itself, and takes the connection, or says False
+    having read nothing (:func:`broker.transports.polling.answer_first_send`).
+    """
+
+    first_send = None
 
     def __init__(self, server, limits, proxies=None, send_buffer=0, tls_context=None, timeouts=None):
         self.server = server
@@ -433,6 +444,15 @@ class Listener:
                 IOLoop.current().add_callback(self.serve_waiting)
 
     def serve(self, connection, peer, client):
+        """Serve ``connection`` (a socket, admitted for ``client``) from ``peer``
+        (a :class:`Peer`): its first request answered by :attr:`first_send` if it
+        takes it, else by the HTTP server."""
+        if self.first_send is not None and not isinstance(connection, ssl.SSLSocket):
+            if self.first_send(connection, Handover(self, peer, client)):
+                return
+        self.serve_stream(connection, peer, client)
+
+    def serve_stream(self, connection, peer, client):
         """Have the HTTP server serve ``connection`` (a socket, admitted for
         ``client``) from ``peer`` (a :class:`Peer`), counted; over TLS if it is wrapped."""
         kind = CountedTLSStream if isinstance(connection, ssl.SSLSocket) else CountedStream

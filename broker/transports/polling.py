@@ -1,32 +1,38 @@
-"""The polling transports' kept-alive connections on their own sockets: Tornado answers the first poll, the broker the rest.
+"""The HTTP transports' connections on their own sockets between requests: polls and sends answered without Tornado.
 
 A polling client (xhr-polling, jsonp-polling) asks again after every answer,
-on one keep-alive connection, for as long as its session lives. Tornado would
-make for each of those requests a request object, its headers, a handler, a
-response and a log line (about 200 us a poll, most of a polling client's
-cost). Here the handler that answered a poll lets go of the connection
-(:class:`KeptConnection`), and a :class:`PollingConnection` reads the
-requests that follow: a poll it answers itself, as the SockJS session's
-handler until one frame has gone; anything else it gives back to Tornado,
-unread.
+on one keep-alive connection, for as long as its session lives; every HTTP
+transport's client sends its messages in requests of their own, each on a
+new connection or one idle since the last. Tornado would make for each of
+those requests a request object, its headers, a handler, a response and a
+log line (about 200 us a poll on CPython, most of a polling client's cost).
+Here the handler that answered a poll lets go of the connection
+(:class:`KeptConnection`), as does the listener for a new connection whose
+first request is a send (:func:`answer_first_send`); a
+:class:`KeptAliveConnection` answers that send and reads the requests that
+follow: a poll it answers itself, as the SockJS session's handler until one
+frame has gone, a send it takes and answers at once; anything else it gives
+back to Tornado, unread.
 
 Rules this module keeps:
 
 * A connection is kept only when nothing of it is left unsaid: HTTP/1.1,
   kept alive, plain (a TLS connection's bytes cannot be peeked at), with
   nothing read ahead by Tornado; the conformance services, on Tornado's own
-  streams, keep none.
-* A trusted proxy's poll names its client, as each of its requests does
-  (:class:`broker.transports.listener.ClientAddressCheck`): the connection is
-  that client's from then on, or, the client at its limit, the poll is
-  answered 503 and the connection closed.
+  streams, keep none. A new connection is kept only if its first request is
+  there whole as it is handed to the HTTP server.
+* A trusted proxy's poll or send names its client, as each of its requests
+  does (:class:`broker.transports.listener.ClientAddressCheck`): the
+  connection is that client's from then on, or, the client at its limit, the
+  request is answered 503 and the connection closed.
 * The next request is peeked at (``MSG_PEEK``), never taken before it is known
-  to be a poll (:func:`broker.protocol.polls.parse_poll`) of an open session
-  that no other request serves, from a page the origin policy allows. Anything
-  else, or a head not yet whole, goes back to the HTTP server with the socket
+  to be a poll (:mod:`broker.protocol.polls`) of an open session that no
+  other request serves, or a send (:mod:`broker.protocol.sends`) of an open
+  session, from a page the origin policy allows. Anything else, or a request
+  not yet whole, goes back to the HTTP server with the socket
   as it is (:attr:`broker.transports.listener.Handover.serve_again`), and is
-  answered as if the broker had never held it: a new session, a send, a
-  closed session's close frame, a refusal.
+  answered as if the broker had never held it: a new session, a send it does
+  not take, a closed session's close frame, a refusal.
 * A poll carries exactly one frame, answered as Tornado's handler answers it
   (:mod:`broker.protocol.polls`): everything queued for the session in one
   ``a[...]`` frame, at once, or the next frame the session sends (a message,
@@ -36,7 +42,9 @@ Rules this module keeps:
 * While a poll waits, the client's end closes its session (1002 "Connection
   interrupted"), as with Tornado; a request it sends meanwhile waits in the
   kernel until the answer is written, all of it.
-* Between polls the connection is timed as Tornado times it: the next
+* A send's messages reach its session as Tornado's handler gives them
+  (``on_messages``), before its answer is written.
+* Between requests the connection is timed as Tornado times it: the next
   request's head must come within the header timeout of the end of the answer.
 """
 
@@ -47,15 +55,20 @@ from sockjs.tornado import transports as base
 from tornado import httputil
 
 from broker import _internals
-from broker.protocol import frames, polls
+from broker.protocol import frames, polls, sends
 from broker.protocol.close_codes import INTERRUPTED
+from broker.protocol.request_heads import MAX_HEAD_BYTES, read_head
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
 from broker.transports.owned_socket import OwnedSocket
 
+# What is peeked at of a connection's next request: a head and a send's body. A longer send
+# is Tornado's.
+PEEK_BYTES = 2 * MAX_HEAD_BYTES
 
-class PollingConnection(OwnedSocket):
-    """A kept-alive connection between polls, and the session's handler while
-    one waits; ``handover`` is the listener's
+
+class KeptAliveConnection(OwnedSocket):
+    """A kept-alive connection between its requests, and the session's handler
+    while a poll waits; ``handover`` is the listener's
     :class:`broker.transports.listener.Handover` for it."""
 
     __slots__ = ("active", "_handover", "_poll", "_head")
@@ -84,9 +97,7 @@ class PollingConnection(OwnedSocket):
         self.active = False
         self.write_unbounded(polls.poll_answer(self._poll, message, http_date()))
         self.leave_session()
-        if self._sock is not None:
-            self._time_next_head()
-            self.pause_reading(False)
+        self._next_request()
 
     def session_closed(self):
         self.leave_session()
@@ -94,46 +105,41 @@ class PollingConnection(OwnedSocket):
     # The event loop's side.
 
     def _read(self):
-        data = self._receive(polls.MAX_HEAD_BYTES, socket.MSG_PEEK)
+        data = self._receive(PEEK_BYTES, socket.MSG_PEEK)
         if data is None:
             return
         if self.session is not None or self.behind:
             self.pause_reading(True)  # its turn comes once the poll is answered, and the answer sent
             return
         if self._head is not None and data.startswith(self._head):
-            poll = self._poll
+            served = self._serve_poll(self._poll, data)
         else:
-            poll = polls.parse_poll(data, self.server.prefix, self._handover.client_header)
-        if poll is None or not self._serve(poll, data):
+            served = self._serve(data)
+        if not served:
             self._give_back()
 
-    def _serve(self, poll, data):
-        """Answer ``poll``, read from ``data`` (or start to); False, having read
-        nothing, if it is not this connection's to answer."""
+    def _serve(self, data):
+        """Answer the request ``data`` begins with, or start to; False, having
+        read nothing, if it is not this connection's to answer."""
         server = self.server
-        session = server.get_session(poll.session_id)
-        if session is None or session.is_closed or session.handler is not None:
+        head = read_head(data, self._handover.client_header)
+        if head is None:
             return False
-        if poll.origin is not None and not server.rules.origins.allows(poll.origin, poll.host):
+        poll = polls.poll_of(head, server.prefix)
+        if poll is not None:
+            return self._serve_poll(poll, data)
+        send = sends.send_of(head, data, server.prefix, server.rules.max_message_size)
+        if send is None:
             return False
-        try:
-            taken = self._sock.recv(poll.size)
-        except OSError:
-            self.cut()
+        session = open_session(server, send)
+        return session is not None and self.serve_send(send, session)
+
+    def _serve_poll(self, poll, data):
+        session = open_session(self.server, poll)
+        if session is None or session.handler is not None:
+            return False
+        if not self._take(poll):
             return True
-        if len(taken) != poll.size:  # the kernel gave less than it had shown: no longer HTTP we can follow
-            self.cut()
-            return True
-        if self._handover.timeouts is not None:
-            self._handover.timeouts.headers_read(self)
-        # The same head as the last poll's names the same client.
-        if self._handover.client_header is not None and poll is not self._poll:
-            refusal = self._handover.reassign(poll.named_client)
-            if refusal is not None:
-                self.pause_reading(True)
-                if self.write_last(refusal) and not self.behind:
-                    self.cut()
-                return True
         if poll is not self._poll:
             self._poll = poll
             self._head = data[:poll.size]
@@ -145,6 +151,43 @@ class PollingConnection(OwnedSocket):
         else:
             session.start_heartbeat()
         return True
+
+    def serve_send(self, send, session):
+        """Take ``send``, of ``session`` (:func:`open_session`), and answer it. True."""
+        if self._take(send):
+            session.on_messages(send.messages)
+            self.write_unbounded(sends.send_answer(send, http_date()))
+            self._next_request()
+        return True
+
+    def _take(self, request):
+        """Read ``request`` (a poll or a send) off the socket; False if the
+        connection was cut or its client refused instead."""
+        try:
+            taken = self._sock.recv(request.size)
+        except OSError:
+            self.cut()
+            return False
+        if len(taken) != request.size:  # the kernel gave less than it had shown: no longer HTTP we can follow
+            self.cut()
+            return False
+        if self._handover.timeouts is not None:
+            self._handover.timeouts.headers_read(self)
+        # The same head as the last poll's names the same client.
+        if self._handover.client_header is not None and request is not self._poll:
+            refusal = self._handover.reassign(request.named_client)
+            if refusal is not None:
+                self.pause_reading(True)
+                if self.write_last(refusal) and not self.behind:
+                    self.cut()
+                return False
+        return True
+
+    def _next_request(self):
+        """An answer is written, or queued: wait for the next request."""
+        if self._sock is not None:
+            self._time_next_head()
+            self.pause_reading(False)
 
     def _time_next_head(self):
         """Time the wait for the next request's head."""
@@ -199,10 +242,49 @@ def http_date():
     return _date[1]
 
 
+def open_session(server, request):
+    """The open session of ``request`` (a poll or a send) on ``server`` (the
+    router), if its page's origin is allowed; None otherwise."""
+    session = server.get_session(request.session_id)
+    if session is None or session.is_closed:
+        return None
+    if request.origin is not None and not server.rules.origins.allows(request.origin, request.host):
+        return None
+    return session
+
+
+def answer_first_send(server, sock, handover):
+    """Take ``sock``, a new plain connection to ``server`` (the router), as a
+    :class:`KeptAliveConnection`: if its first request is a send of an open
+    session, there whole, answered at once; if nothing of it is there yet, to
+    wait for it. False, having read nothing, if its first request is anything
+    else (the HTTP server's)."""
+    try:
+        data = sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        data = None
+    except OSError:
+        return False
+    if data is not None:
+        # Most first requests open a session or a websocket: those are told from a send at once.
+        if b"_send" not in data[:data.find(b"\r\n")]:
+            return False
+        head = read_head(data, handover.client_header)
+        send = None if head is None else sends.send_of(head, data, server.prefix, server.rules.max_message_size)
+        session = None if send is None else open_session(server, send)
+        if session is None:
+            return False
+    sock.setblocking(False)
+    connection = KeptAliveConnection(server, sock, handover)
+    if data is not None:
+        connection.serve_send(send, session)
+    return True
+
+
 class KeptConnection:
     """Mixin for the polling transports' request handlers: a poll carries one
     frame (see the module's rules), and once it is answered its connection
-    goes on as a :class:`PollingConnection` if it may."""
+    goes on as a :class:`KeptAliveConnection` if it may."""
 
     session_ended = False
 
@@ -237,7 +319,7 @@ class KeptConnection:
         if stream.closed():  # its close released it
             return
         sock, _ = _internals.take_socket(stream)
-        PollingConnection(self.server, sock, handover)
+        KeptAliveConnection(self.server, sock, handover)
 
     def kept_connection(self):
         """The listener's handover of this request's connection, if it may be kept."""
@@ -256,7 +338,7 @@ SCRIPT = ("Content-Type", "application/javascript; charset=UTF-8")
 
 class XhrPollingTransport(KeptConnection, NewSessions, ServiceHeaders, base.XhrPollingTransport):
     """xhr-polling's request handler: a connection's first poll, and any a
-    :class:`PollingConnection` gives back."""
+    :class:`KeptAliveConnection` gives back."""
 
     def send_pack(self, message, binary=False):
         if self.active:

@@ -2,9 +2,16 @@
 
 import pytest
 
-from broker.protocol.polls import ANY_ORIGIN, Poll, cors_headers, parse_poll, poll_answer
+from broker.protocol.polls import ANY_ORIGIN, Poll, cors_headers, poll_answer, poll_of
+from broker.protocol.request_heads import read_head
 
 PREFIX = "/broadcast"
+
+
+def parse_poll(data, prefix, client_header=None):
+    """The poll ``data`` begins with, as a kept-alive connection reads it."""
+    head = read_head(data, client_header)
+    return None if head is None else poll_of(head, prefix)
 
 
 def request(target=b"/broadcast/000/abc123/xhr", *headers, line_end=b"\r\n", version=b"HTTP/1.1",
@@ -85,6 +92,8 @@ def test_a_poll_with_a_query_is_a_poll_of_its_callback_alone(target, callback):
     request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\x0bX"),
     request(b"/broadcast/000/abc123/xhr", b"Origin: https://a.example\x7f"),
     request(b"/broadcast/000/abc123/xhr", b"Accept: \x00"),
+    request(b"/broadcast/000/abc123/xhr", b"Content-Length: 2"),
+    request(b"/broadcast/000/abc123/xhr", b"Connection: close"),
 ], ids=lambda data: repr(data[-40:]))
 def test_anything_else_is_not_a_poll(data):
     assert parse_poll(data, PREFIX) is None

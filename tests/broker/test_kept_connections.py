@@ -1,5 +1,6 @@
-"""xhr-polling on kept-alive connections: after its first poll, the broker
-answers a connection's polls itself, and gives Tornado anything else, unread."""
+"""Polls and sends on kept-alive connections: after its first poll, the broker
+answers a connection's polls itself, a send on a new connection or a kept one
+too, and gives Tornado anything else, unread."""
 
 import json
 import socket
@@ -279,3 +280,78 @@ def test_a_request_pipelined_behind_a_long_answer_waits_for_all_of_it(broker, ke
     assert status == 200 and json.loads(body[1:]) == sent
     status, headers, body = connection.response()
     assert status == 200 and json.loads(body)["websocket"] is True
+
+
+def send_on(connection, session, body, *headers, suffix="xhr_send"):
+    connection.send(connection.request("POST", session + "/" + suffix, body, *headers))
+    return connection.response()
+
+
+def test_sends_on_a_new_connection_are_answered_by_the_broker_and_the_connection_kept(broker, kept):
+    poller = kept()
+    session = new_session(broker)
+    assert answer(poller, session)[2] == "o\n"
+    sender = kept()
+    for n in range(3):
+        status, headers, body = send_on(sender, session, b'["sent %d"]' % n, "Origin: https://example.com")
+        assert (status, body, headers["content-type"]) == (204, "", "text/plain; charset=UTF-8")
+        assert headers["access-control-allow-origin"] == "https://example.com"
+        assert "server" not in headers, "the broker itself answers a send, the first one on a connection too"
+    status, headers, body = send_on(kept(), session, b"d=%5B%22sent%203%22%5D",
+                                 "Content-Type: application/x-www-form-urlencoded", suffix="jsonp_send")
+    assert (status, body, "server" in headers) == (200, "ok", False)
+    received = []
+    while len(received) < 4:
+        received.extend(json.loads(frame_of("xhr", answer(poller, session)[2])[1:]))
+    assert received == ["sent 0", "sent 1", "sent 2", "sent 3"]
+    sender.send(sender.request("GET", sender.prefix + "/info"))
+    status, headers, body = sender.response()
+    assert status == 200 and "server" in headers and json.loads(body)["websocket"] is True
+
+
+def test_a_send_the_broker_does_not_take_is_answered_by_tornado_as_ever(start_broker, kept):
+    broker = start_broker("--allowed-origins", "https://good.example", "--max-message-size", "100")
+    poller = kept(broker)
+    session = new_session(broker)
+    assert answer(poller, session, "Origin: https://good.example")[2] == "o\n"
+    assert send_on(kept(broker), session, b'["x"', "Origin: https://good.example")[:3:2] == (
+        500, "Broken JSON encoding.")
+    assert send_on(kept(broker), session, b'{"x": 1}')[:3:2] == (500, "Payload expected.")
+    assert send_on(kept(broker), session, b'["x"]', "Origin: https://evil.example")[0] == 403
+    assert send_on(kept(broker), new_session(broker), b'["x"]')[0] == 404
+    pieces = kept(broker)
+    request = pieces.request("POST", session + "/xhr_send", b'["in pieces"]')
+    pieces.send(request[:-5])
+    time.sleep(0.05)  # the rest in a segment of its own
+    pieces.send(request[-5:])
+    assert pieces.response()[0] == 204
+    assert answer(poller, session, "Origin: https://good.example")[2] == 'a["in pieces"]\n'
+    assert send_on(kept(broker), session, b'["%s"]' % (b"x" * 200))[0] == 413
+    assert answer(poller, session)[2] == 'c[1009,"Message too big"]\n'
+
+
+def test_a_new_connection_that_sends_nothing_is_timed_and_released(start_broker, kept):
+    broker = start_broker("--header-timeout", "1")
+    silent = kept(broker)
+    assert silent.closed_by_broker()
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own
+
+
+def test_behind_a_proxy_a_send_on_a_new_connection_names_its_client(start_broker, kept):
+    broker = start_broker("--max-connections-per-ip", "2", "--client-address-header", "X-Forwarded-For")
+    poller = kept(broker)
+    session = new_session(broker)
+    assert answer(poller, session, "X-Forwarded-For: 10.0.0.1")[2] == "o\n"
+    # 10.0.0.2 at its limit: a send naming it is refused, and its connection closed.
+    others = [kept(broker) for _ in range(2)]
+    for other in others:
+        other.send(other.request("GET", "/healthz", b"", "X-Forwarded-For: 10.0.0.2"))
+        assert other.response()[0] == 200
+    refused = kept(broker)
+    status, headers, body = send_on(refused, session, b'["x"]', "X-Forwarded-For: 10.0.0.2")
+    assert status == 503 and "from your address" in body and headers["connection"] == "close"
+    assert refused.closed_by_broker()
+    status, headers, _ = send_on(kept(broker), session, b'["y"]', "X-Forwarded-For: 6.6.6.6, 10.0.0.3")
+    assert status == 204 and "server" not in headers
+    assert answer(poller, session, "X-Forwarded-For: 10.0.0.1")[2] == 'a["y"]\n'
+    assert broker.stats()["refused"]["per_ip"] == 1

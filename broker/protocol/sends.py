@@ -1,0 +1,112 @@
+"""A client's send (xhr_send, jsonp_send), read and answered as bytes, without I/O.
+
+Every HTTP transport's client sends its messages in a request of their own:
+``POST <prefix>/<server>/<session>/xhr_send`` with the JSON array as the body
+(xhr-streaming, eventsource, htmlfile, xhr-polling), or ``jsonp_send`` with
+it in a form's ``d`` field or as the body (jsonp-polling). A client sends
+rarely, so each send comes on a new connection or one idle since the last
+(:mod:`broker.transports.polling` answers it there); Tornado would make a
+request object, its headers, a handler and a log line for it.
+
+Rules this module keeps:
+
+* :func:`send_of` recognises a send only when it is sure: its head is one
+  :func:`broker.protocol.request_heads.read_head` has read, a ``POST`` of a path
+  the router's send routes match, with a body no longer than the router's
+  ``max_message_size`` and all of it in the bytes given, which carries a JSON
+  array. Anything else is None, and goes to Tornado as it was sent: an empty
+  body, broken JSON, or JSON that is not an array are answered there with
+  their errors, a body over the limit closes the session there.
+* :func:`send_answer` is the complete answer Tornado's handler sends to a send
+  it takes (less ``Server``): ``204`` for xhr_send, ``200 ok`` for
+  jsonp_send, with the CORS headers for the request's ``Origin``, which the
+  caller has checked against its policy.
+"""
+
+import urllib.parse
+from typing import List, NamedTuple, Optional
+
+from broker.protocol import frames
+from broker.protocol.polls import CACHE_CONTROL, cors_headers
+from broker.protocol.request_heads import session_path
+
+XHR_SEND = "xhr_send"
+JSONP_SEND = "jsonp_send"
+FORM = "application/x-www-form-urlencoded"
+_XHR_SEND_ANSWER = ("HTTP/1.1 204 No Content\r\n"
+                    "Date: %s\r\n"
+                    "Vary: Origin\r\n"
+                    "%s" + CACHE_CONTROL +
+                    "Content-Type: text/plain; charset=UTF-8\r\n"
+                    "\r\n")
+_JSONP_SEND_ANSWER = ("HTTP/1.1 200 OK\r\n"
+                      "Content-Type: text/plain; charset=UTF-8\r\n"
+                      "Date: %s\r\n"
+                      "Vary: Origin\r\n"
+                      "%s" + CACHE_CONTROL +
+                      "Content-Length: 2\r\n"
+                      "\r\n"
+                      "ok")
+
+
+class Send(NamedTuple):
+    """A send read from a connection."""
+
+    transport: str
+    """``xhr_send`` or ``jsonp_send``."""
+    session_id: str
+    size: int
+    """How many bytes of the connection it takes: its head and its body."""
+    messages: List[object]
+    """What it sends: the JSON array its body carries."""
+    origin: Optional[str]
+    """Its ``Origin`` header, if any."""
+    host: str
+    """Its ``Host`` header."""
+    named_client: Optional[str] = None
+    """The value of the client address header asked for, if any."""
+
+
+def jsonp_payload(body, content_type):
+    """The JSON a jsonp_send's ``body`` carries: the body itself, or, in a form
+    (``content_type``, a str or None), its ``d`` field; None for a form without one."""
+    if (content_type or "").split(";")[0].strip().lower() != FORM:
+        return body
+    if not body.startswith(b"d="):
+        return None
+    return urllib.parse.unquote_to_bytes(body[2:].replace(b"+", b" "))
+
+
+def send_of(head, data, prefix, max_size):
+    """The :class:`Send` whose head is ``head`` (a
+    :class:`broker.protocol.request_heads.RequestHead`, read from ``data``, the bytes
+    a connection has received), for a router at ``prefix`` whose messages are
+    at most ``max_size`` bytes; None if it may be anything else (see the rules)."""
+    if head.method != b"POST" or not 0 < head.content_length <= max_size:
+        return None
+    end = head.size + head.content_length
+    if len(data) < end:
+        return None
+    for transport in (XHR_SEND, JSONP_SEND):
+        target = session_path(head.target, prefix, transport)
+        if target is not None:
+            break
+    else:
+        return None
+    body = data[head.size:end]
+    payload = body if transport == XHR_SEND else jsonp_payload(body, head.content_type)
+    if not payload:
+        return None
+    try:
+        messages = frames.decode_json(payload)
+    except ValueError:
+        return None
+    if not isinstance(messages, list):
+        return None
+    return Send(transport, target[0], end, messages, head.origin, head.host, head.named_client)
+
+
+def send_answer(send, date):
+    """The whole answer (bytes) to ``send``, taken, dated ``date`` (HTTP's form)."""
+    answer = _XHR_SEND_ANSWER if send.transport == XHR_SEND else _JSONP_SEND_ANSWER
+    return (answer % (date, cors_headers(send.origin))).encode("latin-1")
