@@ -43,6 +43,9 @@ Rules this module keeps:
   header timeout from its opening or from the end of its previous response,
   a body within the body timeout from its first read; a connection over
   either is closed (a body's with a log line at INFO, as Tornado logs it).
+  A request whose first bytes a kept connection gives back to the server, its
+  head not yet whole (:class:`Handover`), is timed anew from then: its head
+  has at most twice the header timeout in all.
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
   (:class:`ClientAddressCheck`, and :class:`Handover` for the requests a

@@ -45,7 +45,8 @@ Rules this module keeps:
 * A send's messages reach its session as Tornado's handler gives them
   (``on_messages``), before its answer is written.
 * Between requests the connection is timed as Tornado times it: the next
-  request's head must come within the header timeout of the end of the answer.
+  request's head (a new connection's first) must come within the header
+  timeout of the end of the answer (of the connection's opening).
 """
 
 import socket
