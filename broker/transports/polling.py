@@ -19,8 +19,9 @@ Rules this module keeps:
 * A connection is kept only when nothing of it is left unsaid: HTTP/1.1,
   kept alive, plain (a TLS connection's bytes cannot be peeked at), with
   nothing read ahead by Tornado; the conformance services, on Tornado's own
-  streams, keep none. A new connection is kept only if its first request is
-  there whole as it is handed to the HTTP server.
+  streams, keep none. A new plain connection is taken before the HTTP
+  server reads it (:func:`answer_first_send`) only if its first request is a
+  send there whole, or not there at all yet.
 * A trusted proxy's poll or send names its client, as each of its requests
   does (:class:`broker.transports.listener.ClientAddressCheck`): the
   connection is that client's from then on, or, the client at its limit, the
