@@ -43,9 +43,8 @@ Rules this module keeps:
   header timeout from its opening or from the end of its previous response,
   a body within the body timeout from its first read; a connection over
   either is closed (a body's with a log line at INFO, as Tornado logs it).
-  A request whose first bytes a kept connection gives back to the server, its
-  head not yet whole (:class:`Handover`), is timed anew from then: its head
-  has at most twice the header timeout in all.
+  A request a kept connection gives back to the server, its head not yet
+  whole (:meth:`Handover.serve_again`), keeps the deadline it had there.
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
   (:class:`ClientAddressCheck`, and :class:`Handover` for the requests a
@@ -121,22 +120,34 @@ class RequestTimeouts:
     """The header and body timeouts of a listener's connections (see the
     module's rules), in seconds. A stream's deadline is one entry of a dict in
     the order the deadlines fall (all of a dict have one timeout), so that
-    :meth:`sweep` reads only the entries that are due, and one more."""
+    :meth:`sweep` reads only the entries that are due, and one more. A head's
+    deadline carried from a kept connection (``carried``) is earlier than
+    that order: those few are read whole at each sweep."""
 
     def __init__(self, header_timeout, body_timeout):
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.headers = {}
+        self.carried = {}
         self.bodies = {}
         self.timer = None
 
-    def reading_headers(self, stream):
-        self.bodies.pop(stream, None)
-        self.headers.pop(stream, None)
-        self.headers[stream] = time.monotonic() + self.header_timeout
+    def reading_headers(self, stream, deadline=None):
+        """``stream``'s next request's head is being read; by ``deadline``
+        (a ``time.monotonic()`` time) if given, else within the header timeout."""
+        self.forget(stream)
+        if deadline is None:
+            self.headers[stream] = time.monotonic() + self.header_timeout
+        else:
+            self.carried[stream] = deadline
+
+    def deadline(self, stream):
+        """The time by which ``stream``'s head is due, if it is being read."""
+        return self.headers.get(stream, self.carried.get(stream))
 
     def headers_read(self, stream):
         self.headers.pop(stream, None)
+        self.carried.pop(stream, None)
 
     def reading_body(self, stream):
         if stream not in self.bodies:
@@ -144,6 +155,7 @@ class RequestTimeouts:
 
     def forget(self, stream):
         self.headers.pop(stream, None)
+        self.carried.pop(stream, None)
         self.bodies.pop(stream, None)
 
     def start(self):
@@ -163,6 +175,9 @@ class RequestTimeouts:
         still being read (one read since the next request's headers forgets it)."""
         now = time.monotonic() if now is None else now
         for stream in _due(self.headers, now):
+            stream.close()
+        for stream in [stream for stream, deadline in self.carried.items() if deadline <= now]:
+            del self.carried[stream]
             stream.close()
         for stream in _due(self.bodies, now):
             if stream.reading():
@@ -201,7 +216,10 @@ class _Counted:
     headers are over its limit, the close is preceded by a 431. Its requests
     are timed by ``timeouts`` (a :class:`RequestTimeouts`), if given. A
     protocol may take its socket over and give it back to the ``listener``
-    (:meth:`hand_over`)."""
+    (:meth:`hand_over`). ``head_deadline``: when its first request's head is
+    due, if a kept connection gave it back with a deadline of its own."""
+
+    head_deadline = None
 
     def __init__(self, connection, limits, client, peer, timeouts=None, listener=None, **kwargs):
         self.limits = limits
@@ -223,7 +241,8 @@ class _Counted:
         # a line of it over its limit must not be answered as headers too large.
         self.reading_headers = not future.done()
         if self.timeouts is not None and not self.closed():
-            self.timeouts.reading_headers(self)
+            self.timeouts.reading_headers(self, self.head_deadline)
+        self.head_deadline = None
         future.add_done_callback(self.headers_read)
         return future
 
@@ -304,10 +323,12 @@ class Handover:
         """The socket is closed."""
         self._listener.limits.release(self.client)
 
-    def serve_again(self, sock):
+    def serve_again(self, sock, head_deadline):
         """Give the socket back, unread, to the HTTP server, as a new stream of
-        the same client, to read its next request (and release it, once closed)."""
-        self._listener.serve_stream(sock, self._peer, self.client)
+        the same client, to read its next request (and release it, once closed),
+        whose head is due by ``head_deadline`` (a ``time.monotonic()`` time; None:
+        within the header timeout of its first read)."""
+        self._listener.serve_stream(sock, self._peer, self.client, head_deadline)
 
     def reassign(self, named):
         """A trusted proxy's request names its client ``named`` (the header's
@@ -455,12 +476,14 @@ class Listener:
                 return
         self.serve_stream(connection, peer, client)
 
-    def serve_stream(self, connection, peer, client):
+    def serve_stream(self, connection, peer, client, head_deadline=None):
         """Have the HTTP server serve ``connection`` (a socket, admitted for
-        ``client``) from ``peer`` (a :class:`Peer`), counted; over TLS if it is wrapped."""
+        ``client``) from ``peer`` (a :class:`Peer`), counted; over TLS if it is
+        wrapped; its first request's head due by ``head_deadline``, if given."""
         kind = CountedTLSStream if isinstance(connection, ssl.SSLSocket) else CountedStream
         stream = kind(connection, self.limits, client, peer, self.timeouts, self,
                       max_buffer_size=self.server.max_buffer_size, read_chunk_size=self.server.read_chunk_size)
+        stream.head_deadline = head_deadline
         self.server.handle_stream(stream, peer.address)
 
 

@@ -46,8 +46,9 @@ Rules this module keeps:
 * A send's messages reach its session as Tornado's handler gives them
   (``on_messages``), before its answer is written.
 * Between requests the connection is timed as Tornado times it: the next
-  request's head (a new connection's first) must come within the header
-  timeout of the end of the answer (of the connection's opening).
+  request's head (a new connection's first) must be whole within the header
+  timeout of the end of the answer (of the connection's opening), given back
+  to the HTTP server or not.
 """
 
 import socket
@@ -197,13 +198,15 @@ class KeptAliveConnection(OwnedSocket):
             self._handover.timeouts.reading_headers(self)
 
     def _give_back(self):
-        """Hand the socket, unread, to the HTTP server."""
+        """Hand the socket, unread, to the HTTP server, the next head's deadline with it."""
         sock = self._sock
         self._sock = None
         self.watch()
+        timeouts = self._handover.timeouts
+        deadline = None if timeouts is None else timeouts.deadline(self)
         self._forget_timeout()
         self.server.stats.on_conn_closed()
-        self._handover.serve_again(sock)
+        self._handover.serve_again(sock, deadline)
 
     def close(self):
         """Close the connection (:class:`broker.transports.listener.RequestTimeouts` calls this)."""

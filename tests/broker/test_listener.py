@@ -1,16 +1,19 @@
 """The listener's streams and their request timers, on real socket pairs: a
 connection its client closed is let go at once, not held until its deadline;
-a burst of new connections is served a few at a loop turn."""
+a burst of new connections is served a few at a loop turn; a connection given
+back mid-head keeps its deadline."""
 
 import asyncio
 import contextlib
 import socket
+import time
+import types
 
 import pytest
 from tornado.iostream import StreamClosedError
 
 from broker.core.limits import Limits
-from broker.transports.listener import SERVED_PER_TURN, CountedStream, Listener, Peer, RequestTimeouts
+from broker.transports.listener import SERVED_PER_TURN, CountedStream, Handover, Listener, Peer, RequestTimeouts
 
 HEADERS_END = b"\r?\n\r?\n"
 
@@ -52,6 +55,7 @@ class Server:
 
     def __init__(self):
         self.streams = []
+        self.conn_params = types.SimpleNamespace()
 
     def handle_stream(self, stream, address):
         self.streams.append(stream)
@@ -96,5 +100,40 @@ def test_without_an_accept_rate_each_new_connection_is_served_at_once():
     async def scenario():
         async with new_connections(Limits(100), SERVED_PER_TURN + 3) as (server, sockets):
             assert len(server.streams) == len(sockets)
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_given_back_mid_head_keeps_its_head_deadline():
+    """A kept connection that gives the HTTP server a request whose head is not whole yet gives
+    it the head's deadline too: a head trickled in from near the end of the header timeout is
+    not timed anew."""
+    async def scenario():
+        server = Server()
+        limits = Limits(10)
+        timeouts = RequestTimeouts(header_timeout=20.0, body_timeout=20.0)
+        listener = Listener(server, limits, timeouts=timeouts)
+        pairs = [socket.socketpair() for _ in range(2)]
+        try:
+            for (ours, _), deadline in zip(pairs, (5.0, None)):
+                assert limits.admit("client") is None
+                Handover(listener, Peer(("127.0.0.1", 40000), "client"), "client").serve_again(ours, deadline)
+            carried, fresh = server.streams
+            head = carried.read_until_regex(HEADERS_END, 65536)  # as the HTTP server reads a request
+            fresh.read_until_regex(HEADERS_END, 65536)
+            assert timeouts.deadline(carried) == 5.0
+            assert timeouts.deadline(fresh) > time.monotonic() + 19, "without a deadline: timed from its first read"
+            timeouts.sweep(4.9)
+            assert not carried.closed()
+            timeouts.sweep(5.1)
+            assert carried.closed() and not fresh.closed() and limits.open == 1
+            with pytest.raises(StreamClosedError):
+                await head
+            assert timeouts.deadline(carried) is None
+            fresh.close()
+        finally:
+            for pair in pairs:
+                for sock in pair:
+                    sock.close()
 
     asyncio.run(scenario())

@@ -73,3 +73,27 @@ def test_a_closed_stream_is_forgotten():
     timeouts.reading_body(stream)
     timeouts.forget(stream)
     assert not timeouts.headers and not timeouts.bodies
+
+
+def test_a_carried_head_deadline_is_kept_behind_later_entries():
+    """A head deadline carried from a kept connection falls before the deadlines noted
+    earlier: it is swept at its time, not when theirs are due."""
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    earlier, carried = Stream(), Stream()
+    timeouts.headers[earlier] = 10.0
+    timeouts.reading_headers(carried, 9.0)
+    assert timeouts.deadline(carried) == 9.0 and timeouts.deadline(earlier) == 10.0
+    timeouts.sweep(9.5)
+    assert carried.closed and not earlier.closed
+    assert timeouts.deadline(carried) is None
+
+
+def test_a_carried_head_deadline_ends_with_its_head():
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    read, closed = Stream(), Stream()
+    timeouts.reading_headers(read, 9.0)
+    timeouts.reading_headers(closed, 9.0)
+    timeouts.headers_read(read)
+    timeouts.forget(closed)
+    timeouts.sweep(10.0)
+    assert not read.closed and not closed.closed and not timeouts.carried
