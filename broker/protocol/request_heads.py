@@ -98,8 +98,8 @@ def read_head(data, client_header=None):
             named_client = value.decode("latin-1")
     if host is None:
         return None
-    return RequestHead(request_line[0], request_line[1], end + len(END_OF_HEAD), length or 0, content_type, origin, host,
-                named_client)
+    return RequestHead(request_line[0], request_line[1], end + len(END_OF_HEAD), length or 0, content_type, origin,
+                       host, named_client)
 
 
 def session_path(target, prefix, transport):

@@ -33,6 +33,9 @@ from broker.protocol.request_heads import session_path
 XHR_SEND = "xhr_send"
 JSONP_SEND = "jsonp_send"
 FORM = "application/x-www-form-urlencoded"
+# What a send that carries no messages is answered, with a 500 (Tornado's handler answers it).
+BROKEN_JSON = "Broken JSON encoding."
+PAYLOAD_EXPECTED = "Payload expected."
 _XHR_SEND_ANSWER = ("HTTP/1.1 204 No Content\r\n"
                     "Date: %s\r\n"
                     "Vary: Origin\r\n"
@@ -77,6 +80,19 @@ def jsonp_payload(body, content_type):
     return urllib.parse.unquote_to_bytes(body[2:].replace(b"+", b" "))
 
 
+def messages_of(payload):
+    """The messages a send's ``payload`` (its JSON, or None) carries: a list.
+    Raises ValueError, its text the answer's, when it carries none: broken
+    JSON, or nothing or something else than an array."""
+    try:
+        messages = frames.decode_json(payload) if payload else None
+    except ValueError:
+        raise ValueError(BROKEN_JSON) from None
+    if not isinstance(messages, list):
+        raise ValueError(PAYLOAD_EXPECTED)
+    return messages
+
+
 def send_of(head, data, prefix, max_size):
     """The :class:`Send` whose head is ``head`` (a
     :class:`broker.protocol.request_heads.RequestHead`, read from ``data``, the bytes
@@ -94,14 +110,9 @@ def send_of(head, data, prefix, max_size):
     else:
         return None
     body = data[head.size:end]
-    payload = body if transport == XHR_SEND else jsonp_payload(body, head.content_type)
-    if not payload:
-        return None
     try:
-        messages = frames.decode_json(payload)
+        messages = messages_of(body if transport == XHR_SEND else jsonp_payload(body, head.content_type))
     except ValueError:
-        return None
-    if not isinstance(messages, list):
         return None
     return Send(transport, target[0], end, messages, head.origin, head.host, head.named_client)
 

@@ -20,7 +20,7 @@ import time
 
 from sockjs.tornado import transports as base
 
-from broker.protocol import frames, sends
+from broker.protocol import sends
 from broker.protocol.polls import CALLBACK_NAME
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
 
@@ -151,14 +151,10 @@ class _SendHandler(ServiceHeaders):
             session.close(*MESSAGE_TOO_BIG)
             self._answer(413, "Message too big.")
             return
-        payload = self.payload()
         try:
-            messages = frames.decode_json(payload) if payload else None
-        except ValueError:
-            self._answer(500, "Broken JSON encoding.")
-            return
-        if not isinstance(messages, list):
-            self._answer(500, "Payload expected.")
+            messages = sends.messages_of(self.payload())
+        except ValueError as error:
+            self._answer(500, str(error))
             return
         session.on_messages(messages)
         self.accepted()

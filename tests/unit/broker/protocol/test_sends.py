@@ -3,7 +3,7 @@
 import pytest
 
 from broker.protocol.request_heads import RequestHead, read_head, session_path
-from broker.protocol.sends import Send, jsonp_payload, send_answer, send_of
+from broker.protocol.sends import Send, jsonp_payload, messages_of, send_answer, send_of
 
 PREFIX = "/broadcast"
 MAX_SIZE = 1024
@@ -59,6 +59,18 @@ def test_a_proxy_s_send_names_its_client():
 ], ids=lambda data: repr(data[-50:]))
 def test_anything_else_is_not_a_send(data):
     assert parse_send(data) is None
+
+
+@pytest.mark.parametrize("payload, answer", [
+    (None, "Payload expected."),
+    (b"", "Payload expected."),
+    (b'{"a": 1}', "Payload expected."),
+    (b'["hi"', "Broken JSON encoding."),
+    (b'["\xff"]', "Broken JSON encoding."),
+])
+def test_a_payload_without_messages_names_tornado_s_answer(payload, answer):
+    with pytest.raises(ValueError, match=answer):
+        messages_of(payload)
 
 
 def test_a_content_length_is_digits_only():
