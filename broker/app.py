@@ -274,7 +274,7 @@ async def warm_up_sessions(config):
     listener.add_sockets(sockets)
     try:
         opened = await warm_up.open_sessions(sockets[0].getsockname()[1], config.prefix, sessions,
-                                             started + WARM_UP_LIMIT)
+                                             started + WARM_UP_LIMIT, config.client_publish)
     finally:
         listener.stop()
         listener.timeouts.stop()

@@ -1,10 +1,11 @@
 """--warm-up: before it listens, the broker opens sessions of every transport on a room and a
-loopback port of its own (broker.ops.warm_up), then drops them; its clients find a room
-without them."""
+loopback port of its own (broker.ops.warm_up), each sending a message unless clients may not
+publish, then drops them; its clients find a room without them."""
 
 import asyncio
 import gc
 import logging
+from urllib.parse import urlsplit
 
 from sockjs.tornado.sessioncontainer import SessionContainer
 from sockjs.tornado.stats import StatsCollector
@@ -51,6 +52,26 @@ def test_the_warm_up_opens_every_transport_and_leaves_no_part_of_its_node_behind
     opened, before, after = asyncio.run(warm_up_then_count())
     assert opened == 3 * len(warm_up.OPENINGS)
     assert after == before
+
+
+def open_sessions(broker, count, publish=True):
+    async def warm():
+        deadline = asyncio.get_running_loop().time() + 30
+        return await warm_up.open_sessions(urlsplit(broker.url).port, "/broadcast", count, deadline, publish)
+    return asyncio.run(warm())
+
+
+def test_each_warm_up_session_sends_a_message_on_its_transport_and_reads_it_back(start_broker):
+    broker = start_broker()
+    assert open_sessions(broker, 2 * len(warm_up.OPENINGS)) == 2 * len(warm_up.OPENINGS)
+    assert broker.stats()["messages_in"] == 2 * len(warm_up.OPENINGS)
+
+
+def test_where_clients_may_not_publish_the_warm_up_sends_nothing(start_broker):
+    broker = start_broker("--no-client-publish", "--warm-up", "12", "--log-level", "info")
+    assert wait_until(lambda: "warmed up: 12 sessions opened" in broker.server.output), broker.server.output
+    assert open_sessions(broker, len(warm_up.OPENINGS), publish=False) == len(warm_up.OPENINGS)
+    assert broker.stats()["messages_in"] == 0
 
 
 def test_a_warm_up_stops_at_the_first_session_that_fails(caplog):
