@@ -21,8 +21,8 @@ LAUNCH_TIMEOUT_S = 90.0
 
 
 def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPORT):
-    """Where servers and load run, how the clients connect, where results go:
-    the options ``compare`` and ``soak`` share. ``transport``: how ``--transport`` is declared,
+    """Where servers and load run, how the clients connect, where results go, the brokers'
+    further flags: the options ``compare`` and ``soak`` share. ``transport``: how ``--transport`` is declared,
     :data:`loadtest.arguments.TRANSPORT` (one) or :data:`~loadtest.arguments.TRANSPORT_LIST` (several in turn)."""
     server_cpu, client_cpu = affinity.default_cpus()
     group = parser.add_argument_group("placement")
@@ -33,6 +33,9 @@ def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPO
     arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
                      help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
+    arguments.option(group, "--broker-flags", default="",
+                     help="more flags for every broker launched, one string (e.g. \"--warm-up 3000\"); the "
+                     "other servers run as they are")
 
 
 def client_procs(args, connections):

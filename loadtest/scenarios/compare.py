@@ -124,9 +124,6 @@ def add_arguments(parser):
                      "the openssl command), trusted by the load client alone; each is labelled NAME+tls. "
                      "--tls alone: over TLS only (sockjs-node and sockjs-tornado, which serve no TLS, are "
                      "skipped); --tls both: each server plain, then each broker over TLS")
-    arguments.option(parser, "--broker-flags", default="",
-                     help="more flags for every broker, one string (e.g. \"--warm-up 3000\"); the other "
-                     "servers run as they are")
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)
 

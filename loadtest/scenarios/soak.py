@@ -263,6 +263,8 @@ def check_args(parser, args):
             procstat.rss_kb(args.server_pid)
         except procstat.ProcessGone:
             parser.error("--server-pid %d: no such process" % args.server_pid)
+        if args.broker_flags:
+            parser.error("--broker-flags goes with the servers soak launches, not --url")
     elif args.server_pid is not None or args.label is not None or args.tls_ca is not None:
         parser.error("--server-pid, --label and --tls-ca go with --url")
     placement.check_cpus(parser, args)
@@ -271,7 +273,7 @@ def check_args(parser, args):
 def run(parser, args):
     check_args(parser, args)
     status = console.StatusLine()
-    chosen = [] if args.url else placement.resolve_all(args.servers, status)
+    chosen = [] if args.url else placement.resolve_all(args.servers, status, broker_flags=args.broker_flags.split())
     if not args.url and not chosen:
         status.message("no server to soak")
         return 1

@@ -1,5 +1,7 @@
 """``python -m loadtest soak`` against a real broker over loopback, and its rules without sockets."""
 
+import os
+
 import pytest
 
 from loadtest import command_line
@@ -13,6 +15,8 @@ from loadtest.scenarios import soak
     (["--url", "http://127.0.0.1:8080/broadcast"], "--url needs --server-pid"),
     (["--url", "http://10.0.0.1:8080/broadcast", "--server-pid", "1"], "only loopback servers"),
     (["--server-pid", "1"], "--server-pid, --label and --tls-ca go with --url"),
+    (["--url", "http://127.0.0.1:8080/broadcast", "--server-pid", str(os.getpid()), "--broker-flags", "--warm-up 9"],
+     "--broker-flags goes with the servers soak launches, not --url"),
     (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
     (["--churn-size", "0"], "argument --churn-size: must be 1 or more"),
     (["--warm-up", "-1"], "argument --warm-up/--warmup: must be a number of 0 or more"),
