@@ -241,6 +241,20 @@ def test_a_kept_connection_is_timed_between_polls_not_during_one_and_released(st
     wait_until(lambda: broker.stats()["tcp_connections"] == 1)  # the stats request's own
 
 
+def test_a_head_given_back_to_tornado_keeps_the_deadline_timed_from_the_answer(start_broker, kept):
+    """A head not whole yet goes to Tornado, which must not time it anew: closed about the
+    header timeout after the answer, not the header timeout after the head's first bytes."""
+    broker = start_broker("--header-timeout", "4")
+    connection = kept(broker)
+    assert answer(connection, new_session(broker))[2] == "o\n"
+    answered = time.monotonic()
+    time.sleep(2.8)  # most of the header timeout, before the next head begins
+    connection.send(("GET %s/info HTTP/1.1\r\nHost: %s\r\n" % (connection.prefix, connection.host)).encode())
+    assert connection.closed_by_broker()
+    # Carried: closed 4 s after the answer, and within a sweep (1 s); timed anew, 6.8 s at least.
+    assert time.monotonic() - answered < 6.3
+
+
 def test_behind_a_proxy_each_kept_poll_names_its_client(start_broker, kept):
     broker = start_broker("--max-connections-per-ip", "2", "--client-address-header", "X-Forwarded-For",
                           "--publish-token", "s3cret")
