@@ -29,6 +29,8 @@ import base64
 import logging
 import os
 
+from broker.protocol.sends import FORM, JSONP_SEND, XHR_SEND
+
 LOG = logging.getLogger("broker.ops.warm_up")
 
 HOST = "127.0.0.1"
@@ -37,11 +39,11 @@ HOST = "127.0.0.1"
 # response holds once the session's open frame has come, and the path its client sends to.
 OPENINGS = (
     ("websocket", "GET", b"\x81\x01o", None),
-    ("xhr_streaming", "POST", b"\r\no\n", "xhr_send"),
-    ("xhr", "POST", b"\r\no\n", "xhr_send"),
-    ("eventsource", "GET", b"data: o\r\n", "xhr_send"),
-    ("htmlfile?c=p", "GET", b'p("o");', "xhr_send"),
-    ("jsonp?c=p", "GET", b'p("o");', "jsonp_send"),
+    ("xhr_streaming", "POST", b"\r\no\n", XHR_SEND),
+    ("xhr", "POST", b"\r\no\n", XHR_SEND),
+    ("eventsource", "GET", b"data: o\r\n", XHR_SEND),
+    ("htmlfile?c=p", "GET", b'p("o");', XHR_SEND),
+    ("jsonp?c=p", "GET", b'p("o");', JSONP_SEND),
 )
 # The transports whose response ends with each frame: their client asks again for the next.
 POLLING = frozenset(("xhr", "jsonp?c=p"))
@@ -49,8 +51,8 @@ POLLING = frozenset(("xhr", "jsonp?c=p"))
 # zeros, which leaves the payload as it is: masking protects nothing on loopback), as an
 # xhr_send body, as a jsonp_send form. Every transport frames it back inside ``a[``.
 WEBSOCKET_MESSAGE = b"\x81\x85\x00\x00\x00\x00" + b'["w"]'
-SEND_BODIES = {"xhr_send": b'["w"]', "jsonp_send": b"d=%5B%22w%22%5D"}
-SEND_ANSWERS = {"xhr_send": b" 204 ", "jsonp_send": b"\r\n\r\nok"}
+SEND_BODIES = {XHR_SEND: b'["w"]', JSONP_SEND: b"d=%5B%22w%22%5D"}
+SEND_ANSWERS = {XHR_SEND: b" 204 ", JSONP_SEND: b"\r\n\r\nok"}
 ECHO = b"a["
 
 
@@ -70,7 +72,7 @@ def opening_request(prefix, session, transport, method):
 def send_request(prefix, session, path):
     """The bytes of a request sending the warm-up's message to ``session`` at ``path``."""
     body = SEND_BODIES[path]
-    kind = "text/plain" if path == "xhr_send" else "application/x-www-form-urlencoded"
+    kind = "text/plain" if path == XHR_SEND else FORM
     return ("POST %s/0/%s/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
             % (prefix, session, path, HOST, kind, len(body))).encode() + body
 
