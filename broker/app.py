@@ -274,7 +274,8 @@ async def warm_up_sessions(config):
     listener.add_sockets(sockets)
     try:
         opened = await warm_up.open_sessions(sockets[0].getsockname()[1], config.prefix, sessions,
-                                             started + WARM_UP_LIMIT, config.client_publish)
+                                             started + WARM_UP_LIMIT,
+                                             warm_up.may_send(config.client_publish, config.max_message_size))
     finally:
         listener.stop()
         listener.timeouts.stop()

@@ -12,7 +12,7 @@ Rules this module keeps:
 
 * It speaks to 127.0.0.1 only, to the port it is given, one session at a time. Each
   session's opening request is read until its open frame; then, if the broker's clients may
-  publish, the session sends one message as its transport's browser client does (a websocket
+  publish and it takes messages of the warm-up's size (:func:`may_send`), the session sends one message as its transport's browser client does (a websocket
   frame; ``xhr_send``, or ``jsonp_send`` for jsonp-polling, on a new connection) and reads
   until that message comes back to it (a polling session asks again on its kept connection);
   then its connections are closed.
@@ -54,6 +54,14 @@ WEBSOCKET_MESSAGE = b"\x81\x85\x00\x00\x00\x00" + b'["w"]'
 SEND_BODIES = {XHR_SEND: b'["w"]', JSONP_SEND: b"d=%5B%22w%22%5D"}
 SEND_ANSWERS = {XHR_SEND: b" 204 ", JSONP_SEND: b"\r\n\r\nok"}
 ECHO = b"a["
+# The longest send the warm-up makes, against the broker's --max-message-size.
+LARGEST_SEND = max(len(body) for body in SEND_BODIES.values())
+
+
+def may_send(client_publish, max_message_size):
+    """Whether warm-up sessions send their message: only where clients may publish, and where
+    no send of theirs would be over the broker's message size, closing its session."""
+    return client_publish and max_message_size >= LARGEST_SEND
 
 
 def opening_request(prefix, session, transport, method):

@@ -12,7 +12,7 @@ from sockjs.tornado.stats import StatsCollector
 from sockjs_clients import WebSocketClient, XhrPollingClient, wait_until
 
 from broker.app import warm_up_sessions
-from broker.config import Config
+from broker.config import FLAGS, Config
 from broker.core.hub import Hub
 from broker.ops import warm_up
 from broker.transports.router import BrokerRouter
@@ -72,6 +72,19 @@ def test_where_clients_may_not_publish_the_warm_up_sends_nothing(start_broker):
     assert wait_until(lambda: "warmed up: 12 sessions opened" in broker.server.output), broker.server.output
     assert open_sessions(broker, len(warm_up.OPENINGS), publish=False) == len(warm_up.OPENINGS)
     assert broker.stats()["messages_in"] == 0
+
+
+def test_where_a_warm_up_message_would_be_over_the_size_limit_the_warm_up_sends_nothing(start_broker):
+    """Its send would close its session: no echo would come, and the warm-up would stop."""
+    too_small = str(warm_up.LARGEST_SEND - 1)
+    broker = start_broker("--max-message-size", too_small, "--warm-up", "12", "--log-level", "info")
+    assert wait_until(lambda: "warmed up: 12 sessions opened" in broker.server.output), broker.server.output
+    assert broker.stats()["messages_in"] == 0
+
+
+def test_the_warm_up_flag_names_the_size_of_its_send():
+    (flag,) = [flag for flag in FLAGS if flag.name == "--warm-up"]
+    assert "--max-message-size under %d bytes" % warm_up.LARGEST_SEND in flag.help
 
 
 def test_a_warm_up_stops_at_the_first_session_that_fails(caplog):
