@@ -1,11 +1,11 @@
 """``python -m broker`` and the ``sockjs-broker`` command."""
 
-from broker.ops import pypy_nursery
+from broker.ops import pypy_environment
 
 
 def main():
-    pypy_nursery.exec_with_broker_nursery()
-    from broker.app import main as run  # after the nursery: on PyPy this process may start anew
+    pypy_environment.exec_with_broker_environment()
+    from broker.app import main as run  # after the environment: on PyPy this process may start anew
 
     run()
 

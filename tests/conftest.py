@@ -32,7 +32,7 @@ ALONE = tuple("tests/" + path for path in (
     "hostile/test_flood.py", "hostile/test_oversized_headers.py", "hostile/test_slow_consumers.py",
     "hostile/test_slowloris.py", "hostile/test_websocket_pings.py",
     "loadtest/test_abuse_runs.py", "loadtest/test_rolling.py", "loadtest/test_soak_runs.py", "loadtest/test_sweep.py",
-    "compare/", "broker/test_churn.py", "broker/test_nursery.py", "broker/test_heartbeats.py",
+    "compare/", "broker/test_churn.py", "broker/test_pypy_environment.py", "broker/test_heartbeats.py",
     "broker/test_shutdown.py", "plots/test_plots_from_compare.py",
     "test_without_server_stack.py"))
 assert all(os.path.exists(os.path.join(ROOT, path)) for path in ALONE), "ALONE names a path that is gone"

@@ -22,7 +22,7 @@ from tornado.web import RequestHandler
 import broker
 from broker.core import conflation, idempotency
 from broker.core.hub import RelayUnavailable
-from broker.ops import pypy_nursery
+from broker.ops import pypy_environment
 from broker.protocol import frames
 from broker.runtime import interpreter
 
@@ -162,7 +162,7 @@ class StatsHandler(_JSONHandler):
             stats["gc"] = node.collection.stats()
             if hasattr(node.collection, "heap"):
                 stats["gc"]["heap"] = node.collection.heap()
-                stats["gc"]["nursery"] = pypy_nursery.stats()
+                stats["gc"]["nursery"] = pypy_environment.stats()
         if node.backplane is not None:
             stats["backplane"] = node.backplane.stats()
         if node.drain is not None:

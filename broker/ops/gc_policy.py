@@ -11,7 +11,7 @@ which defaults to eight nurseries. The nursery defaults to half the "cache
 size" in ``/proc/cpuinfo``, which many x86 servers report as their L3 cache:
 with a 64 MiB nursery nothing is collected before the heap holds 512 MiB of
 garbage, and the broker looks as if it leaked. The broker sets its own small
-nursery (:mod:`broker.ops.pypy_nursery`), but an operator's ``PYPY_GC_NURSERY`` may be
+nursery (:mod:`broker.ops.pypy_environment`), but an operator's ``PYPY_GC_NURSERY`` may be
 large, and this rule does not depend on it. Rules:
 
 * A major collection starts once the memory the GC holds after a minor

@@ -20,7 +20,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 from tornado.web import RequestHandler
 
-from broker.ops import pypy_nursery
+from broker.ops import pypy_environment
 from broker.protocol import positions
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
@@ -118,7 +118,7 @@ class BrokerCollector:
             if hasattr(node.collection, "heap"):
                 yield from gc_heap_metrics(node.collection.heap())
                 yield GaugeMetricFamily(PREFIX + "gc_nursery_bytes", "Size of PyPy's nursery (PYPY_GC_NURSERY, "
-                                        "or the broker's own)", value=pypy_nursery.stats()["bytes"])
+                                        "or the broker's own)", value=pypy_environment.stats()["bytes"])
         if node.backplane is not None:
             yield from backplane_metrics(node.backplane.stats())
 

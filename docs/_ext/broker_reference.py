@@ -211,7 +211,7 @@ MODES = (
 
 
 class _NurseryOnPyPy:
-    """:mod:`broker.ops.pypy_nursery` as it answers on PyPy, for the PyPy modes on another interpreter."""
+    """:mod:`broker.ops.pypy_environment` as it answers on PyPy, for the PyPy modes on another interpreter."""
 
     @staticmethod
     def stats():
@@ -245,15 +245,15 @@ async def _families(config):
     families, modes = {}, {}
     for mode in MODES:
         node, router = mode.parts(config)
-        saved = metrics.pypy_nursery
+        saved = metrics.pypy_environment
         if mode.key.startswith("pypy"):
-            metrics.pypy_nursery = _NurseryOnPyPy
+            metrics.pypy_environment = _NurseryOnPyPy
         try:
             for family in metrics.BrokerCollector(node, router).collect():
                 families.setdefault(family.name, family)
                 modes.setdefault(family.name, []).append(mode.key)
         finally:
-            metrics.pypy_nursery = saved
+            metrics.pypy_environment = saved
     return families, modes
 
 

@@ -1,5 +1,6 @@
-"""On PyPy the broker chooses its nursery, whatever cache the CPU reports; an
-operator's ``PYPY_GC_NURSERY`` wins. A CPU's report is made up for a broker by
+"""On PyPy the broker chooses its nursery, whatever cache the CPU reports, and
+keeps glibc's malloc giving PyPy's freed arenas back; an operator's
+``PYPY_GC_NURSERY`` and ``MALLOC_MMAP_THRESHOLD_`` win. A CPU's report is made up for a broker by
 mounting another ``/proc/cpuinfo`` over the real one in a mount namespace of its
 own (``unshare``, as root)."""
 
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from broker.ops import pypy_nursery
+from broker.ops import pypy_environment
 from loadtest.procstat import rss_kb
 
 from checkout import ROOT
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(platform.python_implementation() != "PyPy",
 
 SMALL_CACHE_KB = 1024
 LARGE_CACHE_KB = 491520  # reported by some Xeon servers: PyPy would pick a 240 MB nursery
-UNSET = {pypy_nursery.VARIABLE: None}
+UNSET = dict.fromkeys(pypy_environment.ENVIRONMENT)
 # In a mount namespace of its own, the file in $0 replaces /proc/cpuinfo, then the rest runs.
 REPORTING = ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /proc/cpuinfo && exec "$@"']
 
@@ -59,7 +60,7 @@ def environ_of(pid):
 
 
 def test_the_broker_nursery_does_not_follow_the_cpus_cache(start_broker, cpuinfo_reporting):
-    environ = {name: value for name, value in os.environ.items() if name != pypy_nursery.VARIABLE}
+    environ = {name: value for name, value in os.environ.items() if name != pypy_environment.NURSERY_VARIABLE}
     # What PyPy alone would do on each machine: the made-up report is what it reads.
     assert pypy_nursery_bytes(cpuinfo_reporting(LARGE_CACHE_KB), environ) >= 64 << 20
     brokers = {cache_kb: start_broker(env=UNSET, under=cpuinfo_reporting(cache_kb))
@@ -67,15 +68,29 @@ def test_the_broker_nursery_does_not_follow_the_cpus_cache(start_broker, cpuinfo
     for broker in brokers.values():
         assert broker.stats()["gc"]["nursery"] == {"bytes": 4 << 20, "set_by": "broker"}
         # The same process: the command ran again in place, with the variable set.
-        assert environ_of(broker.server.pid)[pypy_nursery.VARIABLE] == pypy_nursery.NURSERY
+        assert environ_of(broker.server.pid)[pypy_environment.NURSERY_VARIABLE] == pypy_environment.NURSERY
     small, large = (rss_kb(brokers[cache_kb].server.pid) for cache_kb in (SMALL_CACHE_KB, LARGE_CACHE_KB))
     assert abs(large - small) <= 0.1 * small, "idle RSS %d KiB (1 MiB cache), %d KiB (480 MiB)" % (small, large)
 
 
 def test_an_operators_nursery_is_kept(start_broker):
-    broker = start_broker(env={pypy_nursery.VARIABLE: "2MB"}, interpreter_options=["--jit", "off"])
-    assert broker.stats()["gc"]["nursery"] == {"bytes": 2 << 20, "set_by": pypy_nursery.VARIABLE}
+    broker = start_broker(env={pypy_environment.NURSERY_VARIABLE: "2MB"}, interpreter_options=["--jit", "off"])
+    assert broker.stats()["gc"]["nursery"] == {"bytes": 2 << 20, "set_by": pypy_environment.NURSERY_VARIABLE}
     assert "--jit" in open("/proc/%d/cmdline" % broker.server.pid).read().split("\0")
+
+
+def test_the_broker_fixes_the_threshold_of_mallocs_own_mappings(start_broker):
+    broker = start_broker(env=UNSET)
+    environ = environ_of(broker.server.pid)
+    assert environ[pypy_environment.MMAP_THRESHOLD_VARIABLE] == pypy_environment.MMAP_THRESHOLD
+
+
+def test_an_operators_malloc_threshold_is_kept_and_the_nursery_still_set(start_broker):
+    broker = start_broker(env={pypy_environment.NURSERY_VARIABLE: None,
+                               pypy_environment.MMAP_THRESHOLD_VARIABLE: "262144"})
+    environ = environ_of(broker.server.pid)
+    assert environ[pypy_environment.MMAP_THRESHOLD_VARIABLE] == "262144"
+    assert broker.stats()["gc"]["nursery"] == {"bytes": 4 << 20, "set_by": "broker"}
 
 
 def test_interpreter_options_survive_the_new_start(start_broker):
