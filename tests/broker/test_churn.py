@@ -23,7 +23,7 @@ WARM_UP = 4
 DISCONNECT_DELAY = 2
 EXPIRY_S = 10.0
 # On PyPy, garbage waits for a major collection, started once the heap has grown
-# 1.82 times past what the last one left: that can take more waves than the test
+# 1.5 times past what the last one left: that can take more waves than the test
 # has. Collecting at 1.2 times shows the plateau sooner and hides no leak, since
 # leaked memory survives every collection. CPython ignores it.
 PROMPT_COLLECTIONS = {"PYPY_GC_MAJOR_COLLECT": "1.2"}
