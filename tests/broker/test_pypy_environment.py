@@ -17,7 +17,7 @@ from loadtest.procstat import rss_kb
 from checkout import ROOT
 
 pytestmark = pytest.mark.skipif(platform.python_implementation() != "PyPy",
-                                reason="the nursery is PyPy's (on CPython there is none to choose)")
+                                reason="PyPy's settings (on CPython the broker sets none)")
 
 SMALL_CACHE_KB = 1024
 LARGE_CACHE_KB = 491520  # reported by some Xeon servers: PyPy would pick a 240 MB nursery
