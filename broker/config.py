@@ -235,9 +235,10 @@ FLAGS = (
          "without it, plain http", metavar="PEM"),
     Flag("--keyfile", "the certificate's private key (PEM), when it is not in --certfile", metavar="PEM"),
     Flag("--warm-up", "before listening, open this many sessions (every transport in turn) on a room and "
-         "a loopback port of the broker's own, each sending a message unless --no-client-publish (or a --max-message-size under 15 bytes), so that PyPy "
-         "has compiled session opening, sends and broadcasts before the first clients arrive; at most 60 s; "
-         "0: none", str(DEFAULTS.warm_up), _non_negative, "SESSIONS"),
+         "a loopback port of the broker's own, each sending a message unless --no-client-publish (or a "
+         "--max-message-size under 15 bytes), so that PyPy has compiled session opening, sends and "
+         "broadcasts before the first clients arrive; at most 60 s; 0: none",
+         str(DEFAULTS.warm_up), _non_negative, "SESSIONS"),
     Flag("--log-level", "how much the broker logs", DEFAULTS.log_level, choices=("debug", "info", "warning", "error")),
 )
 

@@ -12,10 +12,11 @@ Rules this module keeps:
 
 * It speaks to 127.0.0.1 only, to the port it is given, one session at a time. Each
   session's opening request is read until its open frame; then, if the broker's clients may
-  publish and it takes messages of the warm-up's size (:func:`may_send`), the session sends one message as its transport's browser client does (a websocket
-  frame; ``xhr_send``, or ``jsonp_send`` for jsonp-polling, on a new connection) and reads
-  until that message comes back to it (a polling session asks again on its kept connection);
-  then its connections are closed.
+  publish and it takes messages of the warm-up's size (:func:`may_send`), the session sends
+  one message as its transport's browser client does (a websocket frame; ``xhr_send``, or
+  ``jsonp_send`` for jsonp-polling, on a new connection) and reads until that message comes
+  back to it (a polling session asks again on its kept connection); then its connections
+  are closed.
 * Every transport a browser may use takes its turn, the ``/info`` request every client
   sends first included, so that each one's opening, send and broadcast are compiled, not
   only the websocket's.
