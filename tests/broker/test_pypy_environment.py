@@ -1,8 +1,8 @@
 """On PyPy the broker chooses its nursery, whatever cache the CPU reports, and
 keeps glibc's malloc giving PyPy's freed arenas back; an operator's
-``PYPY_GC_NURSERY`` and ``MALLOC_MMAP_THRESHOLD_`` win. A CPU's report is made up for a broker by
-mounting another ``/proc/cpuinfo`` over the real one in a mount namespace of its
-own (``unshare``, as root)."""
+``PYPY_GC_NURSERY`` and ``MALLOC_MMAP_THRESHOLD_`` win. A CPU's report is made
+up for a broker by mounting another ``/proc/cpuinfo`` over the real one in a
+mount namespace of its own (``unshare``, as root)."""
 
 import os
 import platform
