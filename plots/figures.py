@@ -20,6 +20,7 @@ SERVER_COLORS = {
     "broker-pypy": "#2a9d4b",
     "sockjs-node": "#e07b00",
     "sockjs-tornado": "#8c8c8c",
+    "sockjs-go": "#00838f",
 }
 OTHER_COLORS = ("#9467bd", "#d62728", "#17becf", "#bcbd22")
 LEVEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
@@ -33,7 +34,7 @@ ROLLING_ROWS = ("sessions held\nat each broker", "new sessions a second\nat each
 
 
 def server_colors(servers):
-    """A stable colour per server: the four contenders keep theirs, others get the next free one."""
+    """A stable colour per server: the five contenders keep theirs, others get the next free one."""
     others = iter(itertools.cycle(OTHER_COLORS))
     return {server: SERVER_COLORS.get(server) or next(others) for server in servers}
 

@@ -1,7 +1,7 @@
 """Launch a server under test as a child process and learn where it listens.
 
 Every server the project starts (the broker, the baseline sockjs-tornado app,
-the sockjs-node app) follows one contract: it accepts ``--port 0``, binds an
+the sockjs-node and sockjs-go apps) follows one contract: it accepts ``--port 0``, binds an
 ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
 (``https://`` when it serves TLS)
 on stdout as soon as it accepts connections. :func:`launch` waits for that line.

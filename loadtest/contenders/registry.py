@@ -10,10 +10,11 @@ over processes costs.
 Over TLS (``compare --tls``), a broker is resolved with a
 :class:`loadtest.contenders.certificate.Certificate`: it serves https and wss with
 it and is labelled ``<name>+tls`` (:data:`loadtest.records.TLS_SUFFIX`), so that it
-can be measured beside itself plain. sockjs-node and sockjs-tornado serve no TLS:
-they are :class:`Unavailable` so.
+can be measured beside itself plain. sockjs-node, sockjs-tornado and sockjs-go serve no
+TLS: they are :class:`Unavailable` so.
 """
 
+import fcntl
 import os
 import platform
 import shutil
@@ -28,6 +29,8 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(loadtest.__file__))
 # The checkout holding the package: where tox and the documented commands put the interpreters.
 REPO_ROOT = os.path.dirname(PACKAGE_DIR)
 NODE_DIR = os.path.join(PACKAGE_DIR, "node")
+GO_DIR = os.path.join(PACKAGE_DIR, "go")
+GO_BINARY = os.path.join(GO_DIR, "bin", "sockjs-go")
 CPYTHON_CANDIDATES = (
     os.path.join(REPO_ROOT, ".tox", "py3", "bin", "python"),
     os.path.join(REPO_ROOT, ".venv", "bin", "python"),
@@ -41,9 +44,10 @@ PYPY_HOWTO = (
     "apt-get install pypy3 pypy3-venv && pypy3 -m venv .venv-pypy && .venv-pypy/bin/pip install -e ."
     % " and ".join(os.path.relpath(path, REPO_ROOT) for path in PYPY_CANDIDATES)
 )
-NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "cluster-cpython", "cluster-pypy")
+NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "sockjs-go", "cluster-cpython",
+         "cluster-pypy")
 # What compare and soak run unless told otherwise: one process each.
-SINGLE = NAMES[:4]
+SINGLE = NAMES[:5]
 # The contenders that can serve https and wss (``--certfile``, ``--keyfile``).
 TLS_CAPABLE = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
@@ -78,21 +82,21 @@ class Contender:
         return "Contender(%r, %r, %r%s)" % (self.label, self.argv, self.runtime, ", joined=True" if self.joined else "")
 
 
-def resolve(name, npm_timeout=300.0, broker_flags=BROKER_FLAGS, certificate=None):
+def resolve(name, install_timeout=300.0, broker_flags=BROKER_FLAGS, certificate=None):
     """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
     brokers run with ``broker_flags``. With a ``certificate``
     (:class:`loadtest.contenders.certificate.Certificate`) it serves TLS with it,
     labelled ``name+tls``."""
     if certificate is None:
-        return _resolve(name, npm_timeout, broker_flags)
+        return _resolve(name, install_timeout, broker_flags)
     if name not in TLS_CAPABLE:
         raise Unavailable("%s%s: %s serves no TLS (those that do: %s)" % (
             name, TLS_SUFFIX, name, ", ".join(TLS_CAPABLE)))
-    plain = _resolve(name, npm_timeout, list(broker_flags) + certificate.broker_flags())
+    plain = _resolve(name, install_timeout, list(broker_flags) + certificate.broker_flags())
     return Contender(name + TLS_SUFFIX, plain.argv, plain.runtime, plain.cwd, plain.joined)
 
 
-def _resolve(name, npm_timeout, broker_flags):
+def _resolve(name, install_timeout, broker_flags):
     if name in ("broker-cpython", "cluster-cpython"):
         return _cpython_contender(name, "broker", broker_flags, joined=name.startswith("cluster-"))
     if name in ("broker-pypy", "cluster-pypy"):
@@ -106,9 +110,11 @@ def _resolve(name, npm_timeout, broker_flags):
         return Contender(name, [python, "-m", "broker"] + LISTEN + list(broker_flags), runtime,
                          joined=name.startswith("cluster-"))
     if name == "sockjs-node":
-        return _node_contender(name, npm_timeout)
+        return _node_contender(name, install_timeout)
     if name == "sockjs-tornado":
         return _cpython_contender(name, "loadtest.contenders.stock_sockjs_tornado")
+    if name == "sockjs-go":
+        return _go_contender(name, install_timeout)
     raise Unavailable("unknown server %r (known: %s)" % (name, ", ".join(NAMES)))
 
 
@@ -183,11 +189,11 @@ def _cpython_contender(name, module, flags=(), joined=False):
     return Contender(name, [python, "-m", module] + LISTEN + list(flags), runtime, joined=joined)
 
 
-def _node_contender(name, npm_timeout):
+def _node_contender(name, install_timeout):
     node = shutil.which("node")
     if node is None:
         raise Unavailable("%s: node is not installed (Node 20 or later is needed)" % name)
-    ensure_node_modules(npm_timeout)
+    ensure_node_modules(install_timeout)
     version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
     runtime = "Node " + version.stdout.strip().lstrip("v")
     return Contender(name, [node, os.path.join(NODE_DIR, "server.js")] + LISTEN, runtime, cwd=NODE_DIR)
@@ -210,3 +216,30 @@ def ensure_node_modules(timeout=300.0):
         raise Unavailable("sockjs-node: npm ci did not finish within %.0f s" % timeout)
     if done.returncode != 0:
         raise Unavailable("sockjs-node: npm ci failed:\n%s" % (done.stderr or done.stdout).strip())
+
+
+def _go_contender(name, install_timeout):
+    go = shutil.which("go")
+    if go is None:
+        raise Unavailable("%s: go is not installed (Go 1.19 or later: apt-get install golang-go)" % name)
+    build_go_server(go, install_timeout)
+    version = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30)
+    runtime = "Go " + version.stdout.strip().replace("go", "", 1)
+    return Contender(name, [GO_BINARY] + LISTEN, runtime, cwd=GO_DIR)
+
+
+def build_go_server(go, timeout=300.0):
+    """``go build`` ``loadtest/go`` into :data:`GO_BINARY`: the first time it fetches the pinned
+    modules; later it finds the binary up to date. Builds from two processes wait in turn."""
+    os.makedirs(os.path.dirname(GO_BINARY), exist_ok=True)
+    with open(os.path.join(os.path.dirname(GO_BINARY), ".build-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run(
+                [go, "build", "-buildvcs=false", "-o", GO_BINARY, "."],
+                cwd=GO_DIR, capture_output=True, text=True, timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise Unavailable("sockjs-go: go build did not finish within %.0f s" % timeout)
+    if done.returncode != 0:
+        raise Unavailable("sockjs-go: go build failed:\n%s" % (done.stderr or done.stdout).strip())

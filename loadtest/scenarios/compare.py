@@ -32,8 +32,8 @@ certificate for 127.0.0.1 made for the run (:mod:`loadtest.contenders.certificat
 which the client trusts, and nothing else. Each is labelled ``<name>+tls`` and its
 records say ``tls``. ``--tls both`` measures each broker plain, then over TLS,
 on fresh processes: the price of TLS side by side (the summary's ``vs plain``).
-sockjs-node and sockjs-tornado serve no TLS: they are skipped over TLS, and
-measured plain under ``--tls both``. The floor stays plain.
+The other contenders serve no TLS: they are skipped over TLS, and measured
+plain under ``--tls both``. The floor stays plain.
 
 The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
 brokers joined through Redis, :mod:`loadtest.contenders.server_group`) run only when named.
@@ -122,7 +122,7 @@ def add_arguments(parser):
     arguments.option(parser, "--tls", nargs="?", const="on", choices=TLS_MODES, default="off",
                      help="serve the brokers over TLS with a certificate for 127.0.0.1 made for the run (needs "
                      "the openssl command), trusted by the load client alone; each is labelled NAME+tls. "
-                     "--tls alone: over TLS only (sockjs-node and sockjs-tornado, which serve no TLS, are "
+                     "--tls alone: over TLS only (the servers that are not brokers serve no TLS and are "
                      "skipped); --tls both: each server plain, then each broker over TLS")
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)

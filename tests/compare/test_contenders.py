@@ -12,7 +12,7 @@ def raw_websocket(url):
     return websocket.create_connection(url.replace("http://", "ws://", 1) + "/websocket", timeout=5)
 
 
-@pytest.mark.parametrize("name", ["sockjs-tornado", "sockjs-node"])
+@pytest.mark.parametrize("name", ["sockjs-tornado", "sockjs-node", "sockjs-go"])
 def test_contender_broadcasts_to_every_connection(name):
     contender = registry.resolve(name)
     server = child_process.launch(contender.argv, cwd=contender.cwd)
@@ -31,6 +31,14 @@ def test_contender_broadcasts_to_every_connection(name):
 def test_runtimes_are_named():
     assert registry.resolve("sockjs-node").runtime.startswith("Node ")
     assert registry.resolve("sockjs-tornado").runtime.startswith("CPython 3.")
+    assert registry.resolve("sockjs-go").runtime.startswith("Go 1.")
+
+
+def test_missing_go_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(registry.Unavailable) as missing:
+        registry.resolve("sockjs-go")
+    assert "apt-get install golang-go" in str(missing.value)
 
 
 def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
