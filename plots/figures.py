@@ -161,10 +161,11 @@ def rss_figure(results):
                        "server RSS per idle connection (KiB)", results, bars, "%.1f KiB")
 
 
+# (figure, axis label, bar label format, axis scale): round trips span milliseconds to seconds.
 BY_TRANSPORT_PANELS = (
-    ("cpu_us_per_msg", "server CPU per\ndelivered message (µs)", "%.2f"),
-    ("p99_ms", "99th percentile\nround trip (ms)", "%.1f"),
-    ("rss_per_conn_kb", "server RSS per idle\nconnection (KiB)", "%.1f"),
+    ("cpu_us_per_msg", "server CPU per\ndelivered message (µs)", "%.2f", "linear"),
+    ("p99_ms", "99th percentile round\ntrip (ms, log scale)", "%.1f", "log"),
+    ("rss_per_conn_kb", "server RSS per idle\nconnection (KiB)", "%.1f", "linear"),
 )
 
 
@@ -187,8 +188,9 @@ def by_transport_figure(results):
                                     (11, 3.2 * len(panels) + 1.2), len(panels))
     colors = server_colors(results.servers)
     width = 0.8 / len(servers)
-    for axes, (key, ylabel, value_format) in zip(axes_list, panels):
+    for axes, (key, ylabel, value_format, scale) in zip(axes_list, panels):
         values = {(row["transport"], row["server"]): row[key] for row in rows}
+        axes.set_yscale(scale)
         for index, server in enumerate(servers):
             drawn = [(position, values[(transport, server)]) for position, transport in enumerate(transports)
                      if values.get((transport, server)) is not None]
@@ -198,9 +200,11 @@ def by_transport_figure(results):
                             [value for _, value in drawn], width=width * 0.92, color=colors[server], label=server)
             axes.bar_label(bars, labels=[value_format % value for _, value in drawn], padding=2, fontsize=7)
         axes.set_ylabel(ylabel)
-        top = max(value for value in values.values() if value is not None)
-        if top > 0:
-            axes.set_ylim(0, top * 1.18)
+        shown = [value for value in values.values() if value is not None and value > 0]
+        if scale == "log" and shown:
+            axes.set_ylim(min(shown) / 2, max(shown) * 4)
+        elif shown:
+            axes.set_ylim(0, max(shown) * 1.18)
         axes.grid(False, axis="x")
     axes_list[-1].set_xticks(range(len(transports)), transports)
     xlabel = "transport; CPU and round trip at %s" % _load_label(*fixed_loads(results)[0])

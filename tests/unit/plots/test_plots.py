@@ -91,6 +91,10 @@ def test_the_figure_by_transport_has_a_bar_per_server_in_each_transport_s_group(
     for container in cpu.containers:
         assert {bar.get_facecolor() for bar in container} == {to_rgba(colors[container.get_label()])}
     assert "µs" in cpu.get_ylabel() and "ms" in p99.get_ylabel() and "KiB" in rss.get_ylabel()
+    # Round trips span milliseconds to seconds: on a linear axis a second hides every millisecond.
+    assert [axes.get_yscale() for axes in (cpu, p99, rss)] == ["linear", "log", "linear"]
+    low, high = p99.get_ylim()
+    assert low > 0 and low < min(bars_of(p99).values()) and high > max(bars_of(p99).values())
     assert "1,000 clients x 20 msgs/s" in rss.get_xlabel() and "100 idle connections" in rss.get_xlabel()
 
 
