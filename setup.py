@@ -17,7 +17,7 @@ setup(
     license="MIT",
     python_requires=">=3.9",
     packages=find_packages(include=["broker", "broker.*", "loadtest", "loadtest.*", "plots", "plots.*"]),
-    package_data={"broker": ["ops/demo/*"], "loadtest": ["node/*.js", "node/*.json"]},
+    package_data={"broker": ["ops/demo/*"], "loadtest": ["node/*.js", "node/*.json", "go/*.go", "go/go.mod", "go/go.sum"]},
     install_requires=[
         "tornado>=6.4,<7",
         # The broker subclasses sockjs-tornado's transports and relies on their internals.
