@@ -4,7 +4,7 @@
 // It runs on one core (GOMAXPROCS 1), as the other contenders run on one
 // event loop. A session's messages are broadcast by that session's own
 // goroutine, and sockjs-go writes to each receiver as it is sent to: a reader
-// that falls behind slows the senders, as in sockjs-go's own examples.
+// that falls behind slows the senders.
 package main
 
 import (

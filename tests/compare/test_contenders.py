@@ -18,7 +18,15 @@ def test_contender_broadcasts_to_every_connection(name):
     server = child_process.launch(contender.argv, cwd=contender.cwd)
     try:
         assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/broadcast")
-        sender, listener = raw_websocket(server.url), raw_websocket(server.url)
+        # A connection is in the room once its own message comes back: sockjs-go runs a
+        # session's handler only after it has answered the handshake.
+        sender = raw_websocket(server.url)
+        sender.send("sender joined")
+        assert sender.recv() == "sender joined"
+        listener = raw_websocket(server.url)
+        listener.send("listener joined")
+        assert listener.recv() == "listener joined"
+        assert sender.recv() == "listener joined"
         sender.send("hello from %s" % name)
         assert listener.recv() == "hello from %s" % name
         assert sender.recv() == "hello from %s" % name
