@@ -207,15 +207,7 @@ def ensure_node_modules(timeout=300.0):
     if npm is None:
         raise Unavailable("sockjs-node: npm is not installed; it installs loadtest/node's dependencies")
     print("installing sockjs-node dependencies: npm ci in %s" % NODE_DIR, file=sys.stderr, flush=True)
-    try:
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=NODE_DIR, capture_output=True, text=True, timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise Unavailable("sockjs-node: npm ci did not finish within %.0f s" % timeout)
-    if done.returncode != 0:
-        raise Unavailable("sockjs-node: npm ci failed:\n%s" % (done.stderr or done.stdout).strip())
+    _prepare("sockjs-node", "npm ci", [npm, "ci", "--no-audit", "--no-fund"], NODE_DIR, timeout)
 
 
 def _go_contender(name, install_timeout):
@@ -231,15 +223,19 @@ def _go_contender(name, install_timeout):
 def build_go_server(go, timeout=300.0):
     """``go build`` ``loadtest/go`` into :data:`GO_BINARY`: the first time it fetches the pinned
     modules; later it finds the binary up to date. Builds from two processes wait in turn."""
-    os.makedirs(os.path.dirname(GO_BINARY), exist_ok=True)
-    with open(os.path.join(os.path.dirname(GO_BINARY), ".build-lock"), "w") as lock:
+    binary_dir = os.path.dirname(GO_BINARY)
+    os.makedirs(binary_dir, exist_ok=True)
+    with open(os.path.join(binary_dir, ".build-lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(
-                [go, "build", "-buildvcs=false", "-o", GO_BINARY, "."],
-                cwd=GO_DIR, capture_output=True, text=True, timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise Unavailable("sockjs-go: go build did not finish within %.0f s" % timeout)
+        _prepare("sockjs-go", "go build", [go, "build", "-buildvcs=false", "-o", GO_BINARY, "."], GO_DIR, timeout)
+
+
+def _prepare(server, step, argv, cwd, timeout):
+    """Run ``argv`` in ``cwd``, the ``step`` (``npm ci``) that ``server`` needs before it can
+    start; :class:`Unavailable`, with what it printed, if it fails or outlasts ``timeout``."""
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Unavailable("%s: %s did not finish within %.0f s" % (server, step, timeout))
     if done.returncode != 0:
-        raise Unavailable("sockjs-go: go build failed:\n%s" % (done.stderr or done.stdout).strip())
+        raise Unavailable("%s: %s failed:\n%s" % (server, step, (done.stderr or done.stdout).strip()))

@@ -49,6 +49,14 @@ def test_missing_go_says_how_to_get_it(monkeypatch, tmp_path):
     assert "apt-get install golang-go" in str(missing.value)
 
 
+def test_a_go_build_that_fails_says_what_go_printed(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "GO_DIR", str(tmp_path))
+    monkeypatch.setattr(registry, "GO_BINARY", str(tmp_path / "bin" / "sockjs-go"))
+    with pytest.raises(registry.Unavailable) as failed:
+        registry.resolve("sockjs-go")
+    assert str(failed.value).startswith("sockjs-go: go build failed:\ngo: ")
+
+
 def test_missing_pypy_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "PYPY_CANDIDATES", (str(tmp_path / "bin" / "python"),))
     with pytest.raises(registry.Unavailable) as missing:
