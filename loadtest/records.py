@@ -75,11 +75,13 @@ class Server(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Step(Record):
-    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`); ``reopened``: the
-    streams its clients reopened and the polls they made after their first (0 over a websocket)."""
+    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`) over ``transport``
+    (an older line without it measured the run's); ``reopened``: the streams its clients reopened
+    and the polls they made after their first (0 over a websocket)."""
 
     TYPE: ClassVar[str] = "step"
     server: str
+    transport: str
     level: int
     rate: float
     duration_s: float
@@ -102,10 +104,11 @@ class Step(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Level(Record):
-    """How a concurrency level ended."""
+    """How a concurrency level over ``transport`` ended (an older line without it: the run's)."""
 
     TYPE: ClassVar[str] = "level"
     server: str
+    transport: str
     level: int
     end: str
 

@@ -13,7 +13,8 @@ import textwrap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from loadtest.results.summary import REALTIME_MS, cost_rows, curves, fixed_loads, rolling_runs, rss_series, subtitle
+from loadtest.results.summary import (REALTIME_MS, SERVER, cost_rows, curves, fixed_loads, realtime_capacity,
+                                      rolling_runs, rss_series, subtitle)
 
 SERVER_COLORS = {
     "broker-cpython": "#1f6fb4",
@@ -59,12 +60,14 @@ def _new_panels(title, results, size, rows):
 
 
 def latency_figure(results, statistic="mean"):
-    """Round trip (``mean`` or ``p99``) against server messages/s, one line per server and level."""
+    """Round trip (``mean`` or ``p99``) against server messages/s over the first transport swept,
+    one line per server and level."""
     lines = curves(results, statistic)
     if not lines:
         return None
-    figure, axes = _new_figure(
-        "Round trip (%s) against server messages/s" % STATISTIC_NAMES.get(statistic, statistic), results)
+    lines = [curve for curve in lines if curve.transport == lines[0].transport]
+    figure, axes = _new_figure("Round trip (%s) against server messages/s%s" % (
+        STATISTIC_NAMES.get(statistic, statistic), _transport_suffix(results, lines[0].transport)), results)
     colors = server_colors(results.servers)
     levels = sorted({curve.level for curve in lines})
     markers = dict(zip(levels, itertools.cycle(LEVEL_MARKERS)))
@@ -167,52 +170,95 @@ BY_TRANSPORT_PANELS = (
     ("p99_ms", "99th percentile round\ntrip (ms, log scale)", "%.1f", "log"),
     ("rss_per_conn_kb", "server RSS per idle\nconnection (KiB)", "%.1f", "linear"),
 )
+KNEE_LABEL = "knee: thousand\ndeliveries/s kept\nrealtime"
 
 
-def _transports_with(rows, key):
-    """The transports of the :func:`~loadtest.results.summary.cost_rows` that have a ``key`` figure."""
-    return {row["transport"] for row in rows if row[key] is not None}
+def _by_transport_panels(results):
+    """The panels of the figure by transport that have figures over more than one transport:
+    ``(axis label, axis scale, {(transport, server): (height, bar label)})`` each, the knee
+    first if the run swept, then the costs of :data:`BY_TRANSPORT_PANELS`."""
+    panels = []
+    level, knees = _knees(results)
+    if len({transport for transport, _ in knees}) > 1:
+        panels.append((KNEE_LABEL, "linear", knees))
+    rows = cost_rows(results)
+    for key, ylabel, value_format, scale in BY_TRANSPORT_PANELS:
+        bars = {(row["transport"], row["server"]): (row[key], value_format % row[key])
+                for row in rows if row[key] is not None}
+        if len({transport for transport, _ in bars}) > 1:
+            panels.append((ylabel, scale, bars))
+    return panels
+
+
+def _knees(results):
+    """The clients of the knees drawn (the first fixed load's, if swept, else the first level
+    swept) and ``{(transport, server): (thousands of msgs/s, label)}`` at that level; a ``+`` says
+    the server did not stop it (:func:`~loadtest.results.summary.realtime_capacity`)."""
+    capacity = [row for row in realtime_capacity(results) if row.msgs_per_s is not None]
+    if not capacity:
+        return None, {}
+    levels = [row.level for row in capacity]
+    loads = fixed_loads(results)
+    level = loads[0][0] if loads and loads[0][0] in levels else levels[0]
+    return level, {(row.transport, row.server): (row.msgs_per_s / 1000.0, "%.0fk%s" % (
+        row.msgs_per_s / 1000.0, "" if row.limit == SERVER else "+")) for row in capacity if row.level == level}
 
 
 def by_transport_figure(results):
-    """CPU per delivered message and the 99th percentile round trip at the first fixed load (and RSS
-    per idle connection, if measured over several transports), grouped by transport, a bar per server;
-    None unless the results hold CPU figures over more than one transport."""
-    rows = cost_rows(results)
-    if len(_transports_with(rows, "cpu_us_per_msg")) < 2:
+    """The knee at one level, if swept, CPU per delivered message and the 99th percentile round
+    trip at the first fixed load, and RSS per idle connection, each if measured over several
+    transports, grouped by transport, a bar per server; None if none is."""
+    panels = _by_transport_panels(results)
+    if not panels:
         return None
-    panels = [panel for panel in BY_TRANSPORT_PANELS if len(_transports_with(rows, panel[0])) > 1]
     transports = results.transports
-    servers = [server for server in results.servers if any(row["server"] == server for row in rows)]
-    figure, axes_list = _new_panels("Server costs by transport (lower is better)", results,
-                                    (11, 3.2 * len(panels) + 1.2), len(panels))
+    shown = {server for _, _, bars in panels for _, server in bars}
+    servers = [server for server in results.servers if server in shown]
+    title = ("Servers by transport: knee (higher is better) and costs (lower is better)"
+             if panels[0][0] == KNEE_LABEL else "Server costs by transport (lower is better)")
+    figure, axes_list = _new_panels(title, results, (11, 3.2 * len(panels) + 1.2), len(panels))
     colors = server_colors(results.servers)
     width = 0.8 / len(servers)
-    for axes, (key, ylabel, value_format, scale) in zip(axes_list, panels):
-        values = {(row["transport"], row["server"]): row[key] for row in rows}
+    for axes, (ylabel, scale, bars) in zip(axes_list, panels):
         axes.set_yscale(scale)
         for index, server in enumerate(servers):
-            drawn = [(position, values[(transport, server)]) for position, transport in enumerate(transports)
-                     if values.get((transport, server)) is not None]
+            drawn = [(position, bars[(transport, server)]) for position, transport in enumerate(transports)
+                     if (transport, server) in bars]
             if not drawn:
                 continue
-            bars = axes.bar([position + (index - (len(servers) - 1) / 2) * width for position, _ in drawn],
-                            [value for _, value in drawn], width=width * 0.92, color=colors[server], label=server)
-            axes.bar_label(bars, labels=[value_format % value for _, value in drawn], padding=2, fontsize=7)
+            drawn_bars = axes.bar([position + (index - (len(servers) - 1) / 2) * width for position, _ in drawn],
+                                  [height for _, (height, _) in drawn], width=width * 0.92, color=colors[server],
+                                  label=server)
+            axes.bar_label(drawn_bars, labels=[label for _, (_, label) in drawn], padding=2, fontsize=7)
         axes.set_ylabel(ylabel)
-        shown = [value for value in values.values() if value is not None and value > 0]
-        if scale == "log" and shown:
-            axes.set_ylim(min(shown) / 2, max(shown) * 4)
-        elif shown:
-            axes.set_ylim(0, max(shown) * 1.18)
+        heights = [height for height, _ in bars.values() if height > 0]
+        if scale == "log" and heights:
+            axes.set_ylim(min(heights) / 2, max(heights) * 4)
+        elif heights:
+            axes.set_ylim(0, max(heights) * 1.18)
         axes.grid(False, axis="x")
     axes_list[-1].set_xticks(range(len(transports)), transports)
-    xlabel = "transport; CPU and round trip at %s" % _load_label(*fixed_loads(results)[0])
-    if panels[-1] is BY_TRANSPORT_PANELS[-1]:
-        xlabel += "; RSS holding %s idle connections" % "{:,}".format(results.idle_rss[0].connections)
-    axes_list[-1].set_xlabel(xlabel)
+    axes_list[-1].set_xlabel(_by_transport_xlabel(results, [ylabel for ylabel, _, _ in panels]))
     axes_list[0].legend(title="server", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     return figure
+
+
+def _by_transport_xlabel(results, ylabels):
+    """What the figure by transport measured: the knee's clients (a line of its own), the fixed load,
+    the idle connections."""
+    lines, costs = ["transport"], []
+    if ylabels[0] == KNEE_LABEL:
+        lines[0] += "; knee (mean round trip <= %.0f ms) at %s clients, + where not stopped by the server" % (
+            REALTIME_MS, "{:,}".format(_knees(results)[0]))
+    if BY_TRANSPORT_PANELS[0][1] in ylabels or BY_TRANSPORT_PANELS[1][1] in ylabels:
+        costs.append("CPU and round trip at %s" % _load_label(*fixed_loads(results)[0]))
+    if BY_TRANSPORT_PANELS[2][1] in ylabels:
+        costs.append("RSS holding %s idle connections" % "{:,}".format(results.idle_rss[0].connections))
+    if costs and len(lines[0]) > len("transport"):
+        lines.append("; ".join(costs))
+    elif costs:
+        lines[0] += "; " + "; ".join(costs)
+    return "\n".join(lines)
 
 
 def rss_over_time_figure(results):

@@ -101,7 +101,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
             probe.start()
             merged = rules.merge_partials(await _run_step(groups, rate, options.duration, total, on_progress, level))
             figures = probe.stop(merged.duration_s, merged.received)
-            record = rules.step_record(options.server, level, rate, merged, figures)
+            record = rules.step_record(options.server, options.transport, level, rate, merged, figures)
             steps.append(record)
             if on_step is not None:
                 on_step(record)
@@ -121,7 +121,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
             for group in groups:
                 group.close()
         if on_level is not None:
-            on_level(records.Level(server=options.server, level=level, end=end))
+            on_level(records.Level(server=options.server, transport=options.transport, level=level, end=end))
     return steps
 
 

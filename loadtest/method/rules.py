@@ -319,12 +319,14 @@ class ServerFigures:
                    cpu_us_per_msg=round(cpu_s * 1e6 / received, 3) if received else None)
 
 
-def step_record(server, level, rate, merged, server_figures):
-    """The :class:`loadtest.records.Step` of one step from its :class:`Merged` and :class:`ServerFigures`."""
+def step_record(server, transport, level, rate, merged, server_figures):
+    """The :class:`loadtest.records.Step` of one step over ``transport`` from its :class:`Merged` and
+    :class:`ServerFigures`."""
     rtt = rtt_summary(merged.histogram)
     reason = overload_reason(merged, rtt["mean"])
     return records.Step(
         server=server,
+        transport=transport,
         level=level,
         rate=rate,
         duration_s=round(merged.duration_s, 3),

@@ -18,17 +18,17 @@ REFERENCE = "sockjs-node"
 SERVER = "server"
 CLIENT = "client-bound"
 
-Curve = collections.namedtuple("Curve", "server level points")
+Curve = collections.namedtuple("Curve", "server transport level points")
 # One rolling restart: its server and drain, its rolling_second records in order, its
 # broker_restart records and its rolling record (None if the run did not end).
 RollingRun = collections.namedtuple("RollingRun", "server drain_s seconds restarts summary")
-Capacity = collections.namedtuple("Capacity", "server level msgs_per_s rate ratio limit")
+Capacity = collections.namedtuple("Capacity", "server transport level msgs_per_s rate ratio limit")
 
 
 class Results:
     """The records of one results file (:mod:`loadtest.records`), sorted by type; servers in
-    the order they were measured. A fixed load or idle connections of an older file, without
-    its transport, measured the run's."""
+    the order they were measured. A step, level, fixed load or idle connections of an older file,
+    without its transport, measured the run's."""
 
     def __init__(self, records):
         def of(kind):
@@ -41,9 +41,10 @@ class Results:
                 self.runtimes[record.server] = record.runtime
             elif hasattr(record, "server"):
                 self.runtimes.setdefault(record.server, None)
-        self.steps = of(schema.Step)
-        self.level_ends = {(r.server, r.level): r.end for r in of(schema.Level)}
         transport = self.run and self.run.transport
+        self.steps = [_over(record, transport) for record in of(schema.Step)]
+        self.level_ends = {(r.server, r.transport, r.level): r.end
+                           for r in (_over(record, transport) for record in of(schema.Level))}
         self.cpu_per_msg = [_over(record, transport) for record in of(schema.CpuPerMsg)]
         self.idle_rss = [_over(record, transport) for record in of(schema.IdleRss)]
         self.floor = next(iter(of(schema.Floor)), None)
@@ -60,8 +61,8 @@ class Results:
 
     @property
     def transports(self):
-        """Every transport of the fixed loads and idle connections, in the order first met."""
-        return list(dict.fromkeys(record.transport for record in self.cpu_per_msg + self.idle_rss))
+        """Every transport of the steps, fixed loads and idle connections, in the order first met."""
+        return list(dict.fromkeys(record.transport for record in self.steps + self.cpu_per_msg + self.idle_rss))
 
 
 def _over(record, transport):
@@ -70,22 +71,23 @@ def _over(record, transport):
 
 
 def curves(results, statistic="mean"):
-    """One :class:`Curve` per server and level: ``(server msgs/s, RTT ms, overloaded)`` points."""
+    """One :class:`Curve` per server, transport and level: ``(server msgs/s, RTT ms, overloaded)`` points."""
     grouped = collections.OrderedDict()
     for server in results.servers:
         for step in results.steps:
             if step.server != server or step.rtt_ms.get(statistic) is None:
                 continue
             point = (step.server_msgs_per_s, step.rtt_ms[statistic], step.overloaded)
-            grouped.setdefault((server, step.level), []).append(point)
-    return [Curve(server, level, points) for (server, level), points in grouped.items()]
+            grouped.setdefault((server, step.transport, step.level), []).append(point)
+    return [Curve(*key, points) for key, points in grouped.items()]
 
 
 def realtime_capacity(results):
-    """For each server and level, the highest server msgs/s of a healthy step with mean RTT <= ``REALTIME_MS``.
+    """For each server, transport and level, the highest server msgs/s of a healthy step with mean
+    RTT <= ``REALTIME_MS``: the knee.
 
     ``rate`` is the msgs/s that step offered; ``ratio`` compares its msgs/s with
-    sockjs-node's at the same level (None without a reference); ``limit`` says
+    sockjs-node's over the same transport at the same level (None without a reference); ``limit`` says
     what stopped it: ``SERVER`` or ``CLIENT`` by the first step past realtime
     (:func:`loadtest.method.rules.client_limited`), else the level's end (an
     :class:`End`, None without one): the server's limit then lies above.
@@ -96,23 +98,23 @@ def realtime_capacity(results):
         for step in results.steps:
             if step.server != server:
                 continue
-            key = (server, step.level)
+            key = (server, step.transport, step.level)
             best.setdefault(key, None)
             if rules.past_realtime(step.overloaded, step.rtt_ms["mean"]):
                 broke.setdefault(key, step)
             elif best[key] is None or step.server_msgs_per_s > best[key].server_msgs_per_s:
                 best[key] = step
     rows = []
-    for (server, level), step in best.items():
+    for (server, transport, level), step in best.items():
         value = step and step.server_msgs_per_s
-        reference = best.get((REFERENCE, level))
+        reference = best.get((REFERENCE, transport, level))
         ratio = value / reference.server_msgs_per_s if value is not None and reference else None
-        if (server, level) in broke:
-            at = broke[(server, level)]
+        if (server, transport, level) in broke:
+            at = broke[(server, transport, level)]
             limit = CLIENT if rules.client_limited(at.client_bound, at.server_cpu) else SERVER
         else:
-            limit = End.of(results.level_ends.get((server, level), ""))
-        rows.append(Capacity(server, level, value, step and step.rate, ratio, limit))
+            limit = End.of(results.level_ends.get((server, transport, level), ""))
+        rows.append(Capacity(server, transport, level, value, step and step.rate, ratio, limit))
     return rows
 
 
@@ -256,18 +258,21 @@ def _number(value, digits=1):
 
 def summary_rst(results):
     """The summary as RST: realtime capacity per server and level, then the costs per server
-    (and per transport, in a column of its own, when the run measured several; and each
+    (each per transport, in a column of its own, when the run measured several; and each
     ``vs plain``, when it measured servers over TLS beside themselves plain)."""
     sections = []
     capacity = realtime_capacity(results)
     if capacity:
-        sections.append(
-            "Highest server messages/s with mean round trip <= %.0f ms\n\n" % REALTIME_MS
-            + rst_table(
-                ("server", "clients", "msgs/s", "rate/s", "vs %s" % REFERENCE, "stopped by"),
-                [(c.server, c.level, _capacity(c), _rate(c.rate), _times(c.ratio), _limit(c)) for c in capacity],
-            )
-        )
+        headers = ("server", "clients", "msgs/s", "rate/s", "vs %s" % REFERENCE, "stopped by")
+        rows = [(c.server, c.level, _capacity(c), _rate(c.rate), _times(c.ratio), _limit(c)) for c in capacity]
+        title = "Highest server messages/s with mean round trip <= %.0f ms" % REALTIME_MS
+        if len({c.transport for c in capacity}) > 1:
+            title += "; ratios to %s over the same transport" % REFERENCE
+            order = {transport: index for index, transport in enumerate(results.transports)}
+            headers = ("transport",) + headers
+            rows = [(c.transport,) + row for c, row in sorted(zip(capacity, rows),
+                                                              key=lambda pair: order[pair[0].transport])]
+        sections.append(title + "\n\n" + rst_table(headers, rows))
         sections[-1] += (
             "\n\nmsgs/s: delivered by the server; rate/s: sent by the clients in total. Stopped by: ``%s``\n"
             "when the next step was past realtime with the server saturated or the client not; ``%s``\n"

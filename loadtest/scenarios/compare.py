@@ -18,13 +18,13 @@ reason; the others are still measured.
 round trips and losses of every server at one load, beside the floor.
 
 ``--transport`` may name several transports (``websocket,xhr-streaming,...``):
-each contender's fixed loads then run over each in turn, on the same server
-process (a ``--warm-up`` before each transport's), and its idle connections
-over each, on a fresh process each; every record says its transport. A sweep
-is long and its figures carry no transport: it takes one, so ``--measure
-sweep`` with several is refused. A transport that fails (or one of whose
-fixed loads is not measured) skips the rest of its own measurements only,
-its idle connections included.
+each contender's sweep and fixed loads then run over each in turn, on the same
+server process (a ``--warm-up`` before each transport's fixed loads), and its
+idle connections over each, on a fresh process each; every record says its
+transport. A sweep over each transport is long: ``--levels 1000`` and a few
+``--rates`` around the knees find the knee of every transport at 1,000 clients.
+A transport that fails (or one of whose fixed loads is not measured) skips the
+rest of its own measurements only, its idle connections included.
 
 ``--tls`` measures the brokers over TLS: every connection of the load client,
 websockets, HTTP transports and the probe's, is TLS, to brokers serving a
@@ -151,8 +151,8 @@ class Compare:
         return contender.label if len(self.args.transport) == 1 else "%s over %s" % (contender.label, transport)
 
     def _under_load(self, contender):
-        """Sweep, then the fixed loads over each transport, on one server process: the transports
-        measured in full."""
+        """Over each transport in turn, the sweep, then the fixed loads, on one server process: the
+        transports measured in full."""
         args = self.args
         running = placement.launch(contender, [args.server_cpu], self.status, args.brokers)
         if running is None:
@@ -164,16 +164,17 @@ class Compare:
                                     server_pids=list(running.pids().values()),
                                     source_addresses=args.source_addresses or (),
                                     procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
-            if "sweep" in args.measure:
-                steps = self._run(sweep.sweep(options, self._step, self._level, self.status.progress))
-                if steps is None:
-                    return []
-            if "cpu" not in args.measure:
-                return args.transport
             return [transport for transport in args.transport
-                    if self._fixed_loads(contender, dataclasses.replace(options, transport=transport))]
+                    if self._over(contender, dataclasses.replace(options, transport=transport))]
         finally:
             running.stop()
+
+    def _over(self, contender, options):
+        """The sweep and the fixed loads chosen over ``options.transport``; False if one failed."""
+        if "sweep" in self.args.measure and self._run(
+                sweep.sweep(options, self._step, self._level, self.status.progress), options.transport) is None:
+            return False
+        return "cpu" not in self.args.measure or self._fixed_loads(contender, options)
 
     def _fixed_loads(self, contender, options):
         """CPU per delivered message at each fixed load over ``options.transport``, after the warm-up;
@@ -285,7 +286,7 @@ class Compare:
 
     def _level(self, record):
         self.out.write(record)
-        self.status.message("%s, %d clients: %s" % (record.server, record.level, record.end))
+        self.status.message("%s over %s, %d clients: %s" % (record.server, record.transport, record.level, record.end))
 
 
 async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_addresses=None, procs=1, client_cpu=None):
@@ -323,9 +324,6 @@ async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_
 
 def run(parser, args):
     placement.check_cpus(parser, args)
-    if "sweep" in args.measure and len(args.transport) > 1:
-        parser.error("--measure sweep takes one --transport (a sweep is long); with %s, choose from "
-                     "--measure cpu,idle" % ",".join(args.transport))
     status = console.StatusLine()
     with contextlib.ExitStack() as made:
         if args.tls == "off":

@@ -68,23 +68,30 @@ def test_measure_cpu_alone_is_the_fan_out_benchmark(tmp_path):
 def test_several_transports_are_measured_in_turn_each_record_saying_its_own(tmp_path):
     out = tmp_path / "transports.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu,idle",
-         "--transport", "websocket,xhr-polling", "--cpu-load", "6x5", "--cpu-seconds", "0.5", "--pause", "0.1",
-         "--idle-connections", "10", "--out", str(out)],
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--transport", "websocket,xhr-polling",
+         "--levels", "4", "--rates", "5", "--step-seconds", "0.4", "--pause", "0.1", "--cpu-load", "6x5",
+         "--cpu-seconds", "0.5", "--idle-connections", "10", "--out", str(out)],
         capture_output=True, text=True, timeout=50,
     )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [schema.parse(r).as_dict() for r in records] == records
-    assert [r["type"] for r in records] == ["run", "server", "cpu_per_msg", "cpu_per_msg", "idle_rss", "idle_rss",
-                                            "floor"]
+    under_load = ["step", "level", "cpu_per_msg"]
+    assert [r["type"] for r in records] == ["run", "server"] + under_load * 2 + ["idle_rss", "idle_rss", "floor"]
     assert records[0]["transport"] == "websocket,xhr-polling"
-    websocket, polling = records[2:4]
+    # each transport's sweep, then its fixed load, on the one server process
+    assert [r["transport"] for r in records[2:8]] == ["websocket"] * 3 + ["xhr-polling"] * 3
+    for step in (records[2], records[5]):
+        assert (step["level"], step["rate"], step["lost"], step["received"]) == (4, 5.0, 0, step["sent"] * 4)
+    websocket, polling = records[4], records[7]
     assert [(r["transport"], r["lost"]) for r in (websocket, polling)] == [("websocket", 0), ("xhr-polling", 0)]
     assert websocket["reopened"] == 0 and polling["reopened"] > 0  # every poll after a client's first
-    assert [(r["transport"], r["connections"]) for r in records[4:6]] == [("websocket", 10), ("xhr-polling", 10)]
+    assert [(r["transport"], r["connections"]) for r in records[8:10]] == [("websocket", 10), ("xhr-polling", 10)]
     assert "sockjs-node over xhr-polling: " in done.stderr
-    assert re.search(r"^xhr-polling +sockjs-node ", done.stdout, re.MULTILINE), done.stdout
+    assert "sockjs-node over xhr-polling, 4 clients: sweep done" in done.stderr
+    # the knee and the costs, each in a row per transport
+    assert len(re.findall(r"^xhr-polling +sockjs-node ", done.stdout, re.MULTILINE)) == 2, done.stdout
+    assert re.search(r"^xhr-polling +sockjs-node +4 +[0-9,]+\+ +5 ", done.stdout, re.MULTILINE), done.stdout
 
 
 def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):

@@ -13,8 +13,8 @@ REFERENCE = os.path.join(ROOT, "plots", "reference", "results.jsonl")
 
 
 # The fields each type gained after the reference results were written.
-NEWER_FIELDS = {"server": ["tls"], "step": ["reopened"], "cpu_per_msg": ["transport", "reopened", "tls"],
-                "idle_rss": ["transport", "tls"]}
+NEWER_FIELDS = {"server": ["tls"], "step": ["transport", "reopened"], "level": ["transport"],
+                "cpu_per_msg": ["transport", "reopened", "tls"], "idle_rss": ["transport", "tls"]}
 
 
 def reference_lines():
@@ -25,7 +25,7 @@ def reference_lines():
 def reference_step():
     """The reference results' first step, as this version writes one (over a websocket, so never reopened)."""
     line = next(line for line in reference_lines() if line["type"] == "step")
-    return dataclasses.replace(records.parse_older(line), reopened=0)
+    return dataclasses.replace(records.parse_older(line), transport="websocket", reopened=0)
 
 
 def test_the_committed_reference_results_read_as_records_field_for_field():
@@ -73,7 +73,8 @@ def test_a_soak_sample_written_before_server_held_still_reads():
 
 def test_a_line_with_other_fields_is_no_record():
     with pytest.raises(TypeError):
-        records.parse({"type": "level", "server": "s", "level": 1, "end": "sweep done", "surprise": 1})
+        records.parse({"type": "level", "server": "s", "transport": "websocket", "level": 1, "end": "sweep done",
+                       "surprise": 1})
     with pytest.raises(TypeError):
         records.parse({"type": "level", "server": "s", "level": 1})
     with pytest.raises(KeyError):
@@ -81,7 +82,7 @@ def test_a_line_with_other_fields_is_no_record():
 
 
 def test_records_are_frozen():
-    level = records.Level(server="s", level=1, end="sweep done")
+    level = records.Level(server="s", transport="websocket", level=1, end="sweep done")
     with pytest.raises(AttributeError):
         level.end = "overloaded"
 

@@ -126,3 +126,48 @@ def test_write_all_draws_the_figure_by_transport_when_there_are_several(by_trans
     written, skipped = figures.write_all(results_of(by_transport_records), str(tmp_path))
     assert str(tmp_path / "by_transport.png") in written
     assert skipped == ["rtt_mean", "rtt_p99", "rss_over_time", "rolling_restart"]
+
+
+def sweep_records(by_transport_records):
+    """``by_transport_records`` after a sweep of 1,000 clients over each transport: two steps per
+    server, the second past realtime, except sockjs-node's polls, whose sweep ended at its top rate."""
+    steps = []
+    for transport, server, knee, last_mean in (
+            ("websocket", "broker-cpython", 40000.0, 900.0), ("websocket", "sockjs-node", 20000.0, 900.0),
+            ("xhr-polling", "broker-cpython", 10000.0, 900.0), ("xhr-polling", "sockjs-node", 20000.0, 9.0)):
+        step = {"type": "step", "server": server, "transport": transport, "level": 1000, "overloaded": False,
+                "client_bound": False, "server_cpu": 0.99}
+        steps += [dict(step, rate=knee / 1000, server_msgs_per_s=knee, rtt_ms={"mean": 2.0, "p99": 4.0}),
+                  dict(step, rate=knee / 500, server_msgs_per_s=knee * 1.5, rtt_ms={"mean": last_mean, "p99": 999.0})]
+    steps.append({"type": "level", "server": "sockjs-node", "transport": "xhr-polling", "level": 1000,
+                  "end": "sweep done"})
+    return by_transport_records[:1] + steps + by_transport_records[1:]
+
+
+def test_a_sweep_over_several_transports_puts_each_knee_above_the_costs(by_transport_records):
+    results = results_of(sweep_records(by_transport_records))
+    figure = figures.by_transport_figure(results)
+    knee, cpu, p99, rss = figure.axes
+    assert bars_of(knee) == {("websocket", "broker-cpython"): 40.0, ("websocket", "sockjs-node"): 20.0,
+                             ("xhr-polling", "broker-cpython"): 10.0, ("xhr-polling", "sockjs-node"): 30.0}
+    labels = sorted(text.get_text() for text in knee.texts)
+    assert labels == ["10k", "20k", "30k+", "40k"]  # + : the sweep ended before the server did
+    assert "deliveries/s" in knee.get_ylabel() and knee.get_yscale() == "linear"
+    assert "higher is better" in figure.get_suptitle()
+    assert "knee (mean round trip <= %.0f ms) at 1,000 clients" % summary.REALTIME_MS in rss.get_xlabel()
+    assert "1,000 clients x 20 msgs/s" in rss.get_xlabel()
+
+
+def test_a_sweep_alone_over_several_transports_draws_the_knees_alone(by_transport_records):
+    lines = [line for line in sweep_records(by_transport_records) if line["type"] in ("run", "server", "step", "level")]
+    (knee,) = figures.by_transport_figure(results_of(lines)).axes
+    assert len(bars_of(knee)) == 4
+    assert knee.get_xlabel().startswith("transport; knee") and "CPU" not in knee.get_xlabel()
+
+
+def test_the_latency_figures_show_the_first_transport_swept(by_transport_records):
+    results = results_of(sweep_records(by_transport_records))
+    figure = figures.latency_figure(results)
+    labels = [line.get_label() for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["broker-cpython, 1000 clients", "sockjs-node, 1000 clients"]
+    assert figure.get_suptitle().endswith(" over websocket")

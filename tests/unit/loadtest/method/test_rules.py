@@ -132,12 +132,13 @@ def test_samples_of_listener_groups_add_up():
 def test_a_step_record_says_overloaded_and_client_bound():
     figures = rules.ServerFigures.of(cpu_s=0.5, duration_s=2.0, received=1000, rss_kb=4096)
     assert (figures.cpu, figures.rss_kb, figures.cpu_us_per_msg) == (0.25, 4096, 500.0)
-    step = rules.step_record("broker", 10, 5, merged(client_cpu=0.95, lost=2, reopened=3), figures)
-    assert (step.server, step.level, step.rate, step.server_msgs_per_s, step.reopened) == ("broker", 10, 5, 100.0, 3)
+    step = rules.step_record("broker", "xhr-polling", 10, 5, merged(client_cpu=0.95, lost=2, reopened=3), figures)
+    assert (step.server, step.transport, step.level, step.rate, step.server_msgs_per_s, step.reopened) == (
+        "broker", "xhr-polling", 10, 5, 100.0, 3)
     assert (step.server_cpu, step.server_rss_kb, step.server_cpu_us_per_msg) == (0.25, 4096, 500.0)
     assert step.client_bound and step.overloaded
     assert step.overload_reason == "2 messages not back within 5 s"
-    lagging = rules.step_record("broker", 10, 5, merged(loop_lag_ms={"mean": 10.0, "max": 30.0}),
+    lagging = rules.step_record("broker", "websocket", 10, 5, merged(loop_lag_ms={"mean": 10.0, "max": 30.0}),
                                  rules.ServerFigures())
     assert lagging.client_bound and not lagging.overloaded and lagging.server_cpu is None
 
@@ -164,16 +165,16 @@ def test_a_broken_step_is_the_clients_limit_only_when_the_client_was_saturated_a
 
 
 def test_a_level_ends_overloaded_or_client_bound_by_its_last_step():
-    server_bound = rules.step_record("s", 10, 1131, merged(client_cpu=0.95, lost=2),
+    server_bound = rules.step_record("s", "websocket", 10, 1131, merged(client_cpu=0.95, lost=2),
                                       rules.ServerFigures(cpu=0.97))
     assert rules.level_end(server_bound) == "overloaded: 2 messages not back within 5 s"
-    client_bound = rules.step_record("s", 10, 1131, merged(client_cpu=0.95, lost=2),
+    client_bound = rules.step_record("s", "websocket", 10, 1131, merged(client_cpu=0.95, lost=2),
                                       rules.ServerFigures(cpu=0.6))
     text = rules.level_end(client_bound)
     assert End.of(text) is End.CLIENT_BOUND
     assert text == ("client-bound: at 1,131 msgs/s (client CPU 95 %, loop lag 1.0 ms; server CPU 60 %): "
                     "2 messages not back within 5 s")
-    unknown = rules.step_record("s", 10, 5, merged(loop_lag_ms={"mean": 12.0, "max": 30.0}, lost=1),
+    unknown = rules.step_record("s", "websocket", 10, 5, merged(loop_lag_ms={"mean": 12.0, "max": 30.0}, lost=1),
                                  rules.ServerFigures())
     assert "server CPU unknown" in rules.level_end(unknown)
 

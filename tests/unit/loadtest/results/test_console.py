@@ -7,7 +7,7 @@ from loadtest import records
 from loadtest.results import console
 
 RECORD = records.Step(
-    server="broker", level=100, rate=64, duration_s=10.0, sent=640, received=64000, server_msgs_per_s=6400.0,
+    server="broker", transport="websocket", level=100, rate=64, duration_s=10.0, sent=640, received=64000, server_msgs_per_s=6400.0,
     rtt_ms={"mean": 2.5, "p50": 2.0, "p95": 4.0, "p99": 6.0, "max": 250.0},
     lost=0, dropped=0, reopened=0, client_cpu=0.95, loop_lag_ms={"mean": 0.5, "max": 4.0}, server_cpu=None,
     server_rss_kb=None,

@@ -213,3 +213,45 @@ def test_a_rolling_restarts_records_are_gathered_run_by_run():
 def test_a_cell_holding_a_line_break_stays_on_its_row():
     table = summary.rst_table(["server", "verdict"], [["a", 'answered 503: {"error": "lost"}\n; 2 over']])
     assert table.splitlines()[3] == 'a       answered 503: {"error": "lost"} ; 2 over'
+
+
+def swept(transport, server, *steps):
+    """:func:`level_steps` of 1,000 clients over ``transport``."""
+    return [dict(step, transport=transport) for step in level_steps(server, 1000, *steps)]
+
+
+def test_the_knee_of_each_transport_is_a_row_beside_sockjs_node_s_over_the_same_transport(by_transport_records):
+    records = (by_transport_records[:1]
+               + swept("websocket", "broker-cpython", (40000, 40, 2.0, False, False, 0.5),
+                       (60000, 60, 900.0, False, False, 0.99))
+               + swept("xhr-polling", "broker-cpython", (10000, 10, 2.0, False, False, 0.4),
+                       (20000, 20, 900.0, False, False, 0.99))
+               + swept("websocket", "sockjs-node", (20000, 20, 2.0, False, False, 0.99),
+                       (30000, 30, 700.0, False, False, 0.99))
+               + swept("xhr-polling", "sockjs-node", (20000, 20, 3.0, False, True, 0.5))
+               + [{"type": "level", "server": "sockjs-node", "transport": "xhr-polling", "level": 1000,
+                   "end": "client-bound: at 20 msgs/s"}]
+               + by_transport_records[1:])
+    results = results_of(records)
+    knees = {(row.transport, row.server): row for row in summary.realtime_capacity(results)}
+    assert {key: (row.msgs_per_s, row.ratio) for key, row in knees.items()} == {
+        ("websocket", "broker-cpython"): (40000, 2.0), ("xhr-polling", "broker-cpython"): (10000, 0.5),
+        ("websocket", "sockjs-node"): (20000, 1.0), ("xhr-polling", "sockjs-node"): (20000, 1.0)}
+    assert knees[("xhr-polling", "sockjs-node")].limit is End.CLIENT_BOUND
+    table = summary.summary_rst(results)
+    knee_table = table.split("Cost per delivered message")[0]
+    assert "ratios to sockjs-node over the same transport" in knee_table
+    rows = [line.split() for line in knee_table.splitlines() if line.split()[:1] in (["websocket"], ["xhr-polling"])]
+    assert [row[:5] for row in rows] == [
+        ["websocket", "broker-cpython", "1000", "40,000", "40"], ["websocket", "sockjs-node", "1000", "20,000", "20"],
+        ["xhr-polling", "broker-cpython", "1000", "10,000", "10"], ["xhr-polling", "sockjs-node", "1000", "20,000+", "20"]]
+
+
+def test_steps_and_levels_of_an_older_file_swept_the_run_s_transport():
+    records = [{"type": "run", "transport": "sockjs"}] + level_steps("broker", 25, (500, 20, 1.0, False, False, 0.1)) + [
+        {"type": "level", "server": "broker", "level": 25, "end": "sweep done"}]
+    results = results_of(records)
+    assert results.transports == ["sockjs"]
+    (row,) = summary.realtime_capacity(results)
+    assert (row.transport, row.limit) == ("sockjs", End.SWEEP_DONE)
+    assert "transport" not in summary.summary_rst(results)

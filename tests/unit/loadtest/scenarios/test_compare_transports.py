@@ -27,14 +27,6 @@ def test_the_default_is_the_websocket_or_the_variable(monkeypatch):
     assert parsed([]).transport == ["eventsource"]
 
 
-def test_a_sweep_takes_one_transport(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exit:
-        command_line.main(["compare", "--transport", "websocket,xhr-polling", "--out", str(tmp_path / "r.jsonl")])
-    assert exit.value.code == 2
-    assert "--measure sweep takes one --transport" in capsys.readouterr().err
-    assert not (tmp_path / "r.jsonl").exists()
-
-
 def test_an_unknown_transport_is_refused(capsys):
     with pytest.raises(SystemExit) as exit:
         command_line.main(["compare", "--measure", "cpu", "--transport", "websocket,carrier-pigeon"])
