@@ -171,6 +171,7 @@ BY_TRANSPORT_PANELS = (
     ("rss_per_conn_kb", "server RSS per idle\nconnection (KiB)", "%.1f", "linear"),
 )
 KNEE_LABEL = "knee: thousand\ndeliveries/s kept\nrealtime"
+UPRIGHT_LABELS_OVER = 3  # servers in a group
 
 
 def _by_transport_panels(results):
@@ -219,6 +220,7 @@ def by_transport_figure(results):
     figure, axes_list = _new_panels(title, results, (11, 3.2 * len(panels) + 1.2), len(panels))
     colors = server_colors(results.servers)
     width = 0.8 / len(servers)
+    upright = len(servers) > UPRIGHT_LABELS_OVER  # side by side, narrow bars' labels would overlap
     for axes, (ylabel, scale, bars) in zip(axes_list, panels):
         axes.set_yscale(scale)
         for index, server in enumerate(servers):
@@ -229,13 +231,14 @@ def by_transport_figure(results):
             drawn_bars = axes.bar([position + (index - (len(servers) - 1) / 2) * width for position, _ in drawn],
                                   [height for _, (height, _) in drawn], width=width * 0.92, color=colors[server],
                                   label=server)
-            axes.bar_label(drawn_bars, labels=[label for _, (_, label) in drawn], padding=2, fontsize=7)
+            axes.bar_label(drawn_bars, labels=[label for _, (_, label) in drawn], padding=2, fontsize=7,
+                           rotation=90 if upright else 0)
         axes.set_ylabel(ylabel)
         heights = [height for height, _ in bars.values() if height > 0]
         if scale == "log" and heights:
-            axes.set_ylim(min(heights) / 2, max(heights) * 4)
+            axes.set_ylim(min(heights) / 2, max(heights) * (8 if upright else 4))
         elif heights:
-            axes.set_ylim(0, max(heights) * 1.18)
+            axes.set_ylim(0, max(heights) * (1.35 if upright else 1.18))
         axes.grid(False, axis="x")
     axes_list[-1].set_xticks(range(len(transports)), transports)
     axes_list[-1].set_xlabel(_by_transport_xlabel(results, [ylabel for ylabel, _, _ in panels]))
