@@ -284,7 +284,7 @@ def test_with_a_relay_bad_messages_and_refusals_reach_the_publisher(scheduled):
 
 
 def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
-    hub = Hub(scheduled.append, replay=2, relay=Relay())
+    hub = Hub(scheduled.append, replay=2, relay=Relay(), clock=Clock())  # the clock stands still
     a = Recorder()
     raw = FormRecorder("raw_websocket")
     hub.subscribe(a)
