@@ -179,7 +179,7 @@ def _by_transport_panels(results):
     ``(axis label, axis scale, {(transport, server): (height, bar label)})`` each, the knee
     first if the run swept, then the costs of :data:`BY_TRANSPORT_PANELS`."""
     panels = []
-    level, knees = _knees(results)
+    _, knees = _knees(results)
     if len({transport for transport, _ in knees}) > 1:
         panels.append((KNEE_LABEL, "linear", knees))
     rows = cost_rows(results)
