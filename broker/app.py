@@ -26,6 +26,7 @@ from broker.core.origins import OriginPolicy
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, metrics, warm_up
 from broker.protocol.close_codes import RECONNECT
+from broker.protocol.request_heads import MAX_HEAD_BYTES
 from broker.runtime import raise_open_files_limit
 from broker.transports import polling, tls
 from broker.transports.listener import ClientAddressCheck, Listener, RequestTimeouts
@@ -124,6 +125,13 @@ def connection_limits(config, open_files):
     return Limits(config.max_connections, config.max_connections_per_ip, config.max_accept_rate)
 
 
+# What the HTTP server reads at once: a request's head fits. Tornado allocates this much
+# afresh for every read, and on PyPy each read's buffer stays until the next minor
+# collection, so a client sending its head a byte at a time costs this much a byte, not
+# Tornado's 64 KiB. Bodies are read in as many reads as they take.
+READ_CHUNK_BYTES = MAX_HEAD_BYTES
+
+
 def make_server(config, router, app, limits, secure=None):
     """The HTTP server of ``app`` with its timeouts, and the :class:`Listener` that
     feeds it, which answers the sends of ``router``'s sessions on new connections
@@ -136,7 +144,7 @@ def make_server(config, router, app, limits, secure=None):
                         "(--trusted-proxies %s): a proxy on another host needs its address there",
                         config.client_address_header, ",".join(config.trusted_proxies))
         app = ClientAddressCheck(app, limits, config.client_address_header)
-    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size))
+    server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size), chunk_size=READ_CHUNK_BYTES)
     listener = Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure,
                         timeouts=RequestTimeouts(config.header_timeout, config.body_timeout))
     listener.first_send = functools.partial(polling.answer_first_send, router)
