@@ -176,18 +176,22 @@ UPRIGHT_LABELS_OVER = 3  # servers in a group
 
 def _by_transport_panels(results):
     """The panels of the figure by transport that have figures over more than one transport:
-    ``(axis label, axis scale, {(transport, server): (height, bar label)})`` each, the knee
-    first if the run swept, then the costs of :data:`BY_TRANSPORT_PANELS`."""
+    ``(axis label, axis scale, {(transport, server): (height, bar label)}, what it measured)``
+    each, the knee first if the run swept, then the costs of :data:`BY_TRANSPORT_PANELS`."""
     panels = []
-    _, knees = _knees(results)
+    level, knees = _knees(results)
     if len({transport for transport, _ in knees}) > 1:
-        panels.append((KNEE_LABEL, "linear", knees))
+        panels.append((KNEE_LABEL, "linear", knees, "knee (mean round trip <= %.0f ms) at %s clients, + where "
+                       "not stopped by the server" % (REALTIME_MS, "{:,}".format(level))))
     rows = cost_rows(results)
     for key, ylabel, value_format, scale in BY_TRANSPORT_PANELS:
         bars = {(row["transport"], row["server"]): (row[key], value_format % row[key])
                 for row in rows if row[key] is not None}
         if len({transport for transport, _ in bars}) > 1:
-            panels.append((ylabel, scale, bars))
+            measured = ("RSS holding %s idle connections" % "{:,}".format(results.idle_rss[0].connections)
+                        if key == "rss_per_conn_kb" else
+                        "CPU and round trip at %s" % _load_label(*fixed_loads(results)[0]))
+            panels.append((ylabel, scale, bars, measured))
     return panels
 
 
@@ -213,7 +217,7 @@ def by_transport_figure(results):
     if not panels:
         return None
     transports = results.transports
-    shown = {server for _, _, bars in panels for _, server in bars}
+    shown = {server for _, _, bars, _ in panels for _, server in bars}
     servers = [server for server in results.servers if server in shown]
     title = ("Servers by transport: knee (higher is better) and costs (lower is better)"
              if panels[0][0] == KNEE_LABEL else "Server costs by transport (lower is better)")
@@ -221,7 +225,7 @@ def by_transport_figure(results):
     colors = server_colors(results.servers)
     width = 0.8 / len(servers)
     upright = len(servers) > UPRIGHT_LABELS_OVER  # side by side, narrow bars' labels would overlap
-    for axes, (ylabel, scale, bars) in zip(axes_list, panels):
+    for axes, (ylabel, scale, bars, _) in zip(axes_list, panels):
         axes.set_yscale(scale)
         for index, server in enumerate(servers):
             drawn = [(position, bars[(transport, server)]) for position, transport in enumerate(transports)
@@ -241,27 +245,18 @@ def by_transport_figure(results):
             axes.set_ylim(0, max(heights) * (1.35 if upright else 1.18))
         axes.grid(False, axis="x")
     axes_list[-1].set_xticks(range(len(transports)), transports)
-    axes_list[-1].set_xlabel(_by_transport_xlabel(results, [ylabel for ylabel, _, _ in panels]))
+    axes_list[-1].set_xlabel(_by_transport_xlabel(panels))
     axes_list[0].legend(title="server", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     return figure
 
 
-def _by_transport_xlabel(results, ylabels):
-    """What the figure by transport measured: the knee's clients (a line of its own), the fixed load,
-    the idle connections."""
-    lines, costs = ["transport"], []
-    if ylabels[0] == KNEE_LABEL:
-        lines[0] += "; knee (mean round trip <= %.0f ms) at %s clients, + where not stopped by the server" % (
-            REALTIME_MS, "{:,}".format(_knees(results)[0]))
-    if BY_TRANSPORT_PANELS[0][1] in ylabels or BY_TRANSPORT_PANELS[1][1] in ylabels:
-        costs.append("CPU and round trip at %s" % _load_label(*fixed_loads(results)[0]))
-    if BY_TRANSPORT_PANELS[2][1] in ylabels:
-        costs.append("RSS holding %s idle connections" % "{:,}".format(results.idle_rss[0].connections))
-    if costs and len(lines[0]) > len("transport"):
-        lines.append("; ".join(costs))
-    elif costs:
-        lines[0] += "; " + "; ".join(costs)
-    return "\n".join(lines)
+def _by_transport_xlabel(panels):
+    """What the figure by transport's ``panels`` measured, each said once: the knee's clients on a
+    line of its own, then the fixed load and the idle connections."""
+    said = list(dict.fromkeys(measured for _, _, _, measured in panels))
+    if panels[0][0] == KNEE_LABEL and len(said) > 1:
+        return "transport; %s\n%s" % (said[0], "; ".join(said[1:]))
+    return "transport; " + "; ".join(said)
 
 
 def rss_over_time_figure(results):
