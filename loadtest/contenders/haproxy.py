@@ -11,6 +11,10 @@ Rules:
   right to).
 - It runs in the foreground (``-db``) and is ready when every broker is UP in every
   backend, by its Prometheus exporter (:meth:`HAProxy.wait_ready`).
+- A free port is only free when it is picked: another process (a client's connection takes
+  the same ephemeral ports) may bind it before haproxy does. haproxy that exits for that
+  is started again on fresh ports, at most :data:`BIND_ATTEMPTS` times in all, so its
+  ports and origins are final once :meth:`HAProxy.wait_ready` returns.
 - Its log, one line a request, is kept in a file: :meth:`HAProxy.statuses` counts the
   answers by status.
 """
@@ -34,6 +38,8 @@ _SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
 # The shipped binds, by port: the public side, its TLS side, the backends' publishing side,
 # haproxy's Prometheus exporter.
 BINDS = {"80": "port", "443": "tls_port", "8000": "publish_port", "8404": "metrics_port"}
+BIND_ATTEMPTS = 5
+_PORT_TAKEN = "Address already in use"
 TLS_LINE = "#tls "
 # A line of haproxy's HTTP log: ... Tq/Tw/Tc/Tr/Tt status bytes ...
 _LOGGED_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?\d+ (\d{3}) ")
@@ -96,24 +102,34 @@ def max_connections():
 class HAProxy:
     """``haproxy -db`` by a config generated from ``source`` (the shipped one by default) into
     ``directory``, in front of ``broker_ports`` on loopback, pinned to ``cpu`` (None: not
-    pinned); ``origin`` is its public side."""
+    pinned); ``origin`` is its public side, final once :meth:`wait_ready` returns."""
 
     def __init__(self, broker_ports, directory, tls_pem=None, source=None, cpu=None):
         if not os.access(HAPROXY, os.X_OK):
             raise ServerError(HOWTO)
         self.broker_ports = list(broker_ports)
+        self.directory, self._tls_pem, self._source, self._cpu = directory, tls_pem, source, cpu
+        self.log = None
+        self.attempts = 0
+        self._start()
+
+    def _start(self):
+        """haproxy on ports free now, with a fresh log."""
+        self.attempts += 1
         ports = {name: free_port() for name in BINDS.values()}
         self.port, self.tls_port = ports["port"], ports["tls_port"]
         self.publish_port, self.metrics_port = ports["publish_port"], ports["metrics_port"]
         self.origin = "http://127.0.0.1:%d" % self.port
         self.tls_origin = "https://127.0.0.1:%d" % self.tls_port
         self.publish_origin = "http://127.0.0.1:%d" % self.publish_port
-        self.config = os.path.join(directory, "haproxy.cfg")
+        self.config = os.path.join(self.directory, "haproxy.cfg")
         with open(self.config, "w") as f:
-            f.write(haproxy_config(ports, self.broker_ports, tls_pem, source))
-        self.log = open(os.path.join(directory, "haproxy.log"), "w+")
+            f.write(haproxy_config(ports, self.broker_ports, self._tls_pem, self._source))
+        if self.log is not None:
+            self.log.close()
+        self.log = open(os.path.join(self.directory, "haproxy.log"), "w+")
         # Pinned from the start, every thread of it: haproxy starts a thread a CPU as it begins.
-        pinned = [] if cpu is None else ["taskset", "-c", str(cpu)]
+        pinned = [] if self._cpu is None else ["taskset", "-c", str(self._cpu)]
         self.process = subprocess.Popen(pinned + [HAPROXY, "-db", "-f", self.config], stdout=self.log,
                                         stderr=subprocess.STDOUT)
 
@@ -144,11 +160,16 @@ class HAProxy:
         return states
 
     def wait_ready(self, timeout=15.0):
-        """Until every broker is UP in every backend; ServerError with haproxy's output if not in ``timeout`` s."""
+        """Until every broker is UP in every backend, haproxy started again on fresh ports if
+        another process took one of its own first; ServerError with haproxy's output if not in
+        ``timeout`` s."""
         deadline = time.monotonic() + timeout
         want = {(backend, "broker%d" % p) for backend in ("brokers", "sessions") for p in self.broker_ports}
         while True:
             if self.process.poll() is not None:
+                if _PORT_TAKEN in self.output() and self.attempts < BIND_ATTEMPTS:
+                    self._start()
+                    continue
                 raise ServerError("haproxy exited:\n" + self.output())
             try:
                 states = self.server_states()
