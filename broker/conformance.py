@@ -17,7 +17,7 @@ from sockjs.tornado import SockJSConnection
 from tornado.httpserver import HTTPServer
 from tornado.web import Application
 
-from broker.app import application_settings, max_body_size, serve_until_signalled
+from broker.app import READ_CHUNK_BYTES, application_settings, max_body_size, serve_until_signalled
 from broker.core.node import ClientRules
 from broker.transports.router import BrokerRouter
 
@@ -53,7 +53,7 @@ def make_app():
 
 
 async def run(host, port):
-    server = HTTPServer(make_app(), max_body_size=max_body_size(MAX_MESSAGE_SIZE))
+    server = HTTPServer(make_app(), max_body_size=max_body_size(MAX_MESSAGE_SIZE), chunk_size=READ_CHUNK_BYTES)
     await serve_until_signalled(server, host, port, "conformance", "/echo")
 
 
