@@ -84,7 +84,8 @@ def curves(results, statistic="mean"):
 
 def realtime_capacity(results):
     """For each server, transport and level, the highest server msgs/s of a healthy step with mean
-    RTT <= ``REALTIME_MS``: the knee.
+    RTT <= ``REALTIME_MS`` before the level's first step past realtime: the knee (a step back
+    within realtime after one past it does not show a rate the server keeps).
 
     ``rate`` is the msgs/s that step offered; ``ratio`` compares its msgs/s with
     sockjs-node's over the same transport at the same level (None without a reference); ``limit`` says
@@ -102,7 +103,7 @@ def realtime_capacity(results):
             best.setdefault(key, None)
             if rules.past_realtime(step.overloaded, step.rtt_ms["mean"]):
                 broke.setdefault(key, step)
-            elif best[key] is None or step.server_msgs_per_s > best[key].server_msgs_per_s:
+            elif key not in broke and (best[key] is None or step.server_msgs_per_s > best[key].server_msgs_per_s):
                 best[key] = step
     rows = []
     for (server, transport, level), step in best.items():

@@ -90,6 +90,8 @@ def test_realtime_capacity_names_what_stopped_each_level():
         + level_steps("sockjs-node", 100, (1000, 10, 1.0, False, False, 0.2), (1500, 14, 80.0, False, False, 0.9),
                       (1600, 20, 900.0, False, False, 0.99))
         + level_steps("capped", 100, (1000, 10, 1.0, False, False, 0.2))
+        + level_steps("relapsed", 100, (1000, 10, 1.0, False, False, 0.3), (1800, 20, 300.0, False, False, 0.9),
+                      (2700, 28, 150.0, False, False, 0.95), (2800, 40, 900.0, True, False, 0.99))
         + [{"type": "level", "server": "client", "level": 100, "end": "client-bound: at 28 msgs/s"},
            {"type": "level", "server": "capped", "level": 100, "end": "the sweep's cap reached: 10 msgs/s"}]
     )
@@ -98,6 +100,8 @@ def test_realtime_capacity_names_what_stopped_each_level():
     assert (rows["client"].msgs_per_s, rows["client"].rate, rows["client"].limit) == (1900, 20, summary.CLIENT)
     assert rows["sockjs-node"].limit == summary.SERVER  # past realtime, not yet overloaded
     assert rows["capped"].limit is End.CAP_REACHED
+    # Back within realtime after a step past it: not a rate it keeps.
+    assert (rows["relapsed"].msgs_per_s, rows["relapsed"].rate, rows["relapsed"].limit) == (1000, 10, summary.SERVER)
     assert rows["client"].ratio == 1900 / 1500
     table = summary.summary_rst(results_of(records))
     cells = {line.split()[0]: line.split() for line in table.splitlines() if line.split()[:1] and
