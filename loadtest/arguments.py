@@ -137,15 +137,18 @@ def transport_mix(text):
     return endpoints.mix(weights)
 
 
+# ``--mix``: ``add_argument("--mix", **MIX)``.
+MIX = dict(type=transport_mix, help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each "
+           "client gets one by the weights, the same for the same client number every run")
+
+
 def add_transport_or_mix(parser):
     """``--transport`` (:data:`TRANSPORT`) or ``--mix`` (:func:`transport_mix`), not both. They
     read no variable: argparse checks only what is typed, so a variable could win over the
     flag that excludes it."""
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--transport", **TRANSPORT)
-    how.add_argument("--mix", type=transport_mix,
-                     help="transports by weight, e.g. websocket=70,xhr-streaming=20,xhr-polling=10: each client "
-                     "gets one by the weights, the same for the same client number every run")
+    how.add_argument("--mix", **MIX)
 
 
 def loopback_url(text):

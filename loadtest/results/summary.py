@@ -15,6 +15,8 @@ from loadtest.method.memory_verdict import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
 from loadtest.method.rules import REALTIME_MS, End
 
 REFERENCE = "sockjs-node"
+# Older files name the websocket ``sockjs``, as ``--transport`` still reads it.
+_OLDER_NAMES = {"sockjs": "websocket"}
 SERVER = "server"
 CLIENT = "client-bound"
 
@@ -41,7 +43,7 @@ class Results:
                 self.runtimes[record.server] = record.runtime
             elif hasattr(record, "server"):
                 self.runtimes.setdefault(record.server, None)
-        transport = self.run and self.run.transport
+        transport = self.run and _OLDER_NAMES.get(self.run.transport, self.run.transport)
         self.steps = [_over(record, transport) for record in of(schema.Step)]
         self.level_ends = {(r.server, r.transport, r.level): r.end
                            for r in (_over(record, transport) for record in of(schema.Level))}
@@ -262,11 +264,13 @@ def summary_rst(results):
     (each per transport, in a column of its own, when the run measured several; and each
     ``vs plain``, when it measured servers over TLS beside themselves plain)."""
     sections = []
+    # One transport (or mix) is named in the titles; several get a column.
+    over = " over %s" % results.transports[0] if len(results.transports) == 1 and results.transports[0] else ""
     capacity = realtime_capacity(results)
     if capacity:
         headers = ("server", "clients", "msgs/s", "rate/s", "vs %s" % REFERENCE, "stopped by")
         rows = [(c.server, c.level, _capacity(c), _rate(c.rate), _times(c.ratio), _limit(c)) for c in capacity]
-        title = "Highest server messages/s with mean round trip <= %.0f ms" % REALTIME_MS
+        title = "Highest server messages/s%s with mean round trip <= %.0f ms" % (over, REALTIME_MS)
         if len({c.transport for c in capacity}) > 1:
             title += "; ratios to %s over the same transport" % REFERENCE
             order = {transport: index for index, transport in enumerate(results.transports)}
@@ -283,7 +287,7 @@ def summary_rst(results):
         costs = cost_rows(results, load)
         if not costs:
             continue
-        title = "Cost per delivered message"
+        title = "Cost per delivered message" + over
         if load:
             title += " at %d clients x %s msgs/s" % (load[0], _rate(load[1]))
         if index == 0 and results.floor and results.floor.cpu_us_per_send is not None:

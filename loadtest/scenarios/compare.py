@@ -26,6 +26,10 @@ transport. A sweep over each transport is long: ``--levels 1000`` and a few
 A transport that fails (or one of whose fixed loads is not measured) skips the
 rest of its own measurements only, its idle connections included.
 
+``--mix`` measures one audience of several transports by weight in place of
+``--transport`` (:func:`loadtest.client.endpoints.mix`): its records name the mix
+as their transport.
+
 ``--tls`` measures the brokers over TLS: every connection of the load client,
 websockets, HTTP transports and the probe's, is TLS, to brokers serving a
 certificate for 127.0.0.1 made for the run (:mod:`loadtest.contenders.certificate`),
@@ -126,6 +130,8 @@ def add_arguments(parser):
                      "skipped); --tls both: each server plain, then each broker over TLS")
     placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)
+    arguments.option(parser, "--mix", **dict(arguments.MIX, help="in place of --transport, one audience of "
+                                              "several: " + arguments.MIX["help"]))
 
 
 class Compare:
@@ -324,6 +330,8 @@ async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_
 
 def run(parser, args):
     placement.check_cpus(parser, args)
+    if args.mix:
+        args.transport = [args.mix]
     status = console.StatusLine()
     with contextlib.ExitStack() as made:
         if args.tls == "off":

@@ -94,6 +94,25 @@ def test_several_transports_are_measured_in_turn_each_record_saying_its_own(tmp_
     assert re.search(r"^xhr-polling +sockjs-node +4 +[0-9,]+\+ +5 ", done.stdout, re.MULTILINE), done.stdout
 
 
+def test_a_mix_is_measured_as_one_audience_named_in_its_records(tmp_path):
+    out = tmp_path / "mix.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu,idle",
+         "--mix", "websocket=50,xhr-polling=50", "--cpu-load", "8x5", "--cpu-seconds", "0.5", "--pause", "0.1",
+         "--idle-connections", "10", "--out", str(out)],
+        capture_output=True, text=True, timeout=50,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    mix = "mix:websocket=50,xhr-polling=50"
+    assert [(r["type"], r.get("transport")) for r in records] == [
+        ("run", mix), ("server", None), ("cpu_per_msg", mix), ("idle_rss", mix), ("floor", None)]
+    fixed = records[2]
+    assert (fixed["lost"], fixed["dropped"], fixed["overloaded"]) == (0, 0, False)
+    assert fixed["reopened"] > 0  # the polling half polled again
+    assert "Cost per delivered message over %s at 8 clients x 5 msgs/s" % mix in done.stdout
+
+
 def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
     out = tmp_path / "fanout.jsonl"
     done = subprocess.run(

@@ -21,6 +21,16 @@ def test_a_floor_that_sent_nothing_is_left_out_of_the_costs():
     assert "sockjs-node  Node 20.20.2  12.50" in table
 
 
+def test_the_one_transport_measured_is_named_in_the_titles_older_files_sockjs_as_websocket():
+    step = {"type": "step", "server": "sockjs-node", "level": 8, "server_msgs_per_s": 80, "rate": 10,
+            "rtt_ms": {"mean": 1.0}, "overloaded": False, "client_bound": False, "server_cpu": 0.1}
+    for transport, named in (("mix:websocket=70,xhr-polling=30", "mix:websocket=70,xhr-polling=30"),
+                             ("sockjs", "websocket")):
+        table = summary.summary_rst(results_of([{"type": "run", "transport": transport}, step, CPU_PER_MSG]))
+        assert "Highest server messages/s over %s with mean round trip <= 200 ms\n" % named in table
+        assert "Cost per delivered message over %s at 8 clients x 10 msgs/s\n" % named in table
+
+
 def test_the_floor_is_in_the_title_and_the_ratios():
     records = [{"type": "run"}, CPU_PER_MSG, {"type": "floor", "sends": 100, "cpu_us_per_send": 2.5}]
     table = summary.summary_rst(results_of(records))
@@ -147,10 +157,11 @@ def test_older_fixed_loads_and_idle_connections_measured_the_run_s_transport():
     records = [{"type": "run", "transport": "sockjs"}, CPU_PER_MSG,
                {"type": "idle_rss", "server": "sockjs-node", "rss_per_conn_kb": 5.0}]
     results = results_of(records)
-    assert [r.transport for r in results.cpu_per_msg + results.idle_rss] == ["sockjs", "sockjs"]
-    assert results.transports == ["sockjs"]
+    # ``sockjs``: what older files call the websocket.
+    assert [r.transport for r in results.cpu_per_msg + results.idle_rss] == ["websocket", "websocket"]
+    assert results.transports == ["websocket"]
     (row,) = summary.cost_rows(results)
-    assert (row["transport"], row["cpu_us_per_msg"], row["rss_per_conn_kb"]) == ("sockjs", 12.5, 5.0)
+    assert (row["transport"], row["cpu_us_per_msg"], row["rss_per_conn_kb"]) == ("websocket", 12.5, 5.0)
 
 
 def test_a_broker_over_tls_beside_itself_plain_gets_its_price_in_vs_plain_columns():
@@ -255,7 +266,7 @@ def test_steps_and_levels_of_an_older_file_swept_the_run_s_transport():
     records = [{"type": "run", "transport": "sockjs"}] + level_steps("broker", 25, (500, 20, 1.0, False, False, 0.1)) + [
         {"type": "level", "server": "broker", "level": 25, "end": "sweep done"}]
     results = results_of(records)
-    assert results.transports == ["sockjs"]
+    assert results.transports == ["websocket"]
     (row,) = summary.realtime_capacity(results)
-    assert (row.transport, row.limit) == ("sockjs", End.SWEEP_DONE)
-    assert "transport" not in summary.summary_rst(results)
+    assert (row.transport, row.limit) == ("websocket", End.SWEEP_DONE)
+    assert "\ntransport " not in summary.summary_rst(results)  # no column for the one transport

@@ -1,4 +1,5 @@
-"""``compare --transport`` names one transport or several, refused before anything runs when it cannot be."""
+"""``compare --transport`` names one transport or several, ``--mix`` one audience of several by weight;
+refused before anything runs when they cannot be."""
 
 import pytest
 
@@ -32,3 +33,17 @@ def test_an_unknown_transport_is_refused(capsys):
         command_line.main(["compare", "--measure", "cpu", "--transport", "websocket,carrier-pigeon"])
     assert exit.value.code == 2
     assert "unknown transport carrier-pigeon" in capsys.readouterr().err
+
+
+def test_a_mix_is_one_audience_by_weight():
+    assert parsed(["--mix", "websocket=70,xhr-streaming=20,xhr-polling=10"]).mix == \
+        "mix:websocket=70,xhr-streaming=20,xhr-polling=10"
+
+
+def test_a_mix_of_an_unknown_transport_or_without_weights_is_refused(capsys):
+    for mix, said in (("websocket=70,carrier-pigeon=30", "'carrier-pigeon' is no transport"),
+                      ("websocket,xhr-polling", "the weight of websocket must be a whole number above 0")):
+        with pytest.raises(SystemExit) as exit:
+            command_line.main(["compare", "--measure", "cpu", "--mix", mix])
+        assert exit.value.code == 2
+        assert said in capsys.readouterr().err
