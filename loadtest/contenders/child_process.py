@@ -91,8 +91,14 @@ def on_port(argv, port):
     return argv + ["--port", str(port)]
 
 
+# How many fresh ports a server that lost the one picked for it is started on, in all.
+BIND_ATTEMPTS = 5
+
+
 def free_port():
-    """A loopback port nothing listens on now."""
+    """A loopback port nothing listens on now: another process (a client's connection takes
+    the same ephemeral ports) may bind it before the caller's server does, which then starts
+    again on a fresh one, at most BIND_ATTEMPTS times in all."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -13,7 +13,7 @@ Rules:
   backend, by its Prometheus exporter (:meth:`HAProxy.wait_ready`).
 - A free port is only free when it is picked: another process (a client's connection takes
   the same ephemeral ports) may bind it before haproxy does. haproxy that exits for that
-  is started again on fresh ports, at most :data:`BIND_ATTEMPTS` times in all, so its
+  is started again on fresh ports, at most ``BIND_ATTEMPTS`` times in all, so its
   ports and origins are final once :meth:`HAProxy.wait_ready` returns.
 - Its log, one line a request, is kept in a file: :meth:`HAProxy.statuses` counts the
   answers by status.
@@ -28,7 +28,7 @@ import subprocess
 import time
 import urllib.request
 
-from loadtest.contenders.child_process import ServerError, free_port, stop_process
+from loadtest.contenders.child_process import BIND_ATTEMPTS, ServerError, free_port, stop_process
 from loadtest.contenders.registry import REPO_ROOT
 
 HAPROXY = shutil.which("haproxy", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin") or "/usr/sbin/haproxy"
@@ -38,7 +38,6 @@ _SERVER_LINE = re.compile(r"^\s*server broker(\d+) ")
 # The shipped binds, by port: the public side, its TLS side, the backends' publishing side,
 # haproxy's Prometheus exporter.
 BINDS = {"80": "port", "443": "tls_port", "8000": "publish_port", "8404": "metrics_port"}
-BIND_ATTEMPTS = 5
 _PORT_TAKEN = "Address already in use"
 TLS_LINE = "#tls "
 # A line of haproxy's HTTP log: ... Tq/Tw/Tc/Tr/Tt status bytes ...

@@ -3,7 +3,9 @@
 Rules:
 
 - It listens on 127.0.0.1 only, on a port free when it starts, and is ready
-  once it answers ``PING``; a restart keeps the port.
+  once it answers ``PING``; a restart keeps the port. If it exits as it first
+  starts (another process bound the port since it was found free), it starts
+  on a fresh one, at most ``BIND_ATTEMPTS`` times in all.
 - Without a directory it keeps nothing on disk (``--save '' --appendonly no``);
   with one it writes an append-only file there, fsynced before each answer, so
   that a restart keeps every acknowledged write.
@@ -16,7 +18,7 @@ import socket
 import subprocess
 import time
 
-from loadtest.contenders.child_process import ServerError, free_port, stop_process
+from loadtest.contenders.child_process import BIND_ATTEMPTS, ServerError, free_port, stop_process
 
 REDIS_SERVER = shutil.which("redis-server", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")
 HOWTO = "redis-server is missing: apt-get install redis-server"
@@ -28,14 +30,22 @@ class RedisServer:
     def __init__(self, directory=None):
         if REDIS_SERVER is None:
             raise ServerError(HOWTO)
-        self.port = free_port()
-        self.url = "redis://127.0.0.1:%d/0" % self.port
         persistence = (["--appendonly", "yes", "--appendfsync", "always", "--dir", str(directory)]
                        if directory else ["--appendonly", "no"])
-        self.argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                     "--daemonize", "no", "--loglevel", "warning"] + persistence
         self.process = None
-        self.start()
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            self.port = free_port()
+            self.url = "redis://127.0.0.1:%d/0" % self.port
+            self.argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                         "--daemonize", "no", "--loglevel", "warning"] + persistence
+            try:
+                self.start()
+                return
+            except ServerError:
+                status = self.process.poll()
+                # Silent, and killed here (a signal's negative status): not a port lost.
+                if attempt == BIND_ATTEMPTS or status is None or status <= 0:
+                    raise
 
     @property
     def pid(self):

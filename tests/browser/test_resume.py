@@ -14,11 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
+import urllib.parse
 
 import pytest
 
 import deployment
-from loadtest.contenders import child_process, haproxy
+from loadtest.contenders import haproxy
 from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
@@ -43,12 +44,14 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     redis = start_redis(redis_dir)
-    ports = [child_process.free_port(), child_process.free_port()]
 
     def start(port):
         return start_broker("--port", str(port), "--redis", redis.url, *FLAGS)
 
-    brokers = [start(port) for port in ports]
+    # Each on a port of its own choosing (one picked here could be taken before it binds),
+    # and again on the same one when restarted.
+    brokers = [start(0) for _ in range(2)]
+    ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
     proxy = haproxy.HAProxy(ports, str(tmp_path), source=deployment.HAPROXY_CONFIG)
     browser = None
     try:
