@@ -1,5 +1,6 @@
 import json
 import os
+import socket
 import sys
 import urllib.parse
 import urllib.request
@@ -8,7 +9,7 @@ import pytest
 
 from broker.runtime import raise_open_files_limit
 from loadtest.contenders import haproxy, redis_server
-from loadtest.contenders.child_process import launch
+from loadtest.contenders.child_process import free_port, launch
 
 pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau", "live_room", "probes")
 
@@ -128,6 +129,27 @@ def redis_installed():
         if os.environ.get("CI"):
             pytest.fail(redis_server.HOWTO, pytrace=False)
         pytest.skip(redis_server.HOWTO)
+
+
+@pytest.fixture
+def port_taken_first(monkeypatch):
+    """``take(module)``: the first port ``module``'s ``free_port`` gives is one a socket here
+    already listens on, as if another process had bound it since it was found free; returns
+    that port. The sockets are closed after the test."""
+    held = []
+
+    def take(module):
+        sock = socket.socket()
+        held.append(sock)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        picks = iter([sock.getsockname()[1]])
+        monkeypatch.setattr(module, "free_port", lambda: next(picks, None) or free_port())
+        return sock.getsockname()[1]
+
+    yield take
+    for sock in held:
+        sock.close()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import websocket
 import deployment
 import result_lines
 from checkout import ROOT
-from loadtest.contenders import child_process, haproxy
+from loadtest.contenders import haproxy
 from sockjs_clients import (ALL, EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
                             WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until)
 
@@ -252,25 +252,19 @@ def test_an_address_over_the_request_rate_is_answered_429(start_cluster):
 
 
 def test_haproxy_starts_again_on_fresh_ports_when_one_is_taken_before_it_binds(start_broker, tmp_path,
-                                                                                 monkeypatch):
+                                                                                 port_taken_first):
     deployment.require_haproxy()
     broker = start_broker()
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        # The first port picked is one another process has bound since it was found free.
-        picks = iter([taken.getsockname()[1]])
-        monkeypatch.setattr(haproxy, "free_port", lambda: next(picks, None) or child_process.free_port())
-        proxy = haproxy.HAProxy([urllib.parse.urlsplit(broker.url).port], str(tmp_path),
-                                source=deployment.HAPROXY_CONFIG)
-        try:
-            proxy.wait_ready()
-            assert proxy.attempts == 2
-            assert proxy.port != taken.getsockname()[1]
-            with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
-                assert response.status == 200
-        finally:
-            proxy.stop()
+    taken = port_taken_first(haproxy)
+    proxy = haproxy.HAProxy([urllib.parse.urlsplit(broker.url).port], str(tmp_path), source=deployment.HAPROXY_CONFIG)
+    try:
+        proxy.wait_ready()
+        assert proxy.attempts == 2
+        assert proxy.port != taken
+        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        proxy.stop()
 
 
 def test_haproxy_accepts_the_shipped_config_as_it_is():
