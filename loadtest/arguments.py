@@ -110,7 +110,7 @@ def comma_list(parse_item):
 def transports(text):
     """A type: a non-empty comma-separated list of transports of
     :data:`loadtest.client.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
-    named = names_from("transport", endpoints.TRANSPORTS + tuple(endpoints.ALIASES))(text)
+    named = names_from("transport", endpoints.TRANSPORTS + tuple(endpoints.TRANSPORT_ALIASES))(text)
     return list(dict.fromkeys(endpoints.transport_name(name) for name in named))
 
 

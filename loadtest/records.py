@@ -24,6 +24,8 @@ import dataclasses
 from typing import Any, ClassVar, Dict, List, Optional
 
 TLS_SUFFIX = "+tls"
+# Older names of transports, which older files hold and ``--transport`` still reads.
+TRANSPORT_ALIASES = {"sockjs": "websocket"}
 
 
 @dataclasses.dataclass(frozen=True)

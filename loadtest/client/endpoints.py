@@ -28,12 +28,13 @@ import random
 import string
 import urllib.parse
 
+from loadtest.records import TRANSPORT_ALIASES
+
 SESSION_CHARACTERS = string.ascii_lowercase + string.digits
 WEBSOCKET = "websocket"
 RAW = "raw"
 HTTP_TRANSPORTS = ("xhr-streaming", "eventsource", "htmlfile", "xhr-polling", "jsonp-polling")
 TRANSPORTS = (WEBSOCKET,) + HTTP_TRANSPORTS + (RAW,)
-ALIASES = {"sockjs": WEBSOCKET}
 MIX_PREFIX = "mix:"
 # Client i of a mix draws frac(i * golden ratio): a low-discrepancy sequence, so
 # every run of consecutive ids, however short, holds each transport close to its weight.
@@ -108,7 +109,7 @@ def endpoint_path(url, transport):
 
 def transport_name(text):
     """The transport ``text`` names (an argparse ``type``): ``sockjs`` reads as ``websocket``."""
-    return ALIASES.get(text, text)
+    return TRANSPORT_ALIASES.get(text, text)
 
 
 def mix(weights):

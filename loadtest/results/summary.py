@@ -15,8 +15,6 @@ from loadtest.method.memory_verdict import FLAT_MIN_MB, FLAT_SHARE, KB_PER_MB
 from loadtest.method.rules import REALTIME_MS, End
 
 REFERENCE = "sockjs-node"
-# Older files name the websocket ``sockjs``, as ``--transport`` still reads it.
-_OLDER_NAMES = {"sockjs": "websocket"}
 SERVER = "server"
 CLIENT = "client-bound"
 
@@ -43,7 +41,7 @@ class Results:
                 self.runtimes[record.server] = record.runtime
             elif hasattr(record, "server"):
                 self.runtimes.setdefault(record.server, None)
-        transport = self.run and _OLDER_NAMES.get(self.run.transport, self.run.transport)
+        transport = self.run and schema.TRANSPORT_ALIASES.get(self.run.transport, self.run.transport)
         self.steps = [_over(record, transport) for record in of(schema.Step)]
         self.level_ends = {(r.server, r.transport, r.level): r.end
                            for r in (_over(record, transport) for record in of(schema.Level))}
