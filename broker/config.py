@@ -10,6 +10,7 @@ import broker
 from broker.core import origins
 from broker.core.limits import TrustedProxies
 from broker.flags import Environment, Flag
+from broker.ops import pypy_environment
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
@@ -50,6 +51,7 @@ class Config:
     certfile: Optional[str] = None
     keyfile: Optional[str] = None
     warm_up: int = 0
+    pypy_jit: Optional[str] = None
     log_level: str = "info"
 
     @property
@@ -136,6 +138,15 @@ def _non_negative(text):
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more, got %d" % value)
     return value
+
+
+def _jit_parameters(text):
+    if not re.match(r"^(off|[a-z_]+=[A-Za-z0-9_:]+(,[a-z_]+=[A-Za-z0-9_:]+)*)$", text):
+        raise argparse.ArgumentTypeError("not JIT parameters: %r (try threshold=200,trace_limit=2000, or off)" % text)
+    unknown = pypy_environment.unknown_jit_parameters(text)
+    if unknown:
+        raise argparse.ArgumentTypeError("this PyPy's JIT has no %s" % ", ".join(unknown))
+    return text
 
 
 def _origins(text):
@@ -239,6 +250,10 @@ FLAGS = (
          "--max-message-size under 15 bytes), so that PyPy has compiled session opening, sends and "
          "broadcasts before the first clients arrive; at most 60 s; 0: none",
          str(DEFAULTS.warm_up), _non_negative, "SESSIONS"),
+    Flag("--pypy-jit", "on PyPy, the JIT's parameters, as PyPy's --jit option takes them; without it, the "
+         "broker sets " + pypy_environment.JIT_PARAMETERS + " (compiling sooner and in shorter traces than "
+         "PyPy's defaults), unless the interpreter was given its own --jit; ignored on CPython", None,
+         _jit_parameters, "PARAMETERS", shown="none: the broker's"),
     Flag("--log-level", "how much the broker logs", DEFAULTS.log_level, choices=("debug", "info", "warning", "error")),
 )
 

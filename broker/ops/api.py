@@ -142,7 +142,7 @@ class StatsHandler(_JSONHandler):
     session counts until it expires), the websockets holding back bytes, how
     many bytes, and the bounds that cut them (``slow_consumers``), the open
     TCP connections and refusals (``limits``), the collector policy's
-    counters (on PyPy with the GC's heap and its nursery) and, in a cluster, the backplane's
+    counters (on PyPy with the GC's heap and its nursery), the JIT's parameters on PyPy and, in a cluster, the backplane's
     state."""
 
     def initialize(self, node, router):
@@ -163,6 +163,9 @@ class StatsHandler(_JSONHandler):
             if hasattr(node.collection, "heap"):
                 stats["gc"]["heap"] = node.collection.heap()
                 stats["gc"]["nursery"] = pypy_environment.stats()
+        jit = pypy_environment.jit_stats()
+        if jit is not None:
+            stats["jit"] = jit
         if node.backplane is not None:
             stats["backplane"] = node.backplane.stats()
         if node.drain is not None:

@@ -93,8 +93,10 @@ def test_stats_count_connections_and_messages(broker):
                                          "nursery"}
             assert set(stats["gc"]["heap"]) == {"used_bytes", "live_bytes"}
             assert set(stats["gc"]["nursery"]) == {"bytes", "set_by"}
+            assert set(stats["jit"]) == {"parameters", "set_by"}
         else:
             assert set(stats["gc"]) == {"freezes", "audits", "thaws"}
+            assert "jit" not in stats
         # Rates are per second over a sliding window sampled every second.
         stats = wait_until(lambda: (lambda s: s if s["messages_out_per_s"] > 0 else None)(
             broker.stats()), timeout=5)

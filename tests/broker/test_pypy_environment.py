@@ -1,6 +1,7 @@
-"""On PyPy the broker chooses its nursery, whatever cache the CPU reports, and
-keeps glibc's malloc giving PyPy's freed arenas back; an operator's
-``PYPY_GC_NURSERY`` and ``MALLOC_MMAP_THRESHOLD_`` win. A CPU's report is made
+"""On PyPy the broker chooses its nursery, whatever cache the CPU reports,
+keeps glibc's malloc giving PyPy's freed arenas back, and sets when the JIT
+compiles; an operator's ``PYPY_GC_NURSERY``, ``MALLOC_MMAP_THRESHOLD_`` and
+``--jit`` win. A CPU's report is made
 up for a broker by mounting another ``/proc/cpuinfo`` over the real one in a
 mount namespace of its own (``unshare``, as root)."""
 
@@ -77,6 +78,31 @@ def test_an_operators_nursery_is_kept(start_broker):
     broker = start_broker(env={pypy_environment.NURSERY_VARIABLE: "2MB"}, interpreter_options=["--jit", "off"])
     assert broker.stats()["gc"]["nursery"] == {"bytes": 2 << 20, "set_by": pypy_environment.NURSERY_VARIABLE}
     assert "--jit" in open("/proc/%d/cmdline" % broker.server.pid).read().split("\0")
+
+
+def test_the_broker_sets_the_jits_parameters(start_broker):
+    broker = start_broker(env=UNSET)
+    assert broker.stats()["jit"] == {"parameters": pypy_environment.JIT_PARAMETERS, "set_by": "broker"}
+
+
+def test_an_operators_jit_parameters_are_kept(start_broker):
+    for options in (["--jit", "threshold=500"], ["-u", "--jit", "off"]):
+        broker = start_broker(interpreter_options=options)
+        assert broker.stats()["jit"] == {"parameters": None, "set_by": "--jit"}, options
+    broker = start_broker("--pypy-jit", "threshold=1039,trace_limit=6000", interpreter_options=["--jit", "off"])
+    assert broker.stats()["jit"] == {"parameters": "threshold=1039,trace_limit=6000", "set_by": "--pypy-jit"}
+
+
+def test_jit_parameters_pypy_does_not_have_are_refused():
+    done = subprocess.run([sys.executable, "-m", "broker", "--pypy-jit", "threshold=200,tracing_limit=5"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert done.returncode == 2
+    assert "this PyPy's JIT has no tracing_limit" in done.stderr
+
+
+def test_the_brokers_jit_parameters_are_pypys():
+    """A parameter PyPy no longer has would stop every PyPy broker as it starts."""
+    assert pypy_environment.unknown_jit_parameters(pypy_environment.JIT_PARAMETERS) == []
 
 
 def test_the_broker_fixes_the_threshold_of_mallocs_own_mappings(start_broker):
