@@ -142,8 +142,8 @@ class StatsHandler(_JSONHandler):
     session counts until it expires), the websockets holding back bytes, how
     many bytes, and the bounds that cut them (``slow_consumers``), the open
     TCP connections and refusals (``limits``), the collector policy's
-    counters (on PyPy with the GC's heap and its nursery), the JIT's parameters on PyPy and, in a cluster, the backplane's
-    state."""
+    counters (on PyPy with the GC's heap and its nursery), on PyPy the JIT's
+    parameters and, in a cluster, the backplane's state."""
 
     def initialize(self, node, router):
         self.node = node
