@@ -44,10 +44,12 @@ shorter traces (BENCHMARKS.rst, "Hostile clients"). Rules:
   read (:func:`set_jit_parameters`): ``--pypy-jit``'s if given, else none if
   the interpreter's own options (``pypy3 --jit ...``) set them, else
   :data:`JIT_PARAMETERS`.
-* On CPython, or where ``/proc/self/cmdline`` cannot be read, nothing happens
-  (CPython's own allocator maps its arenas itself).
+* On CPython nothing happens (CPython's own allocator maps its arenas
+  itself, and it has no JIT); where ``/proc/self/cmdline`` cannot be read,
+  the variables are left as they are, and the JIT takes
+  :data:`JIT_PARAMETERS` unless ``--pypy-jit`` is given.
 * :func:`stats` reports the nursery the interpreter actually has, and who
-  chose it.
+  chose it; :func:`jit_stats` the JIT's parameters, and who set them.
 """
 
 import os
