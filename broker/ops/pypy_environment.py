@@ -65,9 +65,8 @@ ENVIRONMENT = {NURSERY_VARIABLE: NURSERY, MMAP_THRESHOLD_VARIABLE: MMAP_THRESHOL
 JIT_PARAMETERS = "threshold=200,function_threshold=300,trace_eagerness=50,trace_limit=2000"
 JIT_OPTION = "--jit"
 JIT_FLAG = "--pypy-jit"
-# Who set the JIT's parameters ("broker", JIT_FLAG, JIT_OPTION; None: nobody, or not PyPy), and to what.
-_jit_set_by = None
-_jit_parameters = None
+# What set_jit_parameters did: {"parameters", "set_by"}; None before it, or on CPython.
+_jit = None
 
 
 def on_pypy():
@@ -89,16 +88,17 @@ def set_jit_parameters(parameters=None):
     """On PyPy: set the JIT's ``parameters`` (``--pypy-jit``) if given; else,
     unless the interpreter's options set the JIT's, :data:`JIT_PARAMETERS`.
     On CPython: nothing."""
-    global _jit_set_by, _jit_parameters
+    global _jit
     if not on_pypy():
         return
     if parameters is None and _jit_set_by_option():
-        _jit_set_by, _jit_parameters = JIT_OPTION, None
+        _jit = {"parameters": None, "set_by": JIT_OPTION}
         return
     import pypyjit
 
-    _jit_set_by, _jit_parameters = ("broker", JIT_PARAMETERS) if parameters is None else (JIT_FLAG, parameters)
-    pypyjit.set_param(_jit_parameters)
+    _jit = ({"parameters": JIT_PARAMETERS, "set_by": "broker"} if parameters is None
+            else {"parameters": parameters, "set_by": JIT_FLAG})
+    pypyjit.set_param(_jit["parameters"])
 
 
 def unknown_jit_parameters(parameters):
@@ -116,9 +116,7 @@ def jit_stats():
     """On PyPy: ``{"parameters": ..., "set_by": "broker" | "--pypy-jit" | "--jit"}``
     (parameters None when the interpreter's ``--jit`` set them), or None if the
     broker's command line did not run; None on CPython."""
-    if _jit_set_by is None:
-        return None
-    return {"parameters": _jit_parameters, "set_by": _jit_set_by}
+    return None if _jit is None else dict(_jit)
 
 
 def _command_line():
