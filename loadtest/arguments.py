@@ -23,12 +23,13 @@ import os
 import urllib.parse
 
 from broker.flags import Environment, file_error
+from loadtest import records
 from loadtest.client import endpoints, tls_context
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 ENVIRONMENT_PREFIX = "LOADTEST_"
 # ``--transport``, the same in every command: ``add_argument("--transport", **TRANSPORT)``.
-TRANSPORT = dict(type=endpoints.transport_name, choices=endpoints.TRANSPORTS, default=endpoints.WEBSOCKET,
+TRANSPORT = dict(type=records.transport_name, choices=endpoints.TRANSPORTS, default=endpoints.WEBSOCKET,
                  help="how the clients connect: SockJS over a websocket (sockjs is another name for it) or over "
                  "one of SockJS's HTTP transports, or a plain websocket (raw)")
 
@@ -110,8 +111,8 @@ def comma_list(parse_item):
 def transports(text):
     """A type: a non-empty comma-separated list of transports of
     :data:`loadtest.client.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
-    named = names_from("transport", endpoints.TRANSPORTS + tuple(endpoints.TRANSPORT_ALIASES))(text)
-    return list(dict.fromkeys(endpoints.transport_name(name) for name in named))
+    named = names_from("transport", endpoints.TRANSPORTS + tuple(records.TRANSPORT_ALIASES))(text)
+    return list(dict.fromkeys(records.transport_name(name) for name in named))
 
 
 # ``--transport`` of a command that measures several transports in turn:
@@ -127,7 +128,7 @@ def transport_mix(text):
     weights = {}
     for item in text.split(","):
         name, _, weight = (part.strip() for part in item.partition("="))
-        name = endpoints.transport_name(name)
+        name = records.transport_name(name)
         if name not in endpoints.TRANSPORTS or name in weights:
             raise argparse.ArgumentTypeError("%r is no transport, or twice (known: %s)" % (
                 name, ", ".join(endpoints.TRANSPORTS)))

@@ -28,6 +28,11 @@ TLS_SUFFIX = "+tls"
 TRANSPORT_ALIASES = {"sockjs": "websocket"}
 
 
+def transport_name(text):
+    """The transport ``text`` names (an argparse ``type``): ``sockjs`` reads as ``websocket``."""
+    return TRANSPORT_ALIASES.get(text, text)
+
+
 @dataclasses.dataclass(frozen=True)
 class Record:
     """One line of a results file."""

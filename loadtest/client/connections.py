@@ -31,7 +31,7 @@ import asyncio
 import collections
 import os
 
-from loadtest import arguments
+from loadtest import arguments, records
 from loadtest.client import endpoints, http_connections, tls_context
 from loadtest.client.client_protocol import OPENED, ClientProtocol, Delivered
 from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
@@ -123,7 +123,7 @@ class ClientGroup:
 
     def __init__(self, urls, transport=endpoints.WEBSOCKET, source_addresses=None, first_id=0, listen=False):
         self.urls = list(urls)
-        self.transport = endpoints.transport_name(transport)
+        self.transport = records.transport_name(transport)
         self.listen = listen
         self.source_addresses = source_addresses or []
         self.next_id = first_id

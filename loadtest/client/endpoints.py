@@ -16,7 +16,7 @@ position envelopes (:attr:`Target.positions`).
 The load client's transports are named here, once (:data:`TRANSPORTS`, as
 sockjs-client names them, and ``raw``); every command's ``--transport`` offers
 them. ``sockjs``, the name of the SockJS websocket before there were others,
-is read as ``websocket`` (:func:`transport_name`). A mix of transports
+is read as ``websocket`` (:func:`loadtest.records.transport_name`). A mix of transports
 (``mix:websocket=70,xhr-streaming=30``, :func:`mix`) gives each client its
 transport by the weights, deterministically by client id (:func:`client_transport`).
 """
@@ -27,8 +27,6 @@ import math
 import random
 import string
 import urllib.parse
-
-from loadtest.records import TRANSPORT_ALIASES
 
 SESSION_CHARACTERS = string.ascii_lowercase + string.digits
 WEBSOCKET = "websocket"
@@ -105,11 +103,6 @@ def endpoint_path(url, transport):
     if transport == RAW:
         return service.with_query(service.prefix + "/websocket")
     return service.with_query(session_path(url) + "/websocket")
-
-
-def transport_name(text):
-    """The transport ``text`` names (an argparse ``type``): ``sockjs`` reads as ``websocket``."""
-    return TRANSPORT_ALIASES.get(text, text)
 
 
 def mix(weights):

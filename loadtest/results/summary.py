@@ -41,7 +41,7 @@ class Results:
                 self.runtimes[record.server] = record.runtime
             elif hasattr(record, "server"):
                 self.runtimes.setdefault(record.server, None)
-        transport = self.run and schema.TRANSPORT_ALIASES.get(self.run.transport, self.run.transport)
+        transport = self.run and schema.transport_name(self.run.transport)
         self.steps = [_over(record, transport) for record in of(schema.Step)]
         self.level_ends = {(r.server, r.transport, r.level): r.end
                            for r in (_over(record, transport) for record in of(schema.Level))}

@@ -2,6 +2,7 @@
 
 import re
 
+from loadtest import records
 from loadtest.client import endpoints
 
 
@@ -28,8 +29,8 @@ def test_sessions_and_websockets_live_under_the_prefix():
 
 
 def test_sockjs_is_another_name_for_the_websocket_transport():
-    assert endpoints.transport_name("sockjs") == "websocket"
-    assert endpoints.transport_name("xhr-polling") == "xhr-polling"
+    assert records.transport_name("sockjs") == "websocket"
+    assert records.transport_name("xhr-polling") == "xhr-polling"
     assert set(endpoints.HTTP_TRANSPORTS) < set(endpoints.TRANSPORTS)
 
 
