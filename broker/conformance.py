@@ -4,7 +4,8 @@
 and so through the broker's own transports:
 
 - ``/echo``: every message goes back to its sender; streaming responses end
-  after 4096 bytes so the suite can watch them end;
+  after exactly 4096 bytes, the limit the suite counts (production streams
+  draw theirs below ``response_limit``);
 - ``/close``: every session is closed at once with 3000 "Go away!";
 - ``/disabled_websocket_echo``: ``/echo`` without the websocket transport;
 - ``/cookie_needed_echo``: ``/echo`` with JSESSIONID cookies on.
@@ -23,6 +24,10 @@ from broker.transports.router import BrokerRouter
 
 MAX_MESSAGE_SIZE = 64 * 1024
 RESPONSE_LIMIT = 4096
+
+
+# The suite's contract: every stream carries exactly RESPONSE_LIMIT bytes, then ends.
+STREAM_LIMITS = {"response_limit": RESPONSE_LIMIT, "draw_response_limit": False}
 
 
 class EchoConnection(SockJSConnection):
@@ -46,7 +51,7 @@ SERVICES = [
 def make_app():
     routes = []
     for prefix, connection, settings in SERVICES:
-        router = BrokerRouter(connection, prefix, dict(settings, response_limit=RESPONSE_LIMIT),
+        router = BrokerRouter(connection, prefix, dict(settings, **STREAM_LIMITS),
                               ClientRules(max_message_size=MAX_MESSAGE_SIZE))
         routes += router.urls
     return Application(routes, **application_settings())

@@ -100,6 +100,11 @@ def http_chunk(data):
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
+def chunk_size(chunk):
+    """The size of the data that ``chunk``, made by :func:`http_chunk`, carries."""
+    return int(chunk[:chunk.index(b"\r\n")], 16)
+
+
 def stream_frame(transport, frame, chunked):
     """The bytes that carry the SockJS ``frame`` on a stream of ``transport``
     (a key of :data:`STREAM_FRAMINGS`), in a chunk of its own if ``chunked``."""

@@ -47,6 +47,8 @@ SESSION_REFUSALS = {
 DEFAULT_SETTINGS = {
     "jsessionid": False,
     "verify_ip": False,
+    # Each stream ends at a limit drawn below response_limit (broker.transports.streams).
+    "draw_response_limit": True,
 }
 
 

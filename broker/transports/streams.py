@@ -33,7 +33,10 @@ Rules this module keeps:
   of ``response_limit`` (SockJS's 128 KiB) and all of it
   (:func:`drawn_limit`): streams opened together carry the same bytes, and
   with one limit they would all reopen in the same moment, a storm of new
-  connections every few minutes.
+  connections every few minutes. A stream ends before ``response_limit``,
+  never after. A router whose ``draw_response_limit`` setting is false (the
+  conformance services: the SockJS suite counts the bytes a stream carries)
+  ends every stream at exactly ``response_limit``.
 * The client sends nothing on a stream: what it sends is read and dropped.
   Its end, before the body's, closes the session (1002 "Connection
   interrupted", as sockjs-tornado closes it).
@@ -88,7 +91,8 @@ class Stream(OwnedSocket):
         self.name = opening.transport
         self.client = opening.client
         self._chunked = opening.chunked
-        self._left = drawn_limit(server.settings["response_limit"])
+        limit = server.settings["response_limit"]
+        self._left = drawn_limit(limit) if server.settings["draw_response_limit"] else limit
         self._ending = False
         self._info = opening.info
 
@@ -107,7 +111,7 @@ class Stream(OwnedSocket):
         still gets told why it is dropped."""
         data = frames.stream_frame(self.name, message, self._chunked)
         self.write_unbounded(data)
-        self._count(len(data))
+        self._count(data)
 
     def session_closed(self):
         self.end()
@@ -138,7 +142,7 @@ class Stream(OwnedSocket):
         False when over ``max_buffer``."""
         if not self.write_prebuilt(data, key):
             return False
-        self._count(len(data))
+        self._count(data)
         return True
 
     def end(self):
@@ -176,10 +180,12 @@ class Stream(OwnedSocket):
             self.leave_session()
             session.close(*INTERRUPTED)
 
-    def _count(self, size):
-        """Count ``size`` bytes against the response limit; past it, end on the
-        next turn (never inside the room's flush: see :meth:`broker.core.hub.Hub.move`)."""
-        self._left -= size
+    def _count(self, data):
+        """Count the body bytes ``data`` carries (its chunk's size line and end
+        not among them, as SockJS counts) against the response limit; past it,
+        end on the next turn (never inside the room's flush: see
+        :meth:`broker.core.hub.Hub.move`)."""
+        self._left -= frames.chunk_size(data) if self._chunked else len(data)
         if self._left <= 0 and not self._ending:
             self._ending = True
             IOLoop.current().add_callback(self.end)

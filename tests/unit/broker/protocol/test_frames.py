@@ -40,3 +40,8 @@ def test_each_stream_carries_a_frame_in_its_own_framing_chunked_or_not():
         b'<script>\np("a[\\"\\u003c/script\\u003e\\"]");\n</script>\r\n')
     assert frames.stream_frame("xhr_streaming", "a" * 20, True) == b"15\r\n" + b"a" * 20 + b"\n\r\n"
     assert frames.http_chunk(b"x" * 255) == b"ff\r\n" + b"x" * 255 + b"\r\n"
+
+
+def test_a_chunk_tells_the_size_of_the_data_it_carries():
+    for size in (1, 15, 16, 255, 256, 70000):
+        assert frames.chunk_size(frames.http_chunk(b"x" * size)) == size
