@@ -183,7 +183,10 @@ class BroadcastConnection(SockJSConnection):
     dropped, and its websocket, if it has one, cut at once. A polling or
     streaming session the router's limits refuse is closed as it opens
     (``SESSION_REFUSALS``), and never subscribed; so is any session that opens
-    while the broker drains (``RECONNECT``).
+    while the broker drains (``RECONNECT``). A client's message is a JSON
+    string (sockjs-client sends nothing else); any other JSON value closes its
+    session (``NOT_A_STRING``), so that no client can pass for a backend or
+    for the broker's own announcements.
 
     A client that asks for positions (:mod:`broker.protocol.positions`, in
     its URL's query) is subscribed in a :class:`broker.core.hub.Positioned`
@@ -226,6 +229,11 @@ class BroadcastConnection(SockJSConnection):
 
     def on_message(self, message):
         if self.session.is_closed:
+            return
+        if not isinstance(message, str):
+            # Only a backend (or the broker: {"audience": N}) speaks in other JSON values.
+            LOG.debug("closing %s session: a message that is not a string", self.transport)
+            self.session.close(*close_codes.NOT_A_STRING)
             return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)

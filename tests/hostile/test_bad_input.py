@@ -154,6 +154,24 @@ def test_message_without_valid_json_text_closes_only_its_session(start_broker, p
             assert late.receive() == ["after"]
 
 
+@pytest.mark.parametrize("client_class", [WebSocketClient, XhrStreamingClient, JsonpClient],
+                         ids=lambda cls: cls.transport)
+def test_no_client_can_pass_for_a_backend_or_the_broker(broker, witnesses, client_class):
+    """A client's message that is not a string closes its session, and reaches nobody: only a
+    backend publishes objects such as {"counter": N}, and only the broker {"audience": N}."""
+    offender = client_class(broker.url).open()
+    offender.send({"counter": 999999}, {"audience": 0}, "after the forgeries")
+    with pytest.raises(Closed) as closed:
+        offender.collect(1)
+    assert (closed.value.code, closed.value.reason) == (1007, "A client's messages are strings")
+    offender.close()
+    still_served(broker, witnesses, "after forged messages")
+    # What looks like JSON in a string stays a string: a viewer cannot mistake it for an object.
+    witnesses[0].send('{"counter": 1}')
+    for client in witnesses:
+        assert client.receive() == ['{"counter": 1}'], client.transport
+
+
 def test_binary_frame_on_raw_websocket_closes_only_that_connection(broker, witnesses):
     offender = RawWebSocketClient(broker.url).open()
     offender.ws.send_binary(b"\x00\x01")
