@@ -24,7 +24,7 @@ from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
 from broker.flags import file_error
-from broker.ops import api, demo_page, gc_policy, metrics, pypy_environment, warm_up
+from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
 from broker.protocol.close_codes import RECONNECT
 from broker.protocol.request_heads import MAX_HEAD_BYTES
 from broker.runtime import raise_open_files_limit
@@ -346,4 +346,5 @@ def main(argv=None):
     pypy_environment.set_jit_parameters(config.pypy_jit)
     logging.basicConfig(level=config.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_rate.install(logging.getLogger().handlers)
     asyncio.run(run(config, raise_open_files_limit()))

@@ -56,6 +56,21 @@ def test_jsonp_send_answers_bad_payloads(broker, witnesses, body, answer):
     still_served(broker, witnesses, "after bad jsonp_send")
 
 
+def test_a_client_cannot_flood_the_log(broker, witnesses):
+    """Each 500 the protocol requires is a line of the access log, at a bounded rate: 200 bad
+    sends and callbacks write at most a burst of lines (broker.ops.log_rate)."""
+    with XhrStreamingClient(broker.url) as client:
+        for _ in range(100):
+            client.post(client.url + "/xhr_send", '["unterminated', expect=500)
+            conn = client.http()
+            conn.request("GET", client.target(client.url + "/jsonp?c=%3Cscript"))
+            assert conn.getresponse().status == 500
+            conn.close()
+    still_served(broker, witnesses, "after bad sends")
+    lines = [line for line in broker.server.output.splitlines() if "tornado.access: 500" in line]
+    assert 0 < len(lines) <= 10, "\n".join(lines[:20])
+
+
 @pytest.mark.parametrize("suffix", ["/xhr_send", "/jsonp_send"])
 def test_send_to_unknown_session_is_404(broker, witnesses, suffix):
     client = XhrStreamingClient(broker.url)  # never opened: its session does not exist
