@@ -1,5 +1,7 @@
-"""What the kernel says about a process and the machine: CPU time, RSS, CPU model."""
+"""What the kernel says about a process and the machine: CPU time, RSS, CPU model, who listens on a port."""
 
+import glob
+import ipaddress
 import os
 import platform
 
@@ -71,3 +73,33 @@ def tcp_counters(path="/proc/net/netstat"):
         if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
             return dict(zip(names.split()[1:], map(int, values.split()[1:])))
     return {}
+
+
+_LISTEN = "0A"
+
+
+def listening_pids(addresses, port):
+    """The processes listening on TCP ``port`` at one of ``addresses`` (IP texts) or at every address,
+    from ``/proc/net/tcp``, ``tcp6`` and ``/proc/<pid>/fd``, sorted; a process whose descriptors
+    this user may not read is not found."""
+    wanted = {ipaddress.ip_address(address) for address in addresses}
+    inodes = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                rows = [line.split() for line in f.readlines()[1:]]
+        except OSError:
+            continue
+        for row in rows:
+            local, _, local_port = row[1].partition(":")
+            address = ipaddress.ip_address(b"".join(bytes.fromhex(local[i:i + 8])[::-1] for i in range(0, len(local), 8)))
+            if row[3] == _LISTEN and int(local_port, 16) == port and (address in wanted or address.is_unspecified):
+                inodes.add("socket:[%s]" % row[9])
+    pids = set()
+    for descriptor in glob.glob("/proc/[0-9]*/fd/*") if inodes else ():
+        try:
+            if os.readlink(descriptor) in inodes:
+                pids.add(int(descriptor.split("/")[2]))
+        except OSError:
+            continue
+    return sorted(pids)

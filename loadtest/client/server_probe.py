@@ -8,6 +8,8 @@ Rules:
 - ``/stats`` is the broker's; any other server has none, and the probe says
   None instead of failing. It is read with a short timeout, never in a loop
   that a slow server could stall.
+- A server on loopback given no pids is found by its listening socket
+  (:func:`listening_pids`): the processes of this user listening on its port.
 - ``/healthz`` is the broker's readiness (200, or 503 while it drains):
   :func:`until_healthy` asks it until it says 200, up to a deadline.
 """
@@ -16,7 +18,7 @@ import asyncio
 import time
 
 from loadtest import procstat
-from loadtest.client import http_sessions
+from loadtest.client import endpoints, http_sessions
 from loadtest.errors import ConnectError, ServerGone
 from loadtest.method import rules
 
@@ -122,6 +124,17 @@ async def session_count(url):
     document = await server_stats(url)
     count = None if document is None else document.get("connections_total")
     return count if isinstance(count, int) else None
+
+
+def listening_pids(urls):
+    """The processes listening where ``urls`` point (``localhost``: 127.0.0.1 or ::1), sorted; empty when
+    none is this user's."""
+    pids = set()
+    for url in urls:
+        where = endpoints.target(url)
+        addresses = ["127.0.0.1", "::1"] if where.host == "localhost" else [where.host]
+        pids.update(procstat.listening_pids(addresses, where.port))
+    return sorted(pids)
 
 
 def server_runtime(url, pid):

@@ -5,8 +5,8 @@ Rules:
 - One frozen :class:`Options` says what to run; its defaults are the method's
   (``python -m loadtest``, ``compare`` and ``soak`` only set what they change).
 - A level opens its connections (over ``procs`` processes), then steps through
-  the rates; it ends at the first overloaded step, or the first past realtime
-  because the client, not the server, was saturated (client-bound), unless
+  the rates; it ends at the first overloaded step, or where the client, not the
+  server, was saturated (client-bound, :func:`loadtest.method.rules.ends_sweep`), unless
   ``stop_at_overload`` is off, in which case it goes on with the connections
   left until none is. Without given rates it goes on until then, or to the
   method's cap, and says so. The rules deciding it are :mod:`loadtest.method.rules`'s.
@@ -93,6 +93,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
                 raise ServerGone("no connection to %s opened: %s%s" % (
                     ", ".join(options.urls), summary, _probe_state(probe)))
             return End.CONNECTIONS_FAILED.text(summary)
+        measured = []
         for rate in options.schedule(level):
             _progress(on_progress, level=level, phase="pause", rate=rate)
             await asyncio.sleep(options.pause)
@@ -103,11 +104,12 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
             figures = probe.stop(merged.duration_s, merged.received)
             record = rules.step_record(options.server, options.transport, level, rate, merged, figures)
             steps.append(record)
+            measured.append(record)
             if on_step is not None:
                 on_step(record)
             if merged.end is End.ALL_LOST:
                 await _check_still_accepting(options.urls, options.transport, probe)
-            if (rules.ends_sweep(record) if options.stop_at_overload
+            if (rules.ends_sweep(measured) if options.stop_at_overload
                     else record.overloaded and not any(g.alive_count() for g in groups)):
                 return rules.level_end(record)
         return End.SWEEP_DONE.text() if options.rates else rules.cap_end(level, rate)

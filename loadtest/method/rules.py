@@ -19,8 +19,10 @@ Rules (docs/load-testing.rst, "The latency sweep"; BENCHMARKS.rst):
   ``REALTIME_MS``) is the client's limit, not the server's, when it was
   client-bound and the server was not saturated, its CPU below
   ``SERVER_SATURATED_CPU`` of its core or unknown (:func:`client_limited`).
-  A sweep's level ends at such a step (client-bound) or at an overloaded one
-  (:func:`ends_sweep`): past the server's realtime it goes on to overload.
+  A sweep's level ends at such a step (client-bound), at an overloaded one, or
+  once ``CLIENT_BOUND_STEPS`` steps in a row were client-bound with the server
+  not saturated, within realtime or not: the steps after them would measure
+  the client (:func:`ends_sweep`). Past the server's realtime it goes on to overload.
 - Round trips go into an HDR histogram, 1 us to 60 s, 3 significant digits.
 - How a step, a level or a soak ended is an :class:`End`, written as the text
   results files have always carried.
@@ -47,6 +49,7 @@ MAX_MEAN_RTT_MS = 1500.0
 CLIENT_BOUND_CPU = 0.9
 CLIENT_BOUND_LAG_MS = 10.0
 SERVER_SATURATED_CPU = 0.9
+CLIENT_BOUND_STEPS = 2
 REALTIME_MS = 200.0
 RTT_HIGHEST_US = 60 * 1000 * 1000
 
@@ -276,11 +279,14 @@ def client_limited(client_bound, server_cpu):
     return client_bound and (server_cpu is None or server_cpu < SERVER_SATURATED_CPU)
 
 
-def ends_sweep(step):
-    """Whether a sweep's level ends at ``step`` (a :class:`loadtest.records.Step`): overloaded, or past
-    realtime with the client, not the server, saturated (further steps would measure the client)."""
-    return step.overloaded or (past_realtime(False, step.rtt_ms["mean"])
-                               and client_limited(step.client_bound, step.server_cpu))
+def ends_sweep(steps):
+    """Whether a sweep's level ends at the last of ``steps``, the level's :class:`loadtest.records.Step`
+    records so far: overloaded, or with the client, not the server, saturated past realtime or for the
+    last ``CLIENT_BOUND_STEPS`` steps (further steps would measure the client)."""
+    step, recent = steps[-1], steps[-CLIENT_BOUND_STEPS:]
+    return step.overloaded or (past_realtime(False, step.rtt_ms["mean"]) and client_limited(
+        step.client_bound, step.server_cpu)) or (len(recent) == CLIENT_BOUND_STEPS and all(
+            client_limited(s.client_bound, s.server_cpu) for s in recent))
 
 
 def level_end(step):
@@ -288,8 +294,10 @@ def level_end(step):
     client-bound when :func:`client_limited`, otherwise overloaded."""
     if not client_limited(step.client_bound, step.server_cpu):
         return End.OVERLOADED.text(step.overload_reason)
-    reason = step.overload_reason or "mean round trip %s ms > %.0f ms" % (
-        "?" if step.rtt_ms["mean"] is None else "%.0f" % step.rtt_ms["mean"], REALTIME_MS)
+    mean = step.rtt_ms["mean"]
+    reason = step.overload_reason or (
+        "mean round trip %s ms > %.0f ms" % ("?" if mean is None else "%.0f" % mean, REALTIME_MS)
+        if past_realtime(False, mean) else "%d steps in a row client-bound" % CLIENT_BOUND_STEPS)
     return End.CLIENT_BOUND.text("at %s msgs/s (client CPU %.0f %%, loop lag %.1f ms; server CPU %s): %s" % (
         "{:,.0f}".format(step.rate), step.client_cpu * 100, step.loop_lag_ms["mean"],
         "unknown" if step.server_cpu is None else "%.0f %%" % (step.server_cpu * 100), reason))

@@ -1,39 +1,95 @@
-"""What a person sees: the status line while a sweep or a soak runs, the table at the end, a feed's lines."""
+"""What a person sees: the status line while a sweep or a soak runs, a sweep's header and summary, a feed's lines.
+
+Rules:
+
+- A sweep says before it starts what it will run, against what, for how long at
+  most, and where its results go (:func:`sweep_header`); at the end, or on
+  Ctrl-C, what it found (:func:`sweep_summary`), from the records it wrote.
+- What stopped a level is said as a sentence (:func:`level_end_line`), the
+  client's limit with what to do about it.
+"""
 
 import sys
 import time
 
+from loadtest.method.rules import REALTIME_MS, End
+from loadtest.results import summary
+
 REFRESH_S = 0.1
+CLIENT_LIMIT = "the load client, not the server, is the limit here: spread it with --procs or another machine"
+SERVER_UNKNOWN = ("unknown: give --server-pid (no process of this user was found listening where --url "
+                  "points)")
+PLOT = "python -m plots %s"
 
 
-def format_table(steps):
-    """A plain-text table of :class:`loadtest.records.Step` records, one row per step."""
-    header = (
-        "server", "clients", "rate/s", "server msg/s", "mean ms", "p50", "p95", "p99", "max",
-        "lost", "drop", "client cpu", "srv cpu", "us/msg", "note",
-    )
-    rows = [header]
-    for step in steps:
-        rtt = step.rtt_ms
-        note = []
-        if step.client_bound:
-            note.append("CLIENT-BOUND")
-        if step.overloaded:
-            note.append("overloaded: " + step.overload_reason)
-        rows.append((
-            step.server, str(step.level), _num(step.rate), _num(step.server_msgs_per_s),
-            _ms(rtt["mean"]), _ms(rtt["p50"]), _ms(rtt["p95"]), _ms(rtt["p99"]), _ms(rtt["max"]),
-            str(step.lost), str(step.dropped), _pct(step.client_cpu),
-            _pct(step.server_cpu), _ms(step.server_cpu_us_per_msg), "; ".join(note),
-        ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+def level_end_line(end):
+    """What stopped a level, its ``end`` text (:class:`loadtest.method.rules.End`) as a person reads it."""
+    kind, detail = End.of(end), end.partition(": ")[2]
+    if kind is End.CLIENT_BOUND:
+        return "%s; client-bound %s" % (CLIENT_LIMIT, detail)
+    if kind is End.OVERLOADED:
+        return "the server is overloaded: %s" % detail
+    if kind is End.INTERRUPTED:
+        return "interrupted (Ctrl-C); the steps measured are kept"
+    return end
+
+
+def sweep_header(url, schedules, step_s, server, out_path):
+    """The lines a sweep prints before it starts: ``url`` and ``server`` (what is measured of it),
+    ``schedules`` (``(level, rates)`` of each level in turn), ``step_s`` (a step and its pause), where
+    the results go."""
+    rates = sorted({tuple(rates) for _, rates in schedules})
+    most = sum(len(rates) for _, rates in schedules)
+    if len(rates) == 1 and len(rates[0]) == 1:
+        offered = "%s msgs/s" % _num(rates[0][0])
+    else:
+        offered = "%s to %s msgs/s" % (_num(min(r[0] for r in rates)), _num(max(r[-1] for r in rates)))
+    return "\n".join([
+        "sweeping %s: %s clients, %s, %g s a step with its pause" % (
+            url, ", ".join(str(level) for level, _ in schedules), offered, step_s),
+        "at most %d steps, %s and the connecting; it stops sooner where the server is overloaded or the "
+        "client is the limit" % (most, _clock(most * step_s)),
+        "server CPU and RSS: %s" % server,
+        "results: %s, step by step (Ctrl-C stops and keeps every step measured)" % out_path,
+    ])
+
+
+def sweep_progress(done, most, step_s):
+    """Where a sweep is: ``done`` steps measured of ``most`` at most, each ``step_s`` with its pause."""
+    return "step %d of at most %d, at most %s left" % (done, most, _clock((most - done) * step_s))
+
+
+def sweep_summary(records, out_path):
+    """What a sweep found, from the records it wrote to ``out_path``: per level its knee, its round
+    trips at a few rates, the server's cost there, what stopped it; then how to plot the file."""
+    results = summary.Results(records)
     lines = []
-    for n, row in enumerate(rows):
-        cells = [cell.ljust(w) if i in (0, len(row) - 1) else cell.rjust(w)
-                 for i, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    for knee in summary.realtime_capacity(results):
+        key = (knee.server, knee.transport, knee.level)
+        steps = [step for step in results.steps if (step.server, step.transport, step.level) == key]
+        at = next((step for step in steps if step.rate == knee.rate), None)
+        lines.append("%d clients, %d steps:" % (knee.level, len(steps)))
+        if at is None:
+            lines.append("  no step within realtime (mean round trip <= %.0f ms)" % REALTIME_MS)
+        else:
+            lines.append("  knee: %s deliveries/s within realtime (mean round trip <= %.0f ms), at %s msgs/s "
+                         "sent; %s" % (_num(knee.msgs_per_s), REALTIME_MS, _num(knee.rate), (
+                             "past it the server falls behind" if knee.limit == summary.SERVER
+                             else "not the server's limit, which lies above")))
+        shown = [steps[i] for i in sorted({0, len(steps) // 2, steps.index(at or steps[-1]), len(steps) - 1})]
+        lines.append("  round trip p50/p99: " + ", ".join("%s/%s ms at %s msgs/s" % (
+            _ms(step.rtt_ms["p50"]), _ms(step.rtt_ms["p99"]), _num(step.rate)) for step in shown))
+        cost = at or steps[-1]
+        if cost.server_cpu_us_per_msg is None:
+            lines.append("  server CPU and RSS: %s" % SERVER_UNKNOWN)
+        else:
+            lines.append("  server at %s msgs/s: %.2f us of CPU per delivery, CPU %s, RSS %s MB" % (
+                _num(cost.rate), cost.server_cpu_us_per_msg, _pct(cost.server_cpu), _mb(cost.server_rss_kb)))
+        end = results.level_ends.get(key)
+        lines.append("  stopped: %s" % (level_end_line(end) if end else "the run ended before the level did"))
+    if not lines:
+        lines.append("no step measured")
+    lines.append("results: %s; figures and tables: %s" % (out_path, PLOT % out_path))
     return "\n".join(lines)
 
 
@@ -124,6 +180,7 @@ class StatusLine:
         self.stream = stream
         self.interactive = stream.isatty()
         self.last = ""
+        self.where = ""
         self._width = 0
         self._shown_at = 0.0
         self._phase = None
@@ -139,18 +196,20 @@ class StatusLine:
         elif phase == "pause":
             text = "level %d: next rate %g/s  %s" % (state["level"], state["rate"], self.last)
         else:
-            text = "level %d  rate %g/s  %4.1f/%gs  %s" % (
-                state["level"], state["rate"], state["elapsed"], state["duration"], self.last)
+            text = "level %d  rate %g/s  %4.1f/%gs  %s%s" % (
+                state["level"], state["rate"], state["elapsed"], state["duration"], self.last, self.where)
         self._show(text)
 
-    def step(self, step):
-        """A :class:`loadtest.records.Step` just measured."""
+    def step(self, step, where=""):
+        """A :class:`loadtest.records.Step` just measured; ``where``: how far the run is (:func:`sweep_progress`)."""
         rtt = step.rtt_ms
-        self.last = "last: %s msg/s, rtt mean %s p99 %s ms, client cpu %s%s" % (
-            _num(step.server_msgs_per_s), _ms(rtt["mean"]), _ms(rtt["p99"]),
-            _pct(step.client_cpu), " CLIENT-BOUND" if step.client_bound else "")
+        self.last = "last: %s msg/s, rtt mean %s p99 %s ms, client cpu %s%s%s" % (
+            _num(step.server_msgs_per_s), _ms(rtt["mean"]), _ms(rtt["p99"]), _pct(step.client_cpu),
+            "" if step.server_cpu is None else ", server cpu %s" % _pct(step.server_cpu),
+            " CLIENT-BOUND" if step.client_bound else "")
+        self.where = where and "  (%s)" % where
         if not self.interactive:
-            self.stream.write("level %d rate %g/s: %s\n" % (step.level, step.rate, self.last[6:]))
+            self.stream.write("level %d rate %g/s: %s%s\n" % (step.level, step.rate, self.last[6:], self.where))
             self.stream.flush()
 
     def soak(self, server, left_s, sample, fresh=False):

@@ -1,11 +1,28 @@
-"""``python -m loadtest --url URL --clients N``: sweep one server, write results, print a table."""
+"""``python -m loadtest --url URL --clients N``: sweep one server, write results, say what it found.
+
+Rules:
+
+- Before it starts it says what it runs, for how long at most, what it measures
+  of the server and where the results go; each step, how far it is; at the end,
+  on Ctrl-C or on an error, the summary (:func:`loadtest.results.console.sweep_summary`),
+  the results file complete to the last step, a level cut short ending ``interrupted``
+  (or ``server gone``).
+- Without ``--server-pid`` the server's CPU and RSS are those of the processes
+  listening where ``--url`` points (:func:`loadtest.client.server_probe.listening_pids`),
+  and said to be unknown when none is found.
+- Its steps are shorter than the method's (``STEP_S``, ``PAUSE_S``): ``--clients 1000``
+  answers in about two minutes.
+"""
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, procstat, records, runner
 from loadtest.client import endpoints, server_probe, sweep, tls_context
+from loadtest.errors import ServerGone
 from loadtest.method import rules
 from loadtest.results import console, files
 
+STEP_S = 5.0
+PAUSE_S = 1.0
 
 SUMMARY = "round-trip latency sweep of one server (the command when none is named)"
 DESCRIPTION = "Round-trip latency sweep of a SockJS broadcast server already running."
@@ -33,15 +50,15 @@ def add_arguments(parser):
                      help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
     # --duration: the spelling before every command said --step-seconds.
     arguments.option(parser, "--step-seconds", "--duration", dest="duration", type=arguments.positive_float,
-                     default=sweep.Options.duration,
-                     help="seconds per step")
-    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=sweep.Options.pause,
-                     help="seconds of quiet before each step")
+                     default=STEP_S, help="seconds per step (default %g)" % STEP_S)
+    arguments.option(parser, "--pause", type=arguments.non_negative_float, default=PAUSE_S,
+                     help="seconds of quiet before each step (default %g)" % PAUSE_S)
     arguments.add_transport_or_mix(parser)
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
     arguments.option(parser, "--label", help="server name in the results (default: the URL's host:port)")
     arguments.option(parser, "--server-pid", type=arguments.comma_list(int),
-                     help="measure this process's CPU and RSS; several, comma-separated, are summed")
+                     help="measure this process's CPU and RSS; several, comma-separated, are summed "
+                     "(default: the processes listening where --url points, if this user's)")
     arguments.option(parser, "--procs", type=arguments.positive_int, default=sweep.Options.procs,
                      help="spread the clients over N processes")
     arguments.option(parser, "--client-cpu", type=arguments.comma_list(int),
@@ -71,42 +88,60 @@ def run(parser, args):
     raise_open_files_limit()
     tls_context.trust(args.tls_ca)
     label = args.label or ",".join(endpoints.target(url).netloc for url in args.url)
+    pids = args.server_pid or server_probe.listening_pids(args.url)
     options = sweep.Options(
         args.url,
         levels=[args.clients] if args.clients is not None else (args.levels or rules.DEFAULT_LEVELS),
         rates=[args.rate] if args.rate is not None else None, duration=args.duration, pause=args.pause,
-        transport=args.mix or args.transport, server=label, server_pids=args.server_pid or (),
+        transport=args.mix or args.transport, server=label, server_pids=pids,
         source_addresses=args.source_addresses or (), procs=args.procs, client_cpus=args.client_cpu or (),
     )
     out_path = args.out or files.default_path()
     status = console.StatusLine()
-    steps = []
+    schedules = [(level, options.schedule(level)) for level in options.levels]
+    step_s = options.duration + options.pause
+    written = []
+    runtime = server_probe.server_runtime(args.url[0], pids[0] if pids else None)
+    status.message(console.sweep_header(
+        "%s (%s) over %s" % (",".join(args.url), runtime or "runtime unknown", options.transport), schedules, step_s,
+        "measured, pid %s" % ", ".join("%d (%s)" % (pid, procstat.runtime_of(pid)) for pid in pids) if pids
+        else console.SERVER_UNKNOWN, out_path))
 
     with files.ResultsFile(out_path) as out:
-        pids = args.server_pid or [None]
-        out.write(files.run_record(",".join(args.url), options.transport, args.command_line))
-        out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url[0], pids[0]),
-                                 pid=pids[0] if len(pids) == 1 else None, cpu=args.server_cpu,
-                                 tls=endpoints.target(args.url[0]).tls))
+        def record(line):
+            written.append(line)
+            out.write(line)
+
+        record(files.run_record(",".join(args.url), options.transport, args.command_line))
+        record(records.Server(server=label, runtime=runtime, pid=pids[0] if len(pids) == 1 else None,
+                              cpu=args.server_cpu, tls=endpoints.target(args.url[0]).tls))
+        count = {"steps": 0, "levels": 0, "steps_of_levels": 0}  # so far: steps, levels ended and their steps
 
         def on_step(step):
-            steps.append(step)
-            out.write(step)
-            status.step(step)
+            record(step)
+            count["steps"] += 1
+            most = count["steps_of_levels"] + sum(len(rates) for _, rates in schedules[count["levels"]:])
+            status.step(step, console.sweep_progress(count["steps"], most, step_s))
 
         def on_level(level):
-            out.write(level)
-            status.message("level %d ended: %s" % (level.level, level.end))
+            record(level)
+            count["levels"] += 1
+            count["steps_of_levels"] = count["steps"]
+            status.message("level %d stopped: %s" % (level.level, console.level_end_line(level.end)))
 
         outcome = runner.run_interruptible(sweep.sweep(options, on_step, on_level, status.progress))
+        cut = (rules.End.INTERRUPTED.text() if outcome.interrupted else
+               rules.End.SERVER_GONE.text(str(outcome.error)) if isinstance(outcome.error, ServerGone) else None)
+        if cut is not None and count["levels"] < len(options.levels):
+            record(records.Level(server=label, transport=options.transport, level=options.levels[count["levels"]],
+                                 end=cut))
 
-    if steps:
-        print(console.format_table(steps))
+    print(console.sweep_summary(written, out_path), flush=True)
+    steps = count["steps"]
     if outcome.interrupted:
-        status.message("interrupted: the %d steps measured are in %s" % (len(steps), out_path))
+        status.message("interrupted: the %d steps measured are in %s" % (steps, out_path))
         return 130
     if outcome.error is not None:
-        status.message("run ended: %s; the %d steps measured are in %s" % (outcome.error, len(steps), out_path))
+        status.message("run ended: %s; the %d steps measured are in %s" % (outcome.error, steps, out_path))
         return 1
-    status.message("results: %s" % out_path)
     return 0

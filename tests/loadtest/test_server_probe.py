@@ -1,4 +1,4 @@
-"""Interpreter names: the client's own, and a server's from its ``/stats``."""
+"""Interpreter names: the client's own, and a server's from its ``/stats``; the server's processes, by its port."""
 
 import pytest
 
@@ -21,3 +21,11 @@ def test_without_stats_the_runtime_is_the_executable(broker_server):
     with_no_stats = "http://127.0.0.1:9/broadcast"
     assert server_probe.server_runtime(with_no_stats, broker_server.pid).startswith(("python", "pypy"))
     assert server_probe.server_runtime(with_no_stats, None) is None
+
+
+def test_the_server_is_the_process_listening_where_the_url_points(broker_server):
+    port = broker_server.url.split("/")[2].rpartition(":")[2]
+    assert server_probe.listening_pids([broker_server.url]) == [broker_server.pid]
+    assert server_probe.listening_pids(["http://localhost:%s/broadcast" % port]) == [broker_server.pid]
+    assert server_probe.listening_pids(["http://127.0.0.2:%s/broadcast" % port]) == []
+    assert server_probe.listening_pids(["http://127.0.0.1:9/broadcast"]) == []

@@ -183,3 +183,27 @@ def test_a_level_that_reaches_the_cap_says_so():
     text = rules.cap_end(10000, 1000)
     assert text == "the sweep's cap reached: 1,000 msgs/s x 10000 clients = 10,000,000 deliveries/s"
     assert End.of(text) is End.CAP_REACHED
+
+
+def step_at(rtt_ms, client_cpu, server_cpu, lost=0):
+    histogram = rules.new_histogram()
+    histogram.record_value(int(rtt_ms * 1000))
+    return rules.step_record("s", "websocket", 1000, 181, merged(histogram=histogram, client_cpu=client_cpu, lost=lost),
+                             rules.ServerFigures(cpu=server_cpu))
+
+
+def test_a_level_ends_after_two_client_bound_steps_in_a_row_within_realtime():
+    healthy, bound = step_at(5.0, 0.5, 0.4), step_at(5.0, 0.95, 0.6)
+    assert not rules.ends_sweep([healthy]) and not rules.ends_sweep([healthy, bound])
+    assert not rules.ends_sweep([bound, healthy]) and not rules.ends_sweep([bound])
+    assert rules.ends_sweep([healthy, bound, bound])
+    assert rules.level_end(bound) == ("client-bound: at 181 msgs/s (client CPU 95 %, loop lag 1.0 ms; server CPU "
+                                      "60 %): 2 steps in a row client-bound")
+
+
+def test_a_saturated_server_keeps_a_client_bound_sweep_going_until_it_breaks():
+    both = step_at(5.0, 0.95, rules.SERVER_SATURATED_CPU)
+    assert not rules.ends_sweep([both, both, both])
+    assert rules.ends_sweep([both, step_at(5.0, 0.95, 0.97, lost=1)])
+    assert rules.ends_sweep([step_at(rules.REALTIME_MS + 1, 0.95, None)]), "past realtime, the client's limit at once"
+    assert not rules.ends_sweep([step_at(rules.REALTIME_MS + 1, 0.5, 0.5)]), "past realtime, on to overload"
