@@ -14,12 +14,21 @@ Rules:
   and exits with status 2 before anything runs.
 - Only loopback addresses may be a target or a source address: the load
   client floods what it points at; ``https`` targets too (TLS on every
-  connection, :mod:`loadtest.client.tls_context`).
+  connection, :mod:`loadtest.client.tls_context`). A target's host is
+  resolved first (``getaddrinfo``), and every address it resolves to must be
+  loopback (:func:`is_loopback`): 127.0.0.0/8, ``::1``, and an IPv4-mapped
+  ``::ffff:127.x.y.z``, which reaches the same IPv4 loopback; never ``0.0.0.0``
+  or ``::``, nor a name that merely starts with ``127.``. A source address is
+  an address, not a name. The brokers a command launches listen on loopback
+  and join a Redis on loopback: ``--broker-flags`` may not move them
+  (:func:`broker_flags`). All of it is checked before anything is sent.
 """
 
 import argparse
+import ipaddress
 import math
 import os
+import socket
 import urllib.parse
 
 from broker.flags import Environment, file_error
@@ -152,13 +161,42 @@ def add_transport_or_mix(parser):
     how.add_argument("--mix", **MIX)
 
 
+def is_loopback(address):
+    """Whether the IP ``address`` (text) is a loopback address: in 127.0.0.0/8, ``::1``, or
+    IPv4-mapped into IPv6 from 127.0.0.0/8. False for anything that is not an address."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(parsed, "ipv4_mapped", None)
+    return (mapped or parsed).is_loopback
+
+
+def loopback_host(host):
+    """``host`` (a name or an address) if every address it resolves to is loopback; else
+    ``argparse.ArgumentTypeError`` saying which is not, or that it does not resolve."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise argparse.ArgumentTypeError("only loopback servers may be load tested: %s does not resolve (%s)"
+                                         % (host, error)) from None
+    outside = sorted({info[4][0] for info in found if not is_loopback(info[4][0])})
+    if outside or not found:
+        resolved = "" if outside == [host] else ", which is %s" % (", ".join(outside) or "no address")
+        raise argparse.ArgumentTypeError("only loopback servers may be load tested (got %s%s)" % (host, resolved))
+    return host
+
+
 def loopback_url(text):
     """A SockJS prefix on a loopback server, ``http://127.0.0.1:8080/broadcast`` (``https://`` over TLS)."""
-    parts = urllib.parse.urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError("must look like %s (https:// over TLS), got %r" % (DEFAULT_URL, text))
-    if not (parts.hostname.startswith("127.") or parts.hostname in ("localhost", "::1")):
-        raise argparse.ArgumentTypeError("only loopback servers may be load tested (got %s)" % parts.hostname)
+    loopback_host(parts.hostname)
     return text
 
 
@@ -178,21 +216,46 @@ TLS_CA = dict(type=certificates, metavar="PEM",
               "file, and no other (default: the system's certificate authorities)")
 
 
+def _loopback_address(text):
+    if not is_loopback(text):
+        raise argparse.ArgumentTypeError("must be loopback addresses (got %s)" % text)
+    return text
+
+
 def parse_source_addresses(text):
-    """``127.0.0.2-127.0.0.9`` or ``127.0.0.2,127.0.0.3``: the list of loopback addresses."""
+    """``127.0.0.2-127.0.0.9`` or ``127.0.0.2,127.0.0.3``: the list of loopback addresses
+    (a range runs over the last number of one IPv4 /24)."""
     addresses = []
     for part in text.split(","):
         first, _, last = part.strip().partition("-")
         if not last:
-            addresses.append(first)
+            addresses.append(_loopback_address(first))
             continue
-        head, _, low = first.rpartition(".")
-        high = last.rpartition(".")[2]
+        head, _, low = _loopback_address(first).rpartition(".")
+        other, _, high = _loopback_address(last.strip()).rpartition(".")
+        if other != head or int(high) < int(low):
+            raise argparse.ArgumentTypeError("a range runs up the last number, got %s" % part.strip())
         addresses.extend("%s.%d" % (head, n) for n in range(int(low), int(high) + 1))
-    outside = [address for address in addresses if not address.startswith("127.")]
-    if outside:
-        raise argparse.ArgumentTypeError("must be loopback addresses (got %s)" % ", ".join(outside))
     return addresses
+
+
+def broker_flags(text):
+    """``--broker-flags``: more flags for the brokers a command launches, one string, as
+    typed. The brokers listen on loopback and join a Redis on loopback: a ``--host`` or a
+    ``--redis`` (not a ``unix://`` socket) elsewhere is refused."""
+    words = text.split()  # as the commands split it
+    for n, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if name not in ("--host", "--redis"):
+            continue
+        if not equals:
+            value = words[n + 1] if n + 1 < len(words) else ""
+        if name == "--redis":
+            if value.startswith("unix://"):
+                continue
+            value = urllib.parse.urlsplit(value).hostname or ""
+        loopback_host(value)
+    return text
 
 
 def source_address(addresses, n):

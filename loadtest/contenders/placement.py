@@ -33,7 +33,7 @@ def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPO
     arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
                      help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
-    arguments.option(group, "--broker-flags", default="",
+    arguments.option(group, "--broker-flags", type=arguments.broker_flags, default="",
                      help="more flags for every broker launched, one string (e.g. \"--warm-up 3000\"); the "
                      "other servers run as they are")
 

@@ -105,7 +105,7 @@ def add_arguments(parser):
     arguments.option(parser, "--source-addresses", type=arguments.parse_source_addresses, default=(),
                      help="burst: local addresses to spread the attempts over, e.g. 127.0.0.2-127.0.0.9 (one "
                      "address has about 28,000 ports)")
-    arguments.option(parser, "--broker-flags", default="",
+    arguments.option(parser, "--broker-flags", type=arguments.broker_flags, default="",
                      help="more broker flags for every attack, one string (e.g. \"--max-buffer 256KiB "
                      "--write-timeout 10\")")
     server_cpu, client_cpu = affinity.default_cpus()

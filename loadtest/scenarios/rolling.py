@@ -101,7 +101,7 @@ OPTIONS = (
      "them; 0: the clients go straight to the brokers (default)"),
     ("--signal", arguments.name_from("signal", ("TERM", "KILL")), "TERM",
      "how each broker is stopped: TERM, as a deploy stops it, or KILL, as a crash does (with --drain-seconds 0)"),
-    ("--broker-flags", str, "",
+    ("--broker-flags", arguments.broker_flags, "",
      "more broker flags for every run, one string (e.g. \"--max-accept-rate 300\")"),
     ("--source-addresses", arguments.parse_source_addresses, (),
      "local addresses to spread the clients over, e.g. 127.0.0.2-127.0.0.241 (haproxy limits the requests of "

@@ -41,9 +41,56 @@ def test_what_cannot_be_measured_is_refused(parse, text, message):
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/broadcast", "http://localhost:8080/a", "http://[::1]:80/b",
-                                 "https://127.0.0.1:8443/broadcast", "https://localhost/a", "https://[::1]:443/b"])
+                                 "https://127.0.0.1:8443/broadcast", "https://localhost/a", "https://[::1]:443/b",
+                                 "http://127.0.0.2:8080/b", "http://[::ffff:127.0.0.1]:8080/b"])
 def test_loopback_urls_pass(url):
     assert arguments.loopback_url(url) == url
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.attacker.example", False),  # a name, not an address: what it resolves to decides, and it is not loopback
+    ("localhost", True),
+    ("::1", True),
+    ("127.0.0.2", True),
+    ("10.0.0.1", False),
+    ("0.0.0.0", False),  # every address of this machine, not loopback
+    ("::", False),
+    ("::ffff:127.0.0.1", True),  # IPv4-mapped: reaches 127.0.0.1 itself
+    ("::ffff:10.0.0.1", False),
+])
+def test_a_host_is_loopback_by_every_address_it_resolves_to(host, loopback):
+    if loopback:
+        assert arguments.loopback_host(host) == host
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="only loopback servers may be load tested"):
+            arguments.loopback_host(host)
+    url = "http://%s:8080/broadcast" % ("[%s]" % host if ":" in host else host)
+    if loopback:
+        assert arguments.loopback_url(url) == url
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="only loopback servers may be load tested"):
+            arguments.loopback_url(url)
+
+
+@pytest.mark.parametrize("text", ["127.attacker.example", "localhost", "0.0.0.0", "127.0.0.2-10.0.0.9",
+                                  "127.0.0.9-127.0.0.2", "127.0.0.2-127.0.1.2"])
+def test_source_addresses_are_loopback_addresses_not_names(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        arguments.parse_source_addresses(text)
+
+
+@pytest.mark.parametrize("flags, allowed", [
+    ("--warm-up 3000", True), ("--host 127.0.0.1", True), ("--host=::1", True),
+    ("--redis redis://127.0.0.1:6379/0", True), ("--redis=unix:///run/redis.sock", True),
+    ("--host 0.0.0.0", False), ("--host=127.attacker.example", False),
+    ("--redis redis://10.0.0.1:6379/0", False), ("--redis=redis://127.attacker.example/0", False),
+])
+def test_broker_flags_keep_the_launched_brokers_and_their_redis_on_loopback(flags, allowed):
+    if allowed:
+        assert arguments.broker_flags(flags) == flags
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="only loopback"):
+            arguments.broker_flags(flags)
 
 
 def test_a_transport_mix_names_its_transports_canonically():
