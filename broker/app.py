@@ -105,7 +105,7 @@ def make_app(config, router):
          dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(node=node, router=router)),
         (r"/healthz", api.HealthHandler, dict(node=node)),
-        (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.publish_token)),
+        (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.admin_token)),
         (r"/metrics", metrics.MetricsHandler,
          dict(registry=metrics.registry(metrics.BrokerCollector(node, router)))),
     ]

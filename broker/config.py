@@ -1,19 +1,49 @@
-"""Settings from command-line flags, each with an environment variable as its default."""
+"""Settings from command-line flags, each with an environment variable as its default.
+
+Rules this module keeps:
+
+* Every flag has a type that checks its value at start, whether it was typed
+  or came from its variable (:mod:`broker.flags`): a value outside the range
+  the broker works in stops it before anything runs, with argparse's one-line
+  error naming the flag, and exit status 2.
+* A number's range is one of the few below (:data:`TIMER`, :data:`LONG`, ...),
+  stated once and shown at the end of the flag's help, so the configuration
+  page, built from that help, shows it too. The bounds are where the broker
+  was made to work: past them a timer's arithmetic overflows, Redis refuses
+  an expiry, a socket option overflows, or a burst holds less than one message.
+"""
 
 import argparse
 import dataclasses
+import ipaddress
 import os
 import re
+import socket
+import urllib.parse
 from typing import Optional, Tuple
 
 import broker
 from broker.core import origins
 from broker.core.limits import TrustedProxies
-from broker.flags import Environment, Flag
+from broker.flags import Environment, Flag, count, rate, seconds, size
 from broker.ops import pypy_environment
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
+HOUR, DAY = 3600, 86400
+# Durations: the shortest a timer of the broker is set to, and the longest.
+SHORTEST = 0.1
+TIMER = seconds(SHORTEST, HOUR)
+TIMER_OR_NEVER = seconds(SHORTEST, HOUR, off=True)
+# What is kept for long, or lives long: a message's history, a connection.
+LONG_OR_NEVER = seconds(SHORTEST, 30 * DAY, off=True)
+# Messages kept, or replayed to each new subscriber.
+MESSAGES = count(0, 1000000)
+CONNECTIONS = 10000000
+PORT = count(0, 65535)
+# The fastest rate; the slowest is the least whose burst holds one message or session
+# (broker.core.token_bucket): 0.5 for --client-rate (bursts of 2N), any for --max-accept-rate
+# (bursts of at least 1).
+MOST_A_SECOND = 1000000.0
+TOKEN_CHARACTERS = re.compile(r"^[\x21-\x7e]{1,4096}$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +52,7 @@ class Config:
     port: int = 8080
     prefix: str = "/broadcast"
     publish_token: Optional[str] = None
+    admin_token: Optional[str] = None
     replay: int = 0
     history: int = 1000
     history_seconds: float = 0.0
@@ -64,14 +95,6 @@ def http_url(host, port, path, tls=False):
     return "%s://%s:%d%s" % ("https" if tls else "http", "[%s]" % host if ":" in host else host, port, path)
 
 
-def parse_size(text):
-    """``65536``, ``64KiB``, ``1M``: a byte count (K and M are powers of 1024)."""
-    match = _SIZE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError("not a size: %r (try 65536, 64KiB or 1MiB)" % text)
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
 def _prefix(text):
     if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
         raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
@@ -81,38 +104,47 @@ def _prefix(text):
 def _redis_url(text):
     if not re.match(r"^(rediss?|unix)://\S+$", text):
         raise argparse.ArgumentTypeError("not a Redis URL: %r (try redis://127.0.0.1:6379/0)" % text)
+    try:
+        urllib.parse.urlsplit(text).port
+    except ValueError as error:
+        raise argparse.ArgumentTypeError("not a Redis URL: %r (%s)" % (text, error)) from None
     return text
 
 
+def listen_address(text):
+    """An IP address, or a name the resolver knows, to listen on."""
+    try:
+        ipaddress.ip_address(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise argparse.ArgumentTypeError("cannot listen on %r: %s" % (text, error)) from None
+    return text
+
+
+def _token(text):
+    """A bearer token: 1 to 4096 visible ASCII characters (no space), or nothing (none)."""
+    if text == "":
+        return None
+    if not TOKEN_CHARACTERS.match(text):
+        raise argparse.ArgumentTypeError("a token is 1 to 4096 visible ASCII characters, without spaces")
+    return text
+
+
+_CONNECTIONS = count(1, CONNECTIONS)
+
+
 def _max_connections(text):
+    """``auto``, or a count of connections."""
     if text.strip().lower() == "auto":
         return None
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be 1 or more, or auto")
-    return value
-
-
-def _seconds(text):
-    """A number of seconds, more than 0 and finite."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text) from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError("must be more than 0 seconds, got %r" % text)
-    return value
-
-
-def _zero_or_more(text):
-    """A finite number of 0 or more: seconds or a rate, where 0 means never or no limit."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be 0 or more, got %r" % text)
-    return value
+        return _CONNECTIONS(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError("must be auto, or %s, got %s" % (_CONNECTIONS.range, text)) from None
 
 
 def _networks(text):
@@ -128,16 +160,6 @@ def _header_name(text):
     if not re.match(r"^[A-Za-z0-9-]+$", text):
         raise argparse.ArgumentTypeError("not a header name: %r" % text)
     return text
-
-
-def _non_negative(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a whole number: %r" % text) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, got %d" % value)
-    return value
 
 
 def _jit_parameters(text):
@@ -162,23 +184,27 @@ def _origins(text):
 DEFAULTS = Config()
 
 FLAGS = (
-    Flag("--host", "address to listen on", DEFAULTS.host),
-    Flag("--port", "port to listen on, 0 for any free port", str(DEFAULTS.port), int),
+    Flag("--host", "address to listen on", DEFAULTS.host, listen_address, "ADDRESS"),
+    Flag("--port", "port to listen on, 0 for any free port", str(DEFAULTS.port), PORT, "PORT"),
     Flag("--prefix", "URL prefix of the SockJS service", DEFAULTS.prefix, _prefix),
     Flag("--publish-token", "bearer token for POST /publish; without one the endpoint is disabled; prefer "
-         "the environment, flags show in ps", secret=True),
+         "the environment, flags show in ps", type=_token, metavar="TOKEN", secret=True),
+    Flag("--admin-token", "bearer token for POST /admin/drain, which drains the broker as SIGTERM does; "
+         "without one the endpoint is disabled and only a signal drains; never the publish token, so that "
+         "a backend that may publish may not stop brokers", type=_token, metavar="TOKEN", secret=True),
     Flag("--replay", "send each new subscriber the last N messages first; 1 suits a live counter",
-         str(DEFAULTS.replay), _non_negative, "N"),
+         str(DEFAULTS.replay), MESSAGES, "N"),
     Flag("--history", "keep the room's last N messages, so that a client reconnecting with its position "
          "(?positions=1&epoch=E&since=OFFSET) gets every message it missed; older is a gap",
-         str(DEFAULTS.history), _non_negative, "N"),
+         str(DEFAULTS.history), MESSAGES, "N"),
     Flag("--idempotency-window", "seconds a POST /publish Idempotency-Key is remembered: a retry within it "
-         "publishes nothing and gets the first answer", "%g" % DEFAULTS.idempotency_window, _seconds, "SECONDS"),
+         "publishes nothing and gets the first answer", "%g" % DEFAULTS.idempotency_window, seconds(SHORTEST, DAY),
+         "SECONDS"),
     Flag("--history-seconds", "keep no message of the history longer than this; 0: only --history bounds it",
-         "%g" % DEFAULTS.history_seconds, _zero_or_more, "SECONDS"),
+         "%g" % DEFAULTS.history_seconds, LONG_OR_NEVER, "SECONDS"),
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "
          "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
-         "%g" % DEFAULTS.announce_audience, _zero_or_more, "SECONDS"),
+         "%g" % DEFAULTS.announce_audience, TIMER_OR_NEVER, "SECONDS"),
     Flag("--redis", "join a cluster: every message goes through the room's stream in this Redis "
          "(redis://host:port/db), and every broker of the cluster delivers it in the stream's order",
          type=_redis_url, metavar="URL", shown="none: one process"),
@@ -188,28 +214,31 @@ FLAGS = (
          "or * for any; others get 403 on websockets and no CORS answer",
          ",".join(DEFAULTS.allowed_origins), _origins, "ORIGINS"),
     Flag("--client-rate", "messages a second one client may publish, in bursts of up to 2N; a client over it "
-         "is closed with 3009 \"Too many messages\"; 0: no limit", "%g" % DEFAULTS.client_rate, _zero_or_more, "N"),
+         "is closed with 3009 \"Too many messages\"; 0: no limit", "%g" % DEFAULTS.client_rate,
+         rate(0.5, MOST_A_SECOND), "N"),
     Flag("--max-message-size", "largest websocket frame or send request a client may send; a larger one "
-         "closes that session", str(DEFAULTS.max_message_size), parse_size, "SIZE"),
+         "closes that session", str(DEFAULTS.max_message_size), size(1, 64 << 20), "SIZE"),
     Flag("--max-buffer", "unsent bytes allowed per connection before it is closed as a slow consumer",
-         str(DEFAULTS.max_buffer), parse_size, "SIZE"),
+         str(DEFAULTS.max_buffer), size(1 << 10, 1 << 30), "SIZE"),
     Flag("--write-timeout", "a streaming client or websocket that has not taken its pending bytes within this "
          "long of a message without a key (?key=) waiting is closed as a slow consumer; one waiting for "
-         "conflated values only, after taking nothing for four times this long", "%g" % DEFAULTS.write_timeout, _seconds, "SECONDS"),
+         "conflated values only, after taking nothing for four times this long", "%g" % DEFAULTS.write_timeout,
+         TIMER, "SECONDS"),
     Flag("--send-buffer", "kernel send buffer of each connection (Linux doubles it); what a client has not "
          "read beyond it waits under --max-buffer and --write-timeout. 0 leaves it to the kernel, which lets "
          "each client that stops reading hold up to net.ipv4.tcp_wmem's maximum (4 MiB) before the broker "
-         "notices", str(DEFAULTS.send_buffer), parse_size, "SIZE"),
+         "notices", str(DEFAULTS.send_buffer), size(1 << 10, 64 << 20, off=True), "SIZE"),
     Flag("--max-connections", "open TCP connections (HTTP and websocket) allowed, and as many polling and "
          "streaming sessions; more are answered 503 and closed (a session: closed as it opens); auto is the "
-         "open-files limit less 2%% (at least 64) kept for the broker's own files", "auto", _max_connections,
+         "open-files limit less 2%% (at least 64) kept for the broker's own files; range: auto, or "
+         + _CONNECTIONS.range, "auto", _max_connections,
          "N"),
     Flag("--max-connections-per-ip", "open TCP connections allowed per client address (IPv6: per /64), and "
          "as many polling and streaming sessions; more are refused as --max-connections says; 0 for no limit",
-         str(DEFAULTS.max_connections_per_ip), _non_negative, "N"),
+         str(DEFAULTS.max_connections_per_ip), count(1, CONNECTIONS, off=True), "N"),
     Flag("--max-accept-rate", "new sessions a second, in bursts of up to N; over it, /info and the request "
          "that would open a session (a websocket's handshake included) are answered 503 with Retry-After, "
-         "before any work; 0 for no limit", "%g" % DEFAULTS.max_accept_rate, _zero_or_more, "N"),
+         "before any work; 0 for no limit", "%g" % DEFAULTS.max_accept_rate, rate(0.001, MOST_A_SECOND), "N"),
     Flag("--client-address-header", "behind a proxy: the request header holding the client's address "
          "(X-Forwarded-For: its last address; X-Real-IP), for the per-IP limit; set it only if every request "
          "comes through a proxy that sets it", type=_header_name, metavar="NAME",
@@ -219,29 +248,29 @@ FLAGS = (
          "whatever its headers say", ",".join(DEFAULTS.trusted_proxies), _networks, "NETWORKS"),
     Flag("--header-timeout", "time a connection has to send a request's complete headers, from its opening "
          "or from its previous response: closes half-sent headers and idle keep-alive connections",
-         "%g" % DEFAULTS.header_timeout, _seconds, "SECONDS"),
+         "%g" % DEFAULTS.header_timeout, TIMER, "SECONDS"),
     Flag("--body-timeout", "time a request has to send its whole body once its headers are in",
-         "%g" % DEFAULTS.body_timeout, _seconds, "SECONDS"),
+         "%g" % DEFAULTS.body_timeout, TIMER, "SECONDS"),
     Flag("--ws-ping-interval", "ping every websocket this often, 0 for never", "%g" % DEFAULTS.ws_ping_interval,
-         _zero_or_more, "SECONDS"),
+         TIMER_OR_NEVER, "SECONDS"),
     Flag("--ws-ping-timeout", "close a websocket whose answer to a ping is this late (at most the interval: a "
-         "longer timeout is cut to it)", "%g" % DEFAULTS.ws_ping_timeout, _seconds, "SECONDS"),
+         "longer timeout is cut to it)", "%g" % DEFAULTS.ws_ping_timeout, TIMER, "SECONDS"),
     Flag("--heartbeat-delay", "send every SockJS session a heartbeat frame this often, so that proxies keep "
-         "quiet connections open", "%g" % DEFAULTS.heartbeat_delay, _seconds, "SECONDS"),
+         "quiet connections open", "%g" % DEFAULTS.heartbeat_delay, TIMER, "SECONDS"),
     Flag("--disconnect-delay", "close a polling or streaming session this long after its last request ended "
          "(SockJS's disconnect_delay): a polling client has this long between polls, a stream's client this "
          "long to open the next one; its messages wait for it meanwhile", "%g" % DEFAULTS.disconnect_delay,
-         _seconds, "SECONDS"),
+         TIMER, "SECONDS"),
     Flag("--drain-seconds", "on SIGTERM, SIGINT or POST /admin/drain: answer /healthz and every request "
          "that would open a session with 503 (a proxy asks another broker), and close the clients with 3012 "
          "\"Server draining: reconnect\" spread evenly "
          "over this long, then exit; a second signal closes the rest at once; 0 closes everyone at once. With "
          "--redis, a broker holding more than the room's clients per broker closes them at that share's rate, "
          "over up to twice this long",
-         "%g" % DEFAULTS.drain_seconds, _zero_or_more, "SECONDS"),
+         "%g" % DEFAULTS.drain_seconds, TIMER_OR_NEVER, "SECONDS"),
     Flag("--max-connection-age", "close a connection this old with 3012 \"Server draining: reconnect\", at a "
          "moment drawn within 10%% of it, so that its client reconnects through the proxy and brokers added "
-         "later get their share; 0: never", "%g" % DEFAULTS.max_connection_age, _zero_or_more, "SECONDS"),
+         "later get their share; 0: never", "%g" % DEFAULTS.max_connection_age, LONG_OR_NEVER, "SECONDS"),
     Flag("--certfile", "serve https and wss with this PEM certificate (its chain after it); "
          "without it, plain http", metavar="PEM"),
     Flag("--keyfile", "the certificate's private key (PEM), when it is not in --certfile", metavar="PEM"),
@@ -249,7 +278,7 @@ FLAGS = (
          "a loopback port of the broker's own, each sending a message unless --no-client-publish (or a "
          "--max-message-size under 15 bytes), so that PyPy has compiled session opening, sends and "
          "broadcasts before the first clients arrive; at most 60 s; 0: none",
-         str(DEFAULTS.warm_up), _non_negative, "SESSIONS"),
+         str(DEFAULTS.warm_up), count(0, 100000), "SESSIONS"),
     Flag("--pypy-jit", "on PyPy, the JIT's parameters, as PyPy's --jit option takes them; without it, the "
          "broker sets " + pypy_environment.JIT_PARAMETERS + " (compiling sooner and in shorter traces than "
          "PyPy's defaults), unless the interpreter was given its own --jit; ignored on CPython", None,
@@ -275,4 +304,6 @@ def parse_args(argv=None, environ=os.environ):
     config = Config(**vars(parser.parse_args(argv)))
     if config.keyfile is not None and config.certfile is None:
         parser.error("--keyfile needs --certfile")
+    if config.admin_token is not None and config.admin_token == config.publish_token:
+        parser.error("--admin-token must not be the publish token: a backend that may publish could stop brokers")
     return config

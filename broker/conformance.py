@@ -19,6 +19,7 @@ from tornado.httpserver import HTTPServer
 from tornado.web import Application
 
 from broker.app import READ_CHUNK_BYTES, application_settings, max_body_size, serve_until_signalled
+from broker.config import PORT, listen_address
 from broker.core.node import ClientRules
 from broker.transports.router import BrokerRouter
 
@@ -66,9 +67,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m broker.conformance",
         description="The SockJS services the sockjs-protocol test suite runs against.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on [%(default)s]")
-    parser.add_argument("--port", type=int, default=8081,
-                        help="port to listen on, 0 for any free port [%(default)s]")
+    parser.add_argument("--host", type=listen_address, default="127.0.0.1", help="address to listen on [%(default)s]")
+    parser.add_argument("--port", type=PORT, default=8081,
+                        help="port to listen on, 0 for any free port; range: %s [%%(default)s]" % PORT.range)
     args = parser.parse_args(argv)
     asyncio.run(run(args.host, args.port))
 

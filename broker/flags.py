@@ -13,21 +13,130 @@ Rules this module keeps:
   true, yes or on.
 * A secret's value (a token) never shows in ``--help``, from the environment
   or not: its help names the variable only.
+* A value has a range, checked before anything runs: a number is read by one
+  of the few :class:`Bounded` types (:func:`seconds`, :func:`count`,
+  :func:`rate`, :func:`size`), which refuses what is outside its range (nan,
+  inf and negatives among it) and whose range the flag's help states; a
+  value from ``choices`` is checked against them wherever it comes from (argparse
+  itself checks only what is typed, never a default from the environment).
 * Standard library only: the broker and the load client (which must install
   without a server stack) both build their command lines with it.
 """
 
+import argparse
 import dataclasses
+import math
 import os
+import re
 import ssl
 from typing import Any, Callable, Mapping, Optional, Sequence
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size(text):
+    """``65536``, ``64KiB``, ``1M``: a byte count (K, M and G are powers of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError("not a size: %r (try 65536, 64KiB or 1MiB)" % text)
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+def _whole(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a whole number: %r" % text) from None
+
+
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
+
+
+def _plain(value):
+    """``0.5``, ``65535``, ``1000000``: a number as it would be typed, without an exponent."""
+    return "%d" % value if value == int(value) else "%s" % value
+
+
+def _shown_size(value):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale and value % scale == 0:
+            return "%d %s" % (value // scale, unit)
+    return "%d B" % value
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounded:
+    """A flag's type: a number ``read`` from its text, from ``least`` to
+    ``most``, or 0 too when ``off`` (0 then means "never" or "no limit", as the
+    flag's help says). Anything else, nan and inf included, is refused with
+    the range, which ``shown`` writes a bound of, and ``unit`` ends."""
+
+    read: Callable[[str], Any]
+    least: float
+    most: float
+    off: bool = False
+    unit: str = ""
+    shown: Callable[[Any], str] = _plain
+
+    def __call__(self, text):
+        value = self.read(text)
+        if (self.off and value == 0) or (math.isfinite(value) and self.least <= value <= self.most):
+            return value
+        raise argparse.ArgumentTypeError("must be %s, got %s" % (self.range, text.strip()))
+
+    @property
+    def range(self):
+        """``0, or 0.1 to 3600 seconds``: what the type takes, in words."""
+        span = "%s to %s%s" % (self.shown(self.least), self.shown(self.most), self.unit)
+        return ("0, or " if self.off else "") + span
+
+
+def seconds(least, most, off=False):
+    """A duration in seconds, fractions allowed."""
+    return Bounded(_number, least, most, off, " seconds")
+
+
+def count(least, most, off=False):
+    """A whole number."""
+    return Bounded(_whole, least, most, off)
+
+
+def rate(least, most):
+    """Events a second, fractions allowed; 0 is no limit."""
+    return Bounded(_number, least, most, True, " a second")
+
+
+def size(least, most, off=False):
+    """A byte count, with a unit or not (:func:`parse_size`)."""
+    return Bounded(parse_size, least, most, off, shown=_shown_size)
+
+
+def _chosen(read, choices):
+    """``read``, and then the value must be one of ``choices``."""
+
+    def parse(text):
+        value = read(text)
+        if value not in choices:
+            raise argparse.ArgumentTypeError("invalid choice: %r (choose from %s)" % (
+                value, ", ".join(map(str, choices))))
+        return value
+
+    parse.__name__ = getattr(read, "__name__", "value")
+    return parse
 
 
 @dataclasses.dataclass(frozen=True)
 class Flag:
     """One flag: ``default`` is its value as typed (None: none); ``shown`` is
     what its help says the default is, when that is not ``default`` itself;
-    a ``switch`` stores ``not inverted`` into ``dest`` when given; a ``secret`` never shows."""
+    a ``switch`` stores ``not inverted`` into ``dest`` when given; a ``secret``
+    never shows. A :class:`Bounded` type's range ends the help."""
 
     name: str
     help: str
@@ -44,6 +153,13 @@ class Flag:
     def variable(self, prefix):
         """The environment variable of this flag under ``prefix`` (``BROKER_``)."""
         return variable(prefix, self.name)
+
+    @property
+    def full_help(self):
+        """The help, ending with the type's range if it has one."""
+        if not isinstance(self.type, Bounded):
+            return self.help
+        return "%s; range: %s" % (self.help.rstrip("."), self.type.range)
 
 
 def variable(prefix, name):
@@ -81,6 +197,8 @@ class Environment:
         name = variable(self.prefix, [name for name in names if name.startswith("--")][0])
         given = self.values.get(name)
         action = kwargs.get("action")
+        if kwargs.get("choices") is not None:
+            kwargs["type"] = _chosen(kwargs.get("type", str), kwargs["choices"])
         if action in ("store_true", "store_false"):
             on = is_on(given or "")
             default = on if action == "store_true" else not on
@@ -103,4 +221,4 @@ class Environment:
             else:
                 kwargs.update(type=flag.type, metavar=flag.metavar, choices=flag.choices, default=flag.default,
                               shown=flag.shown, secret=flag.secret)
-            self.add(parser, flag.name, help=flag.help, **kwargs)
+            self.add(parser, flag.name, help=flag.full_help, **kwargs)

@@ -6,6 +6,9 @@ onto the restarted one before it is ready): a reconnect storm. Rules:
 
 * Draining is asked for by SIGTERM, SIGINT or ``POST /admin/drain``
   (:meth:`Drain.request`); it starts at the first request and never stops.
+  The endpoint takes the admin token (``--admin-token``) only, never the
+  publish token: a backend that may publish may not stop brokers. Without
+  an admin token it is disabled, and only a signal drains.
 * From that instant ``/healthz`` answers 503 "draining", so the proxy sends
   the broker no new sessions once its check has seen it. Until then, a request
   that would open a session, on any transport, is answered 503 before anything
@@ -58,7 +61,7 @@ class Drain:
         return self.requests > 0
 
     def request(self):
-        """SIGTERM, SIGINT or ``POST /admin/drain``: the first starts the drain, a second ends it."""
+        """SIGTERM, SIGINT or ``POST /admin/drain`` (the admin token): the first starts the drain, a second ends it."""
         self.requests += 1
         if self.wake is not None:
             self.wake()

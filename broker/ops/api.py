@@ -5,6 +5,8 @@
 value, otherwise it is published as a UTF-8 string. The answer gives the
 recipients at this broker and the message's position. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
+``POST /admin/drain`` takes its own token, the admin token, never the publish
+token: a backend that may publish may not stop brokers.
 In a cluster (``backplane`` given) the answer waits until the message is in
 Redis's stream; while the backplane is not up, publish and health answer 503
 with the reason. A request with an ``Idempotency-Key`` publishes once within
@@ -38,10 +40,10 @@ class _JSONHandler(RequestHandler):
 
     def refused(self, token, realm, disabled):
         """Answer and return True unless the request carries ``token`` (bytes)
-        as its bearer token; without a token the endpoint is ``disabled`` (what
-        the 404 says)."""
+        as its bearer token; without a token the endpoint is ``disabled``: a
+        pair, what is disabled and the flag that would enable it (what the 404 says)."""
         if token is None:
-            self.reply(404, {"error": "%s over HTTP is disabled: start the broker with a publish token" % disabled})
+            self.reply(404, {"error": "%s over HTTP is disabled: start the broker with %s" % disabled})
             return True
         scheme, _, offered = self.request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not offered:
@@ -66,7 +68,7 @@ class PublishHandler(_JSONHandler):
         self.max_message_size = max_message_size
 
     async def post(self):
-        if self.refused(self.token, "publish", "publishing"):
+        if self.refused(self.token, "publish", ("publishing", "--publish-token")):
             return
         body = self.request.body
         if not body:
@@ -198,15 +200,17 @@ class HealthHandler(_JSONHandler):
 
 
 class DrainHandler(_JSONHandler):
-    """``POST /admin/drain`` (the publish token): drain as SIGTERM does (see
-    :mod:`broker.core.drain`); asking again changes nothing."""
+    """``POST /admin/drain`` (the admin token, ``--admin-token``; never the publish
+    token): drain as SIGTERM does (see :mod:`broker.core.drain`); asking again
+    changes nothing. Without an admin token the endpoint answers 404, and a
+    broker drains by signal only."""
 
     def initialize(self, node, token):
         self.drain = node.drain
         self.token = token.encode() if token else None
 
     def post(self):
-        if self.refused(self.token, "admin", "draining"):
+        if self.refused(self.token, "admin", ("draining", "--admin-token")):
             return
         if not self.drain.draining:
             self.drain.request()

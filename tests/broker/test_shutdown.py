@@ -1,12 +1,16 @@
-"""SIGTERM, SIGINT and POST /admin/drain: the broker drains (see broker.core.drain).
+"""SIGTERM, SIGINT and POST /admin/drain (the admin token, never the publish token): the
+broker drains (see broker.core.drain).
 /healthz answers 503 at once, and so does every request that would open a
 session (with Retry-After, for a proxy to ask another broker), the clients are
 closed with 3012 spread over --drain-seconds, then the broker stops accepting
 and exits 0; a second signal closes the rest at once."""
 
 import math
+import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -19,6 +23,7 @@ from sockjs_clients import (Closed, EventSourceClient, RawWebSocketClient, WebSo
 from broker.protocol.close_codes import RECONNECT
 
 AUTH = {"Authorization": "Bearer s3cret"}
+PUBLISH_AUTH = {"Authorization": "Bearer publisher"}
 
 
 def draining_gauge(broker):
@@ -114,8 +119,8 @@ def test_a_second_signal_closes_the_rest_at_once(start_broker):
     assert time.monotonic() - started < 5
 
 
-def test_admin_drain_takes_the_publish_token_and_drains(start_broker):
-    broker = start_broker("--drain-seconds", "4", "--publish-token", "s3cret")
+def test_admin_drain_takes_the_admin_token_and_drains(start_broker):
+    broker = start_broker("--drain-seconds", "4", "--admin-token", "s3cret", "--publish-token", "publisher")
     polling = XhrPollingClient(broker.url).open()
     others = [WebSocketClient(broker.url).open() for _ in range(4)]
     wait_until(lambda: broker.stats()["connections_total"] == 5)
@@ -133,14 +138,38 @@ def test_admin_drain_takes_the_publish_token_and_drains(start_broker):
     assert broker.server.process.wait(5) == 0
 
 
-def test_admin_drain_is_disabled_without_a_token(start_broker):
-    broker = start_broker()
+def test_the_publish_token_does_not_drain(start_broker):
+    """A backend that may publish may not stop brokers: the publish token is refused on the
+    drain endpoint, whether an admin token is configured or not, and the broker goes on."""
+    for flags in (("--admin-token", "s3cret"), ()):
+        broker = start_broker("--publish-token", "publisher", *flags)
+        with WebSocketClient(broker.url) as client:
+            status = broker.request("POST", "/admin/drain", b"", PUBLISH_AUTH)[0]
+            assert status == (403 if flags else 404), flags
+            assert broker.request("GET", "/healthz") == (200, {"status": "ok"})
+            assert not broker.stats()["drain"]["draining"]
+            assert broker.request("POST", "/publish", b"still here", PUBLISH_AUTH)[0] == 200
+            assert client.receive() == ["still here"]
+        assert broker.server.process.poll() is None
+
+
+def test_admin_drain_is_disabled_without_an_admin_token(start_broker):
+    broker = start_broker("--publish-token", "s3cret")
+    status, body = broker.request("POST", "/admin/drain", b"", AUTH)
+    assert status == 404 and "--admin-token" in body["error"], body
     assert broker.request("POST", "/admin/drain", b"")[0] == 404
     assert broker.request("GET", "/healthz") == (200, {"status": "ok"})
 
 
+def test_the_admin_token_cannot_be_the_publish_token():
+    done = subprocess.run([sys.executable, "-m", "broker", "--port", "0"], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, BROKER_PUBLISH_TOKEN="same", BROKER_ADMIN_TOKEN="same"))
+    assert done.returncode == 2, done.stderr
+    assert "--admin-token must not be the publish token" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_while_draining_a_session_that_would_open_is_refused_before_anything_of_it_is_made(start_broker):
-    broker = start_broker("--drain-seconds", "30", "--publish-token", "s3cret")
+    broker = start_broker("--drain-seconds", "30", "--admin-token", "s3cret")
     # Closed over 30 s, one at once and the next at 7.5 s: the broker drains through the test.
     clients = [WebSocketClient(broker.url).open() for _ in range(4)]
     wait_until(lambda: broker.stats()["connections_total"] == len(clients))

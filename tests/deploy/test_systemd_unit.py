@@ -46,3 +46,21 @@ def test_systemd_accepts_the_unit(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sockjs-broker@" not in done.stderr, done.stderr
+
+
+def test_a_broker_drained_over_http_is_brought_back_and_a_configuration_error_is_not():
+    """A drain by POST /admin/drain ends in exit 0, which no systemctl stop asked for: the unit
+    restarts it (Restart=always; systemd never restarts what systemctl stopped). A bad setting
+    exits 2 (argparse's error), and would fail the same way each time: not retried."""
+    settings = dict(line.split("=", 1) for line in unit_lines() if line.split("=", 1)[0].startswith("Restart"))
+    assert settings["Restart"] == "always"
+    assert settings["RestartPreventExitStatus"].split() == ["2"]
+    assert float(settings["RestartSec"]) >= 1
+
+
+def test_a_bad_setting_in_the_units_files_exits_with_the_status_the_unit_does_not_retry():
+    argv, environment = broker_command(sys.executable, 8081)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env=dict(os.environ, **environment, BROKER_LOG_LEVEL="verbose"))
+    assert done.returncode == 2, done.stderr
+    assert "argument --log-level" in done.stderr and "Traceback" not in done.stderr
