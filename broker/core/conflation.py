@@ -14,11 +14,19 @@ unsent items a client has (a socket's backlog, a polling session's queue):
   client's buffer bound (:func:`bound`), not to the bound itself: a counter
   holds one item per key and stays far below it, while a publisher of
   endless distinct keys cannot grow a stuck client's queue without end.
+* What remembers the item of each key is bounded by the queue's items, not
+  by the keys ever sent: a queue written from its head (a socket's backlog)
+  loses items without telling, and once the keys remembered are more than
+  twice the items queued (and FORGET_SLACK), those whose item has left are
+  forgotten, in one pass that looks at fewer than three entries per key it
+  forgets: a constant cost per item queued, whatever the number of keys.
 """
 
 
 QUERY = "key"
 MAX_KEY_LENGTH = 64
+# Keys remembered beyond twice the items queued before those of items gone are forgotten.
+FORGET_SLACK = 16
 
 
 def bound(max_buffer, key):
@@ -38,6 +46,8 @@ def replace_queued(queue, latest, key, item):
     previous = latest.get(key)
     latest[key] = item
     queue.append(item)
+    if len(latest) > 2 * len(queue) + FORGET_SLACK:
+        _forget_gone(queue, latest)
     if previous is None:
         return None
     for index in range(len(queue) - 2, -1, -1):
@@ -45,3 +55,10 @@ def replace_queued(queue, latest, key, item):
             del queue[index]
             return previous
     return None
+
+
+def _forget_gone(queue, latest):
+    """Forget the keys ``latest`` remembers whose item is no longer in ``queue``."""
+    queued = {id(item) for item in queue}
+    for key in [key for key, item in latest.items() if id(item) not in queued]:
+        del latest[key]

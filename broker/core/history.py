@@ -15,6 +15,10 @@ Rules this module keeps:
   key and the unkeyed ones. A replaced message does not move the horizon:
   its key's value is still there, newer. The replay tail holds the latest
   message of every key kept, whatever its age, besides the last messages.
+* Adding a message costs the same whatever the history holds: the unkeyed
+  ones wait in one queue, the latest of each key in another, ordered by
+  offset (an update leaves its key's place for the end), and what leaves is
+  the older of the two heads. Replay and resume merge the two, in offset order.
 * Everything after an offset X is kept exactly when ``horizon <= X``: a
   resume from X is then complete (:meth:`History.after`). A key past the
   newest offset is not judged here: the room decides (a broker behind its
@@ -41,7 +45,7 @@ class History:
         self.count = count
         self.seconds = seconds
         self._kept = collections.deque()
-        self._latest = {}
+        self._latest = collections.OrderedDict()
         self.start = (0, 0)
         self.horizon = (0, 0)
         self.newest = (0, 0)
@@ -49,11 +53,11 @@ class History:
         self.forgotten = 0
 
     def __len__(self):
-        return len(self._kept)
+        return len(self._kept) + len(self._latest)
 
     def restart(self, start_offset="0"):
         """Forget everything: the room's history starts again after ``start_offset``."""
-        self.forgotten += len(self._kept)
+        self.forgotten += len(self)
         self._kept.clear()
         self._latest.clear()
         self.start = self.horizon = self.newest = offset_key(start_offset)
@@ -64,55 +68,65 @@ class History:
         ``now``; ``keys``: each one's conflating key or None (None: no keys)."""
         if not encoded:
             return
-        kept = self._kept
+        kept, latest = self._kept, self._latest
         if self.count:
             if keys is None:
                 for offset, text in zip(offsets, encoded):
                     kept.append((offset_key(offset), offset, text, now, None))
             else:
                 for offset, text, key in zip(offsets, encoded, keys):
-                    self._keep(kept, (offset_key(offset), offset, text, now, key))
+                    entry = (offset_key(offset), offset, text, now, key)
+                    if key is None:
+                        kept.append(entry)
+                    else:
+                        latest.pop(key, None)
+                        latest[key] = entry
         self.newest = offset_key(offsets[-1])
         self.newest_offset = str(offsets[-1])
         if not self.count:
             self.horizon = self.newest
             return
-        while len(kept) > self.count:
+        while len(kept) + len(latest) > self.count:
             self._forget()
         self.trim(now)
 
-    def _keep(self, kept, entry):
-        key = entry[_CONFLATING]
-        if key is not None:
-            replaced = self._latest.get(key)
-            if replaced is not None:
-                kept.remove(replaced)
-            self._latest[key] = entry
-        kept.append(entry)
+    def _oldest_is_keyed(self):
+        """Whether the oldest message kept is the latest of a key (some key is kept)."""
+        kept = self._kept
+        return not kept or next(iter(self._latest.values()))[_KEY] < kept[0][_KEY]
+
+    def _oldest(self):
+        """The oldest message kept, or None."""
+        if self._latest and self._oldest_is_keyed():
+            return next(iter(self._latest.values()))
+        return self._kept[0] if self._kept else None
 
     def _forget(self):
-        entry = self._kept.popleft()
+        if self._latest and self._oldest_is_keyed():
+            entry = self._latest.popitem(last=False)[1]
+        else:
+            entry = self._kept.popleft()
         self.horizon = entry[_KEY]
         self.forgotten += 1
-        key = entry[_CONFLATING]
-        if key is not None and self._latest.get(key) is entry:
-            del self._latest[key]
 
     def trim(self, now):
         """Forget what is older than ``seconds`` at ``now``."""
         if not self.seconds:
             return
-        kept = self._kept
-        while kept and now - kept[0][_ADDED] > self.seconds:
+        oldest = self._oldest()
+        while oldest is not None and now - oldest[_ADDED] > self.seconds:
             self._forget()
+            oldest = self._oldest()
 
     def tail(self, n):
         """The last ``n`` messages kept, and the latest of every key: ``(offsets, encoded)``."""
-        if n <= 0 or not self._kept:
+        if n <= 0 or not len(self):
             return [], []
-        entries = list(itertools.islice(reversed(self._kept), n))[::-1]
+        entries = _last(self._kept, n)
         if self._latest:
-            entries = sorted(set(entries).union(self._latest.values()))
+            keyed = list(self._latest.values())
+            last = sorted(entries + keyed[-n:])[-n:]
+            entries = sorted([e for e in last if e[_CONFLATING] is None] + keyed)
         return [e[_OFFSET] for e in entries], [e[_ENCODED] for e in entries]
 
     def after(self, key):
@@ -120,10 +134,23 @@ class History:
         of them are gone (``key`` older than ``horizon``)."""
         if key < self.horizon:
             return None
-        entries = []
-        for entry in reversed(self._kept):
-            if entry[_KEY] <= key:
-                break
-            entries.append(entry)
-        entries.reverse()
+        entries = _newer(self._kept, key)
+        if self._latest:
+            entries = sorted(entries + _newer(self._latest.values(), key))
         return [e[_OFFSET] for e in entries], [e[_ENCODED] for e in entries]
+
+
+def _last(entries, n):
+    """The last ``n`` of ``entries`` (a reversible sequence or view), oldest first."""
+    return list(itertools.islice(reversed(entries), n))[::-1]
+
+
+def _newer(entries, key):
+    """The last of ``entries`` (oldest first), those after ``key``, oldest first."""
+    newer = []
+    for entry in reversed(entries):
+        if entry[_KEY] <= key:
+            break
+        newer.append(entry)
+    newer.reverse()
+    return newer

@@ -29,12 +29,20 @@ Rules this module keeps:
   holds every message after it, it gets those instead of the tail (a resume),
   else the tail after a ``gap``; after a gap of another epoch, every message
   of the room's epoch instead, when the history still holds them all (they
-  are all new to it). An offset past the newest is ``unknown``
-  for a room alone; with a relay the broker may be behind its cluster, and
-  the subscriber waits, receiving nothing, until a delivery reaches that
-  offset or AHEAD_WAIT_S pass (then it is ``unknown``). So does any resume
-  while the cluster's epoch is in doubt (:meth:`Hub.doubt_epoch`: Redis
-  away, and perhaps back without its data), until it is known again.
+  are all new to it). An offset past the newest is ``unknown`` at once
+  for a room alone. With a relay the broker may be behind its cluster: the
+  subscriber waits, receiving nothing, until a delivery reaches that offset
+  or AHEAD_WAIT_S pass (then it is ``unknown``), unless no broker can have
+  given that offset yet: a cluster's offset is a Redis stream id, whose
+  number is the millisecond Redis added it, and one more than AHEAD_WAIT_S
+  past this broker's clock is ``unknown`` at once. A resume waits too while
+  the cluster's epoch is in doubt (:meth:`Hub.doubt_epoch`: Redis away, and
+  perhaps back without its data), until it is known again.
+* Waiting costs a delivery one test, however many wait: they are kept by
+  the offset they wait for (a heap), and a delivery looks at the lowest
+  only; their deadlines, in the order they came, are looked at once a
+  second (:meth:`Hub.sample`), and every one of them only when the epoch is
+  known again.
 * The epoch names the room's history: a new one for each room alone, the
   cluster's from the relay (:meth:`Hub.load`). When the history is lost
   (another epoch), every subscriber with positions is told, with a ``gap``,
@@ -70,6 +78,8 @@ subscriber.
 
 import bisect
 import collections
+import heapq
+import itertools
 import secrets
 import time
 from typing import Hashable, NamedTuple, Optional, Protocol
@@ -79,8 +89,14 @@ from broker.protocol import frames, positions
 from broker.protocol.positions import offset_key
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
-# How long a subscriber resuming from an offset its broker has not delivered yet waits for it.
+# How long a subscriber resuming from an offset its broker has not delivered yet waits for it;
+# in a cluster, also how far past this broker's clock a stream id may be and still be waited for.
 AHEAD_WAIT_S = 5.0
+# A waiting subscriber's record in Hub._resuming: what it resumes after, until when it waits, its writer, itself.
+_SINCE = 0
+_DEADLINE = 1
+_WRITE = 2
+_SUBSCRIBER = 3
 
 
 class RelayUnavailable(Exception):
@@ -293,6 +309,9 @@ class Hub:
         self._clock = clock
         self._groups = {}
         self._resuming = {}
+        self._ahead = []
+        self._deadlines = collections.deque()
+        self._arrivals = itertools.count()
         self._pending_encoded = []
         self._pending_raw = []
         self._pending_keys = None
@@ -333,7 +352,11 @@ class Hub:
             return
         outcome, key = self._resumable(since)
         if outcome is None:
-            self._resuming[subscriber] = [since, self._clock() + AHEAD_WAIT_S, subscriber.write]
+            record = [since, self._clock() + AHEAD_WAIT_S, subscriber.write, subscriber]
+            self._resuming[subscriber] = record
+            self._deadlines.append(record)
+            if key is not None:
+                self._wait_for(key, record)
         else:
             self._start(subscriber, subscriber.write, outcome, key)
 
@@ -356,7 +379,9 @@ class Hub:
     def _outcome(self, key):
         """A resume after ``key`` in this epoch: see :meth:`_resumable`."""
         if key > self.history.newest:
-            return None if self._relay is not None else positions.UNKNOWN
+            if self._relay is None or key[0] > (time.time() + AHEAD_WAIT_S) * 1000:
+                return positions.UNKNOWN
+            return None
         return positions.RESUMED if key >= self.history.horizon else positions.EXPIRED
 
     def _start(self, subscriber, write, outcome, key):
@@ -391,14 +416,50 @@ class Hub:
         else:
             self.drop(subscriber, SLOW_CONSUMER)
 
-    def _catch_up(self, now):
-        """Start the waiting subscribers that can be judged now, and those
-        that waited AHEAD_WAIT_S, as an unknown offset."""
-        for subscriber, (since, deadline, write) in tuple(self._resuming.items()):
-            outcome, key = self._resumable(since)
-            if outcome is not None or now > deadline:
-                del self._resuming[subscriber]
-                self._start(subscriber, write, outcome or positions.UNKNOWN, key)
+    def _still_waiting(self, record):
+        """Whether ``record`` is still the one of a subscriber waiting (not started, not gone)."""
+        return self._resuming.get(record[_SUBSCRIBER]) is record
+
+    def _wait_for(self, key, record):
+        """Have the waiting subscriber of ``record`` start once a delivery reaches ``key``."""
+        ahead = self._ahead
+        heapq.heappush(ahead, (key, next(self._arrivals), record))
+        if len(ahead) > 2 * len(self._resuming) + 16:  # those gone meanwhile: at most half
+            ahead[:] = [entry for entry in ahead if self._still_waiting(entry[2])]
+            heapq.heapify(ahead)
+
+    def _resume(self, record, outcome, key):
+        del self._resuming[record[_SUBSCRIBER]]
+        self._start(record[_SUBSCRIBER], record[_WRITE], outcome, key)
+
+    def _reached(self):
+        """Start the waiting subscribers whose offset the room has reached."""
+        ahead, newest = self._ahead, self.history.newest
+        while ahead and ahead[0][0] <= newest:
+            key, _, record = heapq.heappop(ahead)
+            if self._still_waiting(record):
+                self._resume(record, self._outcome(key), key)
+
+    def _expire(self, now):
+        """Start, as an unknown offset, the waiting subscribers that waited AHEAD_WAIT_S."""
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][_DEADLINE] < now:
+            record = deadlines.popleft()
+            if self._still_waiting(record):
+                outcome, key = self._resumable(record[_SINCE])
+                self._resume(record, outcome or positions.UNKNOWN, key)
+
+    def _judge_all(self):
+        """Start every waiting subscriber that can be judged now; the others wait on for their offset."""
+        self._ahead = []
+        for record in tuple(self._resuming.values()):
+            if not self._still_waiting(record):  # dropped as another started
+                continue
+            outcome, key = self._resumable(record[_SINCE])
+            if outcome is not None:
+                self._resume(record, outcome, key)
+            elif key is not None:
+                self._wait_for(key, record)
 
     def move(self, subscriber, old_form, write):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
@@ -406,7 +467,7 @@ class Hub:
         gone); nothing for one not subscribed. Never called from a flush."""
         waiting = self._resuming.get(subscriber)
         if waiting is not None:
-            waiting[2] = write
+            waiting[_WRITE] = write
             return
         group = self._groups.get(old_form)
         if group is not None and group.pop(subscriber, None) is not None:
@@ -546,7 +607,7 @@ class Hub:
         """The cluster's epoch is the room's: judge the resumes that waited for it."""
         self._epoch_known = True
         if self._resuming:
-            self._catch_up(self._clock())
+            self._judge_all()
 
     def _send(self, batch, oldest):
         """Send ``batch`` (and the announcement, if one waits) to every subscriber; ``oldest``:
@@ -561,8 +622,8 @@ class Hub:
         self.history.add(offsets, encoded, now, None if key is None else [key])
         if oldest is not None:
             self.latency.observe(now - oldest, messages)
-        if self._resuming:
-            self._catch_up(now)
+        if self._ahead and self._ahead[0][0] <= self.history.newest and self._epoch_known:
+            self._reached()
 
     def _write_all(self, batch):
         """Write ``batch`` to every subscriber (one of no messages, a ``gap``,
@@ -599,8 +660,8 @@ class Hub:
         now = self._clock()
         self._meter.sample(now, self.messages_in, self.messages_out)
         self.history.trim(now)
-        if self._resuming:
-            self._catch_up(now)
+        if self._deadlines:
+            self._expire(now)
 
     def stats(self):
         """Counters and rates, as plain data."""

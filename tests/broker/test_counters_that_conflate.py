@@ -2,10 +2,12 @@
 the value of that key still waiting; chat lines keep their order and their bound."""
 
 import http.client
+import itertools
 import json
 import socket
 import time
 
+from memory_plateau import rss_after_rounds
 from sockjs_clients import XhrPollingClient, stalled_websocket, wait_until
 
 TOKEN = {"Authorization": "Bearer t", "Content-Type": "application/json"}
@@ -143,3 +145,40 @@ def test_a_malformed_key_is_refused(start_broker):
     broker = start_broker("--publish-token", "t")
     status, answer = broker.request("POST", "/publish?key=a%20b", b"1", TOKEN)
     assert status == 400 and "key" in answer["error"]
+
+
+KEYS_A_ROUND = 1000
+KEYS_A_STEP = 25
+
+
+def test_a_viewer_always_behind_on_endless_distinct_keys_costs_the_broker_no_more_memory(start_broker):
+    """A viewer that reads what is published, but a backlog behind it: every message a
+    key never seen before. What its connection remembers of the keys is bounded by its
+    backlog, not by the keys ever sent: the broker's memory plateaus (it remembered every
+    key, and its message, once written: about 4 KB a key, 4 MB a round)."""
+    broker = start_broker("--publish-token", "t", "--max-buffer", "256KiB", "--ws-ping-interval", "0")
+    viewer = stalled_websocket(broker.url)
+    viewer.settimeout(5)
+    keys = itertools.count()
+
+    def publish_new_keys(n):
+        publish_all(broker, [({"total": k, "pad": PAD}, "key-%d" % k) for k in itertools.islice(keys, n)])
+
+    def read_messages(n):
+        while n:
+            frame = viewer.recv()
+            n -= frame[0] == "a"
+
+    while broker.stats()["slow_consumers"]["unsent_bytes"] < 64 * 1024:
+        publish_new_keys(KEYS_A_STEP)  # the kernel's buffers full, then a backlog stands
+
+    def one_round():
+        for _ in range(KEYS_A_ROUND // KEYS_A_STEP):
+            publish_new_keys(KEYS_A_STEP)
+            read_messages(KEYS_A_STEP)
+        stats = broker.stats()
+        assert stats["slow_consumers"]["behind"] == 1 and stats["slow_consumer_disconnects"] == 0, stats
+
+    rss = rss_after_rounds(broker, one_round, measured=2)
+    assert rss[-1] - rss[0] < 3 * 1024, "KiB after each round: %s" % rss
+    viewer.close()

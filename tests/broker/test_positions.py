@@ -1,9 +1,11 @@
 """Positions and resume, on every transport: ``?positions=1&epoch=E&since=O``."""
 
 import json
+import time
 
 import pytest
 
+from broker.core.hub import AHEAD_WAIT_S
 from sockjs_clients import ALL, RawWebSocketClient, WebSocketClient
 
 AUTH = {"Authorization": "Bearer t"}
@@ -66,3 +68,14 @@ def test_a_restarted_broker_has_another_epoch(start_broker):
     with WebSocketClient(again.url, query="positions=1&epoch=%s&since=1" % epoch) as client:
         start = client.receive()[0]
         assert start["c"] == "gap" and start["reason"] == "epoch" and start["epoch"] != epoch
+
+
+def test_a_resume_from_an_offset_the_room_never_gave_is_an_unknown_gap_at_once(start_broker):
+    broker = start_broker("--replay", "1", "--publish-token", "t")
+    publish(broker, "1")
+    with WebSocketClient(broker.url, query="positions=1") as first:
+        epoch = first.receive()[0]["epoch"]
+    asked = time.monotonic()
+    with WebSocketClient(broker.url, query="positions=1&epoch=%s&since=99999999999999" % epoch) as ahead:
+        assert ahead.collect(2) == [{"c": "gap", "epoch": epoch, "o": "1", "reason": "unknown"}, {"o": "1", "d": "1"}]
+        assert time.monotonic() - asked < AHEAD_WAIT_S / 2, "answered at once: nothing to wait for in a room alone"

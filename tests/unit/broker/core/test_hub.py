@@ -471,6 +471,54 @@ def test_behind_its_cluster_a_broker_holds_a_resume_until_it_catches_up(schedule
     assert never.messages()[0]["reason"] == "unknown"
 
 
+class CountedSince(tuple):
+    """The ``(epoch, offset)`` a subscriber resumes after, counting how often the room reads it."""
+
+    reads = 0
+
+    def __iter__(self):
+        CountedSince.reads += 1
+        return super().__iter__()
+
+
+def test_waiting_resumes_cost_a_delivery_one_test_however_many_wait(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.deliver(['"1"'], ["10-0"])
+    waiting = [PositionedRecorder() for _ in range(1000)]
+    for n, subscriber in enumerate(waiting):
+        hub.subscribe(subscriber, CountedSince((hub.epoch, "%d-0" % (1000 + n))))
+    assert CountedSince.reads == 1000, "each is judged once as it comes"
+    for n in range(11, 1000):
+        hub.deliver(['"%d"' % n], ["%d-0" % n])  # none reaches the offset any of them waits for
+    assert CountedSince.reads == 1000 and not any(s.batches for s in waiting)
+    hub.deliver(['"1000"', '"1001"'], ["1000-0", "1001-0"])
+    assert [len(s.batches) for s in waiting[:3]] == [1, 1, 0], "those reached start, the others wait on"
+    assert waiting[0].messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "1001-0"},
+                                     {"o": "1001-0", "d": "1001"}]
+    assert waiting[1].messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "1001-0"}]
+    assert len(hub) == 1000 and hub.starts["resumed"] == 2
+
+
+def test_in_a_cluster_an_offset_no_broker_can_have_given_yet_is_unknown_at_once(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub.deliver(['"1"'], ["1700000000000-0"])
+    future = PositionedRecorder()
+    hub.subscribe(future, (hub.epoch, "99999999999999-0"))  # the year 5138 by Redis's clock
+    assert future.messages()[0] == {"c": "gap", "epoch": hub.epoch, "o": "1700000000000-0", "reason": "unknown"}
+    assert hub.starts["unknown"] == 1
+
+
+def test_a_waiting_subscriber_that_left_is_skipped_when_its_offset_comes(scheduled):
+    hub = Hub(scheduled.append, history=10, relay=Relay())
+    gone, staying = PositionedRecorder(), PositionedRecorder()
+    for subscriber in (gone, staying):
+        hub.subscribe(subscriber, (hub.epoch, "5-0"))
+    hub.unsubscribe(gone)
+    hub.deliver(['"5"'], ["5-0"])
+    assert gone.batches == [] and staying.messages()[0]["c"] == "resumed"
+    assert len(hub) == 1 and hub.starts["resumed"] == 1
+
+
 def test_a_lost_history_is_a_gap_for_every_positioned_subscriber(scheduled):
     hub = Hub(scheduled.append, history=10, relay=Relay())
     hub.load("first", "0-0", ["1-0"], ['"1"'])
