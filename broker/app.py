@@ -146,7 +146,7 @@ def make_server(config, router, app, limits, secure=None):
         app = ClientAddressCheck(app, limits, config.client_address_header)
     server = HTTPServer(app, max_body_size=max_body_size(config.max_message_size), chunk_size=READ_CHUNK_BYTES)
     listener = Listener(server, limits, proxies=proxies, send_buffer=config.send_buffer, tls_context=secure,
-                        timeouts=RequestTimeouts(config.header_timeout, config.body_timeout))
+                        timeouts=RequestTimeouts(config.header_timeout, config.body_timeout, config.write_timeout))
     listener.first_send = functools.partial(polling.answer_first_send, router)
     return listener
 
@@ -309,6 +309,7 @@ async def run(config, open_files):
         logging.getLogger("tornado.general").addFilter(node.tls)
     router = make_router(config, node)
     listener = make_server(config, router, make_app(config, router), limits, secure)
+    listener.handshake_failures = node.tls
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]
     for wheel in (node.pings, node.heartbeats):

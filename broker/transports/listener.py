@@ -28,13 +28,25 @@ Rules this module keeps:
 * An admitted connection is released when its socket closes, whoever closes
   it: :class:`CountedStream` overrides ``close_fd``, the one place every
   IOStream's descriptor ends, and a websocket, which takes the socket over
-  and closes it itself, calls the stream's ``release_function()``.
+  and closes it itself, calls the stream's ``release_function()``. One
+  that fails before it is a stream (a client that resets it before its TLS
+  wrap) is closed and released on the spot, counted as a failed handshake
+  (:class:`broker.transports.tls.HandshakeFailures`) and logged at debug
+  level only, like Tornado's failed handshakes.
 * Every admitted connection's kernel send buffer is ``send_buffer`` bytes
   (0: the kernel's autotuning), so a client that stops reading soon leaves
   its bytes waiting in the broker, where ``--max-buffer`` and
   ``--write-timeout`` see them, not megabytes of them in the kernel.
 * Request headers over Tornado's ``max_header_size`` are answered 431 as the
   connection closes, rather than by a bare close.
+* What Tornado writes on a connection (a response: a connection's first
+  poll, every poll over TLS, ``/info``, a websocket's or a stream's head) is
+  held to ``--write-timeout``, as a backlog of messages on the broker's own
+  sockets is (:mod:`broker.transports.owned_socket`): a stream whose write
+  leaves bytes the kernel does not take must have taken them all within the
+  write timeout, however slowly it reads, or it is closed
+  (:class:`RequestTimeouts`, its deadline noted as it falls behind). A write
+  that goes out whole costs two looks at the stream's buffer.
 * The header and body timeouts are the listener's (:class:`RequestTimeouts`),
   not Tornado's: Tornado starts a timer, a wrapping future and, for a body,
   a task for every request (6 to 10 % of a poll's CPU), where the listener
@@ -117,25 +129,30 @@ def refuse(connection, response):
 
 
 class RequestTimeouts:
-    """The header and body timeouts of a listener's connections (see the
-    module's rules), in seconds. A stream's deadline is one entry of a dict in
-    the order the deadlines fall (all of a dict have one timeout), so that
-    :meth:`sweep` reads only the entries that are due, and one more. A head's
-    deadline carried from a kept connection (``carried``) is earlier than
-    that order: those few are read whole at each sweep."""
+    """The header, body and write timeouts of a listener's connections (see
+    the module's rules), in seconds; ``write_timeout`` None leaves writes
+    untimed. A stream's deadline is one entry of a dict in the order the
+    deadlines fall (all of a dict have one timeout), so that :meth:`sweep`
+    reads only the entries that are due, and one more. A head's deadline
+    carried from a kept connection (``carried``) is earlier than that order:
+    those few are read whole at each sweep."""
 
-    def __init__(self, header_timeout, body_timeout):
+    def __init__(self, header_timeout, body_timeout, write_timeout=None):
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.write_timeout = write_timeout
         self.headers = {}
         self.carried = {}
         self.bodies = {}
+        self.writes = {}
         self.timer = None
 
     def reading_headers(self, stream, deadline=None):
         """``stream``'s next request's head is being read; by ``deadline``
         (a ``time.monotonic()`` time) if given, else within the header timeout."""
-        self.forget(stream)
+        self.headers.pop(stream, None)
+        self.carried.pop(stream, None)
+        self.bodies.pop(stream, None)
         if deadline is None:
             self.headers[stream] = time.monotonic() + self.header_timeout
         else:
@@ -153,15 +170,24 @@ class RequestTimeouts:
         if stream not in self.bodies:
             self.bodies[stream] = time.monotonic() + self.body_timeout
 
+    def falling_behind(self, stream):
+        """``stream`` has just been left bytes to write, with none before: all
+        it holds is due within the write timeout from now."""
+        if self.write_timeout is not None:
+            self.writes.pop(stream, None)  # caught up since its last deadline: a new one, in order
+            self.writes[stream] = time.monotonic() + self.write_timeout
+
     def forget(self, stream):
         self.headers.pop(stream, None)
         self.carried.pop(stream, None)
         self.bodies.pop(stream, None)
+        self.writes.pop(stream, None)
 
     def start(self):
-        """Sweep four times within the shorter timeout, at most once a second."""
+        """Sweep four times within the shortest timeout, at most once a second."""
         if self.timer is None:
-            period = min(1.0, self.header_timeout / 4, self.body_timeout / 4)
+            timed = (self.header_timeout, self.body_timeout, self.write_timeout)
+            period = min(1.0, min(timeout for timeout in timed if timeout is not None) / 4)
             self.timer = PeriodicCallback(self.sweep, 1000 * period)
             self.timer.start()
 
@@ -172,7 +198,9 @@ class RequestTimeouts:
 
     def sweep(self, now=None):
         """Close every stream past its deadline; a body's only while it is
-        still being read (one read since the next request's headers forgets it)."""
+        still being read (one read since the next request's headers forgets it),
+        a write's only while it still has bytes to write (the stream may have
+        caught up, or given its socket to a protocol, since)."""
         now = time.monotonic() if now is None else now
         for stream in _due(self.headers, now):
             stream.close()
@@ -182,6 +210,9 @@ class RequestTimeouts:
         for stream in _due(self.bodies, now):
             if stream.reading():
                 LOG.info("timeout reading a request's body from %s", stream.peer.address[0])
+                stream.close()
+        for stream in _due(self.writes, now):
+            if stream.writing():
                 stream.close()
 
 
@@ -265,6 +296,14 @@ class _Counted:
     def _reading_body(self):
         if self.timeouts is not None and not self.closed():
             self.timeouts.reading_body(self)
+
+    # Tornado writes every response, and a websocket's and a stream's head, with this.
+    def write(self, data):
+        caught_up = not self.writing()
+        future = super().write(data)
+        if caught_up and self.timeouts is not None and self.writing():
+            self.timeouts.falling_behind(self)
+        return future
 
     def close_fd(self):
         if self.reading_headers and isinstance(self.error, UnsatisfiableReadError):
@@ -366,9 +405,13 @@ class Listener:
     HTTP server: a function of the socket and its :class:`Handover` that
     answers its first request itself, and takes the connection, or says False
     having read nothing (:func:`broker.transports.polling.answer_first_send`).
+
+    ``handshake_failures``, when set (a :class:`broker.transports.tls.HandshakeFailures`),
+    counts the TLS connections lost before their handshake could start.
     """
 
     first_send = None
+    handshake_failures = None
 
     def __init__(self, server, limits, proxies=None, send_buffer=0, tls_context=None, timeouts=None):
         self.server = server
@@ -445,16 +488,29 @@ class Listener:
         if refusal is not None:
             refuse(connection, REFUSAL_RESPONSES[refusal] if self.tls_context is None else b"")
             return
-        if self.send_buffer:
-            connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-        if self.tls_context is not None:
-            connection = tls.wrap(self.tls_context, connection)
+        try:
+            if self.send_buffer:
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+            if self.tls_context is not None:
+                connection = tls.wrap(self.tls_context, connection)
+        except OSError as error:  # ssl.SSLError too: the client reset it already
+            self.lost(connection, client, error)
+            return
         if self.limits.new_sessions is None:
             self.serve(connection, peer, client)
             return
         if not self.waiting:
             IOLoop.current().add_callback(self.serve_waiting)
         self.waiting.append((connection, peer, client))
+
+    def lost(self, connection, client, error):
+        """``connection``, admitted for ``client``, failed before it could be
+        served (``error``): closed and released, counted, logged at debug level."""
+        connection.close()
+        self.limits.release(client)
+        if self.handshake_failures is not None:
+            self.handshake_failures.lost()
+        LOG.debug("connection lost before it was served: %s", error)
 
     def serve_waiting(self):
         """Serve the connections taken first, ``SERVED_PER_TURN`` of them; the

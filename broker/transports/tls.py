@@ -9,7 +9,12 @@ Rules this module keeps:
   does not), ``http/1.1`` offered by ALPN, since the broker speaks nothing else.
 * An accepted connection is wrapped before anything is read from it
   (:func:`wrap`); the handshake happens on the stream's first read, within
-  the header timeout, like a slow request's headers.
+  the header timeout, like a slow request's headers. One its client has
+  reset already is refused with an ``OSError``, the socket still the
+  caller's to close: Python's wrap, finding it so, raises having taken the
+  descriptor into a TLS socket the caller never gets, which only the
+  collector closes (at once on CPython, at its next pass on PyPy), so
+  :func:`wrap` asks first; a reset that arrives between the two costs that.
 * A socket the broker writes itself (:mod:`broker.transports.owned_socket`)
   goes through :func:`send_backlog`: TLS cannot take a list of buffers
   (``sendmsg``), so the backlog's head is joined into one buffer of at least
@@ -22,9 +27,11 @@ Rules this module keeps:
   :data:`WOULD_BLOCK`, like ``BlockingIOError``; every other ``SSLError`` is
   an ``OSError`` that ends the connection.
 * A failed handshake (a scanner, plain HTTP on the TLS port, a client that
-  does not trust the certificate) costs no log line: Tornado's warning for
-  each is counted by :class:`HandshakeFailures` instead, shown in ``/stats``,
-  and logged at debug level only.
+  does not trust the certificate, one that resets its connection before the
+  handshake) costs no log line: Tornado's warning for each is counted by
+  :class:`HandshakeFailures` instead, with the connections the listener lost
+  before the handshake began (:meth:`HandshakeFailures.lost`), shown in
+  ``/stats``, and logged at debug level only.
 """
 
 import logging
@@ -51,7 +58,11 @@ def server_context(certfile, keyfile=None):
 
 
 def wrap(context, connection):
-    """The TLS socket of an accepted ``connection``, its handshake still to come."""
+    """The TLS socket of an accepted ``connection``, its handshake still to
+    come. Raises ``OSError`` (``ssl.SSLError`` included) if the client is gone
+    already; ``connection`` is then the caller's to close (a no-op if Python's
+    wrap had taken its descriptor)."""
+    connection.getpeername()  # ENOTCONN once reset: raised here, the descriptor still the caller's
     return context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
 
 
@@ -82,6 +93,10 @@ class HandshakeFailures(logging.Filter):
     def __init__(self):
         super().__init__()
         self.count = 0
+
+    def lost(self):
+        """A connection was lost before its handshake began."""
+        self.count += 1
 
     def filter(self, record):
         if not _internals.is_tls_handshake_failure(record):

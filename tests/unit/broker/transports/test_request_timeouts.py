@@ -4,13 +4,17 @@ from broker.transports.listener import Peer, RequestTimeouts
 
 
 class Stream:
-    def __init__(self, reading=True):
+    def __init__(self, reading=True, writing=False):
         self.closed = False
         self.is_reading = reading
+        self.is_writing = writing
         self.peer = Peer(("127.0.0.1", 40000), "127.0.0.1")
 
     def reading(self):
         return self.is_reading
+
+    def writing(self):
+        return self.is_writing
 
     def close(self):
         self.closed = True
@@ -67,12 +71,38 @@ def test_a_body_is_timed_only_while_it_is_being_read(monkeypatch):
 
 
 def test_a_closed_stream_is_forgotten():
-    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0, write_timeout=1.0)
     stream = Stream()
     timeouts.reading_headers(stream)
     timeouts.reading_body(stream)
+    timeouts.falling_behind(stream)
     timeouts.forget(stream)
-    assert not timeouts.headers and not timeouts.bodies
+    assert not timeouts.headers and not timeouts.bodies and not timeouts.writes
+
+
+def test_a_write_not_taken_within_the_write_timeout_closes_its_stream(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("time.monotonic", lambda: clock[0])
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0, write_timeout=1.0)
+    stuck, caught_up, again = Stream(writing=True), Stream(writing=True), Stream(writing=True)
+    for stream in (stuck, caught_up, again):
+        timeouts.falling_behind(stream)
+    clock[0] = 0.8
+    caught_up.is_writing = False
+    timeouts.falling_behind(again)  # caught up meanwhile, and behind again: a deadline from now
+    timeouts.reading_headers(stuck)  # a head being read does not forget the bytes before it
+    timeouts.sweep(1.1)
+    assert stuck.closed and not caught_up.closed and not again.closed
+    timeouts.sweep(1.9)
+    assert again.closed and not timeouts.writes
+
+
+def test_without_a_write_timeout_writes_are_untimed():
+    timeouts = RequestTimeouts(header_timeout=2.0, body_timeout=5.0)
+    stream = Stream(writing=True)
+    timeouts.falling_behind(stream)
+    timeouts.sweep(1000.0)
+    assert not stream.closed and not timeouts.writes
 
 
 def test_a_carried_head_deadline_is_kept_behind_later_entries():
