@@ -147,6 +147,17 @@ class OwnedSocket:
             self._fall_behind(memoryview(data)[sent:], 1 if key is None else 0)
         return True
 
+    def write_answer(self, data):
+        """Send ``data``, an HTTP answer (a poll's, a send's), whatever the
+        backlog holds: all of it is due within ``write_timeout``, as a
+        message is, however much of the backlog is conflated values."""
+        if self._backlog is None:
+            self.write_prebuilt(data)
+        elif not self._last_written:
+            self._backlog.append(data)
+            self._backlog_bytes += len(data)
+            self._queued_unkeyed()
+
     def write_unbounded(self, data):
         """Send ``data``, or queue it behind the backlog whatever its size."""
         if self._last_written:

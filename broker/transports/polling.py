@@ -45,10 +45,13 @@ Rules this module keeps:
   kernel until the answer is written, all of it.
 * A send's messages reach its session as Tornado's handler gives them
   (``on_messages``), before its answer is written.
+* An answer (a poll's, a send's) must be taken whole within the write
+  timeout, however slowly the client reads, or the connection is cut
+  (:meth:`broker.transports.owned_socket.OwnedSocket.write_answer`).
 * Between requests the connection is timed as Tornado times it: the next
   request's head (a new connection's first) must be whole within the header
-  timeout of the end of the answer (of the connection's opening), given back
-  to the HTTP server or not.
+  timeout of the end of the answer, written (of the connection's opening),
+  given back to the HTTP server or not.
 """
 
 import socket
@@ -98,7 +101,7 @@ class KeptAliveConnection(OwnedSocket):
         if not self.active:
             return
         self.active = False
-        self.write_unbounded(polls.poll_answer(self._poll, message, http_date()))
+        self.write_answer(polls.poll_answer(self._poll, message, http_date()))
         self.leave_session()
         self._next_request()
 
@@ -159,7 +162,7 @@ class KeptAliveConnection(OwnedSocket):
         """Take ``send``, of ``session`` (:func:`open_session`), and answer it. True."""
         if self._take(send):
             session.on_messages(send.messages)
-            self.write_unbounded(sends.send_answer(send, http_date()))
+            self.write_answer(sends.send_answer(send, http_date()))
             self._next_request()
         return True
 
@@ -187,8 +190,9 @@ class KeptAliveConnection(OwnedSocket):
         return True
 
     def _next_request(self):
-        """An answer is written, or queued: wait for the next request."""
-        if self._sock is not None:
+        """An answer is written, or queued: once it is all written, wait for
+        the next request (until then, the write timeout times the connection)."""
+        if self._sock is not None and not self.behind:
             self._time_next_head()
             self.pause_reading(False)
 
@@ -216,7 +220,7 @@ class KeptAliveConnection(OwnedSocket):
         if self._last_written:
             self.cut()
         elif self.session is None:
-            self.pause_reading(False)
+            self._next_request()
 
     def closed(self):
         self._forget_timeout()

@@ -9,6 +9,7 @@ import json
 import socket
 import ssl
 import termios
+import time
 import urllib.parse
 
 import pytest
@@ -104,3 +105,67 @@ def test_a_poll_answer_nobody_reads_is_cut_within_the_write_timeout(start_broker
             assert wait_until(let_go, timeout=CUT_WITHIN, interval=0.2)
         finally:
             stalled.close()
+
+
+def read_answer(sock, pace=None):
+    """The body of the HTTP answer on ``sock`` (its length given): read 16 KiB at a time, with
+    ``pace`` seconds between reads if given."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(16384)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        if pace is not None:
+            time.sleep(pace)
+        chunk = sock.recv(16384)
+        assert chunk, "the answer ended after %d of %d bytes" % (len(body), length)
+        body += chunk
+    return body
+
+
+def test_a_kept_alive_poll_answer_nobody_reads_is_cut_within_the_write_timeout(start_broker):
+    """The second poll of a kept-alive connection is the broker's to write, not Tornado's: its
+    answer is held to --write-timeout too, not to the longer wait a counter's values get."""
+    broker = start_broker(*FLAGS, "--write-timeout", "3", "--header-timeout", "30")
+    path = urllib.parse.urlsplit(session_url(broker.url)).path
+    kept = poll(broker, path, "xhr", keep_alive=True, receive_buffer=4096)
+    assert read_answer(kept) == b"o\n"
+    publish(broker)
+    with WebSocketClient(broker.url) as canary:
+        before = broker.stats()
+        started = time.monotonic()
+        kept.sendall(b"POST %s/xhr HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" % path.encode())
+        try:
+            assert wait_until(lambda: unread_bytes(kept) > 0)
+            assert wait_until(lambda: broker.stats()["sessions"] == 1 and (
+                broker.stats()["tcp_connections"] == before["tcp_connections"] - 1), timeout=CUT_WITHIN, interval=0.2)
+            # Within the write timeout and the sweep's second, not four write timeouts.
+            assert time.monotonic() - started < 4 * 3, time.monotonic() - started
+            canary.send("after")
+            assert canary.receive() == ["after"]
+        finally:
+            kept.close()
+
+
+def test_a_slow_reader_gets_its_whole_answer_when_it_takes_it_within_the_write_timeout(start_broker):
+    """The wait for a kept-alive connection's next request starts when its answer is written,
+    not when it is queued: a reader slower than --header-timeout, well within --write-timeout,
+    gets all of it."""
+    broker = start_broker("--write-timeout", "30", "--header-timeout", "1", "--replay", "0",
+                          "--max-buffer", "4MiB", "--max-message-size", "1MiB", "--publish-token", "t")
+    path = urllib.parse.urlsplit(session_url(broker.url)).path
+    kept = poll(broker, path, "xhr", keep_alive=True, receive_buffer=4096)
+    try:
+        assert read_answer(kept) == b"o\n"
+        status, _ = broker.request("POST", "/publish", json.dumps("y" * 400000).encode(),
+                                   {"Authorization": "Bearer t", "Content-Type": "application/json"})
+        assert status == 200
+        kept.sendall(b"POST %s/xhr HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" % path.encode())
+        started = time.monotonic()
+        body = read_answer(kept, pace=0.1)  # about 160 KB/s: 2.5 s
+        assert body == b'a["%s"]\n' % (b"y" * 400000)
+        assert time.monotonic() - started > 1.5  # slower than the header timeout
+    finally:
+        kept.close()
