@@ -47,7 +47,7 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   lost on the way back. It goes in the same transaction as the messages
   around it, in their order.
 * When Redis fails, the backplane is down: messages are refused (the hub's
-  publisher sees :class:`broker.core.hub.RelayUnavailable`), clients stay connected,
+  publisher sees :class:`broker.core.seams.RelayUnavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
   last id it delivered, so what Redis still holds is neither lost nor
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
@@ -233,7 +233,7 @@ class Backplane:
 
     def append(self, encoded, once=None, key=None):
         """Queue one JSON text for the next transaction (the hub's relay); raises
-        :class:`broker.core.hub.RelayUnavailable` while Redis is not up.
+        :class:`broker.core.seams.RelayUnavailable` while Redis is not up.
         ``once``: ``(idempotency key, record, window_s)`` to append it only if
         that key was not seen, keeping ``record`` and its id; ``key``: its
         conflating key."""
@@ -246,7 +246,7 @@ class Backplane:
     def written(self):
         """A future of the stream id (its offset) of the message appended last,
         done once it is in the stream, or failing with
-        :class:`broker.core.hub.RelayUnavailable`; for one appended with
+        :class:`broker.core.seams.RelayUnavailable`; for one appended with
         ``once``, ``(True, id)``, or ``(False, "record id")`` when the key was seen."""
         future = asyncio.get_running_loop().create_future()
         self._waiting_ids.append((len(self._pending) - 1, future))

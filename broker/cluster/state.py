@@ -25,7 +25,7 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
   resets the wait.
 """
 
-from broker.core.hub import RelayUnavailable
+from broker.core.seams import RelayUnavailable
 
 CONNECTING = "connecting"
 UP = "up"

@@ -20,6 +20,10 @@ unsent items a client has (a socket's backlog, a polling session's queue):
   twice the items queued (and FORGET_SLACK), those whose item has left are
   forgotten, in one pass that looks at fewer than three entries per key it
   forgets: a constant cost per item queued, whatever the number of keys.
+* The room sends a keyed message in a batch of its own (:func:`batches`),
+  written with its key, so that a client's queue can replace it; of two
+  with one key in one flush only the later goes out, and the messages around
+  it keep their batches and their order.
 """
 
 
@@ -62,3 +66,24 @@ def _forget_gone(queue, latest):
     queued = {id(item) for item in queue}
     for key in [key for key, item in latest.items() if id(item) not in queued]:
         del latest[key]
+
+
+def batches(messages, keys):
+    """The batches ``messages`` (a :class:`broker.protocol.batch.Batch`) goes out in, some of
+    its messages of a conflating key (``keys``: each one's, or None): each run of messages
+    without one as one batch, each keyed one alone (its batch's ``key`` set), and of two with
+    one key only the later."""
+    last_of = {key: index for index, key in enumerate(keys) if key is not None}
+    run = []
+    for index, key in enumerate(keys):
+        if key is None:
+            run.append(index)
+        elif last_of[key] == index:
+            if run:
+                yield messages.picked(run)
+                run = []
+            alone = messages.picked((index,))
+            alone.key = key
+            yield alone
+    if run:
+        yield messages.picked(run)

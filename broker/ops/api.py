@@ -23,7 +23,7 @@ from tornado.web import RequestHandler
 
 import broker
 from broker.core import conflation, idempotency
-from broker.core.hub import RelayUnavailable
+from broker.core.seams import RelayUnavailable
 from broker.ops import pypy_environment
 from broker.protocol import frames
 from broker.runtime import interpreter

@@ -97,7 +97,7 @@ class BrokerCollector:
         starts = CounterMetricFamily(PREFIX + "position_starts", "Connections with positions, by how they "
                                      "started: open, resumed, or a gap by its reason", labels=["outcome"])
         for outcome in positions.OUTCOMES:
-            starts.add_metric([outcome], hub.starts[outcome])
+            starts.add_metric([outcome], hub.resumes.starts[outcome])
         yield starts
         if node.drain is not None:
             yield GaugeMetricFamily(PREFIX + "draining", "1 while the broker drains its clients before it "

@@ -16,11 +16,12 @@ from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
 from broker.core.conflation import bound, replace_queued
-from broker.core.hub import Positioned, RelayUnavailable
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
+from broker.core.seams import RelayUnavailable
 from broker.core.token_bucket import TokenBucket
 from broker.protocol import close_codes, positions
+from broker.protocol.batch import Positioned
 from broker.transports import http_transports, polling, service_pages, streams, websocket
 
 TRANSPORT_OVERRIDES = {
@@ -189,7 +190,7 @@ class BroadcastConnection(SockJSConnection):
     for the broker's own announcements.
 
     A client that asks for positions (:mod:`broker.protocol.positions`, in
-    its URL's query) is subscribed in a :class:`broker.core.hub.Positioned`
+    its URL's query) is subscribed in a :class:`broker.protocol.batch.Positioned`
     form, and resumes from the position it gives."""
 
     hub = None

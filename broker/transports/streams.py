@@ -14,7 +14,7 @@ as a websocket does (:class:`broker.transports.owned_socket.OwnedSocket`).
 Rules this module keeps:
 
 * A broadcast is framed once per transport and chunking
-  (:meth:`broker.core.hub.Batch.streamed`) and written as the same bytes to
+  (:class:`broker.protocol.batch.Streamed`) and written as the same bytes to
   every stream of that kind: while a stream serves a session, the session's
   connection takes the room's batches in the stream's form, straight
   through :meth:`Stream.write_framed` (:meth:`broker.core.hub.Hub.move`).
@@ -56,6 +56,7 @@ from tornado.iostream import StreamClosedError
 
 from broker import _internals
 from broker.protocol import frames
+from broker.protocol.batch import Streamed
 from broker.protocol.close_codes import INTERRUPTED
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
 from broker.transports.owned_socket import OwnedSocket, lean_connection_info
@@ -98,8 +99,8 @@ class Stream(OwnedSocket):
 
     @property
     def form(self):
-        """The wire form of a batch on this stream (see :meth:`broker.core.hub.Batch.form`)."""
-        return self.name, self._chunked
+        """The wire form of a batch on this stream (see :mod:`broker.protocol.batch`)."""
+        return Streamed(self.name, self._chunked)
 
     # What the SockJS session calls.
 

@@ -48,6 +48,7 @@ from tornado.web import RequestHandler
 
 from broker import _internals
 from broker.protocol import frames, rfc6455
+from broker.protocol.batch import RAW_WEBSOCKET, SOCKJS_WEBSOCKET
 from broker.protocol.close_codes import BINARY_FRAME, PING_TIMEOUT
 from broker.transports import http_transports
 from broker.transports.owned_socket import READ_BUDGET, OwnedSocket, lean_connection_info
@@ -233,7 +234,7 @@ class SockJSWebSocket(WebSocket):
     __slots__ = ()
 
     name = "websocket"
-    prebuilt_form = "sockjs_websocket"
+    prebuilt_form = SOCKJS_WEBSOCKET
 
     def open(self, session_id):
         self._join(self.server.create_session(session_id, register=False))
@@ -261,7 +262,7 @@ class RawWebSocket(WebSocket):
     __slots__ = ()
 
     name = "rawwebsocket"
-    prebuilt_form = "raw_websocket"
+    prebuilt_form = RAW_WEBSOCKET
 
     def open(self):
         self._join(RawSession(self.server.get_connection_class(), self.server))

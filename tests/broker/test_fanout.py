@@ -1,6 +1,7 @@
 """Every message reaches every client, on every transport, in publish order."""
 
 import contextlib
+import json
 
 import pytest
 
@@ -27,11 +28,17 @@ def test_publish_order_is_kept_for_every_client(broker):
 
 
 def test_json_values_travel_unchanged(broker):
+    """A backend's JSON value, and a client's string, reach every client as they were sent."""
     with WebSocketClient(broker.url) as a, XhrStreamingClient(broker.url) as b:
         value = {"total": 1234.5, "currency": "USD", "donors": [1, 2], "note": "caf\u00e9 \u2028"}
-        a.send(value)
+        status, _ = broker.request("POST", "/publish", json.dumps(value).encode(),
+                                   {"Authorization": "Bearer s3cret", "Content-Type": "application/json"})
+        assert status == 200
         assert a.receive() == [value]
         assert b.receive() == [value]
+        a.send(value["note"])
+        assert a.receive() == [value["note"]]
+        assert b.receive() == [value["note"]]
 
 
 def test_feed_mode_drops_client_messages_but_delivers_published_ones(start_broker):

@@ -4,7 +4,7 @@ import pytest
 
 from broker.cluster.state import Backoff, BackplaneState, stream_id
 from broker.config import parse_args
-from broker.core.hub import RelayUnavailable
+from broker.core.seams import RelayUnavailable
 
 
 def test_stream_ids_compare_by_time_then_sequence():

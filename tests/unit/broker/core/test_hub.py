@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from broker.core.hub import AHEAD_WAIT_S, Hub, LatencyHistogram, Positioned, RateMeter
+from broker.core.hub import AHEAD_WAIT_S, Hub
+from broker.core.meters import LatencyHistogram, RateMeter
 from broker.protocol import frames
+from broker.protocol.batch import RAW_WEBSOCKET, SOCKJS_WEBSOCKET, Positioned, Streamed
 from broker.protocol.close_codes import SLOW_CONSUMER
 
 
@@ -91,24 +93,24 @@ def test_batch_builds_each_wire_form_once_for_all():
     assert first.sockjs_websocket == b"\x81\x09a[\"hi\",7]"
     assert first.sockjs_websocket is first.sockjs_websocket
     assert first.raw_websocket == b"\x81\x02hi" + b"\x81\x017"
-    chunk = first.streamed("xhr_streaming", True)
+    chunk = first.form(Streamed("xhr_streaming", True))
     assert chunk == b'a\r\na["hi",7]\n\r\n'
-    assert first.streamed("xhr_streaming", True) is chunk
-    assert first.streamed("xhr_streaming", False) == b'a["hi",7]\n'
-    assert first.streamed("eventsource", True) == b'13\r\ndata: a["hi",7]\r\n\r\n\r\n'
+    assert first.form(Streamed("xhr_streaming", True)) is chunk
+    assert first.form(Streamed("xhr_streaming", False)) == b'a["hi",7]\n'
+    assert first.form(Streamed("eventsource", True)) == b'13\r\ndata: a["hi",7]\r\n\r\n\r\n'
 
 
 def test_a_moved_subscriber_takes_its_new_form_through_its_new_writer(hub, scheduled):
     viewer = Recorder("xhr_streaming")
     hub.subscribe(viewer)
     stream = []
-    viewer.form = ("xhr_streaming", True)
+    viewer.form = Streamed("xhr_streaming", True)
     hub.move(viewer, None, lambda data: stream.append(data) or True)
     hub.publish("1")
     run(scheduled)
     assert (viewer.batches, stream) == ([], [b'7\r\na["1"]\n\r\n'])
     viewer.form = None
-    hub.move(viewer, ("xhr_streaming", True), viewer.write)
+    hub.move(viewer, Streamed("xhr_streaming", True), viewer.write)
     hub.publish("2")
     run(scheduled)
     assert viewer.batches == [['"2"']] and len(stream) == 1
@@ -233,8 +235,8 @@ def test_unpublishable_message_is_refused_and_queues_nothing(scheduled, message)
 
 def test_subscribers_get_their_form_built_once_per_flush(scheduled):
     hub = Hub(scheduled.append)
-    sockjs = [FormRecorder("sockjs_websocket") for _ in range(3)]
-    raw, whole = FormRecorder("raw_websocket"), FormRecorder(None)
+    sockjs = [FormRecorder(SOCKJS_WEBSOCKET) for _ in range(3)]
+    raw, whole = FormRecorder(RAW_WEBSOCKET), FormRecorder(None)
     for subscriber in sockjs + [raw, whole]:
         hub.subscribe(subscriber)
     hub.publish("hi")
@@ -286,7 +288,7 @@ def test_with_a_relay_bad_messages_and_refusals_reach_the_publisher(scheduled):
 def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
     hub = Hub(scheduled.append, replay=2, relay=Relay(), clock=Clock())  # the clock stands still
     a = Recorder()
-    raw = FormRecorder("raw_websocket")
+    raw = FormRecorder(RAW_WEBSOCKET)
     hub.subscribe(a)
     hub.subscribe(raw)
     hub.deliver(['"1"', '{"n":2}'], ["5-0", "5-1"], age=0.003)
@@ -313,7 +315,7 @@ def test_a_loaded_history_is_replayed_but_not_sent(scheduled):
 
 def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unreplayed(scheduled):
     hub = Hub(scheduled.append, replay=5)
-    watcher, raw = Recorder(), FormRecorder("raw_websocket")
+    watcher, raw = Recorder(), FormRecorder(RAW_WEBSOCKET)
     hub.subscribe(watcher)
     hub.subscribe(raw)
     hub.announce('{"audience":1}')
@@ -379,7 +381,7 @@ def published(hub, scheduled, *messages):
 
 def test_without_positions_the_bytes_are_the_same(scheduled):
     hub = Hub(scheduled.append, replay=1)
-    plain, positioned = FormRecorder("sockjs_websocket"), PositionedRecorder()
+    plain, positioned = FormRecorder(SOCKJS_WEBSOCKET), PositionedRecorder()
     hub.subscribe(plain)
     hub.subscribe(positioned)
     published(hub, scheduled, "a")
@@ -395,7 +397,7 @@ def test_a_positioned_subscriber_gets_its_start_then_offsets(scheduled):
     published(hub, scheduled, "live")
     assert watcher.messages() == [{"c": "open", "epoch": hub.epoch, "o": "2"}, {"o": "2", "d": "before 2"},
                                   {"o": "3", "d": "live"}]
-    assert hub.starts["open"] == 1
+    assert hub.resumes.starts["open"] == 1
 
 
 def test_a_resume_gets_every_message_after_its_offset_and_nothing_twice(scheduled):
@@ -424,7 +426,7 @@ def test_a_resume_that_cannot_be_complete_is_a_gap_then_the_replay_tail(schedule
     hub.subscribe(watcher, (since[0].replace("EPOCH", hub.epoch), since[1]))
     assert watcher.messages() == [{"c": "gap", "epoch": hub.epoch, "o": "3", "reason": reason},
                                   {"o": "3", "d": "3"}]
-    assert hub.starts[reason] == 1
+    assert hub.resumes.starts[reason] == 1
 
 
 def test_positioned_envelopes_are_built_once_per_batch_for_all(scheduled):
@@ -437,7 +439,7 @@ def test_positioned_envelopes_are_built_once_per_batch_for_all(scheduled):
             return True
 
     for _ in range(3):
-        hub.subscribe(Keeper("sockjs_websocket"))
+        hub.subscribe(Keeper(SOCKJS_WEBSOCKET))
     del seen[:]  # each one's start
     published(hub, scheduled, "x")
     assert len(seen) == 3 and seen[0] is seen[1] is seen[2]
@@ -463,7 +465,7 @@ def test_behind_its_cluster_a_broker_holds_a_resume_until_it_catches_up(schedule
     assert early.batches == [] and len(hub) == 1
     hub.deliver(['"2"', '"3"'], ["11-0", "12-0"])
     assert early.messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "12-0"}, {"o": "12-0", "d": "3"}]
-    assert hub.starts["resumed"] == 1
+    assert hub.resumes.starts["resumed"] == 1
     never = PositionedRecorder()
     hub.subscribe(never, (hub.epoch, "99-0"))
     clock[0] = AHEAD_WAIT_S + 1
@@ -496,7 +498,7 @@ def test_waiting_resumes_cost_a_delivery_one_test_however_many_wait(scheduled):
     assert waiting[0].messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "1001-0"},
                                      {"o": "1001-0", "d": "1001"}]
     assert waiting[1].messages() == [{"c": "resumed", "epoch": hub.epoch, "o": "1001-0"}]
-    assert len(hub) == 1000 and hub.starts["resumed"] == 2
+    assert len(hub) == 1000 and hub.resumes.starts["resumed"] == 2
 
 
 def test_in_a_cluster_an_offset_no_broker_can_have_given_yet_is_unknown_at_once(scheduled):
@@ -505,7 +507,7 @@ def test_in_a_cluster_an_offset_no_broker_can_have_given_yet_is_unknown_at_once(
     future = PositionedRecorder()
     hub.subscribe(future, (hub.epoch, "99999999999999-0"))  # the year 5138 by Redis's clock
     assert future.messages()[0] == {"c": "gap", "epoch": hub.epoch, "o": "1700000000000-0", "reason": "unknown"}
-    assert hub.starts["unknown"] == 1
+    assert hub.resumes.starts["unknown"] == 1
 
 
 def test_a_waiting_subscriber_that_left_is_skipped_when_its_offset_comes(scheduled):
@@ -516,7 +518,7 @@ def test_a_waiting_subscriber_that_left_is_skipped_when_its_offset_comes(schedul
     hub.unsubscribe(gone)
     hub.deliver(['"5"'], ["5-0"])
     assert gone.batches == [] and staying.messages()[0]["c"] == "resumed"
-    assert len(hub) == 1 and hub.starts["resumed"] == 1
+    assert len(hub) == 1 and hub.resumes.starts["resumed"] == 1
 
 
 def test_a_lost_history_is_a_gap_for_every_positioned_subscriber(scheduled):

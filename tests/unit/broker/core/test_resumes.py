@@ -1,0 +1,57 @@
+from broker.core.history import History
+from broker.core.resumes import Resumes, Waiting, WaitingResumes
+
+
+def waiting(name, deadline=10.0):
+    return Waiting(("e", "1"), deadline, None, name)
+
+
+def test_the_records_due_come_lowest_offset_first_and_once():
+    resumes = WaitingResumes()
+    for name, key in (("c", (30, 0)), ("a", (10, 0)), ("b", (20, 0))):
+        resumes.add(waiting(name), key)
+    assert not resumes.due((9, 0)) and resumes.due((10, 0))
+    assert [(r.subscriber, key) for r, key in resumes.reached((20, 0))] == [("a", (10, 0)), ("b", (20, 0))]
+    assert list(resumes) == ["c"] and list(resumes.reached((20, 0))) == []
+
+
+def test_a_record_gone_is_skipped_and_the_heap_stays_bounded_by_those_waiting():
+    resumes = WaitingResumes()
+    for n in range(1000):
+        resumes.add(waiting(n), (n, 0))
+        assert resumes.remove(n)
+    assert len(resumes._ahead) <= 2 * len(resumes) + 16
+    assert list(resumes.reached((10 ** 6, 0))) == [] and list(resumes.expired(100.0)) == []
+
+
+def test_deadlines_expire_in_the_order_they_came():
+    resumes = WaitingResumes()
+    resumes.add(waiting("early", 1.0), None)
+    resumes.add(waiting("late", 5.0), (7, 0))
+    assert [r.subscriber for r in resumes.expired(2.0)] == ["early"]
+    assert [r.subscriber for r in resumes.expired(6.0)] == ["late"]
+    assert len(resumes) == 0 and list(resumes.reached((7, 0))) == []
+
+
+def test_a_start_is_judged_by_the_history_and_the_epoch():
+    history = History(10)
+    history.add(["1", "2"], ['"a"', '"b"'], 0.0)
+    alone = Resumes(history, replay=1, in_cluster=False, wait_s=5.0)
+    epoch = alone.epoch
+    assert alone.judge(None) == ("open", None)
+    assert alone.judge((epoch, "1")) == ("resumed", (1, 0))
+    assert alone.judge(("another", "1")) == ("epoch", None)
+    assert alone.judge((epoch, "x")) == ("unknown", None)
+    assert alone.judge((epoch, "9")) == ("unknown", (9, 0))
+    batch = alone.first_batch("resumed", (1, 0))
+    assert batch.encoded == ['"b"'] and alone.starts["resumed"] == 1
+
+
+def test_in_a_cluster_an_offset_ahead_waits_unless_no_broker_can_have_given_it_yet():
+    history = History(10)
+    history.add(["1000-0"], ['"a"'], 0.0)
+    cluster = Resumes(history, replay=0, in_cluster=True, wait_s=5.0, wall_clock=lambda: 2.0)
+    assert cluster.judge((cluster.epoch, "6000-0")) == (None, (6000, 0))
+    assert cluster.judge((cluster.epoch, "7001-0")) == ("unknown", (7001, 0))
+    cluster.epoch_known = False
+    assert cluster.judge((cluster.epoch, "1000-0")) == (None, None)
