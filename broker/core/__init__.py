@@ -1,1 +1,1 @@
-"""The room and its rules, without I/O: fan-out, heartbeats' schedule, limits, origins, drain."""
+"""The room and its rules, without I/O: the fan-out and its seams, how subscribers start and resume, the history, conflation, idempotency, the audience, heartbeats' schedule, limits, origins, the drain."""
