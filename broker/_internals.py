@@ -55,6 +55,17 @@ def close_after_response(request):
     request.connection._disconnect_on_finish = True
 
 
+def unchunked_response(request):
+    """Have Tornado send the response to ``request`` unchunked, its body ending with its
+    connection, whatever HTTP version the client speaks: as it answers an HTTP/1.0 client
+    that did not ask for keep-alive (to HTTP/1.1 it chunks every body of unknown length).
+    The response's ``Connection: close`` is the caller's to set."""
+    connection = request.connection
+    connection._request_start_line = connection._request_start_line._replace(version="HTTP/1.0")
+    connection._disconnect_on_finish = True
+    request.headers["Connection"] = "close"
+
+
 def untimed_requests(server):
     """Have ``server`` (a Tornado HTTPServer) read its requests' headers and
     bodies without timing them, whatever it was built with: the caller times

@@ -27,8 +27,9 @@ MAX_MESSAGE_SIZE = 64 * 1024
 RESPONSE_LIMIT = 4096
 
 
-# The suite's contract: every stream carries exactly RESPONSE_LIMIT bytes, then ends.
-STREAM_LIMITS = {"response_limit": RESPONSE_LIMIT, "draw_response_limit": False}
+# The suite's contract: every stream carries exactly RESPONSE_LIMIT bytes, then ends; it
+# reads htmlfile by chunks.
+STREAM_LIMITS = {"response_limit": RESPONSE_LIMIT, "draw_response_limit": False, "chunked_htmlfile": True}
 
 
 class EchoConnection(SockJSConnection):

@@ -22,11 +22,22 @@ Rules this module keeps:
   stream. Messages that arrive while a session has no
   stream wait in its queue (bounded by ``max_buffer``) and go out in one
   ``a[...]`` frame when the client reopens.
-* A body is chunked for HTTP/1.1 and ends with the connection for HTTP/1.0.
+* A body is chunked for HTTP/1.1 and ends with the connection for HTTP/1.0,
+  but for htmlfile, whose body always ends with its connection, unchunked.
   Every response says ``Connection: close``: once taken from Tornado, a
   socket cannot serve another request, so a body ends with its connection,
   and the client opens its next request on a new one, as it would after
   any streaming response.
+* An htmlfile body is unchunked because the browser must see its end as an
+  end, however it comes: a chunked body cut short (a broker killed, or cut
+  off by a proxy) fails the iframe's load, and Chromium then leaves its
+  document loading for good, firing no event at all, while the page's only
+  watch on the stream is that document's ``onload`` (sockjs-client drops its
+  own once the stream has started). Ended with its connection, the same
+  body is complete: ``onload`` fires, and the client reopens the stream at
+  once, on a broker that tells it the session is gone. A router whose
+  ``chunked_htmlfile`` setting is true (the conformance services: the SockJS
+  suite reads htmlfile by chunks) chunks it as the others.
 * After its response limit a stream ends its body and leaves the session,
   so that a browser can free what the response holds; the client reopens
   the stream on the same session. Each stream draws its limit between half
@@ -201,6 +212,10 @@ class _StreamOpening(NewSessions, ServiceHeaders):
     """Mixin for the streaming transports' request handlers: the head and
     prelude, then the socket to a :class:`Stream` (see the module's rules)."""
 
+    def ends_with_connection(self):
+        """Whether the body ends with its connection even for HTTP/1.1, unchunked."""
+        return False
+
     async def start_stream(self, session_id, content_type, prelude):
         self.preflight()
         self.handle_session_cookie()
@@ -208,7 +223,12 @@ class _StreamOpening(NewSessions, ServiceHeaders):
         self.set_header("Content-Type", content_type)
         request = self.request
         _internals.close_after_response(request)
-        opening = Opening(self.name, request.version == "HTTP/1.1",
+        chunked = request.version == "HTTP/1.1"
+        if chunked and self.ends_with_connection():
+            _internals.unchunked_response(request)
+            self.set_header("Connection", "close")
+            chunked = False
+        opening = Opening(self.name, chunked,
                           ConnectionInfo(request.remote_ip, request.cookies, request.arguments, request.headers,
                                          request.path),
                           self.client)
@@ -240,7 +260,11 @@ class EventSourceTransport(_StreamOpening, base.EventSourceTransport):
 
 
 class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTransport):
-    """Streaming into a hidden iframe; the page calls ``parent.<callback>``."""
+    """Streaming into a hidden iframe; the page calls ``parent.<callback>``. Its body
+    ends with its connection, unchunked (see the module's rules)."""
+
+    def ends_with_connection(self):
+        return not self.server.settings.get("chunked_htmlfile", False)
 
     async def get(self, session_id):
         callback = self.callback_name()

@@ -152,6 +152,48 @@ def test_untimed_requests_leave_tornado_no_timer_to_start():
     assert asyncio.run(serve(True)) == 0, "HTTPServer.conn_params' header_timeout or body_timeout is no longer read"
 
 
+def test_unchunked_response_ends_an_http11_body_with_its_connection():
+    """To an HTTP/1.1 client that asked for keep-alive: no chunks, no length, no keep-alive;
+    the body as written, then the end of the connection."""
+    from tornado.httpserver import HTTPServer
+
+    class Stream(tornado.web.RequestHandler):
+        async def get(self):
+            _internals.unchunked_response(self.request)
+            self.set_header("Connection", "close")
+            self.write("bo")
+            await self.flush()  # a head of unknown length, as a stream's
+            self.write("dy")
+
+    async def serve():
+        server = HTTPServer(tornado.web.Application([("/", Stream)]))
+        left, right = socket.socketpair()
+        try:
+            server.handle_stream(iostream.IOStream(left), ("127.0.0.1", 1))
+            right.setblocking(False)
+            loop = asyncio.get_running_loop()
+            await loop.sock_sendall(right, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+            answer = b""
+            while True:
+                try:
+                    read = await asyncio.wait_for(loop.sock_recv(right, 4096), 2)
+                except asyncio.TimeoutError:
+                    return answer + b" (the connection stayed open)"
+                if not read:
+                    return answer
+                answer += read
+        finally:
+            right.close()
+            await server.close_all_connections()
+
+    head, _, body = asyncio.run(serve()).partition(b"\r\n\r\n")
+    headers = head.lower().split(b"\r\n")
+    assert headers[0] == b"http/1.1 200 ok"
+    assert b"connection: close" in headers, "HTTP1Connection._request_start_line or its headers' use changed"
+    assert not [h for h in headers if h.startswith((b"transfer-encoding", b"content-length"))], headers
+    assert body == b"body"
+
+
 def test_the_tls_handshake_failure_is_the_line_tornado_logs():
     import inspect
     import logging

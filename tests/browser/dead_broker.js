@@ -1,0 +1,70 @@
+// usage: node dead_broker.js ORIGIN TRANSPORTS WAIT_MS MARKER
+// One page per transport (comma-separated TRANSPORTS), each on its own origin with the
+// shipped client, broker-client.js, at its defaults (silenceMs 60 s), forced to that
+// transport, logging every message it delivers, every gap it reports, and the time
+// (Date.now()) of every open and close. Prints {"ready": true} once every page is open,
+// then, once every page has delivered a message equal to MARKER, or WAIT_MS later, one line
+// {"pages": {transport: {"log", "gaps", "opens", "closes"}}}. The test kills the broker
+// and publishes between those lines.
+'use strict';
+
+const { launch, newPage, run } = require('./chromium');
+
+const OPEN_MS = 30000;
+
+async function openPage(browser, logs, origin, transport) {
+  const page = await newPage(browser, logs);
+  const app = `http://${transport}.localhost/`;
+  await page.context().grantPermissions(['local-network-access']);
+  await page.route(app, (route) => route.fulfill({
+    contentType: 'text/html',
+    body: `<!DOCTYPE html><title>${transport}</title>
+<script src="${origin}/vendor/sockjs-client/sockjs.min.js"></script>
+<script src="${origin}/static/broker-client.js"></script>`,
+  }));
+  await page.goto(app);
+  await page.evaluate(([url, transport]) => {
+    window.log = [];
+    window.gaps = [];
+    window.opens = [];
+    window.closes = [];
+    window.client = new BrokerClient(url, {
+      transports: [transport],
+      onmessage: (message) => window.log.push(message),
+      ongap: (reason) => window.gaps.push(reason),
+      onstatechange: (state, detail) => {
+        if (state === 'open') window.opens.push(Date.now());
+        if (state === 'closed') window.closes.push([Date.now(), `${detail.code} ${detail.reason}`]);
+      },
+    });
+  }, [`${origin}/broadcast`, transport]);
+  return page;
+}
+
+function report(page) {
+  return page.evaluate(() => ({ log: window.log, gaps: window.gaps, opens: window.opens, closes: window.closes }));
+}
+
+async function main() {
+  const [origin, transports, waitMs, marker] = process.argv.slice(2);
+  const logs = [];
+  const browser = await launch();
+  try {
+    const names = transports.split(',');
+    const pages = await Promise.all(names.map((t) => openPage(browser, logs, origin, t)));
+    await Promise.all(pages.map((page) => page.waitForFunction(() => window.opens.length > 0, null,
+      { timeout: OPEN_MS })));
+    process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+    // A page that never delivers the marker is reported as it is: the test says which.
+    await Promise.all(pages.map((page) => page.waitForFunction(
+      (m) => window.log.includes(m), marker, { timeout: Number(waitMs), polling: 100 }).catch(() => null)));
+    const found = await Promise.all(pages.map(report));
+    const byTransport = {};
+    names.forEach((name, i) => { byTransport[name] = found[i]; });
+    return { pages: byTransport };
+  } finally {
+    await browser.close();
+  }
+}
+
+run(main);
