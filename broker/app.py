@@ -18,7 +18,7 @@ from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
-from broker.core.hub import Hub
+from broker.core.hub import Hub, Keeping
 from broker.core.idempotency import Window
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
@@ -298,8 +298,8 @@ async def run(config, open_files):
     if config.warm_up:
         await warm_up_sessions(config)
     backplane = cluster_backplane(config)
-    hub = Hub(IOLoop.current().add_callback, replay=config.replay, history=config.history,
-              history_seconds=config.history_seconds, relay=backplane.append if backplane else None)
+    keeping = Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
+    hub = Hub(IOLoop.current().add_callback, keeping, relay=backplane.append if backplane else None)
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)

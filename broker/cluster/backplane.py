@@ -77,6 +77,7 @@ from redis.exceptions import TimeoutError as NoAnswer
 
 from broker import _internals
 from broker.cluster.state import Backoff, BackplaneState
+from broker.core.figures import KEYED_GAUGES, Figure, Metric
 
 LOG = logging.getLogger("broker.cluster.backplane")
 
@@ -254,6 +255,8 @@ class Backplane:
 
     def stats(self):
         return self.state.stats()
+
+    FIGURES = (Figure("", lambda backplane: backplane.stats(), Metric("backplane", KEYED_GAUGES, "The backplane's")),)
 
     async def _write(self):
         # A task's first step runs in the next loop iteration: by then the whole

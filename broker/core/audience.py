@@ -17,6 +17,8 @@ Rules this module keeps:
 * Nothing here touches a socket or a clock: the caller gives the time.
 """
 
+from broker.core import figures
+from broker.core.figures import GAUGE, Figure, Metric
 from broker.protocol import frames
 
 KEY = "audience"
@@ -60,5 +62,12 @@ class Audience:
 
     def stats(self):
         """``here``, ``room`` (None while unknown), the period and the last count announced."""
-        return {"here": self._here(), "room": self.room_count(), "announce_every_s": self.every,
-                "announced": self.announced}
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("here", lambda audience: audience._here()),
+        Figure("room", room_count, Metric("audience", GAUGE, "Clients watching the room at every broker (here "
+                                          "alone without a cluster)")),
+        Figure("announce_every_s", "every"),
+        Figure("announced", "announced"),
+    )

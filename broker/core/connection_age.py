@@ -22,6 +22,9 @@ and closes what :meth:`AgeLimit.due` returns.
 import math
 import random
 
+from broker.core import figures
+from broker.core.figures import COUNTER, Figure, Metric
+
 JITTER = 0.1
 
 
@@ -71,4 +74,11 @@ class AgeLimit:
 
     def stats(self):
         """The limit, the connections waiting for it, and how many it has closed."""
-        return {"seconds": self.seconds, "connections": len(self), "closed": self.closed}
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("seconds", "seconds"),
+        Figure("connections", len),
+        Figure("closed", "closed", Metric("connection_age_closes", COUNTER, "Connections closed for reaching "
+                                          "--max-connection-age")),
+    )

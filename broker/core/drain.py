@@ -38,6 +38,9 @@ time and closes what :meth:`Drain.due` returns.
 
 import math
 
+from broker.core import figures
+from broker.core.figures import COUNTER, GAUGE, Figure, Metric
+
 # A drain takes at most this many times ``seconds`` (see the rules); a service manager's stop
 # timeout must leave room for it.
 MAX_STRETCH = 2.0
@@ -95,5 +98,15 @@ class Drain:
         """Whether the broker is draining, over how long (``seconds``, and the ``period`` of this
         drain), how many of the clients it had it has closed, and how many new sessions it has
         refused."""
-        return {"draining": self.draining, "seconds": self.seconds, "period": round(self.period, 3),
-                "closed": self._closed_count, "clients": len(self._clients), "refused": self.refused}
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("draining", "draining", Metric("draining", GAUGE, "1 while the broker drains its clients before "
+                                               "it exits")),
+        Figure("seconds", "seconds"),
+        Figure("period", lambda drain: round(drain.period, 3)),
+        Figure("closed", "_closed_count"),
+        Figure("clients", lambda drain: len(drain._clients)),
+        Figure("refused", "refused", Metric("drain_refusals", COUNTER, "Requests that would have opened a session "
+                                            "while draining, answered 503 for a proxy to ask another broker")),
+    )

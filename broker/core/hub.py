@@ -52,6 +52,8 @@ Rules this module keeps:
   runs: the unkeyed broadcast pays one test per flush.
 * Positions cost nothing to a subscriber without them: the envelopes are
   another form of the batch, built once, when a subscriber first asks.
+* Its figures (``FIGURES``, :mod:`broker.core.figures`) are read when ``/stats``
+  or ``/metrics`` asks for them: nothing is counted for them on a message's way.
 * A subscriber may change its form (:meth:`Hub.move`: a stream attached to
   its session, or gone), but never during a flush: it would get the batch
   being sent once in each form.
@@ -68,19 +70,34 @@ lookup per subscriber.
 
 import collections
 import time
+from typing import NamedTuple, Optional
 
-from broker.core import conflation
+from broker.core import conflation, figures
 from broker.core.announcement import Announcement
+from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.history import History
 from broker.core.meters import LatencyHistogram, RateMeter
-from broker.core.resumes import Resumes, Waiting
+from broker.core.resumes import AHEAD_WAIT_S, Resumes, Waiting
 from broker.protocol import frames, positions
 from broker.protocol.batch import Batch, Positioned
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 
-# How long a subscriber resuming from an offset its broker has not delivered yet waits for it;
-# in a cluster, also how far past this broker's clock a stream id may be and still be waited for.
-AHEAD_WAIT_S = 5.0
+# Clients the broker cut, by reason: the room counts two reasons, the transports' ping wheel the third.
+DISCONNECTS = Metric("disconnects", COUNTER, "Clients cut off by the broker: too slow to read, publishing too "
+                     "fast, or no pong within --ws-ping-timeout", ("reason",))
+
+
+class Keeping(NamedTuple):
+    """What the room keeps and gives a new subscriber: ``replay`` messages replayed to one
+    that opens, a ``history`` of at most that many messages and, if not 0,
+    ``history_seconds`` old, and at most ``first_batch_bytes`` of messages in a subscriber's
+    first batch (None: no bound; a running broker's is ``--max-buffer``)."""
+
+    replay: int = 0
+    history: int = 0
+    history_seconds: float = 0.0
+    first_batch_bytes: Optional[int] = None
+
 
 class Hub:
     """One broadcast room.
@@ -91,7 +108,7 @@ class Hub:
     instead of the local flush (see the module's rules).
     """
 
-    def __init__(self, schedule, replay=0, clock=time.monotonic, relay=None, history=0, history_seconds=0.0):
+    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay=None):
         self._schedule = schedule
         self._relay = relay
         self._clock = clock
@@ -102,8 +119,8 @@ class Hub:
         self._flush_scheduled = False
         self._oldest_pending = None
         self._offset = 0
-        self.history = History(max(history, replay), history_seconds)
-        self.resumes = Resumes(self.history, replay, relay is not None, AHEAD_WAIT_S)
+        self.history = History(max(keeping.history, keeping.replay), keeping.history_seconds)
+        self.resumes = Resumes(self.history, keeping, relay is not None)
         self._resuming = self.resumes.waiting
         self.announcement = Announcement()
         self._meter = RateMeter()
@@ -365,20 +382,43 @@ class Hub:
             self._start_expired(now)
 
     def stats(self):
-        """Counters and rates, as plain data."""
-        rates = self._meter.rates() or (0.0, 0.0)
-        return {
-            "connections_total": len(self),
-            "connections": {name: n for name, n in sorted(self.by_transport.items()) if n},
-            "messages_in": self.messages_in,
-            "messages_out": self.messages_out,
-            "messages_in_per_s": round(rates[0], 1),
-            "messages_out_per_s": round(rates[1], 1),
-            "flushes": self.flushes,
-            "slow_consumer_disconnects": self.dropped[SLOW_CONSUMER],
-            "rate_limited_disconnects": self.dropped[TOO_MANY_MESSAGES],
-            "history": {"epoch": self.epoch, "messages": len(self.history), "newest": self.history.newest_offset,
-                        "forgotten": self.history.forgotten},
-            "starts": {outcome: self.resumes.starts[outcome] for outcome in positions.OUTCOMES},
-            "uptime_s": round(self._clock() - self.started, 3),
-        }
+        """Counters and rates, as plain data: its ``/stats`` entry."""
+        return figures.stats_of(self)
+
+    def _per_second(self, which):
+        """Messages in (``which`` 0) or out (1) a second, over the rate meter's window."""
+        return round((self._meter.rates() or (0.0, 0.0))[which], 1)
+
+    def _uptime(self):
+        return round(self._clock() - self.started, 3)
+
+    FIGURES = (
+        Figure("connections_total", len),
+        Figure("connections", lambda hub: {name: n for name, n in sorted(hub.by_transport.items()) if n}),
+        Figure(None, lambda hub: dict(sorted(hub.by_transport.items())),
+               Metric("connections", GAUGE, "Subscribed SockJS and raw websocket connections, by transport",
+                      ("transport",))),
+        Figure("messages_in", "messages_in", Metric("messages_in", COUNTER, "Messages published (by clients and "
+                                                    "POST /publish)")),
+        Figure("messages_out", "messages_out", Metric("messages_out", COUNTER, "Messages delivered, one per "
+                                                      "subscriber reached")),
+        Figure("messages_in_per_s", lambda hub: hub._per_second(0)),
+        Figure("messages_out_per_s", lambda hub: hub._per_second(1)),
+        Figure("flushes", "flushes", Metric("flushes", COUNTER, "Batches sent")),
+        Figure("slow_consumer_disconnects", lambda hub: hub.dropped[SLOW_CONSUMER], DISCONNECTS, ("slow_consumer",)),
+        Figure("rate_limited_disconnects", lambda hub: hub.dropped[TOO_MANY_MESSAGES], DISCONNECTS,
+               ("rate_limited",)),
+        Figure(None, "latency", Metric("delivery_latency_seconds", HISTOGRAM, "Time from publish to the end of "
+                                       "the flush that writes a message to every subscriber; each message counts "
+                                       "at its batch's oldest message's age")),
+        Figure("history.epoch", "epoch"),
+        Figure("history.messages", lambda hub: len(hub.history),
+               Metric("history_messages", GAUGE, "Messages kept for clients resuming (--history)")),
+        Figure("history.newest", "history.newest_offset"),
+        Figure("history.forgotten", "history.forgotten",
+               Metric("history_forgotten", COUNTER, "Messages that left the history, by its count or its age")),
+        Figure("starts", lambda hub: {outcome: hub.resumes.starts[outcome] for outcome in positions.OUTCOMES},
+               Metric("position_starts", COUNTER, "Connections with positions, by how they started: open, "
+                      "resumed, or a gap by its reason", ("outcome",))),
+        Figure("uptime_s", _uptime),
+    )

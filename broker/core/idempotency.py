@@ -20,6 +20,9 @@ Rules this module keeps:
 import collections
 import hashlib
 
+from broker.core import figures
+from broker.core.figures import COUNTER, Figure, Metric
+
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
@@ -71,8 +74,17 @@ class Window:
         return len(self._answers)
 
     def stats(self):
-        return {"keys": len(self), "replayed": self.replayed, "refused": self.refused, "evicted": self.evicted,
-                "window_s": self.seconds}
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("keys", len),
+        Figure("replayed", "replayed", Metric("idempotent_replays", COUNTER, "POST /publish retries answered "
+                                              "again, publishing nothing (Idempotency-Key)")),
+        Figure("refused", "refused", Metric("idempotent_refusals", COUNTER, "POST /publish refused (422): an "
+                                            "Idempotency-Key reused with another request")),
+        Figure("evicted", "evicted"),
+        Figure("window_s", "seconds"),
+    )
 
     def get(self, key, now):
         """The :class:`Answer` kept for ``key`` at ``now``, or None."""

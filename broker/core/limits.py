@@ -38,6 +38,8 @@ No socket, no HTTP: the listener (``broker.transports.listener``) drives it.
 
 import ipaddress
 
+from broker.core import figures
+from broker.core.figures import COUNTER, GAUGE, Figure, Metric
 from broker.core.token_bucket import TokenBucket
 
 MAX_CONNECTIONS = "max_connections"
@@ -157,11 +159,18 @@ class Limits:
             self._forget(self.per_client, client)
 
     def stats(self):
-        return {
-            "tcp_connections": self.open,
-            "refused": dict(self.refused),
-            "accept_pauses": self.accept_pauses,
-        }
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("tcp_connections", "open", Metric("tcp_connections", GAUGE, "Open TCP connections")),
+        Figure(None, "max_connections", Metric("tcp_connections_limit", GAUGE, "TCP connections allowed "
+                                               "(--max-connections)")),
+        Figure("refused", lambda limits: dict(limits.refused),
+               Metric("refused_connections", COUNTER, "TCP connections or requests refused with 503, and polling "
+                      "or streaming sessions closed as they opened, by the limit reached", ("reason",))),
+        Figure("accept_pauses", "accept_pauses", Metric("accept_pauses", COUNTER, "Times the broker stopped "
+                                                        "accepting for a moment (out of descriptors)")),
+    )
 
     def _refuse(self, reason):
         self.refused[reason] += 1

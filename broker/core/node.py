@@ -12,15 +12,20 @@ Rules this module keeps:
   the broker's flags' defaults but ``client_rate``, which is 0 (no limit):
   a router built in a test or for the SockJS conformance suite does not
   limit its clients unless told to.
+* Every part has a type: a part of a layer above the core (the cluster
+  backplane, the garbage-collector policy, the count of failed TLS
+  handshakes) is the :class:`typing.Protocol` of what the node's users ask of
+  it. Every part that reports states its figures (:mod:`broker.core.figures`).
 * Nothing here does I/O or imports a layer above the core.
 """
 
 import dataclasses
-from typing import Any, Optional
+from typing import Awaitable, Optional, Protocol
 
 from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
+from broker.core.figures import Reporting
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
 from broker.core.idempotency import Window
@@ -45,6 +50,37 @@ class ClientRules:
     client_rate: float = 0
 
 
+class LinkState(Protocol):
+    """Whether the backplane is up, and if not, why (:class:`broker.cluster.state.BackplaneState`)."""
+
+    is_up: bool
+    reason: Optional[str]
+
+
+class ClusterLink(Reporting, Protocol):
+    """The cluster backplane as the node's users see it (:class:`broker.cluster.backplane.Backplane`):
+    its state, the room's count and the brokers reporting it (None until Redis gave them), and
+    the future of the message appended last."""
+
+    state: LinkState
+    room_audience: Optional[int]
+    room_brokers: Optional[int]
+
+    def written(self) -> Awaitable:
+        """Done once the message appended last is in the stream (see the backplane)."""
+
+
+class HandshakeCount(Reporting, Protocol):
+    """The failed TLS handshakes (:class:`broker.transports.tls.HandshakeFailures`): a filter of
+    Tornado's log records, told by the listener of connections lost before their handshake."""
+
+    def lost(self) -> None:
+        """A connection was lost before its handshake began."""
+
+    def filter(self, record) -> bool:
+        """Whether Tornado's log ``record`` is logged (a failed handshake is counted instead)."""
+
+
 @dataclasses.dataclass
 class Node:
     """One running broker: its room (``hub``), its connection ``limits``, its
@@ -57,7 +93,8 @@ class Node:
     :mod:`broker.ops.gc_policy`), the cluster ``backplane``
     (:class:`broker.cluster.backplane.Backplane`) and, over TLS, the count of
     failed handshakes (``tls``, :class:`broker.transports.tls.HandshakeFailures`),
-    each of which adds its counters to ``/stats`` (and most to ``/metrics``)."""
+    each of which states its figures (:mod:`broker.core.figures`), shown in ``/stats``
+    and most in ``/metrics`` (:mod:`broker.ops.catalogue` puts them in order)."""
 
     hub: Optional[Hub] = None
     limits: Optional[Limits] = None
@@ -67,9 +104,9 @@ class Node:
     ages: Optional[AgeLimit] = None
     audience: Optional[Audience] = None
     idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
-    collection: Any = None
-    backplane: Any = None
-    tls: Any = None
+    collection: Optional[Reporting] = None
+    backplane: Optional[ClusterLink] = None
+    tls: Optional[HandshakeCount] = None
 
     @property
     def ping_timeouts(self) -> int:

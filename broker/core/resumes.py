@@ -10,10 +10,16 @@ this module judges, builds each start's first batch, and keeps who waits):
   given; else a ``gap`` by its reason (``epoch``, ``expired``, ``unknown``).
 * An offset past the newest is ``unknown`` for a room alone. In a cluster
   the broker may be behind: the subscriber waits until a delivery reaches
-  it or ``wait_s`` pass, unless no broker can have given it yet (a stream
-  id's number is the millisecond Redis added it: one more than ``wait_s``
-  past this broker's wall clock is ``unknown`` at once). While the
-  cluster's epoch is in doubt every resume waits.
+  it or :data:`AHEAD_WAIT_S` pass, unless no broker can have given it yet (a
+  stream id's number is the millisecond Redis added it: one more than
+  AHEAD_WAIT_S past this broker's wall clock is ``unknown`` at once). While
+  the cluster's epoch is in doubt every resume waits.
+* A first batch carries at most ``first_batch_bytes`` of messages (a
+  client's ``--max-buffer``), however long the history and the replay: the
+  newest messages that fit. A resume whose messages do not all fit is a gap
+  (``expired``: more than the client could be sent at once), followed by
+  those that fit. So a client that opens or resumes costs the broker at
+  most its buffer's bound, never a copy of the history of its own.
 * A waiting subscriber is one :class:`Waiting` record: what it resumes after,
   until when it waits, the writer it will be started with (which may change
   while it waits, :meth:`broker.core.hub.Hub.move`), itself.
@@ -39,6 +45,9 @@ from broker.protocol import positions
 from broker.protocol.batch import Batch
 from broker.protocol.positions import offset_key
 
+# How long a subscriber resuming from an offset its broker has not delivered yet waits for it;
+# in a cluster, also how far past this broker's clock a stream id may be and still be waited for.
+AHEAD_WAIT_S = 5.0
 # Records gone that the heap keeps before it is rebuilt, beyond as many as wait.
 _SLACK = 16
 
@@ -139,17 +148,16 @@ class WaitingResumes:
 
 
 class Resumes:
-    """The starts of the subscribers with positions in ``history`` (a
-    :class:`broker.core.history.History`), ``replay`` messages replayed to one
-    that opens, ``in_cluster`` when a relay delivers: the ``epoch``, whether it
-    is known (``epoch_known``), the ``starts`` by outcome, those ``waiting``
-    (see the module's rules)."""
+    """The starts of the subscribers in ``history`` (a :class:`broker.core.history.History`),
+    as ``keeping`` (a :class:`broker.core.hub.Keeping`) says, ``in_cluster`` when a relay
+    delivers: the ``epoch``, whether it is known (``epoch_known``), the ``starts`` by
+    outcome, those ``waiting`` (see the module's rules)."""
 
-    def __init__(self, history, replay, in_cluster, wait_s, wall_clock=time.time):
+    def __init__(self, history, keeping, in_cluster, wall_clock=time.time):
         self.history = history
-        self.replay = replay
+        self.replay = keeping.replay
+        self.first_batch_bytes = keeping.first_batch_bytes
         self.in_cluster = in_cluster
-        self.wait_s = wait_s
         self.wall_clock = wall_clock
         self.epoch = secrets.token_urlsafe(6)
         self.epoch_known = True
@@ -176,7 +184,7 @@ class Resumes:
         """A resume after ``key`` in this epoch: see :meth:`judge`."""
         history = self.history
         if key > history.newest:
-            if not self.in_cluster or key[0] > (self.wall_clock() + self.wait_s) * 1000:
+            if not self.in_cluster or key[0] > (self.wall_clock() + AHEAD_WAIT_S) * 1000:
                 return positions.UNKNOWN
             return None
         return positions.RESUMED if key >= history.horizon else positions.EXPIRED
@@ -187,6 +195,9 @@ class Resumes:
         history = self.history
         if outcome == positions.RESUMED:
             offsets, encoded = history.after(key)
+            if self._fitting(encoded) < len(encoded):
+                outcome = positions.EXPIRED
+        if outcome == positions.RESUMED:
             lead = positions.control(positions.RESUMED, self.epoch, history.newest_offset)
         else:
             offsets, encoded = self.epoch_messages() if outcome == positions.EPOCH else self.tail()
@@ -196,14 +207,31 @@ class Resumes:
         return Batch(encoded, None, offsets, lead)
 
     def tail(self):
-        """The replay tail: ``(offsets, encoded)``."""
-        return self.history.tail(self.replay)
+        """The replay tail, as much of it as fits a first batch: ``(offsets, encoded)``."""
+        offsets, encoded = self.history.tail(self.replay)
+        first = len(encoded) - self._fitting(encoded)
+        return offsets[first:], encoded[first:]
 
     def epoch_messages(self):
         """What a subscriber from another epoch gets: every message of this
-        epoch when the history holds them all, else the replay tail."""
+        epoch when the history holds them all and they fit, else the replay tail."""
         history = self.history
-        return history.after(history.start) or self.tail()
+        every = history.after(history.start)
+        if every is not None and self._fitting(every[1]) == len(every[1]):
+            return every
+        return self.tail()
+
+    def _fitting(self, encoded):
+        """How many of the last of ``encoded`` fit a first batch."""
+        limit = self.first_batch_bytes
+        if limit is None:
+            return len(encoded)
+        size = 0
+        for fitting, text in enumerate(reversed(encoded)):
+            size += len(text) + 1  # its comma or bracket
+            if size > limit:
+                return fitting
+        return len(encoded)
 
     def gap_to_all(self):
         """The batch every subscriber gets when the history was lost: the new epoch's

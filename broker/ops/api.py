@@ -21,12 +21,10 @@ import time
 from tornado.httputil import responses
 from tornado.web import RequestHandler
 
-import broker
-from broker.core import conflation, idempotency
+from broker.core import conflation, figures, idempotency
 from broker.core.seams import RelayUnavailable
-from broker.ops import pypy_environment
+from broker.ops import catalogue
 from broker.protocol import frames
-from broker.runtime import interpreter
 
 
 class _JSONHandler(RequestHandler):
@@ -140,48 +138,20 @@ class PublishHandler(_JSONHandler):
 
 
 class StatsHandler(_JSONHandler):
-    """The hub's counters, the SockJS sessions alive (an abandoned polling
-    session counts until it expires), the websockets holding back bytes, how
-    many bytes, and the bounds that cut them (``slow_consumers``), the open
-    TCP connections and refusals (``limits``), the collector policy's
-    counters (on PyPy with the GC's heap and its nursery), on PyPy the JIT's
-    parameters and, in a cluster, the backplane's state."""
+    """The figures every part of the broker states (:mod:`broker.core.figures`), each at
+    its place, in the catalogue's order (:mod:`broker.ops.catalogue`): the hub's counters,
+    the SockJS sessions alive (an abandoned polling session counts until it expires), the
+    websockets holding back bytes, how many bytes, and the bounds that cut them
+    (``slow_consumers``), the open TCP connections and refusals (``limits``), the
+    collector policy's counters (on PyPy with the GC's heap and its nursery), on PyPy the
+    JIT's parameters and, in a cluster, the backplane's state."""
 
     def initialize(self, node, router):
         self.node = node
         self.router = router
 
     def get(self):
-        node, router = self.node, self.router
-        stats = node.hub.stats()
-        stats["sessions"] = router.stats.sess_active
-        stats["ping_timeout_disconnects"] = node.ping_timeouts
-        stats["slow_consumers"] = {"behind": len(router.behind), "unsent_bytes": router.unsent_bytes(),
-                                   "max_buffer": router.rules.max_buffer,
-                                   "write_timeout_s": router.rules.write_timeout}
-        stats.update(node.limits.stats())
-        if node.collection is not None:
-            stats["gc"] = node.collection.stats()
-            if hasattr(node.collection, "heap"):
-                stats["gc"]["heap"] = node.collection.heap()
-                stats["gc"]["nursery"] = pypy_environment.stats()
-        jit = pypy_environment.jit_stats()
-        if jit is not None:
-            stats["jit"] = jit
-        if node.backplane is not None:
-            stats["backplane"] = node.backplane.stats()
-        if node.drain is not None:
-            stats["drain"] = node.drain.stats()
-        if node.ages is not None:
-            stats["max_connection_age"] = node.ages.stats()
-        if node.audience is not None:
-            stats["audience"] = node.audience.stats()
-        stats["idempotency"] = node.idempotency.stats()
-        if node.tls is not None:
-            stats["tls"] = node.tls.stats()
-        stats["interpreter"] = interpreter()
-        stats["version"] = broker.__version__
-        self.reply(200, stats)
+        self.reply(200, figures.document(catalogue.parts(self.node, self.router)))
 
 
 class HealthHandler(_JSONHandler):

@@ -78,6 +78,10 @@ import gc
 import platform
 import sys
 
+from broker.core import figures
+from broker.core.figures import COUNTER, GAUGE, Figure, Metric
+from broker.ops import pypy_environment
+
 DEFAULT_GROWTH = 1.5
 DEFAULT_FLOOR = 32 << 20
 DEFAULT_BURST = 64
@@ -138,6 +142,20 @@ class MajorCollectionTrigger:
         is outside the GC's accounting."""
         return {"used_bytes": self.used, "live_bytes": self.live}
 
+    FIGURES = (
+        Figure("major_started", "started", Metric("gc_major_started", COUNTER, "PyPy major collections started by "
+                                                  "the broker's trigger")),
+        Figure("major_finished", "finished", Metric("gc_major_finished", COUNTER, "PyPy major collections finished")),
+        Figure("minor_collections", "minor", Metric("gc_minor_collections", COUNTER, "PyPy minor collections")),
+        Figure("heap.used_bytes", "used", Metric("gc_heap_used_bytes", GAUGE, "Bytes PyPy's GC held after the "
+                                                 "last minor collection")),
+        Figure("heap.live_bytes", "live", Metric("gc_heap_live_bytes", GAUGE, "Bytes live after PyPy's last major "
+                                                 "collection")),
+        Figure("nursery.bytes", lambda trigger: _nursery("bytes"),
+               Metric("gc_nursery_bytes", GAUGE, "Size of PyPy's nursery (PYPY_GC_NURSERY, or the broker's own)")),
+        Figure("nursery.set_by", lambda trigger: _nursery("set_by")),
+    )
+
 
 class FreezePolicy:
     """Decides when CPython freezes the tracked objects, and when it audits them.
@@ -197,7 +215,20 @@ class FreezePolicy:
             self.per_connection = max(0.0, (frozen - self.base) / open_now)
 
     def stats(self):
-        return {"freezes": self.freezes, "audits": self.audits, "thaws": self.thaws}
+        return figures.stats_of(self)
+
+    FIGURES = (
+        Figure("freezes", "freezes", Metric("gc_freezes", COUNTER, "Times CPython's tracked objects were frozen "
+                                            "out of the collector's walks")),
+        Figure("audits", "audits", Metric("gc_audits", COUNTER, "Audits of the frozen objects for cycles kept "
+                                          "alive")),
+        Figure("thaws", "thaws", Metric("gc_thaws", COUNTER, "Times the frozen objects were thawed and collected")),
+    )
+
+
+def _nursery(key):
+    """What :func:`broker.ops.pypy_environment.stats` says of PyPy's nursery under ``key``; None on CPython."""
+    return (pypy_environment.stats() or {}).get(key)
 
 
 def install(connections, trigger=None):
@@ -251,6 +282,8 @@ class CpythonFreezer:
 
     def stats(self):
         return self.policy.stats()
+
+    FIGURES = figures.through("policy", FreezePolicy.FIGURES)
 
 
 def _install_pypy(trigger):

@@ -16,6 +16,8 @@ from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
 from broker.core.conflation import bound, replace_queued
+from broker.core.figures import GAUGE, Figure, Metric
+from broker.core.hub import DISCONNECTS
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
 from broker.core.seams import RelayUnavailable
@@ -23,6 +25,7 @@ from broker.core.token_bucket import TokenBucket
 from broker.protocol import close_codes, positions
 from broker.protocol.batch import Positioned
 from broker.transports import http_transports, polling, service_pages, streams, websocket
+from broker.transports.owned_socket import lean_connection_info
 
 TRANSPORT_OVERRIDES = {
     stock.WebSocketTransport: websocket.WebSocketTransport,
@@ -62,6 +65,19 @@ class BrokerRouter(SockJSRouter):
     ``behind`` holds the websockets holding bytes the kernel would not take
     yet, and :meth:`unsent_bytes` adds up those bytes.
     """
+
+    FIGURES = (
+        Figure("sessions", "stats.sess_active", Metric("sessions", GAUGE, "SockJS sessions alive (a polling session "
+                                                       "counts until it expires)")),
+        Figure("ping_timeout_disconnects", "node.ping_timeouts", DISCONNECTS, ("ping_timeout",)),
+        Figure("slow_consumers.behind", lambda router: len(router.behind),
+               Metric("connections_behind", GAUGE, "Websockets and streams holding bytes the kernel would not "
+                      "take yet")),
+        Figure("slow_consumers.unsent_bytes", lambda router: router.unsent_bytes(),
+               Metric("unsent_bytes", GAUGE, "Bytes the websockets and streams behind hold for their clients")),
+        Figure("slow_consumers.max_buffer", "rules.max_buffer"),
+        Figure("slow_consumers.write_timeout_s", "rules.write_timeout"),
+    )
 
     def __init__(self, connection, prefix, settings=None, rules=ClientRules(), node=None):
         merged = dict(DEFAULT_SETTINGS)
@@ -103,6 +119,11 @@ class BrokerSession(session.Session):
     instead, from ``start_heartbeat`` (a handler attached) to
     ``stop_heartbeat`` (it detached, which closing the session makes it do); a
     heartbeat that finds no handler attached ends the membership too.
+
+    Once open, a session keeps of its first request only the address and path
+    (:func:`broker.transports.owned_socket.lean_connection_info`), whatever
+    its transport, refused or not: not the headers and arguments, up to 64 KB
+    a session for as long as it lives.
     """
 
     def __init__(self, conn, server, session_id, expiry=None):
@@ -110,6 +131,12 @@ class BrokerSession(session.Session):
         self.send_queue = []
         self.queued_bytes = 0
         self.keyed = None
+
+    def verify_state(self):
+        opening = self.state == session.CONNECTING
+        super().verify_state()
+        if opening and self.conn_info is not None:
+            self.conn_info = lean_connection_info(self.conn_info)
 
     def start_heartbeat(self):
         wheel = self.server.node.heartbeats

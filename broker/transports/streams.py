@@ -70,7 +70,7 @@ from broker.protocol import frames
 from broker.protocol.batch import Streamed
 from broker.protocol.close_codes import INTERRUPTED
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
-from broker.transports.owned_socket import OwnedSocket, lean_connection_info
+from broker.transports.owned_socket import OwnedSocket, opening_info
 
 # What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
 # old browsers' XHR into streaming mode.
@@ -140,10 +140,8 @@ class Stream(OwnedSocket):
             self.end()  # the session has written why
             return
         self.session = session
-        info, self._info = self._info, None
+        self._info = None  # a new session keeps no more than the address and path (BrokerSession)
         session.verify_state()
-        if session.conn_info is info:
-            session.conn_info = lean_connection_info(info)
         if self.session is not None:
             session.start_heartbeat()
             session.flush()
@@ -228,10 +226,7 @@ class _StreamOpening(NewSessions, ServiceHeaders):
             _internals.unchunked_response(request)
             self.set_header("Connection", "close")
             chunked = False
-        opening = Opening(self.name, chunked,
-                          ConnectionInfo(request.remote_ip, request.cookies, request.arguments, request.headers,
-                                         request.path),
-                          self.client)
+        opening = Opening(self.name, chunked, opening_info(request), self.client)
         self.write(prelude)
         try:
             await self.flush()

@@ -38,6 +38,8 @@ import logging
 import ssl
 
 from broker import _internals
+from broker.core import figures
+from broker.core.figures import Figure
 
 # Joined per write: a few TLS records, as much as a send buffer takes at once.
 JOINED = 64 * 1024
@@ -105,4 +107,6 @@ class HandshakeFailures(logging.Filter):
         return logging.getLogger("broker").isEnabledFor(logging.DEBUG)
 
     def stats(self):
-        return {"handshake_failures": self.count}
+        return figures.stats_of(self)
+
+    FIGURES = (Figure("handshake_failures", "count"),)

@@ -40,7 +40,6 @@ Writing, the backlog, the slow-consumer bound and closing at once are
 
 import logging
 
-from sockjs.tornado.session import ConnectionInfo
 from sockjs.tornado.transports.rawwebsocket import RawSession
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
@@ -51,7 +50,7 @@ from broker.protocol import frames, rfc6455
 from broker.protocol.batch import RAW_WEBSOCKET, SOCKJS_WEBSOCKET
 from broker.protocol.close_codes import BINARY_FRAME, PING_TIMEOUT
 from broker.transports import http_transports
-from broker.transports.owned_socket import READ_BUDGET, OwnedSocket, lean_connection_info
+from broker.transports.owned_socket import READ_BUDGET, OwnedSocket, lean_connection_info, opening_info
 
 LOG = logging.getLogger("broker.transports.websocket")
 
@@ -312,8 +311,7 @@ class _Upgrade(RequestHandler):
             self.finish(body)
             return
         request = self.request
-        info = ConnectionInfo(request.remote_ip, request.cookies, request.arguments, request.headers,
-                              request.path)
+        info = opening_info(request)
         self.clear_header("Content-Type")
         self.set_status(101)
         self.set_header("Upgrade", "websocket")

@@ -110,7 +110,8 @@ class BrokerMetrics(Directive):
         env = self.state.document.settings.env
         which = self.arguments[0]
         if which == "broker":
-            for path in ("broker/ops/metrics.py", "broker/cluster/state.py", "broker/ops/gc_policy.py"):
+            for path in ("broker/ops/metrics.py", "broker/ops/catalogue.py", "broker/core/figures.py",
+                         "broker/cluster/state.py", "broker/ops/gc_policy.py"):
                 env.note_dependency(os.path.join(ROOT, path))
             found = broker_reference.metric_catalogue()
         elif which == "process":

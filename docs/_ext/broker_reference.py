@@ -7,7 +7,8 @@
   :func:`options` splits that back into columns. The load client's parser is
   built with no ``LOADTEST_`` variable set, for the same reason.
 * The broker's metrics come from its collector
-  (:class:`broker.ops.metrics.BrokerCollector`), built over the parts a running
+  (:class:`broker.ops.metrics.BrokerCollector`, which renders the figures each
+  part states, :mod:`broker.core.figures`), built over the parts a running
   broker has (:func:`broker.app.run` builds the same ones), in each mode in
   which the broker runs: :data:`MODES`. A metric appears in the modes whose
   parts yield it; no socket is opened, and the parts' timers die with an
@@ -153,10 +154,10 @@ class Metric:
 def _broker_parts(config, collection=None, backplane=None):
     """A node and router as :func:`broker.app.run` builds them for ``config``, without a socket."""
     from broker import app
-    from broker.core.hub import Hub
+    from broker.core.hub import Hub, Keeping
 
-    hub = Hub(lambda callback: None, replay=config.replay, history=config.history,
-              history_seconds=config.history_seconds)
+    keeping = Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
+    hub = Hub(lambda callback: None, keeping)
     node = app.make_node(config, hub, app.connection_limits(config, 1024), backplane, collection)
     return node, app.make_router(config, node)
 
@@ -240,20 +241,20 @@ def _labels(family):
 
 async def _families(config):
     """The collector's families by name, and the modes each appears in."""
-    from broker.ops import metrics
+    from broker.ops import gc_policy, metrics
 
     families, modes = {}, {}
     for mode in MODES:
         node, router = mode.parts(config)
-        saved = metrics.pypy_environment
+        saved = gc_policy.pypy_environment
         if mode.key.startswith("pypy"):
-            metrics.pypy_environment = _NurseryOnPyPy
+            gc_policy.pypy_environment = _NurseryOnPyPy
         try:
             for family in metrics.BrokerCollector(node, router).collect():
                 families.setdefault(family.name, family)
                 modes.setdefault(family.name, []).append(mode.key)
         finally:
-            metrics.pypy_environment = saved
+            gc_policy.pypy_environment = saved
     return families, modes
 
 

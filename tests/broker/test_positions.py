@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from broker.core.hub import AHEAD_WAIT_S
+from broker.core.resumes import AHEAD_WAIT_S
 from sockjs_clients import ALL, RawWebSocketClient, WebSocketClient
 
 AUTH = {"Authorization": "Bearer t"}

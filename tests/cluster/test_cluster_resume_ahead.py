@@ -4,7 +4,7 @@ until it has (tests/cluster/test_cluster_positions.py and the hub's unit tests).
 
 import time
 
-from broker.core.hub import AHEAD_WAIT_S
+from broker.core.resumes import AHEAD_WAIT_S
 from sockjs_clients import WebSocketClient
 
 from cluster_clients import publish

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from broker.core.hub import AHEAD_WAIT_S, Hub
+from broker.core.hub import Hub, Keeping
+from broker.core.resumes import AHEAD_WAIT_S
 from broker.core.meters import LatencyHistogram, RateMeter
 from broker.protocol import frames
 from broker.protocol.batch import RAW_WEBSOCKET, SOCKJS_WEBSOCKET, Positioned, Streamed
@@ -143,7 +144,7 @@ def test_slow_subscriber_is_dropped_counted_and_told(hub, scheduled):
 
 
 def test_replay_sends_the_last_flushed_messages_first_and_never_twice(scheduled):
-    hub = Hub(scheduled.append, replay=2)
+    hub = Hub(scheduled.append, Keeping(replay=2))
     for value in "abc":
         hub.publish(value)
     run(scheduled)
@@ -222,7 +223,7 @@ def test_each_message_counts_at_its_batch_oldest_age_for_two_clock_reads_a_flush
 
 @pytest.mark.parametrize("message", [float("nan"), {"x": float("inf")}, b"bytes", "lone \ud800"])
 def test_unpublishable_message_is_refused_and_queues_nothing(scheduled, message):
-    hub = Hub(scheduled.append, replay=5)
+    hub = Hub(scheduled.append, Keeping(replay=5))
     a = Recorder("rawwebsocket")
     hub.subscribe(a)
     with pytest.raises(ValueError):
@@ -286,7 +287,7 @@ def test_with_a_relay_bad_messages_and_refusals_reach_the_publisher(scheduled):
 
 
 def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
-    hub = Hub(scheduled.append, replay=2, relay=Relay(), clock=Clock())  # the clock stands still
+    hub = Hub(scheduled.append, Keeping(replay=2), relay=Relay(), clock=Clock())  # the clock stands still
     a = Recorder()
     raw = FormRecorder(RAW_WEBSOCKET)
     hub.subscribe(a)
@@ -303,7 +304,7 @@ def test_each_delivery_is_one_batch_and_feeds_replay(scheduled):
 
 
 def test_a_loaded_history_is_replayed_but_not_sent(scheduled):
-    hub = Hub(scheduled.append, replay=2, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(replay=2), relay=Relay())
     early = Recorder()
     hub.subscribe(early)
     hub.load(hub.epoch, "0-0", ["1-0", "2-0", "3-0"], ['"1"', '"2"', '"3"'])
@@ -314,7 +315,7 @@ def test_a_loaded_history_is_replayed_but_not_sent(scheduled):
 
 
 def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unreplayed(scheduled):
-    hub = Hub(scheduled.append, replay=5)
+    hub = Hub(scheduled.append, Keeping(replay=5))
     watcher, raw = Recorder(), FormRecorder(RAW_WEBSOCKET)
     hub.subscribe(watcher)
     hub.subscribe(raw)
@@ -380,7 +381,7 @@ def published(hub, scheduled, *messages):
 
 
 def test_without_positions_the_bytes_are_the_same(scheduled):
-    hub = Hub(scheduled.append, replay=1)
+    hub = Hub(scheduled.append, Keeping(replay=1))
     plain, positioned = FormRecorder(SOCKJS_WEBSOCKET), PositionedRecorder()
     hub.subscribe(plain)
     hub.subscribe(positioned)
@@ -390,7 +391,7 @@ def test_without_positions_the_bytes_are_the_same(scheduled):
 
 
 def test_a_positioned_subscriber_gets_its_start_then_offsets(scheduled):
-    hub = Hub(scheduled.append, replay=1)
+    hub = Hub(scheduled.append, Keeping(replay=1))
     published(hub, scheduled, "before 1", "before 2")
     watcher = PositionedRecorder()
     hub.subscribe(watcher)
@@ -401,7 +402,7 @@ def test_a_positioned_subscriber_gets_its_start_then_offsets(scheduled):
 
 
 def test_a_resume_gets_every_message_after_its_offset_and_nothing_twice(scheduled):
-    hub = Hub(scheduled.append, history=10)
+    hub = Hub(scheduled.append, Keeping(history=10))
     published(hub, scheduled, "1", "2", "3")
     watcher = PositionedRecorder()
     hub.subscribe(watcher, (hub.epoch, "1"))
@@ -420,7 +421,7 @@ def test_a_resume_gets_every_message_after_its_offset_and_nothing_twice(schedule
     (("EPOCH", "not an offset"), "unknown"),
 ])
 def test_a_resume_that_cannot_be_complete_is_a_gap_then_the_replay_tail(scheduled, since, reason):
-    hub = Hub(scheduled.append, replay=1, history=2)
+    hub = Hub(scheduled.append, Keeping(replay=1, history=2))
     published(hub, scheduled, "1", "2", "3")
     watcher = PositionedRecorder()
     hub.subscribe(watcher, (since[0].replace("EPOCH", hub.epoch), since[1]))
@@ -447,7 +448,7 @@ def test_positioned_envelopes_are_built_once_per_batch_for_all(scheduled):
 
 
 def test_an_announcement_has_no_offset_and_is_not_history(scheduled):
-    hub = Hub(scheduled.append, history=5)
+    hub = Hub(scheduled.append, Keeping(history=5))
     watcher = PositionedRecorder()
     hub.subscribe(watcher)
     hub.announce('{"audience":1}')
@@ -458,7 +459,7 @@ def test_an_announcement_has_no_offset_and_is_not_history(scheduled):
 
 def test_behind_its_cluster_a_broker_holds_a_resume_until_it_catches_up(scheduled):
     clock = [0.0]
-    hub = Hub(scheduled.append, history=10, relay=Relay(), clock=lambda: clock[0])
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay(), clock=lambda: clock[0])
     hub.deliver(['"1"'], ["10-0"])
     early = PositionedRecorder()
     hub.subscribe(early, (hub.epoch, "11-0"))  # seen through another broker, not here yet
@@ -484,7 +485,7 @@ class CountedSince(tuple):
 
 
 def test_waiting_resumes_cost_a_delivery_one_test_however_many_wait(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.deliver(['"1"'], ["10-0"])
     waiting = [PositionedRecorder() for _ in range(1000)]
     for n, subscriber in enumerate(waiting):
@@ -502,7 +503,7 @@ def test_waiting_resumes_cost_a_delivery_one_test_however_many_wait(scheduled):
 
 
 def test_in_a_cluster_an_offset_no_broker_can_have_given_yet_is_unknown_at_once(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.deliver(['"1"'], ["1700000000000-0"])
     future = PositionedRecorder()
     hub.subscribe(future, (hub.epoch, "99999999999999-0"))  # the year 5138 by Redis's clock
@@ -511,7 +512,7 @@ def test_in_a_cluster_an_offset_no_broker_can_have_given_yet_is_unknown_at_once(
 
 
 def test_a_waiting_subscriber_that_left_is_skipped_when_its_offset_comes(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     gone, staying = PositionedRecorder(), PositionedRecorder()
     for subscriber in (gone, staying):
         hub.subscribe(subscriber, (hub.epoch, "5-0"))
@@ -522,7 +523,7 @@ def test_a_waiting_subscriber_that_left_is_skipped_when_its_offset_comes(schedul
 
 
 def test_a_lost_history_is_a_gap_for_every_positioned_subscriber(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", ["1-0"], ['"1"'])
     plain, watcher, waiting = Recorder(), PositionedRecorder(), PositionedRecorder()
     hub.subscribe(plain)
@@ -545,7 +546,7 @@ def test_a_waiting_subscriber_that_leaves_is_forgotten(scheduled):
 
 
 def test_while_the_epoch_is_in_doubt_a_resume_waits_for_it(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", ["1-0"], ['"1"'])
     hub.doubt_epoch()
     same, learned_elsewhere = PositionedRecorder(), PositionedRecorder()
@@ -558,7 +559,7 @@ def test_while_the_epoch_is_in_doubt_a_resume_waits_for_it(scheduled):
 
 
 def test_a_confirmed_epoch_resumes_those_that_waited(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", ["1-0", "2-0"], ['"1"', '"2"'])
     hub.doubt_epoch()
     waiting = PositionedRecorder()
@@ -568,7 +569,7 @@ def test_a_confirmed_epoch_resumes_those_that_waited(scheduled):
 
 
 def test_after_a_lost_history_a_subscriber_gets_all_of_the_new_epoch_it_holds(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", ["1-0"], ['"old"'])
     live = PositionedRecorder()
     hub.subscribe(live)
@@ -610,7 +611,7 @@ def test_without_keys_one_flush_is_one_batch_written_without_a_key(scheduled, hu
 
 
 def test_replay_gives_the_latest_of_each_key_and_the_last_messages(scheduled):
-    hub = Hub(scheduled.append, replay=2, history=100)
+    hub = Hub(scheduled.append, Keeping(replay=2, history=100))
     for message, key in (("t1", "total"), ("a", None), ("t2", "total"), ("b", None), ("c", None), ("d", None)):
         hub.publish(message, key=key)
         run(scheduled)
@@ -632,7 +633,7 @@ def test_a_relay_takes_the_key_and_a_delivery_splits_by_it(scheduled):
 
 
 def test_after_a_lost_history_a_plain_subscriber_gets_the_new_epochs_messages_too(scheduled):
-    hub = Hub(scheduled.append, history=10, relay=Relay())
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", [], [])
     plain = Recorder()
     hub.subscribe(plain)

@@ -1,4 +1,5 @@
 from broker.core.history import History
+from broker.core.hub import Keeping
 from broker.core.resumes import Resumes, Waiting, WaitingResumes
 
 
@@ -36,7 +37,7 @@ def test_deadlines_expire_in_the_order_they_came():
 def test_a_start_is_judged_by_the_history_and_the_epoch():
     history = History(10)
     history.add(["1", "2"], ['"a"', '"b"'], 0.0)
-    alone = Resumes(history, replay=1, in_cluster=False, wait_s=5.0)
+    alone = Resumes(history, Keeping(replay=1), in_cluster=False)
     epoch = alone.epoch
     assert alone.judge(None) == ("open", None)
     assert alone.judge((epoch, "1")) == ("resumed", (1, 0))
@@ -50,8 +51,21 @@ def test_a_start_is_judged_by_the_history_and_the_epoch():
 def test_in_a_cluster_an_offset_ahead_waits_unless_no_broker_can_have_given_it_yet():
     history = History(10)
     history.add(["1000-0"], ['"a"'], 0.0)
-    cluster = Resumes(history, replay=0, in_cluster=True, wait_s=5.0, wall_clock=lambda: 2.0)
+    cluster = Resumes(history, Keeping(), in_cluster=True, wall_clock=lambda: 2.0)
     assert cluster.judge((cluster.epoch, "6000-0")) == (None, (6000, 0))
     assert cluster.judge((cluster.epoch, "7001-0")) == ("unknown", (7001, 0))
     cluster.epoch_known = False
     assert cluster.judge((cluster.epoch, "1000-0")) == (None, None)
+
+
+def test_a_first_batch_carries_at_most_its_bound_of_messages():
+    history = History(100)
+    history.add([str(n) for n in range(1, 101)], ['"%s"' % ("x" * 98) for _ in range(100)], 0.0)
+    resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False)
+    offsets, encoded = resumes.tail()
+    assert offsets == [str(n) for n in range(92, 101)] and sum(len(e) + 1 for e in encoded) <= 1000
+    # A resume whose messages do not fit is a gap, then the newest that do.
+    batch = resumes.first_batch(*resumes.judge((resumes.epoch, "50")))
+    assert '"reason":"expired"' in batch.lead and len(batch.encoded) == 9
+    assert resumes.starts == {"expired": 1}
+    assert resumes.first_batch(*resumes.judge((resumes.epoch, "95"))).offsets == [str(n) for n in range(96, 101)]
