@@ -26,7 +26,8 @@ it, every message of a SockJS ``a[...]`` frame is one JSON object:
     history was lost since: a broker alone restarted, or Redis lost its
     data; sent to connected clients too, when it happens; every message of
     the new epoch follows instead of the tail, when the history holds them
-    all), ``expired`` (older than the history kept, ``--history``),
+    all), ``expired`` (older than the history kept, ``--history``, or
+    more messages after it than a client is sent at once, ``--max-buffer``),
     ``unknown`` (an offset the room never gave).
 ``{"a":<message>}``
     The broker's own announcement (``{"audience": N}``): no offset, not
