@@ -33,7 +33,8 @@ import urllib.parse
 
 from broker.flags import Environment, file_error
 from loadtest import records
-from loadtest.client import endpoints, tls_context
+from loadtest.client import tls_context
+from loadtest.framing import endpoints
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
 ENVIRONMENT_PREFIX = "LOADTEST_"
@@ -119,7 +120,7 @@ def comma_list(parse_item):
 
 def transports(text):
     """A type: a non-empty comma-separated list of transports of
-    :data:`loadtest.client.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
+    :data:`loadtest.framing.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
     named = names_from("transport", endpoints.TRANSPORTS + tuple(records.TRANSPORT_ALIASES))(text)
     return list(dict.fromkeys(records.transport_name(name) for name in named))
 
@@ -133,7 +134,7 @@ TRANSPORT_LIST = dict(type=transports, default=[endpoints.WEBSOCKET], metavar="T
 
 def transport_mix(text):
     """``websocket=70,xhr-streaming=30``: transports and their whole weights, as
-    :func:`loadtest.client.endpoints.mix` names them."""
+    :func:`loadtest.framing.endpoints.mix` names them."""
     weights = {}
     for item in text.split(","):
         name, _, weight = (part.strip() for part in item.partition("="))
@@ -256,9 +257,3 @@ def broker_flags(text):
             value = urllib.parse.urlsplit(value).hostname or ""
         loopback_host(value)
     return text
-
-
-def source_address(addresses, n):
-    """Where connection ``n`` binds: ``(address, 0)`` from ``addresses`` in turn, or
-    None (the kernel's choice) if there are none."""
-    return (addresses[n % len(addresses)], 0) if addresses else None

@@ -4,7 +4,8 @@ Rules:
 
 - Each command is a module of :mod:`loadtest.scenarios` with ``SUMMARY``,
   ``DESCRIPTION``, ``add_arguments(parser)`` and ``run(parser, args)``
-  (``EPILOG`` if it has one); this module is the only one that knows them all.
+  (``EPILOG`` if it has one); this module is the only one that knows them all,
+  by name (:data:`NAMES`): a new command is its module and its name there.
 - Without a command, the arguments are the latency sweep's, as they always
   were: ``python -m loadtest --url URL --clients N``.
 - Every option reads ``LOADTEST_<OPTION>`` from the environment as its
@@ -12,11 +13,11 @@ Rules:
 """
 
 import argparse
+import importlib
 
-from loadtest.scenarios import abuse, compare, feed, floor, latency, ping, rolling, selftest, soak, storm
-
-COMMANDS = {"latency": latency, "compare": compare, "soak": soak, "feed": feed, "abuse": abuse, "ping": ping,
-            "selftest": selftest, "floor": floor, "storm": storm, "rolling": rolling}
+# The commands, in the order --help lists them: each the module of loadtest.scenarios of its name.
+NAMES = ("latency", "compare", "soak", "feed", "abuse", "ping", "selftest", "floor", "storm", "rolling")
+COMMANDS = {name: importlib.import_module("loadtest.scenarios." + name) for name in NAMES}
 DEFAULT = "latency"
 
 

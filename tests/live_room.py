@@ -9,7 +9,7 @@ import time
 
 import websocket
 
-from loadtest.client.resuming import ResumingSubscriber
+from loadtest.framing.resuming import ResumingSubscriber
 from sockjs_clients import STREAMING, Closed, parse_frame
 
 # Every way a connection of the test clients ends: a close frame or the end of

@@ -18,8 +18,8 @@ import urllib.parse
 
 import websocket
 
-from loadtest.client.endpoints import with_query
-from loadtest.client.websocket_frames import handshake_request
+from loadtest.framing.endpoints import with_query
+from loadtest.framing.websocket_frames import handshake_request
 
 TIMEOUT = 5.0
 

@@ -40,7 +40,7 @@ def test_the_packages_keep_the_contract(tmp_path):
     (("loadtest/scenarios/latency.py", "import broker.app"), "loadtest.scenarios.latency -> broker.app"),
     (("loadtest/results/files.py", "from broker.ops.api import interpreter"), "loadtest.results.files -> broker.ops.api"),
     (("loadtest/scenarios/compare.py", "from plots import figures"), "loadtest.scenarios.compare -> plots.figures"),
-    (("broker/core/hub.py", "from loadtest.client import payload"), "broker.core.hub -> loadtest.client.payload"),
+    (("broker/core/hub.py", "from loadtest.framing import payload"), "broker.core.hub -> loadtest.framing.payload"),
     (("loadtest/client/connections.py", "import tornado.iostream"), "loadtest.client.connections -> tornado"),
     (("broker/protocol/rfc6455.py", "import socket"), "broker.protocol.rfc6455 -> socket"),
     (("broker/core/hub.py", "from tornado.ioloop import IOLoop"), "broker.core.hub -> tornado"),
@@ -51,7 +51,7 @@ def test_the_packages_keep_the_contract(tmp_path):
      "loadtest.method.rules -> loadtest.client.connections"),
     (("loadtest/scenarios/soak.py", "from loadtest.scenarios import compare"),
      "loadtest.scenarios.soak -> loadtest.scenarios.compare"),
-    (("loadtest/client/client_protocol.py", "import asyncio"), "loadtest.client.client_protocol -> asyncio"),
+    (("loadtest/framing/client_protocol.py", "import asyncio"), "loadtest.framing.client_protocol -> asyncio"),
 ])
 def test_an_import_the_wrong_way_breaks_it(tmp_path, added, broken):
     done = lint_imports(tmp_path, added)

@@ -1,1 +1,1 @@
-"""The load client: each transport's framing without I/O, and the connections, workers and publisher that drive it."""
+"""The load client's I/O: the connections, workers and publisher that drive :mod:`loadtest.framing`."""

@@ -25,9 +25,10 @@ Rules:
 
 import asyncio
 import collections
+import dataclasses
 
 from loadtest import records
-from loadtest.client import connections, endpoints, http_sessions, server_probe
+from loadtest.client import connections, http_sessions, server_probe
 from loadtest.client.server_probe import ServerProbe
 from loadtest.errors import ConnectError
 from loadtest.method import memory_verdict
@@ -35,6 +36,19 @@ from loadtest.method import memory_verdict
 KINDS = ("websocket", "xhr_streaming", "xhr_polling")
 SETTLE_TIMEOUT_S = 60.0
 SETTLE_POLL_S = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Waves:
+    """What a churn runs: ``waves`` waves of ``size`` sessions of each kind, held ``hold``
+    seconds; ``expiry``: the seconds a server without ``/stats`` is given to let them go."""
+
+    waves: int = 5
+    size: int = 100
+    hold: float = 2.0
+    expiry: float = 10.0
+
+
 async def settle(url, baseline, expiry):
     """Wait for the server to let go of sessions: ``(count, settled, seconds waited)``.
 
@@ -69,10 +83,12 @@ async def _open_http(url, transport, count, opened, failures, kind):
     await asyncio.gather(*(one() for _ in range(count)))
 
 
-async def wave(url, pid, label, number, size, hold, counted):
-    """Wave ``number``: open, hold, drop; its :class:`~loadtest.records.ChurnWave` (``counted``: the server has ``/stats``)."""
+async def wave(url, pid, label, number, plan, counted):
+    """Wave ``number`` of ``plan`` (:class:`Waves`): open, hold, drop; its :class:`~loadtest.records.ChurnWave`
+    (``counted``: the server has ``/stats``)."""
+    size = plan.size
     failures = collections.Counter()
-    websockets = connections.ClientGroup([url], endpoints.WEBSOCKET)
+    websockets = connections.ClientGroup(connections.GroupSpec([url]))
     streams, polls = [], []
     probe = ServerProbe([pid])
     try:
@@ -88,7 +104,7 @@ async def wave(url, pid, label, number, size, hold, counted):
             failures["websocket: %s" % reason] += number
         opening_cpu_s = probe.cpu_seconds() - cpu_before
         opened = dict(zip(KINDS, (websockets.alive_count(), len(streams), len(polls))))
-        await asyncio.sleep(hold)
+        await asyncio.sleep(plan.hold)
         held_connections = await server_probe.session_count(url) if counted else None
         held_rss_kb = probe.rss_kb()
     finally:
@@ -103,23 +119,24 @@ async def wave(url, pid, label, number, size, hold, counted):
                              open_cpu_us=round(opening_cpu_s / sessions * 1e6, 1) if sessions else None)
 
 
-async def churn(url, pid, label, baseline, waves=5, size=100, hold=2.0, expiry=10.0, on_record=None):
-    """Run the waves against the server of ``url`` (process ``pid``); returns the :class:`~loadtest.records.Churn`.
+async def churn(url, pid, label, baseline, plan=Waves(), on_record=None):
+    """Run the waves of ``plan`` (:class:`Waves`) against the server of ``url`` (process ``pid``);
+    returns the :class:`~loadtest.records.Churn`.
 
     ``baseline``: the session count before any load (None: the server has no
     ``/stats``). ``on_record`` gets each wave's record, then the churn's.
     """
     counted = baseline is not None
-    await settle(url, baseline, expiry)
+    await settle(url, baseline, plan.expiry)
     baseline_rss_kb = ServerProbe([pid]).rss_kb()
-    for number in range(1, waves + 1):
-        record = await wave(url, pid, label, number, size, hold, counted)
+    for number in range(1, plan.waves + 1):
+        record = await wave(url, pid, label, number, plan, counted)
         if on_record is not None:
             on_record(record)
-    final_connections, settled, waited = await settle(url, baseline, expiry)
+    final_connections, settled, waited = await settle(url, baseline, plan.expiry)
     final_rss_kb = ServerProbe([pid]).rss_kb()
     record = records.Churn(
-        server=label, waves=waves, size=size, hold_s=hold, baseline_connections=baseline,
+        server=label, waves=plan.waves, size=plan.size, hold_s=plan.hold, baseline_connections=baseline,
         baseline_rss_kb=baseline_rss_kb, final_connections=final_connections, final_rss_kb=final_rss_kb,
         settled=settled, settle_s=waited, growth_mb=round((final_rss_kb - baseline_rss_kb) / memory_verdict.KB_PER_MB, 2),
         verdict="sessions left" if settled is False else memory_verdict.verdict(baseline_rss_kb, final_rss_kb),

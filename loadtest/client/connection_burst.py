@@ -6,7 +6,7 @@ Rules:
   begins (:func:`loadtest.method.rules.messages_due`: a late loop starts every
   attempt due at once); its kind is :func:`loadtest.method.admission.kind_of`
   ``n``, its local address ``n``'s of ``source_addresses`` in turn
-  (:func:`loadtest.arguments.source_address`).
+  (:func:`loadtest.framing.endpoints.source_address`).
 - Each attempt is a new TCP connection (TLS to an ``https`` service)
   carrying one request, as a browser's first: a SockJS websocket handshake on
   a new session, ``GET /info``, or ``POST`` of a new session's ``xhr`` or
@@ -22,16 +22,27 @@ Rules:
 
 import asyncio
 import time
+from typing import NamedTuple, Tuple
 
-from loadtest import arguments
-from loadtest.client import endpoints, tls_context, websocket_frames
+from loadtest.client import tls_context
 from loadtest.client.deliveries import failure_reason
-from loadtest.client.http_head import HTTPError, parse_head
 from loadtest.client.http_sessions import request
+from loadtest.framing import endpoints, websocket_frames
+from loadtest.framing.http_head import HTTPError, parse_head
 from loadtest.method import admission, rules
 
 MAX_HEAD_BYTES = 16 * 1024
 ANSWER_TIMEOUT_S = 10.0
+
+
+class Burst(NamedTuple):
+    """``count`` attempts on the SockJS service ``url`` over ``seconds``, attempt ``n`` from
+    the ``n``-th of ``source_addresses`` in turn (none: the kernel's choice)."""
+
+    url: str
+    count: int
+    seconds: float
+    source_addresses: Tuple[str, ...] = ()
 
 
 def opening_request(url, kind):
@@ -95,12 +106,13 @@ async def _attempt(url, kind, local, ssl_context, tally):
     return answered
 
 
-async def burst(url, count, seconds, start_at, source_addresses=(), timeout=ANSWER_TIMEOUT_S):
-    """Make ``count`` attempts on the SockJS service ``url`` over ``seconds`` from ``start_at`` (``time.monotonic()``).
+async def burst(plan, start_at, timeout=ANSWER_TIMEOUT_S):
+    """Make the attempts of ``plan`` (a :class:`Burst`) from ``start_at`` (``time.monotonic()``).
 
     Returns the :meth:`loadtest.method.admission.Tally.figures` with ``attempts``, ``sent_s`` (when the last
     attempt started) and ``window_s`` (when the last answer came; 0.0 without any), from the first attempt.
     """
+    url, count, seconds, source_addresses = plan
     tally = admission.Tally()
     ssl_context = tls_context.context_for(endpoints.target(url))
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
@@ -111,7 +123,7 @@ async def burst(url, count, seconds, start_at, source_addresses=(), timeout=ANSW
         due = rules.messages_due(time.monotonic() - started, rate, count)
         for n in range(len(tasks), due):
             tasks.append(asyncio.ensure_future(_attempt(url, admission.kind_of(n),
-                                                        arguments.source_address(source_addresses, n),
+                                                        endpoints.source_address(source_addresses, n),
                                                         ssl_context, tally)))
         if len(tasks) < count:
             await asyncio.sleep(max(0.0, started + len(tasks) / rate - time.monotonic()))

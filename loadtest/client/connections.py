@@ -3,12 +3,14 @@
 Rules:
 
 - A :class:`Connection` (a websocket) only moves bytes between its socket and a sans-I/O
-  :class:`loadtest.client.client_protocol.ClientProtocol`, and acts on the events that returns:
+  :class:`loadtest.framing.client_protocol.ClientProtocol`, and acts on the events that returns:
   it counts deliveries, times its own messages and settles ``opened``
   (:class:`loadtest.client.deliveries.ClientConnection`). A client over one of SockJS's HTTP
   transports is a :class:`loadtest.client.http_connections.HttpConnection`, alike.
 - Every connection of a loop reads into one shared buffer (see :class:`Connection`).
-- A :class:`ClientGroup` is the unit one process runs. It opens connections at
+- A :class:`GroupSpec` says which clients a group holds: their number, ids, URLs,
+  transport and local addresses. A :class:`ClientGroup` is built from one and is the unit
+  one process runs (:mod:`loadtest.client.workers` spreads a spec over processes). It opens connections at
   most ``CONNECTING_AT_ONCE`` at a time; :meth:`ClientGroup.run_step` sends its
   share of one step's messages round-robin, paced evenly over the step, waits
   for them back (every group's, counted since :meth:`ClientGroup.begin_step`,
@@ -18,7 +20,7 @@ Rules:
   once as it opens: nothing is added per message, and a plain one is as it always was.
 - A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
   several servers of one cluster share the load evenly. Each one's transport is the
-  group's, or its share of a mix (:func:`loadtest.client.endpoints.client_transport`).
+  group's, or its share of a mix (:func:`loadtest.framing.endpoints.client_transport`).
 - A group of listeners (``listen``) sends nothing: it times the feed's messages
   (:mod:`loadtest.scenarios.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
   A feed's messages arrive in bursts, one per listener at once: their delivery
@@ -29,15 +31,18 @@ Rules:
 import array
 import asyncio
 import collections
+import dataclasses
 import os
+from typing import Tuple
 
-from loadtest import arguments, records
-from loadtest.client import endpoints, http_connections, tls_context
-from loadtest.client.client_protocol import OPENED, ClientProtocol, Delivered
+from loadtest import records
+from loadtest.client import http_connections, tls_context
 from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
-from loadtest.client.http_transport_protocol import HttpSessionProtocol
 from loadtest.client.loop_lag import LagMonitor
 from loadtest.errors import ConnectError
+from loadtest.framing import endpoints
+from loadtest.framing.client_protocol import OPENED, ClientProtocol, Delivered
+from loadtest.framing.http_transport_protocol import HttpSessionProtocol
 from loadtest.method import rules
 
 CONNECT_TIMEOUT_S = 10.0
@@ -118,17 +123,53 @@ class Connection(ClientConnection, asyncio.BufferedProtocol):
             self._transport.abort()
 
 
-class ClientGroup:
-    """The connections one process opens to ``urls`` (SockJS prefixes), and the steps it runs with them."""
+@dataclasses.dataclass(frozen=True)
+class GroupSpec:
+    """A group of clients: ``count`` of them, numbered from ``first_id``, client ``i`` to
+    ``urls[i % n]`` (SockJS prefixes) over ``transport`` (or its share of a mix), bound to
+    the ``i``-th of ``source_addresses`` in turn (none: the kernel's choice); ``listen``:
+    they send nothing and time the feed's messages."""
 
-    def __init__(self, urls, transport=endpoints.WEBSOCKET, source_addresses=None, first_id=0, listen=False):
-        self.urls = list(urls)
-        self.transport = records.transport_name(transport)
-        self.listen = listen
-        self.source_addresses = source_addresses or []
-        self.next_id = first_id
+    urls: Tuple[str, ...]
+    transport: str = endpoints.WEBSOCKET
+    source_addresses: Tuple[str, ...] = ()
+    first_id: int = 0
+    count: int = 0
+    listen: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.urls, str):
+            raise TypeError("urls is a sequence of SockJS prefixes, not one string: %r" % self.urls)
+        object.__setattr__(self, "urls", tuple(self.urls))
+        object.__setattr__(self, "source_addresses", tuple(self.source_addresses or ()))
+
+    def source_address(self, client_id):
+        """Where client ``client_id`` binds (:func:`loadtest.framing.endpoints.source_address`)."""
+        return endpoints.source_address(self.source_addresses, client_id)
+
+    def spread(self, procs):
+        """These clients in up to ``procs`` specs, as evenly as they go, ids running on from one
+        to the next: the clients of all of them still go to ``urls`` in turn. None is empty:
+        a worker with no connection would end every step at once."""
+        shares = [self.count // procs + (1 if i < self.count % procs else 0) for i in range(min(procs, self.count))]
+        return [dataclasses.replace(self, first_id=self.first_id + sum(shares[:i]), count=share)
+                for i, share in enumerate(shares)]
+
+
+class ClientGroup:
+    """The connections one process opens for a :class:`GroupSpec`, and the steps it runs with them.
+    ``COMMANDS``: what a worker process may be asked of it (:mod:`loadtest.client.workers`)."""
+
+    COMMANDS = ("connect", "alive_count", "begin_step", "run_step", "take_sample")
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.urls = list(spec.urls)
+        self.transport = records.transport_name(spec.transport)
+        self.listen = spec.listen
+        self.next_id = spec.first_id
         self.connections = []
-        self.histogram = LatencyLog("q") if listen else rules.new_histogram()
+        self.histogram = LatencyLog("q") if self.listen else rules.new_histogram()
         self.lag = LagMonitor()
         self._read_buffer = bytearray(READ_BUFFER_BYTES)
         self._sampled_cpu_s = _cpu_seconds()
@@ -152,7 +193,7 @@ class ClientGroup:
                 url = self.urls[client_id % len(self.urls)]
                 service = endpoints.target(url)
                 conn = self.new_connection(client_id, url)
-                local = arguments.source_address(self.source_addresses, client_id)
+                local = self.spec.source_address(client_id)
                 try:
                     await conn.open(service.host, service.port, local, timeout, tls_context.context_for(service))
                 except (OSError, asyncio.TimeoutError, ConnectError) as exc:

@@ -3,14 +3,14 @@
 Rules:
 
 - A :class:`ClientConnection` drives one sans-I/O protocol
-  (:class:`loadtest.client.client_protocol.ClientProtocol` or
-  :class:`loadtest.client.http_transport_protocol.HttpSessionProtocol`): it counts the
+  (:class:`loadtest.framing.client_protocol.ClientProtocol` or
+  :class:`loadtest.framing.http_transport_protocol.HttpSessionProtocol`): it counts the
   messages delivered (``received``; ``sampled``, what a listener group took of
   them), records the round trip of each of its own in ``histogram``, and
   settles ``opened`` (a future) with the protocol's first OPENED, or with a
   :class:`loadtest.errors.ConnectError` if the protocol closes first.
 - Times are microseconds of the monotonic clock (:func:`now_us`), the clock
-  the messages carry (:mod:`loadtest.client.payload`).
+  the messages carry (:mod:`loadtest.framing.payload`).
 - A failed connection attempt is named, never traced (:func:`failure_reason`).
 """
 

@@ -3,11 +3,11 @@
 Rules:
 
 - An :class:`HttpConnection` only moves bytes between its sockets and a sans-I/O
-  :class:`loadtest.client.http_transport_protocol.HttpSessionProtocol`, and acts on the
+  :class:`loadtest.framing.http_transport_protocol.HttpSessionProtocol`, and acts on the
   events that returns, as :class:`loadtest.client.connections.Connection` does
   for a websocket (its interface is the same, :class:`loadtest.client.deliveries.ClientConnection`'s).
 - A session holds a receiving connection, opened with the session, replaced
-  when the protocol says so (:data:`~loadtest.client.http_transport_protocol.NEW_CONNECTION`),
+  when the protocol says so (:data:`~loadtest.framing.http_transport_protocol.NEW_CONNECTION`),
   and a sending one, opened at the first send and again whenever the protocol
   has something to send and none is open. A connection that cannot be opened
   closes the client with :func:`loadtest.client.deliveries.failure_reason`.
@@ -19,9 +19,9 @@ Rules:
 
 import asyncio
 
-from loadtest.client.client_protocol import OPENED, Delivered
 from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
-from loadtest.client.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION
+from loadtest.framing.client_protocol import OPENED, Delivered
+from loadtest.framing.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION
 
 
 def _ignore(*args):

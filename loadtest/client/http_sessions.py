@@ -18,8 +18,9 @@ Rules:
 import asyncio
 import json
 
-from loadtest.client import connections, endpoints, tls_context
-from loadtest.client.http_head import HTTPError, parse_head
+from loadtest.client import connections, tls_context
+from loadtest.framing import endpoints
+from loadtest.framing.http_head import HTTPError, parse_head
 
 MAX_BODY_BYTES = 64 * 1024
 

@@ -2,8 +2,8 @@
 
 Rules:
 
-- Message ``n`` is ``"<feed id>:<n>:<t_us>"`` (:func:`loadtest.client.payload.message`,
-  :data:`~loadtest.client.payload.FEED_ID`, its publish time on the monotonic clock), published
+- Message ``n`` is ``"<feed id>:<n>:<t_us>"`` (:func:`loadtest.framing.payload.message`,
+  :data:`~loadtest.framing.payload.FEED_ID`, its publish time on the monotonic clock), published
   at ``start + n / rate``: a late one does not push the next ones later.
 - The brokers take the messages in turn; one that is ``away`` (:meth:`NumberedFeed.leave`,
   a broker about to be restarted) takes none until it is :meth:`~NumberedFeed.back`, on a
@@ -17,9 +17,10 @@ Rules:
 
 import asyncio
 
-from loadtest.client import endpoints, payload, tls_context
+from loadtest.client import tls_context
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import PublishFailed, Publisher
+from loadtest.framing import endpoints, payload
 
 
 class NumberedFeed:

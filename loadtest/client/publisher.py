@@ -19,8 +19,8 @@ Rules:
 
 import socket
 
-from loadtest.client.http_head import parse_head
 from loadtest.errors import LoadTestError
+from loadtest.framing.http_head import parse_head
 
 
 class PublishFailed(LoadTestError):

@@ -32,7 +32,7 @@ import collections
 import functools
 import random
 
-from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, RemoteStormGroup, StormGroup
+from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, StormGroup
 from loadtest.method.timeline import Timeline
 
 MASK_64 = (1 << 64) - 1
@@ -65,12 +65,12 @@ class RollingGroup(StormGroup):
 
     COMMANDS = StormGroup.COMMANDS + ("follow", "settle")
 
-    def __init__(self, urls, transport, source_addresses, first_id, count):
-        super().__init__(urls, transport, source_addresses, first_id, count)
+    def __init__(self, spec):
+        super().__init__(spec)
         self.timeline = Timeline()
         self.histogram = self.timeline
-        self.on = [None] * count
-        self.cut = [False] * count
+        self.on = [None] * spec.count
+        self.cut = [False] * spec.count
         self.ends = collections.Counter()
         self.never_back = 0
         self.backoff = None
@@ -172,16 +172,3 @@ class RollingGroup(StormGroup):
     def close(self):
         self.settle()
         super().close()
-
-
-class RemoteRollingGroup(RemoteStormGroup):
-    """A :class:`RollingGroup` in a spawned process pinned to ``cpu`` (or not, None), over a pipe."""
-
-    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None):
-        super().__init__(urls, transport, source_addresses, first_id, count, cpu, kind=RollingGroup)
-
-    async def follow(self, origin, backoff):
-        return await self.ask("follow", origin, backoff)
-
-    async def settle(self):
-        return await self.ask("settle")

@@ -18,8 +18,9 @@ import asyncio
 import time
 
 from loadtest import procstat
-from loadtest.client import endpoints, http_sessions
+from loadtest.client import http_sessions
 from loadtest.errors import ConnectError, ServerGone
+from loadtest.framing import endpoints
 from loadtest.method import rules
 
 STATS_TIMEOUT_S = 2.0

@@ -2,9 +2,9 @@
 
 Rules:
 
-- A :class:`StormSubscriber` is a :class:`loadtest.client.resuming.ResumingSubscriber`
+- A :class:`StormSubscriber` is a :class:`loadtest.framing.resuming.ResumingSubscriber`
   that checks the feed's messages, numbered from 1 (``"<feed id>:<n>:<t_us>"``, see
-  :mod:`loadtest.client.payload`): each one delivered must be the one after the
+  :mod:`loadtest.framing.payload`): each one delivered must be the one after the
   last (``holes`` counts any other), and after its drop it notes when it first
   delivered a message published after it began coming back (``caught_up_us``):
   by then it has delivered every earlier one, or a hole says otherwise. One
@@ -22,25 +22,22 @@ Rules:
   attempt is tried again after another draw, at most ``ATTEMPTS`` times.
 - Every wait is bounded: connecting by ``CONNECT_TIMEOUT_S`` an attempt, the
   end by the caller's timeout.
-- :func:`serve` runs a group in a worker process (``--procs``), driven over a
-  pipe by :class:`RemoteStormGroup` (a :class:`loadtest.client.workers.WorkerProcess`):
-  a StormGroup, or a subclass of it (its ``kind``) that answers more of its
-  ``COMMANDS``.
+- A group runs in a worker process (``--procs``, :func:`loadtest.client.workers.in_workers`):
+  a StormGroup, or a subclass of it that answers more ``COMMANDS``, each a coroutine there.
 """
 
 import asyncio
 import collections
-import inspect
+import dataclasses
 import random
-import signal
 
-from loadtest import affinity, arguments
-from loadtest.client import endpoints, tls_context
+from loadtest.client import tls_context
 from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
 from loadtest.client.deliveries import failure_reason, now_us
-from loadtest.client.resuming import ResumingSubscriber
-from loadtest.client.workers import WorkerProcess, shares_of, summed
+from loadtest.client.workers import summed
 from loadtest.errors import ConnectError
+from loadtest.framing import endpoints
+from loadtest.framing.resuming import ResumingSubscriber
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console
@@ -100,17 +97,18 @@ class StormSubscriber(ResumingSubscriber):
 
 
 class StormGroup:
-    """``count`` subscribers of ``urls`` (in turn) over ``transport``, ids from ``first_id``.
-    ``COMMANDS``: what a :class:`RemoteStormGroup` may ask of it."""
+    """The subscribers of a :class:`loadtest.client.connections.GroupSpec`, to its ``urls`` in turn.
+    ``COMMANDS``: what its worker process may be asked of it (:mod:`loadtest.client.workers`)."""
 
     COMMANDS = ("connect", "drop", "come_back", "wait_for", "report")
 
-    def __init__(self, urls, transport, source_addresses, first_id, count):
-        self._clients = ClientGroup(urls, transport, source_addresses, first_id, listen=True)
-        self.urls = list(urls)
-        self.first_id = first_id
-        self.subscribers = [StormSubscriber() for _ in range(count)]
-        self.connections = [None] * count
+    def __init__(self, spec):
+        self.spec = spec
+        self._clients = ClientGroup(dataclasses.replace(spec, listen=True))
+        self.urls = list(spec.urls)
+        self.first_id = spec.first_id
+        self.subscribers = [StormSubscriber() for _ in range(spec.count)]
+        self.connections = [None] * spec.count
         self.failures = collections.Counter()
         self.histogram = rules.new_histogram()
         self.dropped_us = None
@@ -136,7 +134,7 @@ class StormGroup:
         subscriber.record = connection.histogram.record_value
         connection.protocol.count_messages = subscriber.count_frame
         connection.protocol.marker = None  # the subscriber times what it delivers
-        local = arguments.source_address(self._clients.source_addresses, client_id)
+        local = self.spec.source_address(client_id)
         try:
             await connection.open(service.host, service.port, local, CONNECT_TIMEOUT_S,
                                   tls_context.context_for(service))
@@ -232,81 +230,8 @@ class StormGroup:
         self._clients.close()
 
 
-def serve(pipe, kind, urls, transport, source_addresses, first_id, count, cpu, trusted):
-    """A worker process: a ``kind`` (:class:`StormGroup` or a subclass) doing what the pipe
-    says, answering each command; it trusts what its parent trusts (``trusted``,
-    :mod:`loadtest.client.tls_context`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    tls_context.trust(trusted)
-    if cpu is not None:
-        affinity.pin(0, cpu)
-    asyncio.run(_serve(pipe, kind, urls, transport, source_addresses, first_id, count))
-
-
-async def _serve(pipe, kind, *group_args):
-    group = kind(*group_args)
-    loop = asyncio.get_running_loop()
-    try:
-        while True:
-            ready = loop.create_future()
-            loop.add_reader(pipe.fileno(), lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                loop.remove_reader(pipe.fileno())
-            command, *args = pipe.recv()
-            if command == "close":
-                return
-            pipe.send(await _run(group, command, args))
-    except (EOFError, ConnectionError):
-        return  # the storm's process is gone: nobody to answer
-    finally:
-        group.close()
-
-
-async def _run(group, command, args):
-    if command not in group.COMMANDS:
-        raise ValueError("a %s does not %s" % (type(group).__name__, command))
-    answer = getattr(group, command)(*args)
-    return await answer if inspect.isawaitable(answer) else answer
-
-
 async def connect_all(groups):
     """Every group's subscribers connected, all groups at once: None, or how a run whose
     subscribers did not all connect ends (``connections failed: 2 refused, ...``)."""
     failures = summed(await asyncio.gather(*(group.connect() for group in groups)))
     return End.CONNECTIONS_FAILED.text(console.listed(failures)) if failures else None
-
-
-class RemoteStormGroup(WorkerProcess):
-    """A :class:`StormGroup` (or a subclass, ``kind``) in a spawned process pinned to ``cpu``
-    (or not, None): the same coroutines (``drop`` and ``report`` are coroutines here), over a pipe."""
-
-    def __init__(self, urls, transport, source_addresses, first_id, count, cpu=None, kind=StormGroup):
-        super().__init__(serve, kind, list(urls), transport, source_addresses, first_id, count, cpu,
-                         tls_context.trusted())
-
-    @classmethod
-    def spread(cls, urls, transport, clients, procs, cpus, source_addresses=()):
-        """``clients`` subscribers of ``urls`` over ``transport`` in up to ``procs`` groups of this
-        class (:func:`loadtest.client.workers.shares_of`), pinned to ``cpus`` in turn, ids running on
-        from one group to the next, client ``i`` connecting from the ``i``-th of ``source_addresses``
-        in turn (none: the kernel's choice)."""
-        shares = shares_of(clients, procs)
-        return [cls(urls, transport, list(source_addresses), sum(shares[:i]), share, cpus[i % len(cpus)])
-                for i, share in enumerate(shares)]
-
-    async def connect(self):
-        return await self.ask("connect")
-
-    async def drop(self):
-        return await self.ask("drop")
-
-    async def come_back(self, backoff):
-        return await self.ask("come_back", backoff)
-
-    async def wait_for(self, last, timeout):
-        return await self.ask("wait_for", last, timeout)
-
-    async def report(self, last):
-        return await self.ask("report", last)

@@ -25,9 +25,10 @@ import dataclasses
 from typing import Optional, Tuple
 
 from loadtest import records
-from loadtest.client import connections, endpoints, workers
+from loadtest.client import connections, workers
 from loadtest.client.server_probe import ServerProbe
 from loadtest.errors import ServerGone
+from loadtest.framing import endpoints
 from loadtest.method import rules
 from loadtest.method.rules import End
 
@@ -40,8 +41,8 @@ class Options:
 
     ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rules.rate_schedule` of each level);
     ``duration`` and ``pause``: seconds per step and of quiet before it;
-    ``transport``: one of :data:`loadtest.client.endpoints.TRANSPORTS`, or a mix of them
-    (:func:`loadtest.client.endpoints.mix`); ``server``: its label in the records;
+    ``transport``: one of :data:`loadtest.framing.endpoints.TRANSPORTS`, or a mix of them
+    (:func:`loadtest.framing.endpoints.mix`); ``server``: its label in the records;
     ``server_pids``: its processes, whose CPU and RSS are measured (summed); ``source_addresses``: local
     addresses to spread connections over; ``procs``: client processes, pinned to
     ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded (or client-bound) step.
@@ -82,11 +83,11 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
     probe = ServerProbe(options.server_pids)
     steps = []
 
-    async def run_level(groups, shares, level):
+    async def run_level(groups, level):
         """Connect, then step through the schedule; returns the level's ``end`` text."""
         _progress(on_progress, level=level, phase="connecting", opened=0)
         failures = await workers.connect_groups(
-            groups, shares, lambda opened: _progress(on_progress, level=level, phase="connecting", opened=opened))
+            groups, lambda opened: _progress(on_progress, level=level, phase="connecting", opened=opened))
         if failures:
             summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
             if sum(failures.values()) >= level:
@@ -115,10 +116,10 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
         return End.SWEEP_DONE.text() if options.rates else rules.cap_end(level, rate)
 
     for level in options.levels:
-        groups, shares = workers.make_groups(options.urls, options.transport, list(options.source_addresses), level,
-                                             options.procs, list(options.client_cpus))
+        spec = connections.GroupSpec(options.urls, options.transport, options.source_addresses, count=level)
+        groups = workers.make_groups(spec, options.procs, options.client_cpus)
         try:
-            end = await run_level(groups, shares, level)
+            end = await run_level(groups, level)
         finally:
             for group in groups:
                 group.close()
@@ -130,7 +131,7 @@ async def sweep(options, on_step=None, on_level=None, on_progress=None):
 async def _check_still_accepting(urls, transport, probe):
     """After every connection dropped: raise :class:`ServerGone` unless a new one opens."""
     probe.check()
-    group = connections.ClientGroup(urls[:1], transport)
+    group = connections.ClientGroup(connections.GroupSpec(urls[:1], transport))
     try:
         failures = await group.connect(1)
     finally:

@@ -3,7 +3,7 @@
 Rules:
 
 - A connection is TLS when its service's URL is ``https``
-  (:attr:`loadtest.client.endpoints.Target.tls`): every place that opens a socket
+  (:attr:`loadtest.framing.endpoints.Target.tls`): every place that opens a socket
   to a service asks :func:`context_for`, which says None for a plain one, so the
   plain path is the one it always was. The sans-I/O protocols never know.
 - What the client trusts is the process's, as the system's store is: the
@@ -43,6 +43,6 @@ def client_context(ca_file=None):
 
 
 def context_for(service):
-    """The context of a connection to ``service`` (a :class:`loadtest.client.endpoints.Target`):
+    """The context of a connection to ``service`` (a :class:`loadtest.framing.endpoints.Target`):
     None unless it is TLS."""
     return client_context(_trusted[0]) if service.tls else None

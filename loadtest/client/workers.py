@@ -1,100 +1,116 @@
-"""``--procs N``: client groups in worker processes, driven from the sweep's loop.
+"""``--procs N``: client groups in worker processes, one worker loop for every kind of group.
 
-A :class:`RemoteGroup` offers the interface of :class:`loadtest.client.connections.ClientGroup`
-(``connect``, ``alive_count``, ``begin_step``, ``run_step``, ``take_sample``, ``close``); behind it a spawned process
-runs a real ClientGroup and answers over a pipe. Histograms travel HDR-encoded. A worker
-trusts what the process that started it trusts (:func:`loadtest.client.tls_context.trusted`).
+Rules:
+
+- A worker builds one group from its :class:`loadtest.client.connections.GroupSpec`, with the
+  group's class (its ``kind``: a :class:`loadtest.client.connections.ClientGroup`, or a
+  resuming group of :mod:`loadtest.client.storm_clients`), and does what its parent asks
+  over a pipe, one of the kind's ``COMMANDS`` at a time, answering each: :func:`serve`
+  is the one worker loop. A command given :data:`PROGRESS` among its arguments gets a
+  function in its place that reports, before the answer, how far it got.
+- A :class:`WorkerProcess` is the parent's side: :meth:`WorkerProcess.ask` sends a command
+  and awaits its answer without holding the loop (WorkerLost if the worker has exited);
+  :meth:`WorkerProcess.close` asks the worker to end, and kills it after 5 s. Each of the
+  kind's ``COMMANDS`` is a coroutine of it (``await worker.drop()`` asks the worker's group
+  to ``drop``); :class:`RemoteGroup` offers the whole interface of a ClientGroup
+  (``alive_count`` too, as of its last answer).
+- Histograms travel HDR-encoded (:mod:`loadtest.method.rules` pickles them so). A worker
+  trusts what the process that started it trusts (:func:`loadtest.client.tls_context.trusted`),
+  leaves Ctrl-C to its parent, and ends when its parent is gone.
 """
 
 import asyncio
-import dataclasses
+import functools
+import inspect
 import multiprocessing
 import signal
-
-from hdrh.histogram import HdrHistogram
 
 from loadtest import affinity
 from loadtest.client import connections, tls_context
 from loadtest.errors import WorkerLost
 
+# Among a command's arguments: a function reporting over the pipe, in the worker.
+PROGRESS = "progress"
+ANSWER = "answer"
 
-def _worker(pipe, urls, transport, source_addresses, first_id, listen, cpu, trusted):
+
+def serve(pipe, kind, spec, cpu, trusted):
+    """A worker process: a ``kind`` of group built from ``spec``, pinned to ``cpu`` (None:
+    anywhere), doing what the pipe says; it trusts what its parent trusts (``trusted``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tls_context.trust(trusted)
-    if cpu is not None:
-        affinity.pin(0, cpu)
-    asyncio.run(_serve(pipe, urls, transport, source_addresses, first_id, listen))
+    affinity.pin(0, cpu)
+    asyncio.run(_serve(pipe, kind, spec))
 
 
-async def _serve(pipe, urls, transport, source_addresses, first_id, listen):
-    group = connections.ClientGroup(urls, transport, source_addresses, first_id, listen)
-    loop = asyncio.get_event_loop()
-    commands = asyncio.Queue()
-    serving = asyncio.current_task()
+async def _serve(pipe, kind, spec):
+    group = kind(spec)
 
-    def receive():
-        try:
-            commands.put_nowait(pipe.recv())
-        except (EOFError, OSError):
-            loop.remove_reader(pipe.fileno())
-            serving.cancel()
+    def report(value):
+        pipe.send((PROGRESS, value))
 
-    loop.add_reader(pipe.fileno(), receive)
     try:
         while True:
-            command = await commands.get()
-            if command[0] == "connect":
-                failures = await group.connect(command[1], lambda n: pipe.send(("opened", n)))
-                pipe.send(("connected", failures, group.alive_count()))
-            elif command[0] == "begin":
-                await group.begin_step()
-                pipe.send(("begun",))
-            elif command[0] == "step":
-                partial = await group.run_step(*command[1:])
-                pipe.send(("step", dataclasses.replace(partial, histogram=partial.histogram.encode()),
-                           group.alive_count()))
-            elif command[0] == "sample":
-                partial = await group.take_sample(command[1])
-                pipe.send(("sample", dataclasses.replace(partial, histogram=partial.histogram.encode())))
-            else:
+            await _readable(pipe)
+            command, *args = pipe.recv()
+            if command == "close":
                 return
-    except (asyncio.CancelledError, ConnectionError):
-        return  # the sweep's process is gone: nobody to answer
+            if command not in group.COMMANDS:
+                raise ValueError("a %s does not %s" % (type(group).__name__, command))
+            answer = getattr(group, command)(*(report if arg == PROGRESS else arg for arg in args))
+            pipe.send((ANSWER, await answer if inspect.isawaitable(answer) else answer))
+    except (EOFError, ConnectionError):
+        return  # the parent is gone: nobody to answer
     finally:
-        loop.remove_reader(pipe.fileno())
         group.close()
 
 
-class WorkerProcess:
-    """A spawned process running ``target(pipe, *args)``, which answers what it is sent over
-    the pipe: :meth:`ask` sends a command and :meth:`answer` awaits the next answer
-    without holding the loop (WorkerLost if it has exited); :meth:`close` asks it to
-    end, and kills it after 5 s."""
+async def _readable(pipe):
+    """Until ``pipe`` has something to read (or has ended), without holding the loop."""
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+    loop.add_reader(pipe.fileno(), lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_reader(pipe.fileno())
 
-    def __init__(self, target, *args):
+
+class WorkerProcess:
+    """A spawned process serving a ``kind`` of group built from ``spec`` (:func:`serve`), pinned to ``cpu``."""
+
+    def __init__(self, kind, spec, cpu=None):
+        self.kind = kind
+        self.spec = spec
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
-        self._process = context.Process(target=target, args=(child,) + args, daemon=True)
+        self._process = context.Process(target=serve, args=(child, kind, spec, cpu, tls_context.trusted()),
+                                        daemon=True)
         self._process.start()
         child.close()
 
-    async def ask(self, *command):
-        """Send ``command`` (a tuple) and await its answer."""
+    async def ask(self, *command, on_progress=None):
+        """Send ``command`` (its name, then its arguments) and await its answer; what the
+        worker reports meanwhile goes to ``on_progress``."""
         self._pipe.send(command)
-        return await self.answer()
+        while True:
+            await _readable(self._pipe)
+            try:
+                kind, value = self._pipe.recv()
+            except (EOFError, OSError):
+                raise WorkerLost("load worker %d exited (code %s)" % (
+                    self._process.pid, self._process.exitcode)) from None
+            if kind == ANSWER:
+                return value
+            if on_progress is not None:
+                on_progress(value)
 
-    async def answer(self):
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(self._pipe.fileno(), lambda: ready.done() or ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self._pipe.fileno())
-        try:
-            return self._pipe.recv()
-        except (EOFError, OSError):
-            raise WorkerLost("load worker %d exited (code %s)" % (self._process.pid, self._process.exitcode)) from None
+    def __getattr__(self, command):
+        """One of the kind's ``COMMANDS``, as a coroutine function asking the worker."""
+        kind = self.__dict__.get("kind")
+        if kind is None or command not in kind.COMMANDS:
+            raise AttributeError(command)
+        return functools.partial(self.ask, command)
 
     def close(self):
         try:
@@ -109,69 +125,50 @@ class WorkerProcess:
 
 
 class RemoteGroup(WorkerProcess):
-    """A :class:`loadtest.client.connections.ClientGroup` in a spawned process, pinned to ``cpu``."""
+    """A :class:`loadtest.client.connections.ClientGroup` in a worker; ``alive_count``: as of its last answer."""
 
-    def __init__(self, urls, transport, source_addresses, first_id, cpu, listen=False):
-        super().__init__(_worker, list(urls), transport, source_addresses, first_id, listen, cpu,
-                         tls_context.trusted())
+    def __init__(self, spec, cpu=None):
+        super().__init__(connections.ClientGroup, spec, cpu)
         self._alive = 0
 
-    async def _reply(self, on_progress=None):
-        while True:
-            answer = await self.answer()
-            if answer[0] != "opened":
-                return answer
-            if on_progress is not None:
-                on_progress(answer[1])
-
     async def connect(self, count, on_progress=None):
-        self._pipe.send(("connect", count))
-        _, failures, self._alive = await self._reply(on_progress)
+        failures = await self.ask("connect", count, PROGRESS, on_progress=on_progress)
+        self._alive = await self.ask("alive_count")
         return failures
 
     def alive_count(self):
         return self._alive
 
-    async def begin_step(self):
-        self._pipe.send(("begin",))
-        await self._reply()
-
     async def run_step(self, to_send, duration, total_messages):
-        self._pipe.send(("step", to_send, duration, total_messages))
-        _, partial, self._alive = await self._reply()
-        return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
+        partial = await self.ask("run_step", to_send, duration, total_messages)
+        self._alive = await self.ask("alive_count")
+        return partial
 
     async def take_sample(self, expected=None):
-        self._pipe.send(("sample", expected))
-        _, partial = await self._reply()
+        partial = await self.ask("take_sample", expected)
         self._alive = partial.alive
-        return dataclasses.replace(partial, histogram=HdrHistogram.decode(partial.histogram))
+        return partial
 
 
-def make_groups(urls, transport, source_addresses, level, procs, cpus=None, listen=False):
-    """Up to ``procs`` groups sharing ``level`` connections to ``urls``: in this process when ``procs`` is 1.
+def in_workers(kind, spec, procs, cpus):
+    """``spec``'s clients in up to ``procs`` workers, each serving a ``kind`` of group
+    (:meth:`GroupSpec.spread <loadtest.client.connections.GroupSpec.spread>`), pinned to
+    ``cpus`` in turn (none: anywhere); a ClientGroup's as :class:`RemoteGroup`."""
+    remote = RemoteGroup if kind is connections.ClientGroup else functools.partial(WorkerProcess, kind)
+    return [remote(part, cpus[i % len(cpus)] if cpus else None) for i, part in enumerate(spec.spread(procs))]
 
-    A worker with no connection would end every step at once, so there are never
-    more workers than connections. Client ids run on from one worker to the
-    next, so the connections of all workers together go to ``urls`` in turn.
-    """
+
+def make_groups(spec, procs, cpus=()):
+    """``spec``'s clients in one group in this process when ``procs`` is 1, else in up to
+    ``procs`` workers (:func:`in_workers`)."""
     if procs == 1:
-        return [connections.ClientGroup(urls, transport, source_addresses, listen=listen)], [level]
-    shares = shares_of(level, procs)
-    groups = []
-    first_id = 0
-    for i, share in enumerate(shares):
-        cpu = cpus[i % len(cpus)] if cpus else None
-        groups.append(RemoteGroup(urls, transport, source_addresses, first_id, cpu, listen))
-        first_id += share
-    return groups, shares
+        return [connections.ClientGroup(spec)]
+    return in_workers(connections.ClientGroup, spec, procs, cpus)
 
 
-async def connect_groups(groups, shares, on_progress=None):
-    """Open ``shares[i]`` connections in ``groups[i]``, all groups at once; ``{reason: count}`` of the failures.
-
-    ``on_progress(opened)`` gets the number opened so far, over all groups.
-    """
+async def connect_groups(groups, on_progress=None):
+    """Open every group's clients (its ``spec.count``), all groups at once; ``{reason: count}``
+    of the failures. ``on_progress(opened)`` gets the number opened so far, over all groups."""
     opened = [0] * len(groups)
 
     def track(index):
@@ -181,16 +178,7 @@ async def connect_groups(groups, shares, on_progress=None):
                 on_progress(sum(opened))
         return seen
 
-    results = await asyncio.gather(
-        *(group.connect(share, track(i)) for i, (group, share) in enumerate(zip(groups, shares)))
-    )
-    return summed(results)
-
-
-def shares_of(count, procs):
-    """``count`` connections over at most ``procs`` processes, as evenly as they go: one
-    share per process, and no process without a connection."""
-    return [count // procs + (1 if i < count % procs else 0) for i in range(min(procs, count))]
+    return summed(await asyncio.gather(*(group.connect(group.spec.count, track(i)) for i, group in enumerate(groups))))
 
 
 def summed(failures):

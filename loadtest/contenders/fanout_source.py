@@ -15,7 +15,7 @@ import socket
 import time
 
 from broker.protocol.frames import websocket_frame
-from loadtest.client import payload, websocket_frames
+from loadtest.framing import payload, websocket_frames
 
 FILLER_CLIENT = 999999999
 

@@ -5,14 +5,19 @@ The options every command that starts servers shares (``compare``, ``soak``,
 load client, resolve the contenders, launch each one on its CPU and record it.
 One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
 is a descriptor): larger loads are spread over ``--procs`` processes.
+
+The scenarios against brokers they start (``feed``, ``storm``, ``rolling``) keep one
+protocol, :class:`BrokerRun` (run, verdict, clean), and :func:`run_each_broker` runs any
+of them: a new one is its module and its name in :data:`loadtest.command_line.NAMES`.
 """
 
 import secrets
+from typing import NamedTuple, Tuple
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, records, runner
-from loadtest.client import endpoints
 from loadtest.contenders import child_process, registry, server_group
+from loadtest.framing import endpoints
 from loadtest.results import files
 
 CONNECTIONS_PER_PROC = 10000
@@ -109,16 +114,59 @@ def add_broker_run_arguments(parser):
     arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
 
 
-def run_each_broker(args, status, transport, scenario, verdict, clean, variants=((),)):
-    """Run a scenario against each of ``args.servers`` that can run here, each started
-    afresh on ``args.server_cpus`` (``args.brokers`` processes for a cluster) with a
-    publish token of its own, once for each flag list of ``variants`` (given to every
-    broker after the token; by default one run, with none): ``scenario(label, running,
-    token, out, flags)`` is the coroutine of one run, which writes its records to ``out``
-    and returns its summary; ``verdict(summary)`` is the line a person reads,
-    ``clean(summary)`` whether the run lost nothing. The exit status: 0 when every run
-    was clean, 130 when interrupted, else 1."""
+class Started(NamedTuple):
+    """A server started for one run: its ``label``, the running ``cluster``, its publish
+    ``token``, the ``flags`` of the run's variant, and the results file ``out``."""
+
+    label: str
+    cluster: server_group.Cluster
+    token: str
+    flags: Tuple[str, ...]
+    out: files.ResultsFile
+
+
+class BrokerRun:
+    """One run of a scenario against one server :func:`run_each_broker` started: the scenario's
+    protocol. A subclass has :meth:`run`, the coroutine of the run, which writes its records
+    to ``out`` and returns its summary; :meth:`verdict`, the line a person reads of a summary;
+    :meth:`clean`, whether the run lost nothing. ``label``, ``cluster`` (a
+    :class:`loadtest.contenders.server_group.Cluster`), ``token`` (its publish token),
+    ``flags`` (the run's variant), ``args`` (the command's options), ``out`` and ``status``
+    are the run's."""
+
+    VARIANTS = ((),)
+
+    def __init__(self, started, args, status):
+        self.label, self.cluster, self.token, self.flags, self.out = started
+        self.args = args
+        self.status = status
+
+    @classmethod
+    def variants(cls, args):
+        """The flag lists the servers run with, one run each (given to every broker after the
+        token): by default one run, with none."""
+        return cls.VARIANTS
+
+    async def run(self):
+        raise NotImplementedError
+
+    @staticmethod
+    def verdict(summary):
+        raise NotImplementedError
+
+    @staticmethod
+    def clean(summary):
+        raise NotImplementedError
+
+
+def run_each_broker(args, scenario, transport, status):
+    """Run ``scenario`` (a :class:`BrokerRun` class) over ``transport`` against each of
+    ``args.servers`` that can run here, each started afresh on ``args.server_cpus``
+    (``args.brokers`` processes for a cluster) with a publish token of its own, once for each
+    of its variants, saying how on ``status``. The exit status: 0 when every run was clean,
+    130 when interrupted, else 1."""
     chosen = resolve_all(args.servers, status)
+    variants = scenario.variants(args)
     if not chosen:
         status.message("no broker to run")
         return 1
@@ -137,7 +185,8 @@ def run_each_broker(args, status, transport, scenario, verdict, clean, variants=
                     continue
                 try:
                     out.write(server_record(contender, running, args.server_cpus[0]))
-                    outcome = runner.run_interruptible(scenario(contender.label, running, token, out, flags))
+                    started = Started(contender.label, running, token, tuple(flags), out)
+                    outcome = runner.run_interruptible(scenario(started, args, status).run())
                 finally:
                     running.stop()
                 if outcome.interrupted:
@@ -146,7 +195,7 @@ def run_each_broker(args, status, transport, scenario, verdict, clean, variants=
                 if outcome.error is not None:
                     status.message("%s: ended: %s" % (contender.label, outcome.error))
                     continue
-                status.message(verdict(outcome.value))
-                cleanly += bool(clean(outcome.value))
+                status.message(scenario.verdict(outcome.value))
+                cleanly += bool(scenario.clean(outcome.value))
     status.message("results: %s" % out_path)
     return 0 if cleanly == len(chosen) * len(variants) else 1

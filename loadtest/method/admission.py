@@ -120,15 +120,17 @@ def p99_bound_ms(quiet_p99_ms):
     return max(P99_FACTOR * quiet_p99_ms, quiet_p99_ms + P99_FLOOR_MS)
 
 
-def verdict(totals, sessions_admitted, rate, window_s, quiet, during, step_s):
-    """The checks of the module's rules. ``totals``: outcomes as :meth:`Tally.totals` counts them;
-    ``quiet`` and ``during``: the canaries' steps, ``{"p99_ms", "max_ms", "lost", "dropped"}``
-    (None: not measured, and every canary check fails), each ``step_s`` long from the first attempt."""
+def verdict(burst, rate, quiet, during, step_s):
+    """The checks of the module's rules. ``burst``: its figures, ``totals`` (outcomes as
+    :meth:`Tally.totals` counts them), ``sessions_admitted`` and ``window_s``; ``quiet`` and
+    ``during``: the canaries' steps, ``{"p99_ms", "max_ms", "lost", "dropped"}`` (None: not
+    measured, and every canary check fails), each ``step_s`` long from the first attempt."""
+    totals, window_s = burst["totals"], burst["window_s"]
     measured = quiet is not None and during is not None and quiet["p99_ms"] is not None \
         and during["p99_ms"] is not None
     checks = {
         "retry_after": totals[BARE_503] == 0,
-        "within_rate": sessions_admitted <= admitted_bound(rate, window_s),
+        "within_rate": burst["sessions_admitted"] <= admitted_bound(rate, window_s),
         "answered": totals[OTHER] == 0 and totals[ERROR] == 0,
         "canary_p99": measured and during["p99_ms"] <= p99_bound_ms(quiet["p99_ms"]),
         "no_stall": measured and during["max_ms"] <= MAX_RTT_MS,

@@ -130,7 +130,7 @@ def split(total, weights):
 def step_end(clients, sent_log, now_us):
     """Why a step must stop at ``now_us``, or None.
 
-    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.client.client_protocol.ClientProtocol`);
+    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.framing.client_protocol.ClientProtocol`);
     ``sent_log`` holds ``(sent_us, client, seq)`` in send order, and loses its
     answered head here.
     """
@@ -161,8 +161,21 @@ def rtt_summary(histogram):
     }
 
 
+class Piped:
+    """A measurement that crosses from a worker process (:mod:`loadtest.client.workers`) with its
+    ``histogram`` HDR-encoded, and comes out whole: pickled, it is its fields."""
+
+    def __reduce__(self):
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        return _unpiped, (type(self), dict(fields, histogram=self.histogram.encode()))
+
+
+def _unpiped(kind, fields):
+    return kind(**dict(fields, histogram=HdrHistogram.decode(fields["histogram"])))
+
+
 @dataclasses.dataclass(frozen=True)
-class Partial:
+class Partial(Piped):
     """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`);
     ``reopened``: the streams its clients reopened and the polls they made meanwhile, past each one's first."""
 
@@ -180,7 +193,7 @@ class Partial:
 
 
 @dataclasses.dataclass(frozen=True)
-class FeedPartial:
+class FeedPartial(Piped):
     """What one group of listeners had of the feed since its last sample
     (:meth:`loadtest.client.connections.ClientGroup.take_sample`): messages, their delivery
     times, connections alive and lost, and at the end how many messages the

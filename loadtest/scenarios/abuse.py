@@ -49,10 +49,11 @@ import socket
 import time
 
 from loadtest import affinity, arguments, procstat
-from loadtest.client import connection_burst, endpoints, server_probe, sweep, websocket_frames
+from loadtest.client import connection_burst, server_probe, sweep
 from loadtest.client.publisher import Publisher, read_head
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement, registry
+from loadtest.framing import endpoints, websocket_frames
 from loadtest.method import admission
 from loadtest.results import console
 
@@ -314,14 +315,14 @@ def _median(values):
 
 # -- burst -------------------------------------------------------------------------------------------
 
-def burst_attacker(url, attempts, seconds, source_addresses, cpu, orders, wait_s, results):
+def burst_attacker(plan, cpu, orders, wait_s, results):
     """The attacker (its own process): waits for the moment to begin (a ``time.monotonic()`` on
-    ``orders``; None: never), then makes the burst of :func:`loadtest.client.connection_burst.burst`."""
+    ``orders``; None: never), then makes the burst ``plan`` (:func:`loadtest.client.connection_burst.burst`)."""
     affinity.pin(0, cpu)
     os.nice(19)  # as the flooder: the canaries come first
     start_at = orders.get(timeout=wait_s)
     if start_at is not None:
-        results.put(asyncio.run(connection_burst.burst(url, attempts, seconds, start_at, source_addresses)))
+        results.put(asyncio.run(connection_burst.burst(plan, start_at)))
 
 
 def run_burst(broker, label, args):
@@ -330,9 +331,9 @@ def run_burst(broker, label, args):
     context = multiprocessing.get_context("spawn")
     orders, results = context.Queue(), context.Queue()
     step_s = args.burst_seconds + BURST_TAIL_S
+    plan = connection_burst.Burst(broker.server.url, args.burst, args.burst_seconds, tuple(args.source_addresses))
     attacker = context.Process(target=burst_attacker, args=(
-        broker.server.url, args.burst, args.burst_seconds, tuple(args.source_addresses), args.client_cpu, orders,
-        ATTACKER_GRACE_S + 2 * (step_s + STEP_PAUSE_S), results))
+        plan, args.client_cpu, orders, ATTACKER_GRACE_S + 2 * (step_s + STEP_PAUSE_S), results))
     attacker.start()
     steps = []
 
@@ -370,8 +371,7 @@ def run_burst(broker, label, args):
                    p99_bound_ms=admission.p99_bound_ms(quiet["p99_ms"]) if quiet and quiet["p99_ms"] else None,
                    verdict={"passed": False})
     if burst is not None:
-        figures["verdict"] = admission.verdict(burst["totals"], burst["sessions_admitted"], args.accept_rate,
-                                               burst["window_s"], quiet, during, step_s)
+        figures["verdict"] = admission.verdict(burst, args.accept_rate, quiet, during, step_s)
     return figures
 
 # -- the command -------------------------------------------------------------------------------------

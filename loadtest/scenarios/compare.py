@@ -27,7 +27,7 @@ A transport that fails (or one of whose fixed loads is not measured) skips the
 rest of its own measurements only, its idle connections included.
 
 ``--mix`` measures one audience of several transports by weight in place of
-``--transport`` (:func:`loadtest.client.endpoints.mix`): its records name the mix
+``--transport`` (:func:`loadtest.framing.endpoints.mix`): its records name the mix
 as their transport.
 
 ``--tls`` measures the brokers over TLS: every connection of the load client,
@@ -47,17 +47,17 @@ its connections over the brokers, and their CPU and RSS are summed.
 
 import argparse
 import asyncio
-import collections
 import contextlib
 import dataclasses
 import json
 import subprocess
 
 from loadtest import arguments, records, runner
-from loadtest.client import endpoints, sweep, tls_context, workers
+from loadtest.client import connections, sweep, tls_context, workers
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import certificate, placement, registry
 from loadtest.errors import Interrupted, ServerGone
+from loadtest.framing import endpoints
 from loadtest.results import console, files, summary
 
 LEVELS = (25, 100, 500, 1000, 5000, 10000)
@@ -229,10 +229,10 @@ class Compare:
         try:
             if record_server:
                 self.out.write(placement.server_record(contender, running, self.args.server_cpu))
-            record = self._run(idle_rss(running, contender.label, self.args.idle_connections,
-                                        transport, self.args.source_addresses,
-                                        placement.client_procs(self.args, self.args.idle_connections),
-                                        self.args.client_cpu), transport)
+            spec = connections.GroupSpec(running.urls, transport, self.args.source_addresses,
+                                         count=self.args.idle_connections)
+            record = self._run(idle_rss(running, contender.label, spec,
+                                        placement.client_procs(self.args, spec.count), self.args.client_cpu), transport)
             if record is None:
                 return False
             self.out.write(record)
@@ -295,18 +295,15 @@ class Compare:
         self.status.message("%s over %s, %d clients: %s" % (record.server, record.transport, record.level, record.end))
 
 
-async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_addresses=None, procs=1, client_cpu=None):
-    """Open ``count`` connections to a :class:`loadtest.contenders.server_group.Cluster` from ``procs`` client processes
-    (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed) settles: the
-    :class:`~loadtest.records.IdleRss`."""
+async def idle_rss(running, label, spec, procs=1, client_cpu=None):
+    """Open the connections of ``spec`` to a :class:`loadtest.contenders.server_group.Cluster` from ``procs``
+    client processes (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed)
+    settles: the :class:`~loadtest.records.IdleRss`."""
     probe = ServerProbe(list(running.pids().values()))
     before = probe.rss_kb()
-    groups, shares = workers.make_groups(running.urls, transport, list(source_addresses or ()), count, procs,
-                                         [client_cpu] if client_cpu is not None else None)
+    groups = workers.make_groups(spec, procs, [client_cpu] if client_cpu is not None else ())
     try:
-        failures = collections.Counter()
-        for failed in await asyncio.gather(*(group.connect(share) for group, share in zip(groups, shares))):
-            failures.update(failed)
+        failures = await workers.connect_groups(groups)
         opened = sum(group.alive_count() for group in groups)
         if not opened:
             raise ServerGone("no idle connection opened to %s: %s" % (", ".join(running.urls), failures))
@@ -323,7 +320,7 @@ async def idle_rss(running, label, count, transport=endpoints.WEBSOCKET, source_
     finally:
         for group in groups:
             group.close()
-    return records.IdleRss(server=label, transport=transport, connections=opened, rss_kb=rss, rss_before_kb=before,
+    return records.IdleRss(server=label, transport=spec.transport, connections=opened, rss_kb=rss, rss_before_kb=before,
                            rss_per_conn_kb=round((rss - before) / opened, 2), failed=sum(failures.values()),
                            tls=endpoints.target(running.urls[0]).tls)
 

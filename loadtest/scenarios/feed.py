@@ -10,7 +10,7 @@ Rules (BENCHMARKS.rst, "C100K"):
   turn. They send nothing. If any fails to connect, the run ends there.
 - Then a backend publishes ``--rate`` msgs/s through ``POST /publish``, to the
   brokers in turn, for ``--duration`` seconds. Each message carries its publish
-  time (:data:`loadtest.client.payload.FEED_ID` as the sender), and every listener
+  time (:data:`loadtest.framing.payload.FEED_ID` as the sender), and every listener
   times each delivery against it: one machine, one monotonic clock. A publish
   waits for its answer in a thread, so the listeners of the feed's own process
   are read meanwhile; one not answered in 10 s ends the run
@@ -28,10 +28,11 @@ import asyncio
 import time
 
 from loadtest import arguments, records
-from loadtest.client import connections, endpoints, payload, tls_context, workers
+from loadtest.client import connections, tls_context, workers
 from loadtest.client.publisher import Publisher
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import placement
+from loadtest.framing import endpoints, payload
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console
@@ -63,17 +64,12 @@ def add_arguments(parser):
     placement.add_broker_run_arguments(parser)
 
 
-class FeedRun:
+class FeedRun(placement.BrokerRun):
     """One feed against one cluster: connect, publish and sample, drain, sum up."""
 
-    def __init__(self, label, cluster_, token, args, out, status):
-        self.label = label
-        self.cluster = cluster_
-        self.token = token
-        self.args = args
-        self.out = out
-        self.status = status
-        self.probe = ServerProbe(cluster_.pids())
+    def __init__(self, started, args, status):
+        super().__init__(started, args, status)
+        self.probe = ServerProbe(self.cluster.pids())
         self.probe.cpu_shares()
         self.histogram = rules.new_histogram()
         self.received = 0
@@ -81,11 +77,11 @@ class FeedRun:
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
         args = self.args
-        groups, shares = workers.make_groups(self.cluster.urls, endpoints.WEBSOCKET, [], args.clients,
-                                             placement.client_procs(args, args.clients), args.client_cpus, listen=True)
+        spec = connections.GroupSpec(self.cluster.urls, count=args.clients, listen=True)
+        groups = workers.make_groups(spec, placement.client_procs(args, args.clients), args.client_cpus)
         try:
             started = time.monotonic()
-            failures = await workers.connect_groups(groups, shares, lambda opened: self.status.progress(
+            failures = await workers.connect_groups(groups, lambda opened: self.status.progress(
                 {"level": args.clients, "phase": "connecting", "opened": opened}))
             connect_s = round(time.monotonic() - started, 1)
             connected_rss = self.probe.rss_kb_each()
@@ -175,19 +171,17 @@ class FeedRun:
         self.out.write(record)
         return record
 
+    verdict = staticmethod(console.feed_verdict_line)
+
+    @staticmethod
+    def clean(record):
+        """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody dropped."""
+        return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped)
+
 
 async def _sample(groups, expected=None):
     return rules.merge_feed(await asyncio.gather(*(group.take_sample(expected) for group in groups)))
 
 
-def clean(record):
-    """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody dropped."""
-    return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped)
-
-
 def run(parser, args):
-    status = console.StatusLine()
-    return placement.run_each_broker(
-        args, status, endpoints.WEBSOCKET,
-        lambda label, running, token, out, _: FeedRun(label, running, token, args, out, status).run(),
-        console.feed_verdict_line, clean)
+    return placement.run_each_broker(args, FeedRun, endpoints.WEBSOCKET, console.StatusLine())

@@ -31,6 +31,7 @@ import time
 from broker.protocol.frames import websocket_frame
 from broker.runtime import interpreter
 from loadtest import affinity, arguments, records
+from loadtest.framing import endpoints
 from loadtest.procstat import cpu_seconds
 
 PAYLOAD = b'a["{\\"c\\":123,\\"s\\":4567,\\"t\\":1700000000.123456,\\"p\\":\\"........\\"}"]'
@@ -117,7 +118,7 @@ def _drain(address, connections, cpu, source_addresses=()):
         selector = selectors.DefaultSelector()
         for n in range(connections):
             sock = socket.create_connection(address, timeout=30,
-                                            source_address=arguments.source_address(source_addresses, n))
+                                            source_address=endpoints.source_address(source_addresses, n))
             sock.setblocking(False)
             selector.register(sock, selectors.EVENT_READ)
         open_count = connections

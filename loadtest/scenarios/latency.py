@@ -16,8 +16,9 @@ Rules:
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, procstat, records, runner
-from loadtest.client import endpoints, server_probe, sweep, tls_context
+from loadtest.client import server_probe, sweep, tls_context
 from loadtest.errors import ServerGone
+from loadtest.framing import endpoints
 from loadtest.method import rules
 from loadtest.results import console, files
 

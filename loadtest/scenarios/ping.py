@@ -8,8 +8,9 @@ import asyncio
 import sys
 
 from loadtest import arguments
-from loadtest.client import connections, endpoints, tls_context
+from loadtest.client import connections, tls_context
 from loadtest.errors import ConnectError
+from loadtest.framing import endpoints
 
 # How often the wait for the echo looks; the round trip itself is timed when the echo is read.
 POLL_S = 0.001
@@ -18,7 +19,7 @@ POLL_S = 0.001
 async def round_trip(url, transport=endpoints.WEBSOCKET, timeout=5.0):
     """Round trip in seconds of one message through the server at ``url``; ConnectError when
     the connection fails, or the message is not back within ``timeout``."""
-    group = connections.ClientGroup([url], transport)
+    group = connections.ClientGroup(connections.GroupSpec([url], transport))
     try:
         failures = await group.connect(1, timeout=timeout)
         if failures:

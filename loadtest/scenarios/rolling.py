@@ -49,13 +49,14 @@ import tempfile
 import time
 
 from loadtest import arguments, records
-from loadtest.client import endpoints, server_probe, workers
+from loadtest.client import connections, server_probe, workers
 from loadtest.client.broker_counts import BrokerCounts
 from loadtest.client.numbered_feed import NumberedFeed
-from loadtest.client.rolling_clients import RemoteRollingGroup
+from loadtest.client.rolling_clients import RollingGroup
 from loadtest.client.storm_clients import connect_all
 from loadtest.contenders import haproxy, placement
 from loadtest.errors import LoadTestError
+from loadtest.framing import endpoints
 from loadtest.method import rolling_verdict, timeline
 from loadtest.method.rules import End
 from loadtest.results import console, files, summary
@@ -122,17 +123,13 @@ def add_arguments(parser):
     placement.add_broker_run_arguments(parser)
 
 
-class RollingRun:
-    """One rolling restart of one cluster with brokers draining over ``drain_s``."""
+class RollingRun(placement.BrokerRun):
+    """One rolling restart of one cluster with brokers draining over ``drain_s`` (its variant's
+    ``--drain-seconds``)."""
 
-    def __init__(self, label, cluster, token, drain_s, args, out, status):
-        self.label = label
-        self.cluster = cluster
-        self.token = token
-        self.drain_s = drain_s
-        self.args = args
-        self.out = out
-        self.status = status
+    def __init__(self, started, args, status):
+        super().__init__(started, args, status)
+        self.drain_s = float(self.flags[-1])
         self.transport = args.mix or args.transport
         self.feed = None
         self.origin = None
@@ -148,9 +145,9 @@ class RollingRun:
                 directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="rolling-haproxy-"))
                 cleanup.callback(lambda: [proxy.stop() for proxy in self.proxies])
                 urls = await self._through_proxies(directory)
-            groups = RemoteRollingGroup.spread(
-                urls, self.transport, self.args.clients, placement.client_procs(self.args, self.args.clients),
-                self.args.client_cpus, self.args.source_addresses)
+            spec = connections.GroupSpec(urls, self.transport, self.args.source_addresses, count=self.args.clients)
+            groups = workers.in_workers(RollingGroup, spec, placement.client_procs(self.args, spec.count),
+                                        self.args.client_cpus)
             try:
                 failed = await connect_all(groups)
                 return await self._record(groups, failed or await self._restarts(groups))
@@ -313,6 +310,41 @@ class RollingRun:
         self.out.write(record)
         return record
 
+    @classmethod
+    def variants(cls, args):
+        """A run for each ``--drain-seconds``, its brokers believing ``X-Forwarded-For`` behind ``--haproxy``."""
+        forwarded = FORWARDED_FOR if args.haproxy else []
+        return [forwarded + args.broker_flags.split() + ["--drain-seconds", "%g" % seconds]
+                for seconds in args.drain_seconds]
+
+    @staticmethod
+    def verdict(record):
+        """The line a person reads when a rolling restart ends."""
+        bound = "" if record.new_sessions_bound is None else " (at most %s)" % _round(record.new_sessions_bound)
+        p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
+        through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
+            record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
+        if record.restart_s is None:
+            restarts = "no restart"
+        else:
+            restarts = "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s (of the uncut clients " \
+                       "%s)" % (record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms,
+                                p99_bound, record.uncut_p99_ms)
+        retried = "" if not record.first_connect_failures else " (first connections tried again: %s)" % (
+            console.listed(record.first_connect_failures))
+        return ("%s x%d%s, %s, over %s: %d of %d clients complete%s, %d published; %d lost, "
+                "%d twice (%s resent, dropped by offset), gaps %s; %s, steady p99 %s ms; %s" % (
+                    record.server, record.brokers, through,
+                    "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
+                    record.complete, record.clients, retried,
+                    record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
+                    restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
+
+    @staticmethod
+    def clean(record):
+        """Whether the run passed: no failure."""
+        return not record.failures
+
 
 def _answers(proxies):
     """``{status: answers}`` of every request the ``proxies`` logged, or None without a proxy."""
@@ -322,29 +354,6 @@ def _answers(proxies):
     for proxy in proxies:
         total.update(proxy.statuses())
     return {str(status): total[status] for status in sorted(total)}
-
-
-def verdict_line(record):
-    """The line a person reads when a rolling restart ends."""
-    bound = "" if record.new_sessions_bound is None else " (at most %s)" % _round(record.new_sessions_bound)
-    p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
-    through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
-        record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
-    if record.restart_s is None:
-        restarts = "no restart"
-    else:
-        restarts = "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s (of the uncut clients " \
-                   "%s)" % (record.peak_new_sessions, record.peak_broker or "-", bound, record.restart_p99_ms,
-                            p99_bound, record.uncut_p99_ms)
-    retried = "" if not record.first_connect_failures else " (first connections tried again: %s)" % (
-        console.listed(record.first_connect_failures))
-    return ("%s x%d%s, %s, over %s: %d of %d clients complete%s, %d published; %d lost, "
-            "%d twice (%s resent, dropped by offset), gaps %s; %s, steady p99 %s ms; %s" % (
-                record.server, record.brokers, through,
-                "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
-                record.complete, record.clients, retried,
-                record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
-                restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
 
 
 def _round(value):
@@ -372,14 +381,7 @@ def run(parser, args):
                          "limit): give more" % (args.haproxy, args.clients, most))
     args.out = args.out or files.default_path()
     status = console.StatusLine()
-    forwarded = FORWARDED_FOR if args.haproxy else []
-    code = placement.run_each_broker(
-        args, status, transport,
-        lambda label, running, token, out, flags: RollingRun(
-            label, running, token, float(flags[-1]), args, out, status).run(),
-        verdict_line, lambda record: not record.failures,
-        variants=[forwarded + args.broker_flags.split() + ["--drain-seconds", "%g" % seconds]
-                  for seconds in args.drain_seconds])
+    code = placement.run_each_broker(args, RollingRun, transport, status)
     try:
         rollings = summary.Results(files.read(args.out)).rollings
     except (OSError, ValueError):

@@ -15,7 +15,7 @@ from loadtest.errors import ConnectError, LoadTestError
 
 async def absorb(url, clients, seconds, warmup):
     """``(delivered/s, client CPU share, mean loop lag ms)`` of ``clients`` clients of the source at ``url``."""
-    group = connections.ClientGroup([url])
+    group = connections.ClientGroup(connections.GroupSpec([url]))
     try:
         failures = await group.connect(clients)
         if failures:

@@ -25,9 +25,10 @@ import asyncio
 import math
 
 from loadtest import affinity, arguments, procstat, records, runner
-from loadtest.client import churn, endpoints, server_probe, sweep, tls_context
+from loadtest.client import churn, server_probe, sweep, tls_context
 from loadtest.contenders import placement, registry
 from loadtest.errors import Interrupted
+from loadtest.framing import endpoints
 from loadtest.method import memory_verdict
 from loadtest.method.rules import End
 from loadtest.results import console, files
@@ -220,9 +221,8 @@ class SoakRun:
         self.status.message("%s: churn, %d waves of %d sessions per transport%s" % (
             label, args.churn_waves, args.churn_size,
             "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % args.expiry))
-        outcome = runner.run_interruptible(churn.churn(
-            url, pid, label, baseline, waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold,
-            expiry=args.expiry, on_record=self._churn_record))
+        plan = churn.Waves(waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold, expiry=args.expiry)
+        outcome = runner.run_interruptible(churn.churn(url, pid, label, baseline, plan, self._churn_record))
         if outcome.interrupted:
             raise Interrupted()
         if outcome.error is not None:

@@ -27,10 +27,11 @@ import statistics
 from hdrh.histogram import HdrHistogram
 
 from loadtest import arguments, records
-from loadtest.client import endpoints, workers
+from loadtest.client import connections, workers
 from loadtest.client.numbered_feed import NumberedFeed
-from loadtest.client.storm_clients import RemoteStormGroup, connect_all
+from loadtest.client.storm_clients import StormGroup, connect_all
 from loadtest.contenders import placement
+from loadtest.framing import endpoints
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console
@@ -66,23 +67,17 @@ def add_arguments(parser):
     placement.add_broker_run_arguments(parser)
 
 
-class StormRun:
+class StormRun(placement.BrokerRun):
     """One storm against one server: connect, publish, drop, come back, catch up, sum up."""
 
-    def __init__(self, label, cluster, token, args, out, status):
-        self.label = label
-        self.cluster = cluster
-        self.token = token
-        self.args = args
-        self.out = out
-        self.status = status
-        self.feed = None
+    feed = None
 
     async def run(self):
         """The :class:`loadtest.records.Storm` of the run, also written to the results file."""
         args = self.args
-        groups = RemoteStormGroup.spread(self.cluster.urls, args.transport, args.clients,
-                                         placement.client_procs(args, args.clients), args.client_cpus)
+        spec = connections.GroupSpec(self.cluster.urls, args.transport, count=args.clients)
+        groups = workers.in_workers(StormGroup, spec, placement.client_procs(args, args.clients),
+                                    args.client_cpus)
         try:
             failed = await connect_all(groups)
             if failed:
@@ -124,6 +119,21 @@ class StormRun:
         self.out.write(record)
         return record
 
+    @staticmethod
+    def verdict(record):
+        """The line a person reads when a storm ends."""
+        caught = record.caught_up_ms
+        return ("%s x%d over %s: %d of %d clients complete after the drop (%d published); %d holes, %d twice, "
+                "gaps %s; caught up p50 %s, p99 %s, last %s ms; %s" % (
+                    record.server, record.brokers, record.transport, record.complete, record.clients,
+                    record.published, record.holes, record.duplicates, record.gaps or "none", caught["p50"],
+                    caught["p99"], caught["max"], record.end))
+
+    @staticmethod
+    def clean(record):
+        """Whether every client ended with every message once."""
+        return record.complete == record.clients
+
 
 def _spread(values):
     """p50, p99 and max of ``values`` (milliseconds), None where there are none."""
@@ -134,21 +144,7 @@ def _spread(values):
             "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "max": ordered[-1]}
 
 
-def verdict_line(record):
-    """The line a person reads when a storm ends."""
-    caught = record.caught_up_ms
-    return ("%s x%d over %s: %d of %d clients complete after the drop (%d published); %d holes, %d twice, "
-            "gaps %s; caught up p50 %s, p99 %s, last %s ms; %s" % (
-                record.server, record.brokers, record.transport, record.complete, record.clients,
-                record.published, record.holes, record.duplicates, record.gaps or "none", caught["p50"],
-                caught["p99"], caught["max"], record.end))
-
-
 def run(parser, args):
     if args.transport == endpoints.RAW:
         parser.error("--transport raw: the raw websocket carries no positions, and a storm resumes")
-    status = console.StatusLine()
-    return placement.run_each_broker(
-        args, status, args.transport,
-        lambda label, running, token, out, _: StormRun(label, running, token, args, out, status).run(),
-        verdict_line, lambda record: record.complete == record.clients)
+    return placement.run_each_broker(args, StormRun, args.transport, console.StatusLine())

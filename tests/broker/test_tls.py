@@ -10,7 +10,7 @@ import sys
 import pytest
 import trustme
 
-from loadtest.client.websocket_frames import handshake_request
+from loadtest.framing.websocket_frames import handshake_request
 from sockjs_clients import ALL, WebSocketClient, XhrStreamingClient, wait_until
 
 

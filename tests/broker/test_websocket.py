@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from loadtest.client.websocket_frames import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, parse_frames
+from loadtest.framing.websocket_frames import OP_BINARY, OP_CLOSE, OP_TEXT, client_frame, parse_frames
 from sockjs_clients import WebSocketClient, fall_behind, raw_websocket, read_to_end, session_url, wait_until
 
 

@@ -9,7 +9,7 @@ import time
 
 import websocket
 
-from loadtest.client.websocket_frames import OP_PING, OP_PONG, OP_TEXT, client_frame, parse_frames
+from loadtest.framing.websocket_frames import OP_PING, OP_PONG, OP_TEXT, client_frame, parse_frames
 from probes import Canary, open_fds
 from sockjs_clients import WebSocketClient, fall_behind, raw_websocket, session_url, wait_until
 

@@ -10,7 +10,8 @@ from loadtest.client import connections
 
 def connect(url, count, **options):
     async def run():
-        group = connections.ClientGroup([url], source_addresses=options.pop("source_addresses", None))
+        spec = connections.GroupSpec([url], source_addresses=options.pop("source_addresses", None))
+        group = connections.ClientGroup(spec)
         try:
             failures = await group.connect(count, **options)
             return failures, [conn.local_address[0] for conn in group.alive()]

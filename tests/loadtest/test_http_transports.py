@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from loadtest.client import connections, endpoints
+from loadtest.client import connections
+from loadtest.framing import endpoints
 import one_step
 import result_lines
 
@@ -45,7 +46,7 @@ def test_a_stream_past_the_response_limit_is_reopened_and_loses_nothing(start_se
     url = server.url.rsplit("/", 1)[0] + "/echo"
 
     async def run():
-        group = connections.ClientGroup([url], transport)
+        group = connections.ClientGroup(connections.GroupSpec([url], transport))
         try:
             assert await group.connect(1, timeout=5) == {}
             partial = await group.run_step(400, 1.0, 400)  # about 10 KiB of frames: two reopens at least

@@ -8,8 +8,9 @@ import urllib.parse
 
 import pytest
 
-from loadtest.client import endpoints, http_sessions, tls_context
+from loadtest.client import http_sessions, tls_context
 from loadtest.client.publisher import Publisher
+from loadtest.framing import endpoints
 from checkout import ROOT
 from sockjs_clients import WebSocketClient
 import one_step

@@ -1,7 +1,7 @@
 """The load client's resuming subscriber against a real broker: across drops it counts
 no gap and no duplicate, and across a broker's restart exactly one gap."""
 
-from loadtest.client.resuming import ResumingSubscriber
+from loadtest.framing.resuming import ResumingSubscriber
 from sockjs_clients import WebSocketClient, XhrPollingClient, XhrStreamingClient
 
 AUTH = {"Authorization": "Bearer t"}

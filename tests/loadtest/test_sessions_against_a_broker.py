@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from loadtest.client import http_head, http_sessions
+from loadtest.client import http_sessions
+from loadtest.framing import http_head
 
 
 def test_sessions_over_http_open_and_count_in_the_broker(broker):

@@ -10,8 +10,8 @@ from loadtest.client import connections
 @pytest.mark.parametrize("transport", ["websocket", "jsonp-polling"])
 def test_a_group_that_starts_late_counts_the_others_first_messages(broker_server, transport):
     async def run():
-        early = connections.ClientGroup([broker_server.url], transport)
-        late = connections.ClientGroup([broker_server.url], transport, first_id=2)
+        early = connections.ClientGroup(connections.GroupSpec([broker_server.url], transport))
+        late = connections.ClientGroup(connections.GroupSpec([broker_server.url], transport, first_id=2))
         try:
             assert await early.connect(2, timeout=5) == {}
             assert await late.connect(2, timeout=5) == {}

@@ -2,14 +2,14 @@
 
 import multiprocessing
 
-from loadtest.client import workers
+from loadtest.client import connections, workers
 
 
 def test_a_worker_whose_parent_is_gone_exits():
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    process = context.Process(target=workers._worker,
-                              args=(child, ["http://127.0.0.1:9/broadcast"], "sockjs", None, 0, False, None, None))
+    spec = connections.GroupSpec(["http://127.0.0.1:9/broadcast"], "sockjs")
+    process = context.Process(target=workers.serve, args=(child, connections.ClientGroup, spec, None, None))
     process.start()
     child.close()
     parent.close()

@@ -7,10 +7,12 @@ import ast
 import collections
 import os
 
+import pytest
+
 from checkout import ROOT
 
 PACKAGES = ("broker", "loadtest")
-MAX_BROKER_PARAMETERS = 6
+MAX_PARAMETERS = 6
 
 
 def python_files(package):
@@ -40,9 +42,13 @@ def test_no_module_or_public_class_name_means_two_things():
     assert not twice, "one name, two things: %s" % twice
 
 
-def test_no_broker_signature_takes_more_than_six_parameters():
+@pytest.mark.parametrize("package, instead", [
+    ("broker", "pass a Node, ClientRules or a dataclass instead"),
+    ("loadtest", "pass a GroupSpec, the run's Started or a dataclass instead"),
+])
+def test_no_signature_takes_more_than_six_parameters(package, instead):
     long = []
-    for path in python_files("broker"):
+    for path in python_files(package):
         with open(path) as f:
             tree = ast.parse(f.read())
         for node in ast.walk(tree):
@@ -51,10 +57,10 @@ def test_no_broker_signature_takes_more_than_six_parameters():
                 names = [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
                 if names[:1] in (["self"], ["cls"]):
                     names = names[1:]
-                if len(names) > MAX_BROKER_PARAMETERS:
+                if len(names) > MAX_PARAMETERS:
                     long.append("%s:%d %s(%s)" % (os.path.relpath(path, ROOT), node.lineno, node.name,
                                                    ", ".join(names)))
-    assert not long, "pass a Node, ClientRules or a dataclass instead: %s" % long
+    assert not long, "%s: %s" % (instead, long)
 
 
 def test_test_modules_have_names_of_their_own():

@@ -13,13 +13,6 @@ def test_source_address_ranges():
     assert arguments.parse_source_addresses("127.0.0.2,127.0.1.9") == ["127.0.0.2", "127.0.1.9"]
 
 
-def test_connections_take_the_source_addresses_in_turn():
-    addresses = ["127.0.0.2", "127.0.0.3"]
-    assert [arguments.source_address(addresses, n) for n in range(3)] == [
-        ("127.0.0.2", 0), ("127.0.0.3", 0), ("127.0.0.2", 0)]
-    assert arguments.source_address([], 5) is None
-
-
 @pytest.mark.parametrize("parse, text, message", [
     (arguments.parse_source_addresses, "127.0.0.2,10.0.0.1", "must be loopback addresses (got 10.0.0.1)"),
     (arguments.loopback_url, "http://10.0.0.1:8080/broadcast", "only loopback servers may be load tested"),

@@ -6,7 +6,7 @@ import pytest
 from tornado.httputil import HTTPHeaders
 
 from broker.protocol import rfc6455
-from loadtest.client.websocket_frames import client_frame
+from loadtest.framing.websocket_frames import client_frame
 
 UPGRADE = {"Host": "example.com", "Upgrade": "websocket", "Connection": "keep-alive, Upgrade",
            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13"}

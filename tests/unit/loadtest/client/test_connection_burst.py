@@ -5,7 +5,7 @@ import re
 import pytest
 
 from loadtest.client import connection_burst
-from loadtest.client.http_head import parse_head
+from loadtest.framing.http_head import parse_head
 
 URL = "http://127.0.0.1:8080/broadcast?positions=1"
 

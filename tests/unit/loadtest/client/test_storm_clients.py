@@ -2,6 +2,7 @@
 
 import asyncio
 
+from loadtest.client.connections import GroupSpec
 from loadtest.client.deliveries import now_us
 from loadtest.client.storm_clients import StormGroup, StormSubscriber
 
@@ -25,7 +26,7 @@ def test_a_subscriber_times_each_message_it_delivers_and_no_copy_it_drops():
 
 def test_a_subscriber_back_after_the_last_publish_is_caught_up_when_it_delivers_the_last_message():
     async def counts():
-        group = StormGroup(["http://127.0.0.1:9/broadcast"], "websocket", [], 0, 2)
+        group = StormGroup(GroupSpec(["http://127.0.0.1:9/broadcast"], "websocket", count=2))
         early, late = group.subscribers
         for subscriber in group.subscribers:
             subscriber.record = lambda lateness: None

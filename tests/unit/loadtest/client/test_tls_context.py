@@ -5,7 +5,8 @@ import ssl
 import pytest
 import trustme
 
-from loadtest.client import endpoints, tls_context
+from loadtest.client import tls_context
+from loadtest.framing import endpoints
 
 PLAIN = endpoints.target("http://127.0.0.1:8080/broadcast")
 OVER_TLS = endpoints.target("https://127.0.0.1:8443/broadcast")

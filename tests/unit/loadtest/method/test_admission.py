@@ -68,8 +68,12 @@ def totals(**changes):
     return dict(dict.fromkeys(admission.OUTCOMES, 0), admitted=600, retry_after=4400, **changes)
 
 
+def burst(totals, sessions_admitted, window_s):
+    return {"totals": totals, "sessions_admitted": sessions_admitted, "window_s": window_s}
+
+
 def test_a_burst_held_to_the_rate_passes():
-    checks = admission.verdict(totals(), 450, 500, 1.0, QUIET, during(), 3.0)
+    checks = admission.verdict(burst(totals(), 450, 1.0), 500, QUIET, during(), 3.0)
     assert checks == {"retry_after": True, "within_rate": True, "answered": True, "canary_p99": True,
                       "no_stall": True, "nothing_lost": True, "covered": True, "passed": True}
 
@@ -89,7 +93,8 @@ def test_each_check_fails_alone(failing, arguments):
     given = dict(totals=totals(), sessions_admitted=1001, rate=500, window_s=1.0, quiet=QUIET, during=during(),
                  step_s=3.0)
     given.update(arguments)
-    checks = admission.verdict(**given)
+    checks = admission.verdict(burst(given["totals"], given["sessions_admitted"], given["window_s"]), given["rate"],
+                               given["quiet"], given["during"], given["step_s"])
     assert [name for name, passed in checks.items() if not passed] == [failing, "passed"]
 
 
@@ -97,11 +102,11 @@ def test_the_canaries_p99_may_double_above_the_floor():
     assert admission.p99_bound_ms(2.0) == 7.0
     assert admission.p99_bound_ms(10.0) == 20.0
     quiet = dict(QUIET, p99_ms=10.0)
-    assert admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.0), 3.0)["canary_p99"]
-    assert not admission.verdict(totals(), 0, 500, 1.0, quiet, during(p99_ms=20.1), 3.0)["canary_p99"]
+    assert admission.verdict(burst(totals(), 0, 1.0), 500, quiet, during(p99_ms=20.0), 3.0)["canary_p99"]
+    assert not admission.verdict(burst(totals(), 0, 1.0), 500, quiet, during(p99_ms=20.1), 3.0)["canary_p99"]
 
 
 def test_canaries_not_measured_fail_their_checks():
-    checks = admission.verdict(totals(), 0, 500, 1.0, QUIET, None, 3.0)
+    checks = admission.verdict(burst(totals(), 0, 1.0), 500, QUIET, None, 3.0)
     assert not (checks["canary_p99"] or checks["no_stall"] or checks["nothing_lost"] or checks["passed"])
     assert checks["retry_after"] and checks["within_rate"]

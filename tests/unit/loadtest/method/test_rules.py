@@ -1,6 +1,8 @@
 """The method's rules, without sockets or clocks."""
 
 import collections
+import dataclasses
+import pickle
 
 import pytest
 
@@ -207,3 +209,16 @@ def test_a_saturated_server_keeps_a_client_bound_sweep_going_until_it_breaks():
     assert rules.ends_sweep([both, step_at(5.0, 0.95, 0.97, lost=1)])
     assert rules.ends_sweep([step_at(rules.REALTIME_MS + 1, 0.95, None)]), "past realtime, the client's limit at once"
     assert not rules.ends_sweep([step_at(rules.REALTIME_MS + 1, 0.5, 0.5)]), "past realtime, on to overload"
+
+
+def test_a_partial_crosses_a_pipe_with_its_histogram_whole():
+    """A worker process sends its measurements pickled, the histogram HDR-encoded."""
+    histogram = rules.new_histogram()
+    for value in (1200, 3400, 99000):
+        histogram.record_value(value)
+    part = rules.FeedPartial(received=3, histogram=histogram, alive=2, drop_reasons={"timeout": 1}, short=0,
+                             extra=0, cpu_s=0.5)
+    crossed = pickle.loads(pickle.dumps(part))
+    assert dataclasses.replace(crossed, histogram=None) == dataclasses.replace(part, histogram=None)
+    assert crossed.histogram.get_total_count() == 3
+    assert crossed.histogram.get_max_value() == histogram.get_max_value()

@@ -4,7 +4,7 @@ refused before anything runs when they cannot be."""
 import pytest
 
 from loadtest import command_line
-from loadtest.client import endpoints
+from loadtest.framing import endpoints
 
 
 def parsed(argv):

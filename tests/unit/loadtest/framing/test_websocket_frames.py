@@ -1,7 +1,7 @@
 import pytest
 
 from broker.protocol.frames import websocket_frame
-from loadtest.client import websocket_frames
+from loadtest.framing import websocket_frames
 
 
 def unmask(frame):

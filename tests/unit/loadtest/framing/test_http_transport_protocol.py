@@ -5,9 +5,9 @@ import urllib.parse
 
 import pytest
 
-from loadtest.client import payload
-from loadtest.client.client_protocol import OPENED, Closed, Delivered
-from loadtest.client.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION, HttpSessionProtocol
+from loadtest.framing import payload
+from loadtest.framing.client_protocol import OPENED, Closed, Delivered
+from loadtest.framing.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION, HttpSessionProtocol
 
 CLIENT = 7
 SESSION = "/broadcast/000/abc"

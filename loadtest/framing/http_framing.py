@@ -2,7 +2,7 @@
 
 Rules:
 
-- :data:`HTTP` gives each transport of :data:`loadtest.client.endpoints.HTTP_TRANSPORTS`
+- :data:`HTTP` gives each transport of :data:`loadtest.framing.endpoints.HTTP_TRANSPORTS`
   its :class:`HttpTransport`: the request that receives (it opens the session,
   and reopens a stream or polls on the same session), and the one that sends.
 - Requests are what sockjs-client makes in a browser, HTTP/1.1 and keep-alive:
@@ -21,16 +21,16 @@ Rules:
   literals, are decoded (``json.loads``: the broker escapes ``<``, ``>``, ``&``
   as ``\\u003c``...) into a buffer of their own.
 - A line over ``MAX_LINE_BYTES``, or a literal that does not decode, raises
-  :class:`loadtest.client.http_head.HTTPError`.
+  :class:`loadtest.framing.http_head.HTTPError`.
 """
 
 import json
 import urllib.parse
 from typing import NamedTuple
 
-from loadtest.client import payload
-from loadtest.client.endpoints import with_query
-from loadtest.client.http_head import HTTPError
+from loadtest.framing import payload
+from loadtest.framing.endpoints import with_query
+from loadtest.framing.http_head import HTTPError
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 CALLBACK = "_sockjs_load"

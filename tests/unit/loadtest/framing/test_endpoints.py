@@ -3,7 +3,7 @@
 import re
 
 from loadtest import records
-from loadtest.client import endpoints
+from loadtest.framing import endpoints
 
 
 def test_a_url_is_its_host_port_and_prefix():
@@ -52,3 +52,10 @@ def test_the_query_of_the_service_goes_on_every_path_and_may_ask_for_positions()
     assert endpoints.endpoint_path("http://127.0.0.1:8080/broadcast?positions=1", "raw") == \
         "/broadcast/websocket?positions=1"
     assert not endpoints.target("http://127.0.0.1:8080/broadcast").positions
+
+
+def test_connections_take_the_source_addresses_in_turn():
+    addresses = ["127.0.0.2", "127.0.0.3"]
+    assert [endpoints.source_address(addresses, n) for n in range(3)] == [
+        ("127.0.0.2", 0), ("127.0.0.3", 0), ("127.0.0.2", 0)]
+    assert endpoints.source_address([], 5) is None

@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadtest.client import http_head, websocket_frames
+from loadtest.framing import http_head, websocket_frames
 
 
 def test_parse_head_reads_the_status_and_lowercases_header_names():

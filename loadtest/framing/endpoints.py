@@ -134,3 +134,9 @@ def client_transport(transport, client_id):
         if draw < bound:
             return name
     return bounds[-1][1]
+
+
+def source_address(addresses, n):
+    """Where connection ``n`` binds: ``(address, 0)`` from ``addresses`` in turn, or
+    None (the kernel's choice) if there are none."""
+    return (addresses[n % len(addresses)], 0) if addresses else None

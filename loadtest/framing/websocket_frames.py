@@ -11,8 +11,8 @@ import hashlib
 import random
 import struct
 
-from loadtest.client.http_head import HTTPError, parse_head
 from loadtest.errors import LoadTestError
+from loadtest.framing.http_head import HTTPError, parse_head
 
 OP_CONTINUATION = 0x0
 OP_TEXT = 0x1

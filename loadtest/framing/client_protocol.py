@@ -13,14 +13,14 @@ Rules (the sans-I/O shape of python-websockets):
   A listener (:meth:`ClientProtocol.listener`) sends nothing; its "own"
   messages are the feed's, every one of them timed.
   Nothing follows Closed.
-- Messages are counted, never JSON-decoded (:mod:`loadtest.client.payload`): frames
-  are parsed in place by offsets (:mod:`loadtest.client.websocket_frames`). This is the load
+- Messages are counted, never JSON-decoded (:mod:`loadtest.framing.payload`): frames
+  are parsed in place by offsets (:mod:`loadtest.framing.websocket_frames`). This is the load
   client's hot path: one read, one pass, one Delivered.
 """
 
 from typing import NamedTuple, Sequence, Tuple
 
-from loadtest.client import payload, websocket_frames
+from loadtest.framing import payload, websocket_frames
 
 _SOCKJS_ARRAY = payload.SOCKJS_ARRAY
 _SOCKJS_OPEN = payload.SOCKJS_OPEN
@@ -79,15 +79,16 @@ def _take_pending(pending, found, own):
     return own
 
 
-def tally_sockjs_frame(protocol, buffer, start, end, count, own, events):
-    """Add the SockJS frame at ``buffer[start:end]`` to one read's ``count`` and ``own``
-    (a list or None), returned, for ``protocol`` (its ``marker``, ``pending``, ``opened`` and
+def tally_sockjs_frame(protocol, frame, count, own, events):
+    """Add the SockJS ``frame`` (``(buffer, start, end)``: ``buffer[start:end]``) to one read's
+    ``count`` and ``own`` (a list or None), returned, for ``protocol`` (its ``marker``, ``pending``, ``opened`` and
     ``count_messages``, which counts positioned messages for a client that asked for them):
     an array's messages are counted and the client's own taken from ``pending`` (none, for
     a ``marker`` of None: its ``count_messages`` times them); the first
     open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
     it; a later open frame (a new session under the same id) or a close frame closes
     ``protocol``. Every transport's protocol reads its frames so."""
+    buffer, start, end = frame
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
         count += protocol.count_messages(buffer, start, end)
@@ -129,7 +130,7 @@ class ClientSide:
     @classmethod
     def listener(cls, *args):
         """A client that only listens, timing every message of the feed
-        (:data:`loadtest.client.payload.FEED_ID`); ``args``: the constructor's after the client id."""
+        (:data:`loadtest.framing.payload.FEED_ID`); ``args``: the constructor's after the client id."""
         protocol = cls(payload.FEED_ID, *args)
         protocol.pending = None
         return protocol
@@ -229,7 +230,7 @@ class ClientProtocol(ClientSide):
                 if mine is not None:
                     own = _take_pending(self.pending, (mine,), own)
                 continue
-            count, own = tally_sockjs_frame(self, message, start, end, count, own, events)
+            count, own = tally_sockjs_frame(self, (message, start, end), count, own, events)
             if self.closed_reason is not None:
                 break
         return events_of_read(self, count, own, events)

@@ -3,8 +3,8 @@
 import pytest
 
 from broker.protocol.frames import websocket_frame
-from loadtest.client import payload, websocket_frames
-from loadtest.client.client_protocol import OPENED, ClientProtocol, Closed, Delivered
+from loadtest.framing import payload, websocket_frames
+from loadtest.framing.client_protocol import OPENED, ClientProtocol, Closed, Delivered
 
 CLIENT = 7
 

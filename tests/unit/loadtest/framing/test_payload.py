@@ -1,4 +1,4 @@
-from loadtest.client import payload
+from loadtest.framing import payload
 
 
 def sockjs_frame(*messages):

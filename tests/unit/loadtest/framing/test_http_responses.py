@@ -2,8 +2,8 @@
 
 import pytest
 
-from loadtest.client.http_head import HTTPError
-from loadtest.client.http_responses import LAST, REUSABLE, Head, ResponseParser
+from loadtest.framing.http_head import HTTPError
+from loadtest.framing.http_responses import LAST, REUSABLE, Head, ResponseParser
 
 
 def parse(*reads, eof=False):

@@ -1,6 +1,9 @@
 """The resuming subscriber without sockets: what it delivers, asks for, and counts."""
 
-from loadtest.client.resuming import ResumingSubscriber
+import pytest
+
+from loadtest.framing import resuming
+from loadtest.framing.resuming import ResumingSubscriber
 
 
 def fed(subscriber, *envelopes):
@@ -76,3 +79,14 @@ def test_a_frame_is_counted_by_what_it_delivers():
     again = b'a[{"c":"resumed","epoch":"E","o":"2"},{"o":"2","d":{"n":2}},{"o":"3","d":"new"}]'
     assert subscriber.count_frame(again, 0, len(again)) == 1
     assert subscriber.kept[-1] == ("3", "new") and subscriber.duplicates == 1
+
+
+def test_it_orders_offsets_with_code_of_its_own():
+    """The checker of "nothing missed" shares no code with the broker it checks."""
+    assert resuming.offset_key.__module__ == "loadtest.framing.resuming"
+    assert resuming.offset_key("10") > resuming.offset_key("9")
+    assert resuming.offset_key("1700000000000-10") > resuming.offset_key("1700000000000-9")
+    assert resuming.offset_key("1700000000001-0") > resuming.offset_key("1700000000000-99")
+    for malformed in ("", "x", "4-", "-4", "4-x"):
+        with pytest.raises(ValueError):
+            resuming.offset_key(malformed)

@@ -6,7 +6,7 @@ Rules:
   of its requests: the caller feeds it every read (:meth:`~ResponseParser.feed`)
   and tells it when the connection closed (:meth:`~ResponseParser.feed_eof`).
 - Events, per response: one :class:`Head` (status and headers, read by
-  :func:`loadtest.client.http_head.parse_head`), the body as ``bytes`` pieces
+  :func:`loadtest.framing.http_head.parse_head`), the body as ``bytes`` pieces
   (de-chunked; a piece is a slice of what was read, never joined), then one
   :class:`Ended`: :data:`REUSABLE` if the connection may carry the next request,
   :data:`LAST` if not. Interim 1xx answers are skipped.
@@ -16,14 +16,14 @@ Rules:
   the close, which ends it.
 - A connection is not reusable after ``Connection: close``, after an HTTP/1.0
   answer without ``Connection: keep-alive``, or after a body that ended at the close.
-- What breaks these rules raises :class:`loadtest.client.http_head.HTTPError`
+- What breaks these rules raises :class:`loadtest.framing.http_head.HTTPError`
   naming it: a head over ``MAX_HEAD_BYTES``, a bad length or chunk, a close
   inside a head or a delimited body. A close between responses is no event.
 """
 
 from typing import Dict, NamedTuple
 
-from loadtest.client.http_head import HTTPError, parse_head
+from loadtest.framing.http_head import HTTPError, parse_head
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_CHUNK_LINE_BYTES = 1024

@@ -1,7 +1,8 @@
 """A subscriber that resumes, as the shipped browser client does, counting what it missed or got twice.
 
 Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope and
-offsets of :mod:`broker.protocol.positions`, read with its own names):
+offsets docs/protocol.rst describes, read here with code of its own: the checker of
+"nothing missed" shares nothing with the broker it checks):
 
 - It asks for positions, and each connection after the first asks to resume
   after the newest offset it delivered in its epoch (:meth:`ResumingSubscriber.query`),
@@ -24,11 +25,22 @@ import collections
 import json
 import urllib.parse
 
-from broker.protocol import positions
-from broker.protocol.positions import offset_key
-
+QUERY_POSITIONS = "positions"
+QUERY_EPOCH = "epoch"
+QUERY_SINCE = "since"
+RESUMED = "resumed"
+GAP = "gap"
 # A frame's text is UTF-8, and decoding it first spares json.loads its guess at the encoding.
 _decode = json.JSONDecoder().decode
+
+
+def offset_key(offset):
+    """An offset as it orders: a count (``"41"``) or a Redis stream id (``"1700000000000-3"``)
+    as a ``(number, sequence)`` pair, never as text; ValueError for anything else."""
+    number, dash, sequence = offset.partition("-")
+    if not number.isdigit() or (dash and not sequence.isdigit()):
+        raise ValueError("not an offset: %r" % offset[:40])
+    return int(number), int(sequence or 0)
 
 
 class ResumingSubscriber:
@@ -55,14 +67,14 @@ class ResumingSubscriber:
 
     def query(self):
         """The query to put on the SockJS URL of the next connection."""
-        asked = positions.QUERY_POSITIONS + "=1"
+        asked = QUERY_POSITIONS + "=1"
         if self.epoch is None:
             return asked
         since = self.joined
         if self.offset is not None and (since is None or offset_key(self.offset) > offset_key(since)):
             since = self.offset
-        return asked + "&" + urllib.parse.urlencode({positions.QUERY_EPOCH: self.epoch,
-                                                    positions.QUERY_SINCE: since})
+        return asked + "&" + urllib.parse.urlencode({QUERY_EPOCH: self.epoch,
+                                                    QUERY_SINCE: since})
 
     def receive(self, envelope):
         """The room message ``envelope`` (one decoded message of a frame) brings
@@ -84,9 +96,9 @@ class ResumingSubscriber:
             self.starts += 1
             if self.on_start is not None:
                 self.on_start()
-            if envelope["c"] == positions.GAP:
+            if envelope["c"] == GAP:
                 self.gaps[envelope["reason"]] += 1
-            if envelope["c"] == positions.RESUMED:
+            if envelope["c"] == RESUMED:
                 self._state_until = None
             else:
                 if envelope["epoch"] != self.epoch:

@@ -6,8 +6,8 @@ import urllib.parse
 import pytest
 
 from broker.protocol.frames import script_string
-from loadtest.client import endpoints, http_framing
-from loadtest.client.http_head import HTTPError
+from loadtest.framing import endpoints, http_framing
+from loadtest.framing.http_head import HTTPError
 
 SESSION = "/broadcast/000/abc"
 FRAMES = [b"o", b"h", b'a["7:1:1000","<&>\\u2028"]', b'c[3000,"Go away!"]']

@@ -1,10 +1,10 @@
 """One load client's side of a SockJS session over an HTTP transport, as a state machine without I/O.
 
-Rules (the shape of :mod:`loadtest.client.client_protocol`, over two connections):
+Rules (the shape of :mod:`loadtest.framing.client_protocol`, over two connections):
 
 - :class:`HttpSessionProtocol` never touches a socket or a clock. A session
   uses two connections, as a browser does: the *receiving* one carries the
-  transport's request (:mod:`loadtest.client.http_framing`), answered by a
+  transport's request (:mod:`loadtest.framing.http_framing`), answered by a
   stream or a poll; the *sending* one carries its sends, one in flight at a
   time, as sockjs-client sends them: messages published meanwhile wait, and
   go together in the next send.
@@ -13,8 +13,8 @@ Rules (the shape of :mod:`loadtest.client.client_protocol`, over two connections
   feeds each one's reads to :meth:`~HttpSessionProtocol.receive_data` and
   :meth:`~HttpSessionProtocol.send_answer_data`, and tells each one's close
   (:meth:`~HttpSessionProtocol.receive_closed`, :meth:`~HttpSessionProtocol.send_closed`).
-- Events: those of :class:`~loadtest.client.client_protocol.ClientProtocol`
-  (:data:`~loadtest.client.client_protocol.OPENED`, ``Delivered``, ``Closed``;
+- Events: those of :class:`~loadtest.framing.client_protocol.ClientProtocol`
+  (:data:`~loadtest.framing.client_protocol.OPENED`, ``Delivered``, ``Closed``;
   nothing follows Closed), and :data:`NEW_CONNECTION` (drop the receiving
   connection: what :meth:`~HttpSessionProtocol.data_to_send` holds goes on a
   new one) and :data:`NEW_SEND_CONNECTION` (drop the sending one: the next
@@ -29,12 +29,12 @@ Rules (the shape of :mod:`loadtest.client.client_protocol`, over two connections
 - A send answered with another status than the transport's closes the client,
   naming it; so does a receiving request answered with another than 200.
 - Messages are counted and timed as over websockets, without JSON
-  (:mod:`loadtest.client.payload`), one Delivered per read at most.
+  (:mod:`loadtest.framing.payload`), one Delivered per read at most.
 """
 
-from loadtest.client import client_protocol, http_framing, payload
-from loadtest.client.http_head import HTTPError
-from loadtest.client.http_responses import Ended, Head, ResponseParser
+from loadtest.framing import client_protocol, http_framing, payload
+from loadtest.framing.http_head import HTTPError
+from loadtest.framing.http_responses import Ended, Head, ResponseParser
 
 
 class NewConnection:
@@ -59,10 +59,10 @@ _bytes = bytes
 
 class HttpSessionProtocol(client_protocol.ClientSide):
     """Client ``client_id`` of one SockJS session at path ``session`` on ``host``
-    (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.client.http_framing.HTTP`).
+    (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.framing.http_framing.HTTP`).
 
     ``pending``, ``seq``, ``closed_reason``, ``opened``: as
-    :class:`~loadtest.client.client_protocol.ClientProtocol`'s; ``reopened``:
+    :class:`~loadtest.framing.client_protocol.ClientProtocol`'s; ``reopened``:
     receiving requests made again (stream reopens, polls after the first).
     ``query``: the service URL's, on every request; ``positions``: it asks for
     position envelopes, in which messages are counted.
@@ -115,7 +115,7 @@ class HttpSessionProtocol(client_protocol.ClientSide):
         return self.seq
 
     def receive_data(self, data):
-        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.client.client_protocol.Delivered`."""
+        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.framing.client_protocol.Delivered`."""
         if self.closed_reason is not None:
             return ()
         try:
@@ -184,7 +184,7 @@ class HttpSessionProtocol(client_protocol.ClientSide):
         self.sends.append(self._in_flight)
 
     def _received(self, pieces):
-        """The events of the receiving connection's ``pieces`` (:mod:`loadtest.client.http_responses`'s events)."""
+        """The events of the receiving connection's ``pieces`` (:mod:`loadtest.framing.http_responses`'s events)."""
         events = []
         count = 0
         own = None
@@ -202,8 +202,8 @@ class HttpSessionProtocol(client_protocol.ClientSide):
                 continue
             else:
                 frames = self._frames.finish()
-            for buffer, start, end in frames:
-                count, own = _tally(self, buffer, start, end, count, own, events)
+            for frame in frames:
+                count, own = _tally(self, frame, count, own, events)
                 if self.closed_reason is not None:
                     break
             if self.closed_reason is not None:
