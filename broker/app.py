@@ -29,7 +29,9 @@ from broker.protocol.close_codes import RECONNECT
 from broker.protocol.request_heads import MAX_HEAD_BYTES
 from broker.runtime import raise_open_files_limit
 from broker.transports import polling, tls
-from broker.transports.listener import ClientAddressCheck, Listener, RequestTimeouts
+from broker.transports.client_address import ClientAddressCheck
+from broker.transports.listener import Listener
+from broker.transports.request_timeouts import RequestTimeouts
 from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
 
 LOG = logging.getLogger("broker")

@@ -8,10 +8,8 @@ Rules this module keeps:
   (:attr:`Listener.first_send`: a plain connection whose first request is a
   send, or not there yet). Every accepted connection is admitted by
   :class:`broker.core.limits.Limits` before anything is read from it, or refused at
-  once: a complete 503 response is sent (over TLS, none: the connection has
-  no TLS session yet), what the client already sent is read and dropped (so
-  the close is a FIN, not a reset), and the socket is closed. A refusal
-  holds its descriptor for one send, never longer.
+  once with a complete 503 response (:mod:`broker.transports.refusals`; over
+  TLS, none: the connection has no TLS session yet).
 * New connections are taken from the kernel as fast as they come
   (``ACCEPTS_PER_EVENT`` a readiness event, so none waits in a full backlog).
   Under admission control (an accept rate) they are handed to the HTTP
@@ -39,29 +37,13 @@ Rules this module keeps:
   ``--write-timeout`` see them, not megabytes of them in the kernel.
 * Request headers over Tornado's ``max_header_size`` are answered 431 as the
   connection closes, rather than by a bare close.
-* What Tornado writes on a connection (a response: a connection's first
-  poll, every poll over TLS, ``/info``, a websocket's or a stream's head) is
-  held to ``--write-timeout``, as a backlog of messages on the broker's own
-  sockets is (:mod:`broker.transports.owned_socket`): a stream whose write
-  leaves bytes the kernel does not take must have taken them all within the
-  write timeout, however slowly it reads, or it is closed
-  (:class:`RequestTimeouts`, its deadline noted as it falls behind). A write
-  that goes out whole costs two looks at the stream's buffer.
-* The header and body timeouts are the listener's (:class:`RequestTimeouts`),
-  not Tornado's: Tornado starts a timer, a wrapping future and, for a body,
-  a task for every request (6 to 10 % of a poll's CPU), where the listener
-  notes a deadline in a dict and sweeps the dict a few times a second. Same
-  rules: a connection's next request's headers must be complete within the
-  header timeout from its opening or from the end of its previous response,
-  a body within the body timeout from its first read; a connection over
-  either is closed (a body's with a log line at INFO, as Tornado logs it).
-  A request a kept connection gives back to the server, its head not yet
-  whole (:meth:`Handover.serve_again`), keeps the deadline it had there.
+* Every connection is timed (:mod:`broker.transports.request_timeouts`): a
+  request's head and body as it is read, what Tornado writes on it as it
+  falls behind.
 * The client of a connection is its peer address, or, behind a proxy and only
   when configured, the address the proxy puts in a header of each request
-  (:class:`ClientAddressCheck`, and :class:`Handover` for the requests a
-  protocol that took the connection over reads itself): the last one of a
-  list, which is the one the proxy added; earlier ones are the client's own word.
+  (:mod:`broker.transports.client_address`, and :class:`Handover` for the
+  requests a protocol that took the connection over reads itself).
 * A connection a protocol has taken over (:meth:`_Counted.hand_over`) may be
   given back, unread, and is then served again as a new stream of its client.
 """
@@ -71,16 +53,16 @@ import functools
 import logging
 import socket
 import ssl
-import time
 from typing import NamedTuple, Optional
 
-from tornado import httputil
-from tornado.ioloop import IOLoop, PeriodicCallback
+from tornado.ioloop import IOLoop
 from tornado.iostream import IOStream, SSLIOStream, UnsatisfiableReadError
 
 from broker import _internals
-from broker.core.limits import MAX_CONNECTIONS, PER_IP, client_key
+from broker.core.limits import client_key
 from broker.transports import tls
+from broker.transports.client_address import named_client
+from broker.transports.refusals import HEADERS_TOO_LARGE, REFUSAL_RESPONSES, refuse
 
 LOG = logging.getLogger("broker.transports.listener")
 
@@ -96,139 +78,6 @@ ACCEPTS_PER_EVENT = 128
 # burst answered as soon each time. Not without a rate: 16 a turn left thousands of a
 # rolling restart's reconnects timing out, the loop's turns long with the room's traffic.
 SERVED_PER_TURN = 1
-DRAIN_BYTES = 65536
-
-REFUSALS = {
-    MAX_CONNECTIONS: "The server is at its connection limit; try again later.\n",
-    PER_IP: "Too many connections from your address.\n",
-}
-
-
-def http_response(status, reason, body):
-    """A complete ``Connection: close`` response as bytes."""
-    body = body.encode()
-    return ("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
-            "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
-            % (status, reason, len(body))).encode() + body
-
-
-REFUSAL_RESPONSES = {why: http_response(503, "Service Unavailable", body) for why, body in REFUSALS.items()}
-HEADERS_TOO_LARGE = http_response(431, "Request Header Fields Too Large", "Request headers too large.\n")
-
-
-def refuse(connection, response):
-    """Send ``response`` on a just-accepted socket and close it, without waiting."""
-    try:
-        connection.setblocking(False)
-        connection.send(response)
-        connection.recv(DRAIN_BYTES)
-    except OSError:
-        pass
-    finally:
-        connection.close()
-
-
-class RequestTimeouts:
-    """The header, body and write timeouts of a listener's connections (see
-    the module's rules), in seconds; ``write_timeout`` None leaves writes
-    untimed. A stream's deadline is one entry of a dict in the order the
-    deadlines fall (all of a dict have one timeout), so that :meth:`sweep`
-    reads only the entries that are due, and one more. A head's deadline
-    carried from a kept connection (``carried``) is earlier than that order:
-    those few are read whole at each sweep."""
-
-    def __init__(self, header_timeout, body_timeout, write_timeout=None):
-        self.header_timeout = header_timeout
-        self.body_timeout = body_timeout
-        self.write_timeout = write_timeout
-        self.headers = {}
-        self.carried = {}
-        self.bodies = {}
-        self.writes = {}
-        self.timer = None
-
-    def reading_headers(self, stream, deadline=None):
-        """``stream``'s next request's head is being read; by ``deadline``
-        (a ``time.monotonic()`` time) if given, else within the header timeout."""
-        self.headers.pop(stream, None)
-        self.carried.pop(stream, None)
-        self.bodies.pop(stream, None)
-        if deadline is None:
-            self.headers[stream] = time.monotonic() + self.header_timeout
-        else:
-            self.carried[stream] = deadline
-
-    def deadline(self, stream):
-        """The time by which ``stream``'s head is due, if it is being read."""
-        return self.headers.get(stream, self.carried.get(stream))
-
-    def headers_read(self, stream):
-        self.headers.pop(stream, None)
-        self.carried.pop(stream, None)
-
-    def reading_body(self, stream):
-        if stream not in self.bodies:
-            self.bodies[stream] = time.monotonic() + self.body_timeout
-
-    def falling_behind(self, stream):
-        """``stream`` has just been left bytes to write, with none before: all
-        it holds is due within the write timeout from now."""
-        if self.write_timeout is not None:
-            self.writes.pop(stream, None)  # caught up since its last deadline: a new one, in order
-            self.writes[stream] = time.monotonic() + self.write_timeout
-
-    def forget(self, stream):
-        self.headers.pop(stream, None)
-        self.carried.pop(stream, None)
-        self.bodies.pop(stream, None)
-        self.writes.pop(stream, None)
-
-    def start(self):
-        """Sweep four times within the shortest timeout, at most once a second."""
-        if self.timer is None:
-            timed = (self.header_timeout, self.body_timeout, self.write_timeout)
-            period = min(1.0, min(timeout for timeout in timed if timeout is not None) / 4)
-            self.timer = PeriodicCallback(self.sweep, 1000 * period)
-            self.timer.start()
-
-    def stop(self):
-        if self.timer is not None:
-            self.timer.stop()
-            self.timer = None
-
-    def sweep(self, now=None):
-        """Close every stream past its deadline; a body's only while it is
-        still being read (one read since the next request's headers forgets it),
-        a write's only while it still has bytes to write (the stream may have
-        caught up, or given its socket to a protocol, since)."""
-        now = time.monotonic() if now is None else now
-        for stream in _due(self.headers, now):
-            stream.close()
-        for stream in [stream for stream, deadline in self.carried.items() if deadline <= now]:
-            del self.carried[stream]
-            stream.close()
-        for stream in _due(self.bodies, now):
-            if stream.reading():
-                LOG.info("timeout reading a request's body from %s", stream.peer.address[0])
-                stream.close()
-        for stream in _due(self.writes, now):
-            if stream.writing():
-                stream.close()
-
-
-def _due(deadlines, now):
-    """Take out of ``deadlines`` (a stream's deadline each, in the order they
-    fall) the streams whose deadline is past ``now``."""
-    due = []
-    for stream, deadline in deadlines.items():
-        if deadline > now:
-            break
-        due.append(stream)
-    for stream in due:
-        del deadlines[stream]
-    return due
-
-
 class Peer(NamedTuple):
     """The other end of an accepted connection, read once, as it is accepted."""
 
@@ -331,13 +180,6 @@ class _Counted:
         if self.timeouts is not None:
             self.timeouts.forget(self)
         return Handover(self.listener, self.peer, self.client)
-
-
-def named_client(named, peer):
-    """The client of a trusted proxy's request whose client address header says
-    ``named`` (None: none): the last address of the list, the one the proxy
-    added; the ``peer``'s if that is no address."""
-    return (named and client_key(named.rsplit(",", 1)[-1])) or peer
 
 
 class Handover:
@@ -541,69 +383,3 @@ class Listener:
                       max_buffer_size=self.server.max_buffer_size, read_chunk_size=self.server.read_chunk_size)
         stream.head_deadline = head_deadline
         self.server.handle_stream(stream, peer.address)
-
-
-class ClientAddressCheck(httputil.HTTPServerConnectionDelegate):
-    """Behind a proxy: the client of each request from a trusted proxy is the
-    address in its ``header`` (the peer's address when the header is missing or
-    not an address), and of any other request its peer's address, whatever its
-    headers say; a connection belongs to the client of its latest request, and a
-    request whose client is at its limit is answered 503 and its connection
-    closed. Wraps ``app``, the application's own delegate."""
-
-    def __init__(self, app, limits, header):
-        self.app = app
-        self.limits = limits
-        self.header = header
-
-    def start_request(self, server_conn, request_conn):
-        return CheckedRequest(self, server_conn, request_conn)
-
-    def on_close(self, server_conn):
-        self.app.on_close(server_conn)
-
-
-class CheckedRequest(httputil.HTTPMessageDelegate):
-    """One request through :class:`ClientAddressCheck`: refused, or passed on
-    whole to the application."""
-
-    def __init__(self, check, server_conn, request_conn):
-        self.check = check
-        self.server_conn = server_conn
-        self.request_conn = request_conn
-        self.inner = None
-
-    def headers_received(self, start_line, headers):
-        check = self.check
-        stream = self.server_conn.stream
-        if not stream.peer.is_proxy:  # counted by its own address as it was accepted
-            self.inner = check.app.start_request(self.server_conn, self.request_conn)
-            return self.inner.headers_received(start_line, headers)
-        client = named_client(headers.get(check.header), stream.peer.client)
-        refusal = check.limits.reassign(stream.client, client)
-        if refusal is not None:
-            body = REFUSALS[refusal].encode()
-            self.request_conn.write_headers(
-                httputil.ResponseStartLine("HTTP/1.1", 503, "Service Unavailable"),
-                httputil.HTTPHeaders({"Content-Type": "text/plain; charset=utf-8",
-                                      "Content-Length": str(len(body)),
-                                      "Cache-Control": "no-store", "Connection": "close"}),
-                body)
-            self.request_conn.finish()
-            return None
-        stream.client = client
-        self.inner = check.app.start_request(self.server_conn, self.request_conn)
-        return self.inner.headers_received(start_line, headers)
-
-    def data_received(self, chunk):
-        if self.inner is not None:
-            return self.inner.data_received(chunk)
-        return None
-
-    def finish(self):
-        if self.inner is not None:
-            self.inner.finish()
-
-    def on_connection_close(self):
-        if self.inner is not None:
-            self.inner.on_connection_close()

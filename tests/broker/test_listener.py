@@ -13,7 +13,8 @@ import pytest
 from tornado.iostream import StreamClosedError
 
 from broker.core.limits import Limits
-from broker.transports.listener import SERVED_PER_TURN, CountedStream, Handover, Listener, Peer, RequestTimeouts
+from broker.transports.listener import SERVED_PER_TURN, CountedStream, Handover, Listener, Peer
+from broker.transports.request_timeouts import RequestTimeouts
 
 HEADERS_END = b"\r?\n\r?\n"
 

@@ -1,6 +1,7 @@
 """The listener's request timeouts, on fake streams and a given clock."""
 
-from broker.transports.listener import Peer, RequestTimeouts
+from broker.transports.listener import Peer
+from broker.transports.request_timeouts import RequestTimeouts
 
 
 class Stream:
