@@ -17,37 +17,22 @@ Rules this module keeps:
   on every request), and a poll of an open session does not read it, nor does
   Tornado's handler. Anything else is None: the request goes to Tornado as it
   was sent.
-* :func:`poll_answer` is the complete ``200`` answer to a poll, with the
-  headers Tornado's handler sends (less ``Server``): for xhr, the CORS headers
-  for the request's ``Origin``, which the caller has checked against its
-  policy; for jsonp, none, and ``nosniff`` on the script.
+* :func:`poll_answer` is the complete answer to a poll, as
+  :mod:`broker.protocol.http_answers` states it and Tornado's handler sends
+  it (less ``Server``): for xhr, with the CORS headers for the request's
+  ``Origin``, which the caller has checked against its policy.
 """
 
 import re
 from typing import NamedTuple, Optional
 
-from broker.protocol.frames import script_string
+from broker.protocol.http_answers import JSONP_POLL_ANSWER, XHR_POLL_ANSWER, jsonp_poll_body, xhr_poll_body
 from broker.protocol.request_heads import session_path
 
 # The callback names a jsonp or htmlfile page may give (``c``); others are refused.
 CALLBACK_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
 
 _POLL_METHODS = {b"POST": "xhr", b"GET": "jsonp"}
-CACHE_CONTROL = "Cache-Control: no-store, no-cache, no-transform, must-revalidate, max-age=0\r\n"
-_XHR_HEAD = ("HTTP/1.1 200 OK\r\n"
-             "Content-Type: application/javascript; charset=UTF-8\r\n"
-             "Date: %s\r\n"
-             "Vary: Origin\r\n"
-             "%s" + CACHE_CONTROL +
-             "Content-Length: %d\r\n"
-             "\r\n")
-_JSONP_HEAD = ("HTTP/1.1 200 OK\r\n"
-               "Content-Type: application/javascript; charset=UTF-8\r\n"
-               "Date: %s\r\n" + CACHE_CONTROL +
-               "X-Content-Type-Options: nosniff\r\n"
-               "Content-Length: %d\r\n"
-               "\r\n")
-ANY_ORIGIN = "Access-Control-Allow-Origin: *\r\n"
 
 
 class Poll(NamedTuple):
@@ -90,21 +75,9 @@ def poll_of(head, prefix):
     return Poll(transport, session_id, head.size, head.origin, head.host, callback, head.named_client)
 
 
-def cors_headers(origin):
-    """The CORS headers of an answer to a request from ``origin`` (None:
-    none named), which the router's origin policy allows."""
-    if origin is None:
-        return ANY_ORIGIN
-    return "Access-Control-Allow-Origin: %s\r\nAccess-Control-Allow-Credentials: true\r\n" % origin
-
-
 def poll_answer(poll, frame, date):
     """The whole answer (bytes) to ``poll`` carrying the SockJS ``frame`` (str),
     dated ``date`` (HTTP's form)."""
     if poll.transport == "jsonp":
-        body = ("/**/%s(%s);\r\n" % (poll.callback, script_string(frame))).encode()
-        head = _JSONP_HEAD % (date, len(body))
-    else:
-        body = (frame + "\n").encode()
-        head = _XHR_HEAD % (date, cors_headers(poll.origin), len(body))
-    return head.encode("latin-1") + body
+        return JSONP_POLL_ANSWER.answer(date, poll.origin, jsonp_poll_body(poll.callback, frame))
+    return XHR_POLL_ANSWER.answer(date, poll.origin, xhr_poll_body(frame))

@@ -17,17 +17,18 @@ Rules this module keeps:
   array. Anything else is None, and goes to Tornado as it was sent: an empty
   body, broken JSON, or JSON that is not an array are answered there with
   their errors, a body over the limit closes the session there.
-* :func:`send_answer` is the complete answer Tornado's handler sends to a send
-  it takes (less ``Server``): ``204`` for xhr_send, ``200 ok`` for
-  jsonp_send, with the CORS headers for the request's ``Origin``, which the
-  caller has checked against its policy.
+* :func:`send_answer` is the complete answer to a send taken, as
+  :mod:`broker.protocol.http_answers` states it and Tornado's handler sends
+  it (less ``Server``): ``204`` for xhr_send, ``200 ok`` for jsonp_send,
+  with the CORS headers for the request's ``Origin``, which the caller has
+  checked against its policy.
 """
 
 import urllib.parse
 from typing import List, NamedTuple, Optional
 
 from broker.protocol import frames
-from broker.protocol.polls import CACHE_CONTROL, cors_headers
+from broker.protocol.http_answers import JSONP_SEND_ANSWER, JSONP_SEND_BODY, XHR_SEND_ANSWER, XHR_SEND_BODY
 from broker.protocol.request_heads import session_path
 
 XHR_SEND = "xhr_send"
@@ -36,20 +37,6 @@ FORM = "application/x-www-form-urlencoded"
 # What a send that carries no messages is answered, with a 500 (Tornado's handler answers it).
 BROKEN_JSON = "Broken JSON encoding."
 PAYLOAD_EXPECTED = "Payload expected."
-_XHR_SEND_ANSWER = ("HTTP/1.1 204 No Content\r\n"
-                    "Date: %s\r\n"
-                    "Vary: Origin\r\n"
-                    "%s" + CACHE_CONTROL +
-                    "Content-Type: text/plain; charset=UTF-8\r\n"
-                    "\r\n")
-_JSONP_SEND_ANSWER = ("HTTP/1.1 200 OK\r\n"
-                      "Content-Type: text/plain; charset=UTF-8\r\n"
-                      "Date: %s\r\n"
-                      "Vary: Origin\r\n"
-                      "%s" + CACHE_CONTROL +
-                      "Content-Length: 2\r\n"
-                      "\r\n"
-                      "ok")
 
 
 class Send(NamedTuple):
@@ -119,5 +106,6 @@ def send_of(head, data, prefix, max_size):
 
 def send_answer(send, date):
     """The whole answer (bytes) to ``send``, taken, dated ``date`` (HTTP's form)."""
-    answer = _XHR_SEND_ANSWER if send.transport == XHR_SEND else _JSONP_SEND_ANSWER
-    return (answer % (date, cors_headers(send.origin))).encode("latin-1")
+    if send.transport == XHR_SEND:
+        return XHR_SEND_ANSWER.answer(date, send.origin, XHR_SEND_BODY)
+    return JSONP_SEND_ANSWER.answer(date, send.origin, JSONP_SEND_BODY)

@@ -20,11 +20,11 @@ import time
 
 from sockjs.tornado import transports as base
 
-from broker.protocol import sends
+from broker.protocol import http_answers, sends
 from broker.protocol.polls import CALLBACK_NAME
 from broker.protocol.close_codes import MESSAGE_TOO_BIG
+from broker.transports.owned_socket import opening_info
 
-NO_CACHE = "no-store, no-cache, no-transform, must-revalidate, max-age=0"
 # What a session refused as it would open is told (see refuse_new_session).
 DRAINING = "Server draining: connect to another\n"
 DRAINING_RETRY_S = 1
@@ -32,7 +32,9 @@ TOO_MANY_NEW_SESSIONS = "Too many new sessions: retry later\n"
 
 
 class ServiceHeaders:
-    """Mixin for the SockJS service's HTTP handlers: caching and cross-origin headers.
+    """Mixin for the SockJS service's HTTP handlers: caching and cross-origin
+    headers, and the answers to polls and sends, as
+    :mod:`broker.protocol.http_answers` states them.
 
     Uncacheable responses also forbid proxies to transform them
     (``no-transform``), which would break streaming and JSONP. CORS answers
@@ -41,19 +43,29 @@ class ServiceHeaders:
     """
 
     def disable_cache(self):
-        self.set_header("Cache-Control", NO_CACHE)
+        self.set_header("Cache-Control", http_answers.NO_CACHE)
 
     def preflight(self):
         origin = self.request.headers.get("Origin")
-        self.set_header("Vary", "Origin")
-        if origin is None:
-            self.set_header("Access-Control-Allow-Origin", "*")
-        elif self.server.rules.origins.allows(origin, self.request.host):
-            self.set_header("Access-Control-Allow-Origin", origin)
-            self.set_header("Access-Control-Allow-Credentials", "true")
+        allowed = origin is None or self.server.rules.origins.allows(origin, self.request.host)
+        for name, value in http_answers.cors_headers(origin) if allowed else (http_answers.VARY,):
+            self.set_header(name, value)
         headers = self.request.headers.get("Access-Control-Request-Headers")
         if headers:
             self.set_header("Access-Control-Allow-Headers", headers)
+
+    def give(self, form, body):
+        """Answer as ``form`` (a :class:`broker.protocol.http_answers.AnswerForm`)
+        states, with ``body`` (bytes): the status, headers and body the broker
+        writes on a kept-alive connection; Tornado adds ``Server``, ``Date``
+        and any cookie. The request's ``Origin`` is one the policy allows: one
+        it does not is refused before (:func:`refuse_foreign_origin`)."""
+        self.clear()
+        self.set_status(form.status)
+        for name, value in form.headers(self.request.headers.get("Origin"), len(body)):
+            self.set_header(name, value)
+        if body:
+            self.write(body)
 
 
 def refuse_new_session(handler, take):
@@ -117,6 +129,11 @@ class NewSessions:
         """The address the connection limits count this request's session under, if any."""
         return getattr(self.request.connection.stream, "client", None)
 
+    def get_conn_info(self):
+        """What a session this request opens starts with: never its cookies (see
+        :func:`broker.transports.owned_socket.opening_info`)."""
+        return opening_info(self.request)
+
     def prepare(self):
         super().prepare()
         if not refuse_foreign_origin(self):
@@ -170,14 +187,15 @@ class _SendHandler(ServiceHeaders):
 
 class XhrSendHandler(_SendHandler, base.XhrSendHandler):
     """Its 204 keeps ``Content-Type: text/plain``: without one, Firefox parses
-    the empty answer as XML and logs an error (Tornado drops the header)."""
+    the empty answer as XML and logs an error (Tornado drops the header as it
+    finishes a 204; it is put back)."""
 
     def accepted(self):
-        self.set_status(204)
+        self.give(http_answers.XHR_SEND_ANSWER, http_answers.XHR_SEND_BODY)
 
     def flush(self, include_footers=False):
         if self.get_status() == 204:
-            self.set_header("Content-Type", "text/plain; charset=UTF-8")
+            self.set_header("Content-Type", http_answers.PLAIN_TEXT)
         return super().flush(include_footers)
 
 
@@ -188,7 +206,7 @@ class JSONPSendHandler(_SendHandler, base.JSONPSendHandler):
         return sends.jsonp_payload(self.request.body, self.request.headers.get("Content-Type"))
 
     def accepted(self):
-        self._answer(200, "ok")
+        self.give(http_answers.JSONP_SEND_ANSWER, http_answers.JSONP_SEND_BODY)
 
 
 class CallbackTransport:

@@ -23,7 +23,7 @@ Rules this module keeps:
   server reads it (:func:`answer_first_send`) only if its first request is a
   send there whole, or not there at all yet.
 * A trusted proxy's poll or send names its client, as each of its requests
-  does (:class:`broker.transports.listener.ClientAddressCheck`): the
+  does (:class:`broker.transports.client_address.ClientAddressCheck`): the
   connection is that client's from then on, or, the client at its limit, the
   request is answered 503 and the connection closed.
 * The next request is peeked at (``MSG_PEEK``), never taken before it is known
@@ -34,12 +34,13 @@ Rules this module keeps:
   as it is (:attr:`broker.transports.listener.Handover.serve_again`), and is
   answered as if the broker had never held it: a new session, a send it does
   not take, a closed session's close frame, a refusal.
-* A poll carries exactly one frame, answered as Tornado's handler answers it
-  (:mod:`broker.protocol.polls`): everything queued for the session in one
+* A poll carries exactly one frame: everything queued for the session in one
   ``a[...]`` frame, at once, or the next frame the session sends (a message,
   a heartbeat, its close). A session closed while a poll's answer is being
   written (``/close`` opens and closes in one go) has its close frame sent to
   the next poll.
+* A poll and a send are answered here as Tornado's handler answers them: both
+  take the status, headers and body from :mod:`broker.protocol.http_answers`.
 * While a poll waits, the client's end closes its session (1002 "Connection
   interrupted"), as with Tornado; a request it sends meanwhile waits in the
   kernel until the answer is written, all of it.
@@ -61,7 +62,7 @@ from sockjs.tornado import transports as base
 from tornado import httputil
 
 from broker import _internals
-from broker.protocol import frames, polls, sends
+from broker.protocol import http_answers, polls, sends
 from broker.protocol.close_codes import INTERRUPTED
 from broker.protocol.request_heads import MAX_HEAD_BYTES, read_head
 from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
@@ -213,7 +214,7 @@ class KeptAliveConnection(OwnedSocket):
         self._handover.serve_again(sock, deadline)
 
     def close(self):
-        """Close the connection (:class:`broker.transports.listener.RequestTimeouts` calls this)."""
+        """Close the connection (:class:`broker.transports.request_timeouts.RequestTimeouts` calls this)."""
         self.cut()
 
     def caught_up(self):
@@ -297,14 +298,12 @@ class KeptConnection:
 
     session_ended = False
 
-    def answer(self, body, headers):
-        """Send ``body`` (str, the one frame in the transport's form) with ``headers``."""
+    def answer(self, form, body):
+        """Answer the poll as ``form`` (a :class:`broker.protocol.http_answers.AnswerForm`)
+        states, with ``body`` (bytes, the one frame in the transport's form)."""
         self.active = False
-        for name, value in headers:
-            self.set_header(name, value)
-        self.set_header("Content-Length", len(body))
         try:
-            self.write(body)
+            self.give(form, body)
             self.flush().add_done_callback(self.answered)
         except IOError:
             self.session.delayed_close()
@@ -342,22 +341,18 @@ class KeptConnection:
         return hand_over()
 
 
-SCRIPT = ("Content-Type", "application/javascript; charset=UTF-8")
-
-
 class XhrPollingTransport(KeptConnection, NewSessions, ServiceHeaders, base.XhrPollingTransport):
     """xhr-polling's request handler: a connection's first poll, and any a
     :class:`KeptAliveConnection` gives back."""
 
     def send_pack(self, message, binary=False):
         if self.active:
-            self.answer(message + "\n", (SCRIPT,))
+            self.answer(http_answers.XHR_POLL_ANSWER, http_answers.xhr_poll_body(message))
 
 
 class JSONPTransport(KeptConnection, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
     """jsonp-polling's request handler: one ``/**/callback("frame");`` script
-    per request. The leading comment keeps a browser from sniffing the
-    response as anything but a script (the Rosetta Flash defence)."""
+    per request (:func:`broker.protocol.http_answers.jsonp_poll_body`)."""
 
     def get(self, session_id):
         if self.callback_name() is not None:
@@ -365,5 +360,4 @@ class JSONPTransport(KeptConnection, NewSessions, ServiceHeaders, CallbackTransp
 
     def send_pack(self, message, binary=False):
         if self.active:
-            self.answer("/**/%s(%s);\r\n" % (self.callback, frames.script_string(message)),
-                        (SCRIPT, ("X-Content-Type-Options", "nosniff")))
+            self.answer(http_answers.JSONP_POLL_ANSWER, http_answers.jsonp_poll_body(self.callback, message))

@@ -41,13 +41,17 @@ class KeptConnection:
 
     def response(self):
         """(status, headers as a dict of lower-case names, body) of the next response."""
+        status, headers, body = self.response_as_sent()
+        return status, dict(headers), body
+
+    def response_as_sent(self):
+        """(status, headers as (lower-case name, value) pairs in their order, body) of the next response."""
         while b"\r\n\r\n" not in self.buffer:
             self._read()
         head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
-        headers = dict((name.lower(), value.strip()) for name, value in
-                       (line.split(":", 1) for line in lines[1:]))
-        length = int(headers.get("content-length", 0))
+        headers = [(name.lower(), value.strip()) for name, value in (line.split(":", 1) for line in lines[1:])]
+        length = int(dict(headers).get("content-length", 0))
         while len(self.buffer) < length:
             self._read()
         body, self.buffer = self.buffer[:length], self.buffer[length:]
@@ -342,6 +346,67 @@ def test_a_send_the_broker_does_not_take_is_answered_by_tornado_as_ever(start_br
     assert answer(poller, session, "Origin: https://good.example")[2] == 'a["in pieces"]\n'
     assert send_on(kept(broker), session, b'["%s"]' % (b"x" * 200))[0] == 413
     assert answer(poller, session)[2] == 'c[1009,"Message too big"]\n'
+
+
+ORIGINS = {"no Origin": (), "an Origin": ("Origin: https://example.com",)}
+
+
+def as_sent(connection, request):
+    """(status, headers but Date and Server as sent, body) of the answer to ``request`` on
+    ``connection``, and whether Tornado wrote it (its ``Server``)."""
+    connection.send(request)
+    status, headers, body = connection.response_as_sent()
+    return (status, [header for header in headers if header[0] not in ("date", "server")], body), \
+        "server" in dict(headers)
+
+
+def tornado_s(connection):
+    """``connection``, once Tornado has answered a request on it (``/info``): Tornado
+    answers the next too. (A new connection with nothing sent yet may be the broker's.)"""
+    assert as_sent(connection, connection.request("GET", connection.prefix + "/info"))[1]
+    return connection
+
+
+@pytest.mark.parametrize("origin", sorted(ORIGINS))
+@pytest.mark.parametrize("transport", ["xhr", "jsonp"])
+def test_tornado_and_the_broker_answer_a_poll_alike(broker, kept, transport, origin):
+    """A kept connection's next poll is the broker's, one on a connection Tornado serves
+    Tornado's: the same answer, but Tornado's Date and Server."""
+    headers = ORIGINS[origin]
+    by_broker, by_tornado = kept(), tornado_s(kept())
+    session, other = new_session(broker), new_session(broker)
+    assert frame_of(transport, as_sent(by_broker, by_broker.poll(session, *headers, transport=transport))[0][2]) == "o"
+    opener = kept()
+    assert frame_of(transport, as_sent(opener, opener.poll(other, transport=transport))[0][2]) == "o"
+    assert broker.request("POST", "/publish", b"to both", AUTH)[0] == 200
+    kept_answer, tornado_wrote = as_sent(by_broker, by_broker.poll(session, *headers, transport=transport))
+    assert not tornado_wrote, "the broker answers a kept connection's next poll"
+    tornado_answer, tornado_wrote = as_sent(by_tornado, by_tornado.poll(other, *headers, transport=transport))
+    assert tornado_wrote
+    assert frame_of(transport, kept_answer[2]) == 'a["to both"]'
+    assert kept_answer == tornado_answer
+
+
+@pytest.mark.parametrize("origin", sorted(ORIGINS))
+@pytest.mark.parametrize("suffix, body, content_type", [
+    ("xhr_send", b'["x"]', ()),
+    ("jsonp_send", b"d=%5B%22x%22%5D", ("Content-Type: application/x-www-form-urlencoded",)),
+], ids=["xhr_send", "jsonp_send"])
+def test_tornado_and_the_broker_answer_a_send_alike(broker, kept, suffix, body, content_type, origin):
+    """A send on a new connection is the broker's, one on a connection Tornado serves
+    Tornado's: the same answer, but Tornado's Date and Server."""
+    headers = ORIGINS[origin] + content_type
+    poller = kept()
+    session = new_session(broker)
+    assert answer(poller, session)[2] == "o\n"
+    by_broker, by_tornado = kept(), tornado_s(kept())
+    kept_answer, tornado_wrote = as_sent(by_broker, by_broker.request("POST", session + "/" + suffix, body, *headers))
+    assert not tornado_wrote, "the broker answers a send on a new connection"
+    tornado_answer, tornado_wrote = as_sent(by_tornado, by_tornado.request("POST", session + "/" + suffix, body,
+                                                                           *headers))
+    assert tornado_wrote
+    assert kept_answer == tornado_answer
+    assert answer(poller, session)[2] == 'a["x","x"]\n'
 
 
 def test_a_new_connection_that_sends_nothing_is_timed_and_released(start_broker, kept):

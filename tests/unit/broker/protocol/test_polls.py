@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.protocol.polls import ANY_ORIGIN, Poll, cors_headers, poll_answer, poll_of
+from broker.protocol.polls import Poll, poll_answer, poll_of
 from broker.protocol.request_heads import read_head
 
 PREFIX = "/broadcast"
@@ -122,12 +122,6 @@ def test_the_answer_is_tornado_s_without_its_server_header():
                       b"Content-Length: 8\r\n"
                       b"\r\n"
                       b'a["hi"]\n')
-
-
-def test_a_named_origin_is_answered_with_credentials():
-    assert cors_headers(None) == ANY_ORIGIN
-    assert cors_headers("https://example.com") == ("Access-Control-Allow-Origin: https://example.com\r\n"
-                                                   "Access-Control-Allow-Credentials: true\r\n")
 
 
 def test_a_jsonp_answer_is_a_script_that_no_message_can_end():

@@ -7,6 +7,7 @@ from sockjs.tornado import SockJSConnection
 from sockjs.tornado.session import ConnectionInfo
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 
+from broker.transports.http_transports import NewSessions
 from broker.transports.owned_socket import opening_info
 from broker.transports.router import BrokerRouter
 
@@ -40,8 +41,9 @@ def test_an_opened_session_keeps_only_its_address_and_path():
 
 
 def test_a_session_opens_without_parsing_the_cookie_header():
+    """Streams and websockets (opening_info) and the polls Tornado answers (NewSessions)."""
     headers = HTTPHeaders({"Cookie": ";".join("c%d=" % n for n in range(8000)), "Origin": "https://a.example"})
     request = NoCookies(method="GET", uri="/x/000/s1/eventsource?positions=1", headers=headers)
-    info = opening_info(request)
-    assert info.arguments == {"positions": [b"1"]} and info.headers["Origin"] == "https://a.example"
-    assert not info.cookies
+    for info in (opening_info(request), NewSessions.get_conn_info(types.SimpleNamespace(request=request))):
+        assert info.arguments == {"positions": [b"1"]} and info.headers["Origin"] == "https://a.example"
+        assert not info.cookies
