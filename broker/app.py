@@ -134,7 +134,7 @@ def connection_limits(config, open_files):
 READ_CHUNK_BYTES = MAX_HEAD_BYTES
 
 
-def make_server(config, router, app, limits, secure=None):
+def make_listener(config, router, app, limits, secure=None):
     """The HTTP server of ``app`` with its timeouts, and the :class:`Listener` that
     feeds it, which answers the sends of ``router``'s sessions on new connections
     itself (:func:`broker.transports.polling.answer_first_send`)."""
@@ -278,7 +278,7 @@ async def warm_up_sessions(config):
     node = make_node(config, hub, Limits(sessions + 64))
     router = make_router(config, node)
     # No proxy stands before the warm-up's port: its clients are its own, by their address.
-    listener = make_server(dataclasses.replace(config, client_address_header=None), router,
+    listener = make_listener(dataclasses.replace(config, client_address_header=None), router,
                            Application(router.urls, **application_settings()), node.limits)
     sockets = bind_sockets(0, warm_up.HOST)
     listener.add_sockets(sockets)
@@ -310,7 +310,7 @@ async def run(config, open_files):
     if node.tls is not None:
         logging.getLogger("tornado.general").addFilter(node.tls)
     router = make_router(config, node)
-    listener = make_server(config, router, make_app(config, router), limits, secure)
+    listener = make_listener(config, router, make_app(config, router), limits, secure)
     listener.handshake_failures = node.tls
     hub.sample()
     timers = [PeriodicCallback(hub.sample, 1000)]

@@ -7,7 +7,7 @@ new connection or one idle since the last. Tornado would make for each of
 those requests a request object, its headers, a handler, a response and a
 log line (about 200 us a poll on CPython, most of a polling client's cost).
 Here the handler that answered a poll lets go of the connection
-(:class:`KeptConnection`), as does the listener for a new connection whose
+(:class:`PollHandler`), as does the listener for a new connection whose
 first request is a send (:func:`answer_first_send`); a
 :class:`KeptAliveConnection` answers that send and reads the requests that
 follow: a poll it answers itself, as the SockJS session's handler until one
@@ -291,7 +291,7 @@ def answer_first_send(server, sock, handover):
     return True
 
 
-class KeptConnection:
+class PollHandler:
     """Mixin for the polling transports' request handlers: a poll carries one
     frame (see the module's rules), and once it is answered its connection
     goes on as a :class:`KeptAliveConnection` if it may."""
@@ -341,7 +341,7 @@ class KeptConnection:
         return hand_over()
 
 
-class XhrPollingTransport(KeptConnection, NewSessions, ServiceHeaders, base.XhrPollingTransport):
+class XhrPollingTransport(PollHandler, NewSessions, ServiceHeaders, base.XhrPollingTransport):
     """xhr-polling's request handler: a connection's first poll, and any a
     :class:`KeptAliveConnection` gives back."""
 
@@ -350,7 +350,7 @@ class XhrPollingTransport(KeptConnection, NewSessions, ServiceHeaders, base.XhrP
             self.answer(http_answers.XHR_POLL_ANSWER, http_answers.xhr_poll_body(message))
 
 
-class JSONPTransport(KeptConnection, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
+class JSONPTransport(PollHandler, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
     """jsonp-polling's request handler: one ``/**/callback("frame");`` script
     per request (:func:`broker.protocol.http_answers.jsonp_poll_body`)."""
 
