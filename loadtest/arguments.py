@@ -49,32 +49,25 @@ def option(container, *names, **kwargs):
     return Environment(ENVIRONMENT_PREFIX, os.environ).add(container, *names, **kwargs)
 
 
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more, got %s" % text)
-    return value
+def _number(name, kind, accepted, refusal):
+    """A type: a number read by ``kind``, refused with ``refusal`` unless ``accepted(value)``."""
+
+    def parse(text):
+        value = kind(text)
+        if not accepted(value):
+            raise argparse.ArgumentTypeError("%s, got %s" % (refusal, text))
+        return value
+
+    parse.__name__ = name  # argparse names it in errors
+    return parse
 
 
-def non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, got %s" % text)
-    return value
-
-
-def positive_float(text):
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError("must be a number more than 0, got %s" % text)
-    return value
-
-
-def non_negative_float(text):
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError("must be a number of 0 or more, got %s" % text)
-    return value
+positive_int = _number("positive_int", int, lambda value: value >= 1, "must be 1 or more")
+non_negative_int = _number("non_negative_int", int, lambda value: value >= 0, "must be 0 or more")
+positive_float = _number("positive_float", float, lambda value: value > 0 and math.isfinite(value),
+                         "must be a number more than 0")
+non_negative_float = _number("non_negative_float", float, lambda value: value >= 0 and math.isfinite(value),
+                             "must be a number of 0 or more")
 
 
 def name_from(what, known):

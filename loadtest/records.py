@@ -145,12 +145,10 @@ class CpuPerMsg(Record):
 
     @classmethod
     def of_step(cls, step, transport, tls=False):
-        """From the fixed load's :class:`Step` over ``transport``, over TLS if ``tls``."""
-        return cls(server=step.server, transport=transport, level=step.level, rate=step.rate,
-                   cpu_us_per_msg=step.server_cpu_us_per_msg, rtt_ms=step.rtt_ms, lost=step.lost,
-                   dropped=step.dropped, reopened=step.reopened,
-                   server_msgs_per_s=step.server_msgs_per_s, server_cpu=step.server_cpu,
-                   client_cpu=step.client_cpu, client_bound=step.client_bound, overloaded=step.overloaded, tls=tls)
+        """From the fixed load's :class:`Step` over ``transport``, over TLS if ``tls``: the step's
+        fields of the same name, its ``server_cpu_us_per_msg`` as ``cpu_us_per_msg``."""
+        named = {field.name: getattr(step, field.name) for field in dataclasses.fields(cls) if hasattr(step, field.name)}
+        return cls(**dict(named, transport=transport, cpu_us_per_msg=step.server_cpu_us_per_msg, tls=tls))
 
 
 @dataclasses.dataclass(frozen=True)

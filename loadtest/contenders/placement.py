@@ -2,7 +2,9 @@
 
 The options every command that starts servers shares (``compare``, ``soak``,
 ``feed``, ``abuse``), and what they do with them: check the CPUs, pin the
-load client, resolve the contenders, launch each one on its CPU and record it.
+load client, resolve the contenders, launch each one on its CPU and record it
+(:func:`launched`), and measure each in turn into one results file (:func:`measure_each`:
+``compare``, ``soak`` and :func:`run_each_broker` share it).
 One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
 is a descriptor): larger loads are spread over ``--procs`` processes.
 
@@ -11,12 +13,14 @@ protocol, :class:`BrokerRun` (run, verdict, clean), and :func:`run_each_broker` 
 of them: a new one is its module and its name in :data:`loadtest.command_line.NAMES`.
 """
 
+import contextlib
 import secrets
 from typing import NamedTuple, Tuple
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, records, runner
 from loadtest.contenders import child_process, registry, server_group
+from loadtest.errors import Interrupted
 from loadtest.framing import endpoints
 from loadtest.results import files
 
@@ -56,6 +60,43 @@ def launch(contender, cpus, status, brokers=1, flags=()):
     except (child_process.ServerError, OSError) as error:
         status.message("%s: did not start, skipped: %s" % (contender.label, error))
         return None
+
+
+@contextlib.contextmanager
+def launched(contender, cpus, status, brokers=1, flags=(), out=None):
+    """:func:`launch` ``contender``, write its :class:`~loadtest.records.Server` to ``out`` if
+    given, and stop it on leaving: the running cluster, or None if it did not start (said why)."""
+    running = launch(contender, cpus, status, brokers, flags)
+    if running is None:
+        yield None
+        return
+    try:
+        if out is not None:
+            out.write(server_record(contender, running, cpus[0]))
+        yield running
+    finally:
+        running.stop()
+
+
+def measure_each(args, chosen, status, measure, run_line, last=None):
+    """Measure each contender of ``chosen`` in turn into one results file (``--out``, or a new
+    one), after its ``run_line`` (:func:`loadtest.results.files.run_record`): ``measure(contender, out)`` is
+    how many of its runs went through in full; then ``last(out)``, if given. ``(path, how many
+    in all)``, or ``(path, None)`` when Ctrl-C (:class:`loadtest.errors.Interrupted`) ended it,
+    having said where what was measured is."""
+    out_path = args.out or files.default_path()
+    done = 0
+    with files.ResultsFile(out_path) as out:
+        out.write(run_line)
+        try:
+            for contender in chosen:
+                done += measure(contender, out)
+            if last is not None:
+                last(out)
+        except Interrupted:
+            status.message("interrupted: what was measured is in %s" % out_path)
+            return out_path, None
+    return out_path, done
 
 
 def server_record(contender, running, cpu):
@@ -170,32 +211,31 @@ def run_each_broker(args, scenario, transport, status):
     if not chosen:
         status.message("no broker to run")
         return 1
-    prepare_client(args.client_cpus[0])
-    out_path = args.out or files.default_path()
-    cleanly = 0
-    with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, transport, args.command_line))
-        for contender in chosen:
-            for flags in variants:
-                token = secrets.token_hex(16)
-                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv + list(flags))))
-                running = launch(contender, args.server_cpus, status, args.brokers,
-                                 ["--publish-token", token] + list(flags))
+
+    def each_variant(contender, out):
+        cleanly = 0
+        for flags in variants:
+            token = secrets.token_hex(16)
+            status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv + list(flags))))
+            with launched(contender, args.server_cpus, status, args.brokers, ["--publish-token", token] + list(flags),
+                          out) as running:
                 if running is None:
                     continue
-                try:
-                    out.write(server_record(contender, running, args.server_cpus[0]))
-                    started = Started(contender.label, running, token, tuple(flags), out)
-                    outcome = runner.run_interruptible(scenario(started, args, status).run())
-                finally:
-                    running.stop()
-                if outcome.interrupted:
-                    status.message("interrupted: what was measured is in %s" % out_path)
-                    return 130
-                if outcome.error is not None:
-                    status.message("%s: ended: %s" % (contender.label, outcome.error))
-                    continue
-                status.message(scenario.verdict(outcome.value))
-                cleanly += bool(scenario.clean(outcome.value))
+                started = Started(contender.label, running, token, tuple(flags), out)
+                outcome = runner.run_interruptible(scenario(started, args, status).run())
+            if outcome.interrupted:
+                raise Interrupted()
+            if outcome.error is not None:
+                status.message("%s: ended: %s" % (contender.label, outcome.error))
+                continue
+            status.message(scenario.verdict(outcome.value))
+            cleanly += bool(scenario.clean(outcome.value))
+        return cleanly
+
+    prepare_client(args.client_cpus[0])
+    out_path, cleanly = measure_each(args, chosen, status, each_variant,
+                                     files.run_record(None, transport, args.command_line))
+    if cleanly is None:
+        return 130
     status.message("results: %s" % out_path)
     return 0 if cleanly == len(chosen) * len(variants) else 1

@@ -400,19 +400,16 @@ def run(parser, args):
             continue
         for attack in args.attacks:
             extra = ["--max-accept-rate", "%g" % args.accept_rate] if attack == "burst" else []
-            running = placement.launch(contender, [args.server_cpu], status, flags=extra)
-            if running is None:
-                continue
-            server, = running.servers
-            broker = Broker(server, token)
-            status.message("%s (%s): %s" % (name, contender.runtime, attack))
-            try:
+            with placement.launched(contender, [args.server_cpu], status, flags=extra) as running:
+                if running is None:
+                    continue
+                server, = running.servers
+                broker = Broker(server, token)
+                status.message("%s (%s): %s" % (name, contender.runtime, attack))
                 if attack == "stalled":
                     figures = run_stalled(broker, args)
                 else:
                     figures = (run_flood if attack == "flood" else run_burst)(broker, name, args)
-            finally:
-                server.stop()
             if "Traceback" in server.output:
                 figures["traceback"] = server.output[server.output.index("Traceback"):][:2000]
             result = {"server": name, "runtime": contender.runtime, "attack": attack, **figures}

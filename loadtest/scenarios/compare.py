@@ -160,11 +160,9 @@ class Compare:
         """Over each transport in turn, the sweep, then the fixed loads, on one server process: the
         transports measured in full."""
         args = self.args
-        running = placement.launch(contender, [args.server_cpu], self.status, args.brokers)
-        if running is None:
-            return []
-        try:
-            self.out.write(placement.server_record(contender, running, args.server_cpu))
+        with placement.launched(contender, [args.server_cpu], self.status, args.brokers, out=self.out) as running:
+            if running is None:
+                return []
             options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
                                     pause=args.pause, transport=args.transport[0], server=contender.label,
                                     server_pids=list(running.pids().values()),
@@ -172,8 +170,6 @@ class Compare:
                                     procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
             return [transport for transport in args.transport
                     if self._over(contender, dataclasses.replace(options, transport=transport))]
-        finally:
-            running.stop()
 
     def _over(self, contender, options):
         """The sweep and the fixed loads chosen over ``options.transport``; False if one failed."""
@@ -223,12 +219,10 @@ class Compare:
 
     def _idle(self, contender, transport, record_server):
         """RSS per idle connection over ``transport``, on fresh server processes."""
-        running = placement.launch(contender, [self.args.server_cpu], self.status, self.args.brokers)
-        if running is None:
-            return False
-        try:
-            if record_server:
-                self.out.write(placement.server_record(contender, running, self.args.server_cpu))
+        with placement.launched(contender, [self.args.server_cpu], self.status, self.args.brokers,
+                                out=self.out if record_server else None) as running:
+            if running is None:
+                return False
             spec = connections.GroupSpec(running.urls, transport, self.args.source_addresses,
                                          count=self.args.idle_connections)
             record = self._run(idle_rss(running, contender.label, spec,
@@ -239,8 +233,6 @@ class Compare:
             self.status.message("%s: %s KiB per idle connection (%d connections)" % (
                 self._who(contender, transport), record.rss_per_conn_kb, record.connections))
             return True
-        finally:
-            running.stop()
 
     def floor(self):
         """Run the bare send loop under the first fixed load, pinned like the servers."""
@@ -352,21 +344,19 @@ def _compare(args, status, chosen):
         status.message("no server to measure")
         return 1
     placement.prepare_client(args.client_cpu)
-    out_path = args.out or files.default_path()
-    measured = []
-    with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(None, ",".join(args.transport), args.command_line))
-        run = Compare(args, out, status)
-        try:
-            for contender in chosen:
-                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-                if run.measure(contender):
-                    measured.append(contender.label)
-            if "cpu" in args.measure:
-                run.floor()
-        except Interrupted:
-            status.message("interrupted: what was measured is in %s" % out_path)
-            return 130
+
+    def measure(contender, out):
+        status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+        return Compare(args, out, status).measure(contender)
+
+    def floor(out):
+        if "cpu" in args.measure:
+            Compare(args, out, status).floor()
+
+    out_path, measured = placement.measure_each(args, chosen, status, measure, files.run_record(
+        None, ",".join(args.transport), args.command_line), last=floor)
+    if measured is None:
+        return 130
     print(summary.summary_rst(summary.Results(files.read(out_path))))
     status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
-    return 0 if len(measured) == len(chosen) else 1
+    return 0 if measured == len(chosen) else 1

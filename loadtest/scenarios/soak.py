@@ -273,38 +273,33 @@ def check_args(parser, args):
 def run(parser, args):
     check_args(parser, args)
     status = console.StatusLine()
-    chosen = [] if args.url else placement.resolve_all(args.servers, status, broker_flags=args.broker_flags.split())
-    if not args.url and not chosen:
+    # None: the server at --url.
+    chosen = [None] if args.url else placement.resolve_all(args.servers, status,
+                                                           broker_flags=args.broker_flags.split())
+    if not chosen:
         status.message("no server to soak")
         return 1
     placement.prepare_client(args.client_cpu)
     tls_context.trust(args.tls_ca)
-    out_path = args.out or files.default_path()
-    held = 0
-    with files.ResultsFile(out_path) as out:
-        out.write(files.run_record(args.url, args.transport, args.command_line))
+
+    def soak(contender, out):
         run = SoakRun(args, out, status)
-        try:
-            if args.url:
-                label = args.label or endpoints.target(args.url).netloc
-                affinity.pin(args.server_pid, args.server_cpu)
-                out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url, args.server_pid),
-                                         pid=args.server_pid, cpu=args.server_cpu,
-                                         tls=endpoints.target(args.url).tls))
-                held += run.server(label, args.url, args.server_pid)
-            for contender in chosen:
-                status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-                running = placement.launch(contender, [args.server_cpu], status)
-                if running is None:
-                    continue
-                try:
-                    out.write(placement.server_record(contender, running, args.server_cpu))
-                    server, = running.servers
-                    held += run.server(contender.label, server.url, server.pid)
-                finally:
-                    running.stop()
-        except Interrupted:
-            status.message("interrupted: what was measured is in %s" % out_path)
-            return 130
+        if contender is None:
+            label = args.label or endpoints.target(args.url).netloc
+            affinity.pin(args.server_pid, args.server_cpu)
+            out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url, args.server_pid),
+                                     pid=args.server_pid, cpu=args.server_cpu, tls=endpoints.target(args.url).tls))
+            return run.server(label, args.url, args.server_pid)
+        status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
+        with placement.launched(contender, [args.server_cpu], status, out=out) as running:
+            if running is None:
+                return 0
+            server, = running.servers
+            return run.server(contender.label, server.url, server.pid)
+
+    out_path, held = placement.measure_each(args, chosen, status, soak,
+                                            files.run_record(args.url, args.transport, args.command_line))
+    if held is None:
+        return 130
     status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))
-    return 0 if held == (1 if args.url else len(chosen)) else 1
+    return 0 if held == len(chosen) else 1
