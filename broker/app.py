@@ -239,7 +239,7 @@ def announce_audience(node):
     node.hub.send_announcement()
     announcement = node.audience.announcement(time.monotonic())
     if announcement is not None:
-        node.hub.announce(announcement)
+        node.hub.announcement.announce(announcement)
 
 
 def cluster_backplane(config):

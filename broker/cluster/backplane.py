@@ -16,8 +16,8 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
 * A message's offset is its stream id, the same on every broker. A message
-  with a conflating key carries it in a second field, :data:`KEY_FIELD`. The room's
-  epoch is a token kept beside the stream, set once (SET NX) by the first
+  with a conflating key carries it in a second field (:mod:`broker.cluster.room_in_redis`).
+  The room's epoch is a token kept beside the stream, set once (SET NX) by the first
   broker to look: a Redis that comes back without its data (no persistence)
   comes back without it, and the next broker to look sets another, which
   tells the clients resuming that the history is lost.
@@ -41,11 +41,17 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   timer per call, not redis-py's socket timeout, which costs a task and two
   timers per command.
 * A publish with an idempotency key (:mod:`broker.core.idempotency`) is
-  appended by one script that first looks for the key beside the stream and
-  sets it with the message's id: a retry finds it, whichever broker it
-  reaches, and nothing is appended twice even when the first answer was
-  lost on the way back. It goes in the same transaction as the messages
-  around it, in their order.
+  appended by one script that looks for the key and sets it with the
+  message's id: a retry finds it on any broker, and nothing is appended
+  twice even when the first answer was lost. It goes in the same
+  transaction as the messages around it, in their order.
+* A counter's operation (:mod:`broker.core.counters`) is one script
+  (:data:`broker.cluster.room_in_redis.COUNT`) in the transaction with the
+  messages around it: the idempotency key, the total, the entry that carries
+  it, all at once. So every broker adds to one total, a retry finds its key
+  on any broker, and the stream carries the totals in the order they were
+  made. A broker loads every counter's latest message with the stream's
+  tail, and again when Redis answers after an outage.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.core.seams.RelayUnavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -68,6 +74,7 @@ import asyncio
 import logging
 import secrets
 import time
+from typing import NamedTuple, Optional
 
 import redis.asyncio
 from redis.asyncio.retry import Retry
@@ -76,7 +83,10 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as NoAnswer
 
 from broker import _internals
+from broker.cluster import room_in_redis
+from broker.cluster.room_in_redis import FIELD, KEY_FIELD
 from broker.cluster.state import Backoff, BackplaneState
+from broker.core import counters
 from broker.core.figures import KEYED_GAUGES, Figure, Metric
 
 LOG = logging.getLogger("broker.cluster.backplane")
@@ -88,82 +98,22 @@ BLOCK_MS = 1000
 REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
 # What a reply that was waiting in the socket when the timeout fired may take to be read.
 SILENCE_CHECK_S = 0.1
-FIELD = b"m"
-KEY_FIELD = b"k"
 FAILURES = (RedisError, OSError)
-# KEYS[1]: the idempotency key, KEYS[2]: the stream; ARGV: the record to keep (the answer
-# but the id), the message, the stream's MAXLEN, the window in ms, the conflating key or "".
-# Returns {1, id} when appended, {0, record} when the key was seen.
-PUBLISH_ONCE = """
-local seen = redis.call('GET', KEYS[1])
-if seen then return {0, seen} end
-local id
-if ARGV[5] == '' then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
-else
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2], 'k', ARGV[5])
-end
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'PX', ARGV[4])
-return {1, id}
-"""
 AUDIENCE_REPORT_S = 1.0
 AUDIENCE_STALE_MS = 3000
-# KEYS[1]: the room's audience hash; ARGV: this broker's id, its count, the staleness in ms.
-# Each field holds "count:milliseconds" by Redis's clock; the total, and the brokers counted,
-# are of the fresh ones.
-AUDIENCE_REPORT = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now_ms)
-local total = 0
-local brokers = 0
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local count, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
-  if count and now_ms - tonumber(at) <= tonumber(ARGV[3]) then
-    total = total + tonumber(count)
-    brokers = brokers + 1
-  else
-    redis.call('HDEL', KEYS[1], fields[i])
-  end
-end
-redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
-return {total, brokers}
-"""
 
 
-def stream_key(prefix):
-    """The Redis key of the room served at ``prefix``."""
-    return "sockjs-broker:" + prefix
+class Count(NamedTuple):
+    """A counter's operation waiting for the next transaction (see :meth:`Backplane.count`)."""
 
-
-def epoch_key(prefix):
-    """The Redis key of the epoch of the room served at ``prefix``."""
-    return stream_key(prefix) + ":epoch"
-
-
-def audience_key(prefix):
-    """The Redis key of the audience of the room served at ``prefix``."""
-    return stream_key(prefix) + ":audience"
-
-
-def _keys(entries):
-    """The conflating keys of stream ``entries``, or None when none has one."""
-    if not any(KEY_FIELD in fields for _, fields in entries):
-        return None
-    return [fields[KEY_FIELD].decode() if KEY_FIELD in fields else None for _, fields in entries]
+    name: str
+    operation: str
+    given: counters.Amount
+    once: Optional[tuple]
 
 
 def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _written(reply):
-    """What :meth:`Backplane.written` gives for one entry's ``reply``."""
-    if type(reply) is bytes:
-        return reply.decode()
-    appended, text = reply
-    return bool(appended), text.decode()
 
 
 def _redis_failure(error):
@@ -175,9 +125,9 @@ class Backplane:
     """The room's stream at the Redis of ``url``; the hub's relay once :meth:`start` ran."""
 
     def __init__(self, url, prefix, history=0):
-        self.state = BackplaneState(stream_key(prefix), lambda: int(time.time() * 1000))
+        self.state = BackplaneState(room_in_redis.stream_key(prefix), lambda: int(time.time() * 1000))
         self.key = self.state.key
-        self.epoch_key = epoch_key(prefix)
+        self.epoch_key = room_in_redis.epoch_key(prefix)
         self.history = history
         self.maxlen = max(STREAM_MAXLEN, history + 1)
         # No retries inside the client: the reader reconnects with its own backoff, and a
@@ -185,13 +135,15 @@ class Backplane:
         self._redis = redis.asyncio.from_url(
             url, socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
             lib_version=None)
-        self.audience_key = audience_key(prefix)
+        self.audience_key = room_in_redis.audience_key(prefix)
+        self.counters_key = room_in_redis.counters_key(prefix)
+        self._count = self._redis.register_script(room_in_redis.COUNT)
         self.broker_id = secrets.token_hex(8)
         self.room_audience = None
         self.room_brokers = None
-        self._report = self._redis.register_script(AUDIENCE_REPORT)
-        self._publish_once = self._redis.register_script(PUBLISH_ONCE)
-        self.once_prefix = stream_key(prefix) + ":once:"
+        self._report = self._redis.register_script(room_in_redis.AUDIENCE_REPORT)
+        self._publish_once = self._redis.register_script(room_in_redis.PUBLISH_ONCE)
+        self.once_prefix = room_in_redis.stream_key(prefix) + ":once:"
         self._report_task = None
         self._reconnect_backoff = Backoff()
         self._silences = 0
@@ -238,9 +190,19 @@ class Backplane:
         ``once``: ``(idempotency key, record, window_s)`` to append it only if
         that key was not seen, keeping ``record`` and its id; ``key``: its
         conflating key."""
+        self._add_pending(encoded if once is None and key is None else (encoded, once, key))
+
+    def count(self, name, operation, given, once=None):
+        """Queue ``operation`` (``add``, ``max``) with ``given`` (a
+        :class:`broker.core.counters.Amount`) on counter ``name`` for the next
+        transaction, as :meth:`append` queues a message; :meth:`written` then gives
+        ``(status, text)``, a status of :mod:`broker.core.counters` (see :data:`room_in_redis.COUNT`)."""
+        self._add_pending(Count(name, operation, given, once))
+
+    def _add_pending(self, entry):
         if not self.state.is_up:
             raise self.state.refuse()
-        self._pending.append(encoded if once is None and key is None else (encoded, once, key))
+        self._pending.append(entry)
         if self._write_task is None:
             self._write_task = asyncio.ensure_future(self._write())
 
@@ -283,7 +245,7 @@ class Backplane:
                         if index in errors:
                             future.set_exception(refused)
                         else:
-                            future.set_result(_written(ids[index]))
+                            future.set_result(room_in_redis.written(ids[index]))
         finally:
             self._write_task = None
 
@@ -296,6 +258,9 @@ class Backplane:
             if type(entry) is str:
                 pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
                 continue
+            if type(entry) is Count:
+                await self._queue_count(pipe, entry)
+                continue
             encoded, once, key = entry
             if once is None:
                 pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
@@ -307,6 +272,19 @@ class Backplane:
                                                key or ""], client=pipe)
         # Each entry its own reply: Redis applies the others of a transaction when one fails.
         return await pipe.execute(raise_on_error=False)
+
+    async def _queue_count(self, pipe, count):
+        """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
+        record, window_ms, once_key = "", 1, self.key
+        if count.once is not None:
+            idempotency_key, record, window_s = count.once
+            once_key, window_ms = self.once_prefix + idempotency_key, max(1, int(window_s * 1000))
+        name = count.name
+        await self._count(keys=[once_key, self.key, self.counters_key],
+                          args=[count.operation, name, counters.units(count.given.value), count.given.scale,
+                                counters.message_prefix(name), self.maxlen, record, window_ms,
+                                counters.conflating_key(name), counters.MAX_COUNTERS, room_in_redis.COUNTED_DIGITS,
+                                counters.TOO_MANY, counters.OVER_BOUNDS], client=pipe)
 
     async def _answer(self, call):
         """What ``call`` (a coroutine on Redis) returns; if Redis does not answer
@@ -356,9 +334,11 @@ class Backplane:
         pipe = self._redis.pipeline(transaction=True)
         pipe.xrevrange(self.key, count=self.history + 1)
         pipe.xinfo_stream(self.key)
-        entries, info = await self._answer(pipe.execute(raise_on_error=False))
-        if isinstance(entries, Exception):
-            raise entries
+        pipe.hgetall(self.counters_key)
+        entries, info, counted = await self._answer(pipe.execute(raise_on_error=False))
+        for reply in (entries, counted):
+            if isinstance(reply, Exception):
+                raise reply
         entries.reverse()
         kept = entries[-self.history:] if self.history else []
         before = entries[:len(entries) - len(kept)]
@@ -369,7 +349,8 @@ class Backplane:
         else:
             start = _text(info["max-deleted-entry-id"])
         self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
-                       [fields[FIELD].decode() for _, fields in kept], _keys(kept))
+                       [fields[FIELD].decode() for _, fields in kept], room_in_redis.keys_of(kept),
+                       room_in_redis.latest_counters(counted))
         self.state.read(entries[-1][0].decode() if entries else "0-0")
         self._came_up()
 
@@ -380,6 +361,8 @@ class Backplane:
             LOG.warning("the room's epoch changed in Redis (it lost its data): its history starts again")
             await self._load_tail()
         else:
+            counted = await self._answer(self._redis.hgetall(self.counters_key))
+            self._hub.counters.load(room_in_redis.latest_counters(counted))
             self._hub.confirm_epoch()
             self._came_up()
 
@@ -446,7 +429,7 @@ class Backplane:
         age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
         try:
             self._hub.deliver([fields[FIELD].decode() for _, fields in entries],
-                              [entry_id.decode() for entry_id, _ in entries], age, _keys(entries))
+                              [entry_id.decode() for entry_id, _ in entries], age, room_in_redis.keys_of(entries))
         except Exception:
             # As for any event-loop callback: log it, and the reading goes on.
             LOG.exception("delivering %d messages up to %s failed", len(entries), self.state.last_id)

@@ -2,82 +2,62 @@
 
 Rules this module keeps:
 
-* A message is JSON-encoded once, when it is published.
-* Everything published before a flush goes out in that flush, as one batch
+* A message is JSON-encoded once, when it is published. Everything published
+  before a flush goes out in that flush, as one batch
   (:class:`broker.protocol.batch.Batch`), in publish order; each wire form of
-  a batch is built once, on first use, and shared by every subscriber of that
-  form. The path of a message: :meth:`Hub.publish` (or, in a cluster, the
-  relay, then :meth:`Hub.deliver`), :meth:`Hub.flush`, :meth:`Hub._send`,
-  :meth:`Hub._write_all`, and each subscriber's writer.
+  a batch is built once and shared by every subscriber of that form. The path
+  of a message: :meth:`Hub.publish` (in a cluster, the relay, then
+  :meth:`Hub.deliver`), :meth:`Hub.flush`, :meth:`Hub._send`,
+  :meth:`Hub._write_all`, each subscriber's writer.
 * The flush is scheduled, not timed: the first publish after a flush asks the
-  event loop to run ``flush`` once the current iteration's callbacks are done,
-  so an idle broker still sends at once and a busy one coalesces.
-* A subscriber that cannot take a batch (its unsent bytes are over its bound)
-  is unsubscribed, told why with a close frame and counted; the flush goes on
-  to the others. A client its connection finds publishing too fast is dropped
-  the same way (:meth:`Hub.drop`).
-* Delivery latency costs two clock reads per flush and none per message or
-  subscriber: the publish that schedules a flush notes the time, and the
-  flush counts each of its messages in a
-  :class:`broker.core.meters.LatencyHistogram` at the age of
-  that oldest message (an upper bound for every message of the batch). A
-  relay's batch comes with the age of its first message.
-* Every message the room sends has an offset (:mod:`broker.core.history`):
-  a count here, or what the relay gives with it. The room keeps its last
-  messages (``history``, at least the ``replay`` tail) at flush time, so
-  nothing published before a subscriber joined arrives twice.
-* A new subscriber gets the replay tail (the last ``replay`` messages) before
-  any live batch. One with positions (a
-  :class:`broker.protocol.batch.Positioned` form: every message in its
-  envelope, :mod:`broker.protocol.positions`) gets first where it starts:
-  open, resumed after the ``(epoch, offset)`` it gives, or a gap, as
-  :mod:`broker.core.resumes` judges; it may wait, receiving nothing, for an
-  offset a cluster's broker has not delivered yet. Waiting costs a delivery
-  one test, however many wait; their deadlines are looked at once a second
-  (:meth:`Hub.sample`), and every one of them only when the epoch is known
-  again.
-* The epoch names the room's history: a new one for each room alone, the
-  cluster's from the relay (:meth:`Hub.load`). When the history is lost
-  (another epoch), every subscriber with positions is told, with a ``gap``,
-  and every subscriber gets the new epoch's messages the history holds.
-* With a relay (the cluster backplane, :mod:`broker.cluster.backplane`), a published
-  message is encoded and handed to the relay, never sent from here: the hub
-  sends only what the relay gives back through :meth:`Hub.deliver`, one call
-  one batch, so every broker of a cluster sends one sequence. A relay that
-  cannot take a message raises, and the publisher sees it.
-* An announcement (:meth:`Hub.announce`, the audience count) is the broker's,
-  not the room's (:mod:`broker.core.announcement`).
-* A message published with a conflating key goes out in a batch of its own
-  (:func:`broker.core.conflation.batches`). Without keys, nothing of this
-  runs: the unkeyed broadcast pays one test per flush.
-* Positions cost nothing to a subscriber without them: the envelopes are
-  another form of the batch, built once, when a subscriber first asks.
-* Its figures (``FIGURES``, :mod:`broker.core.figures`) are read when ``/stats``
-  or ``/metrics`` asks for them: nothing is counted for them on a message's way.
-* A subscriber may change its form (:meth:`Hub.move`: a stream attached to
-  its session, or gone), but never during a flush: it would get the batch
-  being sent once in each form.
+  event loop to run ``flush`` once the current iteration's callbacks are done
+  (:mod:`broker.core.pending`), so an idle broker sends at once and a busy one
+  coalesces. Its latency costs two clock reads a flush, none a subscriber.
+* A subscriber that cannot take a batch (over its bound) is unsubscribed,
+  told why and counted; the flush goes on to the others. So is a client
+  publishing too fast (:meth:`Hub.drop`).
+* Every message has an offset: a count here, or the relay's. The room keeps
+  its last messages (:mod:`broker.core.history`) at flush time, so nothing
+  published before a subscriber joined arrives twice.
+* A new subscriber gets its first batch before any live one: the replay tail,
+  or with positions where it starts and what follows
+  (:mod:`broker.core.resumes`: open, resumed, a gap, or a wait for an offset
+  a cluster's broker has not delivered yet, one test a delivery however many
+  wait). When the history is lost (another epoch, :meth:`Hub.load`), every
+  subscriber is told, with a ``gap``, and given what the new epoch holds.
+* With a relay (:mod:`broker.cluster.backplane`) a published message is handed
+  to the relay, never sent from here: the room sends what the relay gives
+  back (:meth:`Hub.deliver`, one call one batch), so every broker of a cluster
+  sends one sequence. A relay that cannot take a message raises.
+* The room's counters (:mod:`broker.core.counters`) are state: every first
+  batch and every ``gap`` told to all carries each one's latest message, in
+  offset order, whatever ``replay``; keeping them costs a test on a keyed
+  batch only. The broker's own announcement (``hub.announcement``,
+  :mod:`broker.core.announcement`) rides the next batch.
+* A message with a conflating key goes out in a batch of its own
+  (:func:`broker.core.conflation.batches`); without keys, one test a flush.
+* A subscriber may change its form (:meth:`Hub.move`), never during a flush.
+* Its figures (``FIGURES``) are read when ``/stats`` or ``/metrics`` asks.
 
 No socket, no HTTP: the room delivers to a
-:class:`broker.core.seams.Subscriber` and relays through a
-:class:`broker.core.seams.Relay`. Subscribers are grouped by
-form, so a flush builds each form once and then makes one call per
-subscriber: the :data:`broker.core.seams.Writer` the subscriber joined with (its own
-``write``, or the writer of the socket that serves it, which
-:meth:`Hub.move` changes), kept beside it so that the fan-out makes no
-lookup per subscriber.
+:class:`broker.core.seams.Subscriber` through the
+:data:`broker.core.seams.Writer` it joined with (its own ``write``, or the
+writer of the socket that serves it), kept beside it by form, so that a
+flush builds each form once and makes one call per subscriber; it relays
+through a :class:`broker.core.seams.Relay`.
 """
 
 import collections
 import time
-from typing import NamedTuple, Optional
 
-from broker.core import conflation, figures
+from broker.core import conflation, counters, figures
 from broker.core.announcement import Announcement
+from broker.core.counters import Counters
 from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.history import History
 from broker.core.meters import LatencyHistogram, RateMeter
-from broker.core.resumes import AHEAD_WAIT_S, Resumes, Waiting
+from broker.core.pending import Pending
+from broker.core.resumes import AHEAD_WAIT_S, Keeping, Resumes, Waiting
 from broker.protocol import frames, positions
 from broker.protocol.batch import Batch, Positioned
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
@@ -85,18 +65,6 @@ from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
 # Clients the broker cut, by reason: the room counts two reasons, the transports' ping wheel the third.
 DISCONNECTS = Metric("disconnects", COUNTER, "Clients cut off by the broker: too slow to read, publishing too "
                      "fast, or no pong within --ws-ping-timeout", ("reason",))
-
-
-class Keeping(NamedTuple):
-    """What the room keeps and gives a new subscriber: ``replay`` messages replayed to one
-    that opens, a ``history`` of at most that many messages and, if not 0,
-    ``history_seconds`` old, and at most ``first_batch_bytes`` of messages in a subscriber's
-    first batch (None: no bound; a running broker's is ``--max-buffer``)."""
-
-    replay: int = 0
-    history: int = 0
-    history_seconds: float = 0.0
-    first_batch_bytes: Optional[int] = None
 
 
 class Hub:
@@ -113,15 +81,11 @@ class Hub:
         self._relay = relay
         self._clock = clock
         self._groups = {}
-        self._pending_encoded = []
-        self._pending_raw = []
-        self._pending_keys = None
-        self._flush_scheduled = False
-        self._oldest_pending = None
-        self._offset = 0
+        self._pending = Pending()
         self.history = History(max(keeping.history, keeping.replay), keeping.history_seconds)
         self.resumes = Resumes(self.history, keeping, relay is not None)
         self._resuming = self.resumes.waiting
+        self.counters = Counters()
         self.announcement = Announcement()
         self._meter = RateMeter()
         self.started = clock()
@@ -165,6 +129,7 @@ class Hub:
 
     def _join(self, subscriber, write, batch):
         self._groups.setdefault(subscriber.form, {})[subscriber] = write
+        batch = self._with_counters(batch)
         sent = len(batch)
         batch = self.announcement.for_newcomer(batch)
         if not batch.encoded and batch.lead is None:
@@ -173,6 +138,11 @@ class Hub:
             self.messages_out += sent
         else:
             self.drop(subscriber, SLOW_CONSUMER)
+
+    def _with_counters(self, batch):
+        """``batch``, a first batch or a gap told to all, with every counter's latest message."""
+        offsets, encoded = self.counters.merged(batch.offsets, batch.encoded)
+        return batch if encoded is batch.encoded else Batch(encoded, None, offsets, batch.lead)
 
     def _start_reached(self):
         """Start the waiting subscribers whose offset the room has reached."""
@@ -236,18 +206,21 @@ class Hub:
             if once is None:
                 self.messages_in += 1
             return len(self)
-        if key is not None and self._pending_keys is None:
-            self._pending_keys = [None] * len(self._pending_encoded)
-        if self._pending_keys is not None:
-            self._pending_keys.append(key)
-        self._pending_encoded.append(encoded)
-        self._pending_raw.append(raw)
         self.messages_in += 1
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._oldest_pending = self._clock()
+        if self._pending.add(encoded, raw, key, self._clock):
             self._schedule(self.flush)
         return len(self)
+
+    def count(self, name, operation, given):
+        """Apply ``operation`` (``add``, ``max``) with ``given`` (a
+        :class:`broker.core.counters.Amount`) to counter ``name`` of a room alone, and
+        queue its new total for every subscriber if it changed: ``(recipients, total's
+        text)``. ValueError, changing and queueing nothing, past the counters' bounds."""
+        change = self.counters.change(name, operation, given)
+        value = change.value
+        if not change.changed:
+            return len(self), value
+        return self.publish(counters.message(name, value), key=counters.conflating_key(name)), value
 
     def appended(self):
         """The relay appended a message published with ``once``: its key was new. Only
@@ -257,25 +230,18 @@ class Hub:
 
     def pending_offset(self):
         """The offset the message published last will have, in a room alone."""
-        return str(self._offset + len(self._pending_encoded))
+        return self._pending.next_offset()
 
     def flush(self):
-        """Send everything published since the last flush as one batch."""
-        self._flush_scheduled = False
-        encoded = self._pending_encoded
-        if not encoded:
+        """Send everything published since the last flush (:mod:`broker.core.pending`) as one batch."""
+        taken = self._pending.take()
+        if taken is None:
             return
-        first = self._offset + 1
-        self._offset += len(encoded)
-        offsets = range(first, self._offset + 1)
-        raw, keys = self._pending_raw, self._pending_keys
-        self._pending_encoded = []
-        self._pending_raw = []
-        self._pending_keys = None
+        batch, keys = taken
         if keys is None:
-            self._send(Batch(encoded, raw, offsets), self._oldest_pending)
+            self._send(batch, self._pending.oldest)
         else:
-            self._send_keyed(Batch(encoded, raw, offsets), keys, self._oldest_pending)
+            self._send_keyed(batch, keys, self._pending.oldest)
 
     def deliver(self, encoded, offsets, age=0.0, keys=None):
         """Send ``encoded`` (a list of JSON texts, in the relay's order) at
@@ -292,29 +258,28 @@ class Hub:
         for batch in conflation.batches(messages, keys):
             self._send(batch, oldest)
 
-    def announce(self, encoded):
-        """Send ``encoded``, the JSON text of the broker's own message, to every subscriber once
-        (see :mod:`broker.core.announcement`)."""
-        self.announcement.announce(encoded)
-
     def send_announcement(self):
         """Send the announcement still waiting for a batch, alone."""
         if self.announcement.waiting is not None:
             self._send(Batch([]), None)
 
-    def load(self, epoch, start, offsets, encoded, keys=None):
+    def load(self, epoch, start, offsets, encoded, keys=None, latest=()):
         """Take the cluster's history without sending it: in ``epoch``, the
         messages ``encoded`` (JSON texts, oldest first) at ``offsets`` (with
-        their conflating ``keys``), the history having started after offset ``start``. Another epoch than the
+        their conflating ``keys``), the history having started after offset ``start``,
+        and each counter's ``latest`` message, ``[(name, offset, encoded), ...]``. Another epoch than the
         room's is a lost history: every subscriber gets the new epoch's
-        messages the history holds (those with positions after a ``gap``), and
+        messages the history holds and its counters (those with positions after a ``gap``), and
         those waiting to resume start with it."""
         changed = epoch != self.epoch
         self.resumes.epoch = epoch
         self.history.restart(start)
         self.history.add(offsets, encoded, self._clock(), keys)
         if changed:
-            self._write_all(self.resumes.gap_to_all())
+            self.counters.restart()
+        self.counters.load(latest)
+        if changed:
+            self._write_all(self._with_counters(self.resumes.gap_to_all()))
         self.confirm_epoch()
 
     def doubt_epoch(self):
@@ -337,7 +302,13 @@ class Hub:
         self.flushes += 1
         self.messages_out += messages * self._write_all(batch)
         now = self._clock()
-        self.history.add(offsets, encoded, now, None if key is None else [key])
+        if key is None:
+            self.history.add(offsets, encoded, now)
+        else:
+            self.history.add(offsets, encoded, now, [key])
+            name = counters.counter_name(key)
+            if name is not None:
+                self.counters.sent(name, offsets[0], encoded[0])
         if oldest is not None:
             self.latency.observe(now - oldest, messages)
         if self._resuming.due(self.history.newest) and self.resumes.epoch_known:
@@ -420,5 +391,6 @@ class Hub:
         Figure("starts", lambda hub: {outcome: hub.resumes.starts[outcome] for outcome in positions.OUTCOMES},
                Metric("position_starts", COUNTER, "Connections with positions, by how they started: open, "
                       "resumed, or a gap by its reason", ("outcome",))),
+        Figure("counters", lambda hub: hub.counters.stats()),
         Figure("uptime_s", _uptime),
     )

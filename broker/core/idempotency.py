@@ -29,11 +29,14 @@ MAX_KEY_LENGTH = 255
 MAX_KEYS = 100000
 
 
-class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offset")):
-    """What a publish answered: kept for its retries."""
+class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offset value", defaults=(None,))):
+    """What a publish answered: kept for its retries; ``value``: a counter's total after it, if any."""
 
     def body(self):
-        return {"recipients": self.recipients, "position": {"epoch": self.epoch, "offset": self.offset}}
+        body = {"recipients": self.recipients, "position": {"epoch": self.epoch, "offset": self.offset}}
+        if self.value is not None:
+            body["value"] = self.value
+        return body
 
     def record(self):
         """The text a cluster keeps for it, but the offset (Redis appends it)."""
@@ -41,9 +44,9 @@ class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offs
 
     @classmethod
     def parse(cls, text):
-        """The answer kept as ``text``: a :meth:`record` and its offset."""
-        fingerprint, recipients, epoch, offset = text.split(" ")
-        return cls(fingerprint, int(recipients), epoch, offset)
+        """The answer kept as ``text``: a :meth:`record`, its offset and, for a counter's, its total."""
+        fingerprint, recipients, epoch, offset, *value = text.split(" ")
+        return cls(fingerprint, int(recipients), epoch, offset, *value)
 
 
 def valid_key(key):

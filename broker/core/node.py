@@ -59,12 +59,16 @@ class LinkState(Protocol):
 
 class ClusterLink(Reporting, Protocol):
     """The cluster backplane as the node's users see it (:class:`broker.cluster.backplane.Backplane`):
-    its state, the room's count and the brokers reporting it (None until Redis gave them), and
-    the future of the message appended last."""
+    its state, the room's count and the brokers reporting it (None until Redis gave them), the
+    counters' operations, and the future of the message appended last."""
 
     state: LinkState
     room_audience: Optional[int]
     room_brokers: Optional[int]
+
+    def count(self, name: str, operation: str, given: object, once: Optional[tuple] = None) -> None:
+        """Queue a counter's operation for Redis (:mod:`broker.core.counters`); :meth:`written` then gives
+        what the backplane's script made of it."""
 
     def written(self) -> Awaitable:
         """Done once the message appended last is in the stream (see the backplane)."""

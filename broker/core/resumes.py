@@ -40,6 +40,7 @@ import heapq
 import itertools
 import secrets
 import time
+from typing import NamedTuple, Optional
 
 from broker.protocol import positions
 from broker.protocol.batch import Batch
@@ -50,6 +51,18 @@ from broker.protocol.positions import offset_key
 AHEAD_WAIT_S = 5.0
 # Records gone that the heap keeps before it is rebuilt, beyond as many as wait.
 _SLACK = 16
+
+
+class Keeping(NamedTuple):
+    """What the room keeps and gives a new subscriber: ``replay`` messages replayed to one
+    that opens, a ``history`` of at most that many messages and, if not 0,
+    ``history_seconds`` old, and at most ``first_batch_bytes`` of messages in a subscriber's
+    first batch (None: no bound; a running broker's is ``--max-buffer``)."""
+
+    replay: int = 0
+    history: int = 0
+    history_seconds: float = 0.0
+    first_batch_bytes: Optional[int] = None
 
 
 class Waiting:
@@ -149,7 +162,7 @@ class WaitingResumes:
 
 class Resumes:
     """The starts of the subscribers in ``history`` (a :class:`broker.core.history.History`),
-    as ``keeping`` (a :class:`broker.core.hub.Keeping`) says, ``in_cluster`` when a relay
+    as ``keeping`` (a :class:`Keeping`) says, ``in_cluster`` when a relay
     delivers: the ``epoch``, whether it is known (``epoch_known``), the ``starts`` by
     outcome, those ``waiting`` (see the module's rules)."""
 

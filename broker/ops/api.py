@@ -11,7 +11,12 @@ In a cluster (``backplane`` given) the answer waits until the message is in
 Redis's stream; while the backplane is not up, publish and health answer 503
 with the reason. A request with an ``Idempotency-Key`` publishes once within
 the window (:mod:`broker.core.idempotency`); one with ``?key=NAME`` publishes
-the latest value of a conflating key (:mod:`broker.core.conflation`).
+the latest value of a conflating key (:mod:`broker.core.conflation`); one with
+``?key=NAME&op=add`` (or ``op=max``) and an amount as its body changes the
+counter NAME (:mod:`broker.core.counters`): in a room alone here, in a cluster
+by the backplane's script, in Redis. Its answer adds the total after it
+(``"value"``); a retry with its ``Idempotency-Key`` changes nothing and gets
+that answer again.
 """
 
 import hmac
@@ -21,7 +26,7 @@ import time
 from tornado.httputil import responses
 from tornado.web import RequestHandler
 
-from broker.core import conflation, figures, idempotency
+from broker.core import conflation, counters, figures, idempotency
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames
@@ -73,15 +78,6 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "empty body: the body is the message"})
         if len(body) > self.max_message_size:
             return self.reply(413, {"error": "message over %d bytes" % self.max_message_size})
-        try:
-            text = body.decode("utf-8")
-            content_type = self.request.headers.get("Content-Type", "")
-            is_json = content_type.split(";")[0].strip().lower() == "application/json"
-            message = frames.decode_json(text) if is_json else text
-        except UnicodeDecodeError:
-            return self.reply(400, {"error": "body is not UTF-8"})
-        except ValueError as error:
-            return self.reply(400, {"error": "body is not JSON: %s" % error})
         key = self.request.headers.get(idempotency.HEADER)
         if key is not None and not idempotency.valid_key(key):
             return self.reply(400, {"error": "%s: 1 to %d printable ASCII characters"
@@ -90,6 +86,22 @@ class PublishHandler(_JSONHandler):
         if conflating is not None and not conflation.valid_key(conflating):
             return self.reply(400, {"error": "?%s=: 1 to %d printable ASCII characters, no space"
                                     % (conflation.QUERY, conflation.MAX_KEY_LENGTH)})
+        try:
+            operation = counters.operation(self.get_query_argument(counters.QUERY, None))
+        except ValueError as error:
+            return self.reply(400, {"error": str(error)})
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return self.reply(400, {"error": "body is not UTF-8"})
+        if operation != "set":
+            return await self._count(conflating, operation, text, key)
+        content_type = self.request.headers.get("Content-Type", "")
+        is_json = content_type.split(";")[0].strip().lower() == "application/json"
+        try:
+            message = frames.decode_json(text) if is_json else text
+        except ValueError as error:
+            return self.reply(400, {"error": "body is not JSON: %s" % error})
         try:
             if key is None:
                 answer = await self._publish(message, conflating)
@@ -128,6 +140,54 @@ class PublishHandler(_JSONHandler):
                 self.hub.appended()
                 return first._replace(offset=text).body()
             kept = idempotency.Answer.parse(text)
+        return self._again(kept, fingerprint)
+
+    async def _count(self, name, operation, text, key):
+        """Answer a counter ``operation`` (``add``, ``max``) with the amount ``text`` on
+        counter ``name``, once for an idempotency ``key`` (see :mod:`broker.core.counters`)."""
+        if name is None:
+            return self.reply(400, {"error": "?%s=%s changes a counter: name it with ?%s=NAME"
+                                    % (counters.QUERY, operation, conflation.QUERY)})
+        fingerprint = idempotency.fingerprint(self.request.body, False, operation + " " + name)
+        try:
+            given = counters.amount(text)
+            answer = await (self._count_alone if self.backplane is None else self._count_in_cluster)(
+                name, operation, given, key, fingerprint)
+        except RelayUnavailable as error:
+            return self.reply(503, {"error": str(error)})
+        except ValueError as error:
+            return self.reply(400, {"error": "counter %s not changed: %s" % (name, error)})
+        if answer is not None:
+            self.reply(200, answer)
+
+    async def _count_alone(self, name, operation, given, key, fingerprint):
+        now = time.monotonic()
+        kept = None if key is None else self.once.get(key, now)
+        if kept is not None:
+            return self._again(kept, fingerprint)
+        recipients, value = self.hub.count(name, operation, given)
+        answer = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset(), value)
+        if key is not None:
+            self.once.put(key, answer, now)
+        return answer.body()
+
+    async def _count_in_cluster(self, name, operation, given, key, fingerprint):
+        first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
+        self.backplane.count(name, operation, given, None if key is None else (key, first.record(), self.once.seconds))
+        outcome, text = await self.backplane.written()
+        if outcome == counters.REFUSED:
+            raise ValueError(text)
+        if outcome == counters.SEEN:
+            return self._again(idempotency.Answer.parse(text), fingerprint)
+        if outcome == counters.APPENDED:
+            self.hub.appended()
+        offset, value = text.split(" ")
+        return first._replace(offset=offset, value=value).body()
+
+    def _again(self, kept, fingerprint):
+        """The answer ``kept`` for a retry with its idempotency key, or None once it
+        refused the key used with another request (``fingerprint``)."""
+        once = self.once
         if kept.fingerprint != fingerprint:
             once.refused += 1
             self.reply(422, {"error": "this %s was used with another request" % idempotency.HEADER})

@@ -1,16 +1,17 @@
 // usage: node demo.js ORIGIN PUBLISH_TOKEN SCREENSHOT_PATH
 // A newcomer's tour of the demo page on a broker started with --replay 1 after a backend
-// published {"counter": 41}: the counter shows 41 at once; switch to xhr-streaming; chat;
-// a backend publishes {"counter": 42} over HTTP and the counter moves.
+// added 40.5 and 0.50 to the counter "raised" (op=add) and published a chat line after it: the
+// counter shows 41.00 at once; switch to xhr-streaming; chat; a backend adds 1 over HTTP and
+// the counter moves to 42.00.
 'use strict';
 
 const { launch, newPage, run } = require('./chromium');
 
-async function publish(origin, token, message) {
-  const response = await fetch(`${origin}/publish`, {
+async function add(origin, token, amount) {
+  const response = await fetch(`${origin}/publish?key=raised&op=add`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(message),
+    headers: { Authorization: `Bearer ${token}` },
+    body: amount,
   });
   if (response.status !== 200) throw new Error(`POST /publish: ${response.status} ${await response.text()}`);
 }
@@ -33,7 +34,7 @@ async function main() {
       }
     };
     await step('open', () => page.locator('#state[data-state="open"]').waitFor());
-    await step('replayed counter', () => page.locator('#counter', { hasText: /^41$/ }).textContent());
+    await step('replayed counter', () => page.locator('#counter', { hasText: /^41\.00$/ }).textContent());
 
     await step('forced transport', async () => {
       await page.selectOption('#transport-choice', 'xhr-streaming');
@@ -49,8 +50,8 @@ async function main() {
     });
 
     await step('published counter', async () => {
-      await publish(origin, token, { counter: 42 });
-      return page.locator('#counter', { hasText: /^42$/ }).textContent();
+      await add(origin, token, '1');
+      return page.locator('#counter', { hasText: /^42\.00$/ }).textContent();
     });
 
     await step('audience', () => page.locator('#audience', { hasText: /^1 watching$/ }).textContent());

@@ -13,18 +13,21 @@ from checkout import ROOT as CHECKOUT
 TOKEN = "demo-token"
 
 
-def test_demo_page_chats_and_follows_a_counter_published_over_http(start_broker, browser_script,
+def test_demo_page_chats_and_follows_a_counter_added_to_over_http(start_broker, browser_script,
                                                                     tmp_path):
     demo = start_broker("--publish-token", TOKEN, "--replay", "1", "--announce-audience", "1")
-    status, _ = demo.request("POST", "/publish", json.dumps({"counter": 41}).encode(),
-                             {"Authorization": "Bearer " + TOKEN,
-                              "Content-Type": "application/json"})
+    for amount in (b"40.5", b"0.50"):
+        status, _ = demo.request("POST", "/publish?key=raised&op=add", amount,
+                                 {"Authorization": "Bearer " + TOKEN})
+        assert status == 200
+    status, _ = demo.request("POST", "/publish", json.dumps("a line before").encode(),
+                             {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
     assert status == 200
     seen = browser_script("demo.js", demo.origin, TOKEN, str(tmp_path / "demo.png"))
-    assert seen["replayed counter"] == "41"
+    assert seen["replayed counter"] == "41.00"
     assert seen["forced transport"] == "xhr-streaming"
     assert seen["chat"].endswith(": hello from the demo test")
-    assert seen["published counter"] == "42"
+    assert seen["published counter"] == "42.00"
     assert seen["audience"] == "1 watching"
     assert seen["errors"] == []
 

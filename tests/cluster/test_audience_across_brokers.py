@@ -8,7 +8,8 @@ import redis
 
 from sockjs_clients import WebSocketClient, XhrStreamingClient, wait_until
 
-from broker.cluster.backplane import AUDIENCE_STALE_MS, audience_key
+from broker.cluster.backplane import AUDIENCE_STALE_MS
+from broker.cluster.room_in_redis import audience_key
 
 
 def room(broker):

@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 from contextlib import closing
+from decimal import Decimal
 
 import doc_blocks
 from checkout import ROOT
@@ -97,11 +98,14 @@ def test_the_readme_publishing_commands_reach_a_listener(start_broker):
 
 
 def test_the_demo_pages_counter_moves_as_the_getting_started_page_says(start_broker):
-    _, listener, (answer,) = publishing_block(
-        start_broker, doc_blocks.block_holding(GETTING_STARTED, '{"counter": 1234}'))
+    block = doc_blocks.block_holding(GETTING_STARTED, "op=add")
+    broker, listener, (answer,) = publishing_block(start_broker, block)
     with closing(listener):
-        assert json.loads(answer)["recipients"] == 1
-        assert listener.receive() == [{"counter": 1234}]
+        assert json.loads(answer)["recipients"] == 1 and json.loads(answer)["value"] == "1234.50"
+        assert listener.receive() == [{"counter": "raised", "value": "1234.50"}]
+        (add,) = doc_blocks.command_lines(block)[1:]
+        assert json.loads(doc_blocks.run_shell(doc_blocks.substituted(add, {EXAMPLE_ORIGIN: broker.origin})))[
+            "value"] == "2469.00", "as the page says"
 
 
 def test_the_live_counters_backend_publishes_every_total(start_broker):
@@ -112,10 +116,11 @@ def test_the_live_counters_backend_publishes_every_total(start_broker):
         printed = run_python(backend.replace("time.sleep(1)", "time.sleep(0.001)"), broker)
         answers = [ast.literal_eval(line) for line in printed.splitlines()]
         assert len(answers) == 100 and {answer["recipients"] for answer in answers} == {1}, answers[:3]
+        assert answers[-1]["value"] == "2499.00", "as the page says"
         totals = []
-        while not totals or totals[-1] != 2500:
-            totals += [message["raised"] for message in listener.receive()]
-        assert totals == sorted(set(totals)), "each total once, in order"
+        while not totals or totals[-1] != "2499.00":
+            totals += [message["value"] for message in listener.receive()]
+        assert [Decimal(total) for total in totals] == sorted(set(map(Decimal, totals))), "each once, in order"
     assert json.loads(doc_blocks.run_shell("curl -s %s/stats" % broker.origin))["messages_in"] == 100
 
 

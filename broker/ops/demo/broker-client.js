@@ -3,6 +3,7 @@
 
      var client = new BrokerClient('https://example.com/broadcast', {
        onmessage: function (message, offset) { ... },  // every room message, once, in order
+       oncounter: function (name, value) { ... },       // optional: a counter's newer total, a string
        ongap: function (reason) { ... },                // messages were lost; the latest state follows
        onannouncement: function (message) { ... },      // the broker's own, e.g. {audience: 12345}
        onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
@@ -20,6 +21,12 @@
      for each gap, before that state.
    - A message at or before the newest offset delivered in the same epoch is not delivered
      again, a gap's latest state included.
+   - With oncounter, a counter's total (the broker's {"counter": NAME, "value": "21.50"}, POST
+     /publish?key=NAME&op=add) goes to oncounter(name, value) instead of onmessage, and only if
+     its offset is after that of the last total shown for that name in the same epoch: every
+     connection's first messages carry every counter's latest total, which may be one already
+     shown, or (from a broker behind the others, after a gap) an older one. The value is the
+     exact decimal as a string: parse it with a decimal library, never with Number(), to compute.
    - Reconnecting waits a random time up to a delay that starts at 0.5 s and doubles to 30 s
      ("full jitter"), so that thousands of pages dropped together do not come back together;
      the delay starts again once a connection has opened and been told where it starts.
@@ -54,11 +61,17 @@
     return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
   }
 
+  function isCounter(message) {
+    return message !== null && typeof message === 'object' && typeof message.counter === 'string' &&
+      typeof message.value === 'string';
+  }
+
   function BrokerClient(url, options) {
     this.url = url;
     this.options = options || {};
     this.epoch = null;
     this.offset = null;
+    this._counters = {};
     this._joined = null;
     this.state = 'connecting';
     this._delay = FIRST_DELAY_MS;
@@ -132,6 +145,10 @@
   BrokerClient.prototype._receive = function (envelope) {
     if (envelope === null || typeof envelope !== 'object') return;
     if ('o' in envelope && 'd' in envelope) {
+      if (this.options.oncounter && isCounter(envelope.d)) {
+        this._counter(envelope.d, envelope.o);
+        return;
+      }
       if (this.offset !== null && !after(envelope.o, this.offset)) return;
       this.offset = envelope.o;
       this._call('onmessage', envelope.d, envelope.o);
@@ -144,11 +161,22 @@
         if (envelope.c === 'gap') this._call('ongap', envelope.reason);
         // The latest state follows, at or before envelope.o; live messages come after it.
         // In the same epoch, what it holds at or before this.offset was delivered already.
-        if (envelope.epoch !== this.epoch) this.offset = null;
+        if (envelope.epoch !== this.epoch) {
+          this.offset = null;
+          this._counters = {};
+        }
         this._joined = envelope.o;
       }
       this.epoch = envelope.epoch;
     }
+  };
+
+  BrokerClient.prototype._counter = function (counter, offset) {
+    var shown = this._counters[counter.counter];
+    if (shown !== undefined && !after(offset, shown)) return;
+    this._counters[counter.counter] = offset;
+    if (this.offset === null || after(offset, this.offset)) this.offset = offset;
+    this._call('oncounter', counter.counter, counter.value);
   };
 
   BrokerClient.prototype.send = function (message) {

@@ -1,5 +1,5 @@
-/* The demo page: a live counter driven by POST /publish and a one-room chat, on the
-   broker's own client (broker-client.js: sockjs-client with resume). */
+/* The demo page: a live counter the broker keeps (POST /publish?key=raised&op=add) and a
+   one-room chat, on the broker's own client (broker-client.js: sockjs-client with resume). */
 (function () {
   'use strict';
 
@@ -28,21 +28,21 @@
     log.scrollTop = log.scrollHeight;
   }
 
-  function showCounter(value) {
+  /* The total is an exact decimal string: shown as it is, never through Number(). */
+  function showCounter(name, value) {
     var counter = $('counter');
-    counter.textContent = String(value);
+    counter.textContent = value;
+    counter.title = name;
     counter.classList.remove('bump');
     void counter.offsetWidth;
     counter.classList.add('bump');
     $('counter-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
   }
 
-  /* Browsers send strings (chat lines); only a backend can publish a JSON object such as {"counter": 7}. */
+  /* Browsers send strings (chat lines); only a backend, or the broker, can publish a JSON object. */
   function receive(message) {
     if (typeof message === 'string') {
       logLine(message);
-    } else if (message && typeof message.counter === 'number') {
-      showCounter(message.counter);
     } else {
       logLine('published: ' + JSON.stringify(message), 'system');
     }
@@ -75,6 +75,7 @@
     client = new BrokerClient(location.origin + prefix, {
       transports: forced ? [forced] : undefined,
       onmessage: receive,
+      oncounter: showCounter,
       onannouncement: announced,
       ongap: function (reason) { logLine('missed messages (' + reason + '): showing the latest', 'system'); },
       onstatechange: stateChanged
@@ -104,6 +105,6 @@
   });
 
   $('nickname').textContent = nickname;
-  $('publish-url').textContent = location.origin + '/publish';
+  $('publish-url').textContent = location.origin + '/publish?key=raised&op=add';
   connect();
 }());

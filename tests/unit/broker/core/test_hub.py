@@ -319,8 +319,8 @@ def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unrepl
     watcher, raw = Recorder(), FormRecorder(RAW_WEBSOCKET)
     hub.subscribe(watcher)
     hub.subscribe(raw)
-    hub.announce('{"audience":1}')
-    hub.announce('{"audience":2}')  # the newer replaces the one not yet sent
+    hub.announcement.announce('{"audience":1}')
+    hub.announcement.announce('{"audience":2}')  # the newer replaces the one not yet sent
     hub.publish("m")
     run(scheduled)
     assert watcher.batches == [['"m"', '{"audience":2}']]
@@ -336,7 +336,7 @@ def test_an_announcement_rides_at_the_end_of_the_next_batch_uncounted_and_unrepl
 def test_in_a_quiet_room_an_announcement_goes_alone_once(hub, scheduled):
     watcher = Recorder()
     hub.subscribe(watcher)
-    hub.announce('{"audience":1}')
+    hub.announcement.announce('{"audience":1}')
     assert watcher.batches == []
     hub.send_announcement()
     hub.send_announcement()
@@ -349,7 +349,7 @@ def test_with_a_relay_an_announcement_rides_on_a_delivery_and_is_never_relayed(s
     hub = Hub(scheduled.append, relay=relayed.append)
     watcher = Recorder()
     hub.subscribe(watcher)
-    hub.announce('{"audience":3}')
+    hub.announcement.announce('{"audience":3}')
     hub.deliver(['"from the stream"'], ["1-0"])
     assert watcher.batches == [['"from the stream"', '{"audience":3}']]
     assert relayed == []
@@ -451,7 +451,7 @@ def test_an_announcement_has_no_offset_and_is_not_history(scheduled):
     hub = Hub(scheduled.append, Keeping(history=5))
     watcher = PositionedRecorder()
     hub.subscribe(watcher)
-    hub.announce('{"audience":1}')
+    hub.announcement.announce('{"audience":1}')
     published(hub, scheduled, "m")
     assert watcher.messages()[1:] == [{"o": "1", "d": "m"}, {"a": {"audience": 1}}]
     assert len(hub.history) == 1
