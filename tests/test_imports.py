@@ -51,7 +51,7 @@ def test_the_packages_keep_the_contract(tmp_path):
      "loadtest.method.rules -> loadtest.client.connections"),
     (("loadtest/scenarios/soak.py", "from loadtest.scenarios import compare"),
      "loadtest.scenarios.soak -> loadtest.scenarios.compare"),
-    (("loadtest/framing/client_protocol.py", "import asyncio"), "loadtest.framing.client_protocol -> asyncio"),
+    (("loadtest/framing/websocket_protocol.py", "import asyncio"), "loadtest.framing.websocket_protocol -> asyncio"),
 ])
 def test_an_import_the_wrong_way_breaks_it(tmp_path, added, broken):
     done = lint_imports(tmp_path, added)

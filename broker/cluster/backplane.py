@@ -109,7 +109,7 @@ class Count(NamedTuple):
     name: str
     operation: str
     given: counters.Amount
-    once: Optional[tuple]
+    idempotent: Optional[tuple]
 
 
 def _text(value):
@@ -184,20 +184,20 @@ class Backplane:
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
-    def append(self, encoded, once=None, key=None):
+    def append(self, encoded, idempotent=None, key=None):
         """Queue one JSON text for the next transaction (the hub's relay); raises
         :class:`broker.core.seams.RelayUnavailable` while Redis is not up.
-        ``once``: ``(idempotency key, record, window_s)`` to append it only if
+        ``idempotent``: ``(idempotency key, record, window_s)`` to append it only if
         that key was not seen, keeping ``record`` and its id; ``key``: its
         conflating key."""
-        self._add_pending(encoded if once is None and key is None else (encoded, once, key))
+        self._add_pending(encoded if idempotent is None and key is None else (encoded, idempotent, key))
 
-    def count(self, name, operation, given, once=None):
+    def count(self, name, operation, given, idempotent=None):
         """Queue ``operation`` (``add``, ``max``) with ``given`` (a
         :class:`broker.core.counters.Amount`) on counter ``name`` for the next
         transaction, as :meth:`append` queues a message; :meth:`written` then gives
         ``(status, text)``, a status of :mod:`broker.core.counters` (see :data:`room_in_redis.COUNT`)."""
-        self._add_pending(Count(name, operation, given, once))
+        self._add_pending(Count(name, operation, given, idempotent))
 
     def _add_pending(self, entry):
         if not self.state.is_up:
@@ -210,7 +210,7 @@ class Backplane:
         """A future of the stream id (its offset) of the message appended last,
         done once it is in the stream, or failing with
         :class:`broker.core.seams.RelayUnavailable`; for one appended with
-        ``once``, ``(True, id)``, or ``(False, "record id")`` when the key was seen."""
+        ``idempotent``, ``(True, id)``, or ``(False, "record id")`` when the key was seen."""
         future = asyncio.get_running_loop().create_future()
         self._waiting_ids.append((len(self._pending) - 1, future))
         return future
@@ -261,11 +261,11 @@ class Backplane:
             if type(entry) is Count:
                 await self._queue_count(pipe, entry)
                 continue
-            encoded, once, key = entry
-            if once is None:
+            encoded, idempotent, key = entry
+            if idempotent is None:
                 pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
             else:
-                idempotency_key, record, window_s = once
+                idempotency_key, record, window_s = idempotent
                 # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
                 await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
                                          args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)),
@@ -276,8 +276,8 @@ class Backplane:
     async def _queue_count(self, pipe, count):
         """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
         record, window_ms, once_key = "", 1, self.key
-        if count.once is not None:
-            idempotency_key, record, window_s = count.once
+        if count.idempotent is not None:
+            idempotency_key, record, window_s = count.idempotent
             once_key, window_ms = self.once_prefix + idempotency_key, max(1, int(window_s * 1000))
         name = count.name
         await self._count(keys=[once_key, self.key, self.counters_key],

@@ -185,13 +185,13 @@ class Hub:
                 or self._resuming.remove(subscriber)):
             self.by_transport[subscriber.transport] -= 1
 
-    def publish(self, message, once=None, key=None):
+    def publish(self, message, idempotent=None, key=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or
         no UTF-8 text (NaN, bytes, a string with a lone surrogate); with a
         relay, whatever the relay raises when it cannot take the message.
-        ``once`` goes to the relay with the message: a cluster's idempotency
+        ``idempotent`` goes to the relay with the message: a cluster's idempotency
         key (:mod:`broker.core.idempotency`; a room alone has its publisher
         look the key up first); such a message is counted in once the relay
         says it appended it (:meth:`appended`). ``key``: the message's conflating key.
@@ -199,11 +199,11 @@ class Hub:
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
-            if once is None and key is None:
+            if idempotent is None and key is None:
                 self._relay(encoded)
             else:
-                self._relay(encoded, once, key)
-            if once is None:
+                self._relay(encoded, idempotent, key)
+            if idempotent is None:
                 self.messages_in += 1
             return len(self)
         self.messages_in += 1
@@ -223,7 +223,7 @@ class Hub:
         return self.publish(counters.message(name, value), key=counters.conflating_key(name)), value
 
     def appended(self):
-        """The relay appended a message published with ``once``: its key was new. Only
+        """The relay appended a message published ``idempotent``: its key was new. Only
         then is it counted among the messages in (a retry appends nothing), so that
         the count never goes back."""
         self.messages_in += 1

@@ -40,7 +40,7 @@ class Relay(Protocol):
     cluster backplane (:class:`broker.cluster.backplane.Backplane`). Without a
     relay the room is its own, in this process."""
 
-    def __call__(self, encoded: str, once: Optional[tuple] = None, key: Optional[str] = None) -> None:
+    def __call__(self, encoded: str, idempotent: Optional[tuple] = None, key: Optional[str] = None) -> None:
         """Take one message's JSON text for every broker's room, or raise
-        :class:`RelayUnavailable`; ``once``: the idempotency key under which
+        :class:`RelayUnavailable`; ``idempotent``: the idempotency key under which
         to take it at most once, ``key``: its conflating key (see :meth:`broker.core.hub.Hub.publish`)."""

@@ -66,7 +66,7 @@ class PublishHandler(_JSONHandler):
     def initialize(self, node, token, max_message_size):
         self.hub = node.hub
         self.backplane = node.backplane
-        self.once = node.idempotency
+        self.idempotency = node.idempotency
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
 
@@ -78,8 +78,8 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "empty body: the body is the message"})
         if len(body) > self.max_message_size:
             return self.reply(413, {"error": "message over %d bytes" % self.max_message_size})
-        key = self.request.headers.get(idempotency.HEADER)
-        if key is not None and not idempotency.valid_key(key):
+        idempotency_key = self.request.headers.get(idempotency.HEADER)
+        if idempotency_key is not None and not idempotency.valid_key(idempotency_key):
             return self.reply(400, {"error": "%s: 1 to %d printable ASCII characters"
                                     % (idempotency.HEADER, idempotency.MAX_KEY_LENGTH)})
         conflating = self.get_query_argument(conflation.QUERY, None)
@@ -95,7 +95,7 @@ class PublishHandler(_JSONHandler):
         except UnicodeDecodeError:
             return self.reply(400, {"error": "body is not UTF-8"})
         if operation != "set":
-            return await self._count(conflating, operation, text, key)
+            return await self._count(conflating, operation, text, idempotency_key)
         content_type = self.request.headers.get("Content-Type", "")
         is_json = content_type.split(";")[0].strip().lower() == "application/json"
         try:
@@ -103,10 +103,10 @@ class PublishHandler(_JSONHandler):
         except ValueError as error:
             return self.reply(400, {"error": "body is not JSON: %s" % error})
         try:
-            if key is None:
+            if idempotency_key is None:
                 answer = await self._publish(message, conflating)
             else:
-                answer = await self._publish_once(message, conflating, key,
+                answer = await self._publish_once(message, conflating, idempotency_key,
                                                   idempotency.fingerprint(body, is_json, conflating))
         except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
@@ -120,21 +120,21 @@ class PublishHandler(_JSONHandler):
         offset = self.hub.pending_offset() if self.backplane is None else await self.backplane.written()
         return {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}}
 
-    async def _publish_once(self, message, conflating, key, fingerprint):
-        """The answer to a publish with an idempotency ``key``: the first
+    async def _publish_once(self, message, conflating, idempotency_key, fingerprint):
+        """The answer to a publish with an ``idempotency_key``: the first
         answer again for a retry; None once it refused a key reused."""
-        once = self.once
+        window = self.idempotency
         if self.backplane is None:
             now = time.monotonic()
-            kept = once.get(key, now)
+            kept = window.get(idempotency_key, now)
             if kept is None:
                 recipients = self.hub.publish(message, key=conflating)
                 kept = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset())
-                once.put(key, kept, now)
+                window.put(idempotency_key, kept, now)
                 return kept.body()
         else:
             first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
-            self.hub.publish(message, (key, first.record(), once.seconds), conflating)
+            self.hub.publish(message, (idempotency_key, first.record(), window.seconds), conflating)
             appended, text = await self.backplane.written()
             if appended:
                 self.hub.appended()
@@ -142,9 +142,9 @@ class PublishHandler(_JSONHandler):
             kept = idempotency.Answer.parse(text)
         return self._again(kept, fingerprint)
 
-    async def _count(self, name, operation, text, key):
+    async def _count(self, name, operation, text, idempotency_key):
         """Answer a counter ``operation`` (``add``, ``max``) with the amount ``text`` on
-        counter ``name``, once for an idempotency ``key`` (see :mod:`broker.core.counters`)."""
+        counter ``name``, once for an ``idempotency_key`` (see :mod:`broker.core.counters`)."""
         if name is None:
             return self.reply(400, {"error": "?%s=%s changes a counter: name it with ?%s=NAME"
                                     % (counters.QUERY, operation, conflation.QUERY)})
@@ -152,7 +152,7 @@ class PublishHandler(_JSONHandler):
         try:
             given = counters.amount(text)
             answer = await (self._count_alone if self.backplane is None else self._count_in_cluster)(
-                name, operation, given, key, fingerprint)
+                name, operation, given, idempotency_key, fingerprint)
         except RelayUnavailable as error:
             return self.reply(503, {"error": str(error)})
         except ValueError as error:
@@ -160,20 +160,21 @@ class PublishHandler(_JSONHandler):
         if answer is not None:
             self.reply(200, answer)
 
-    async def _count_alone(self, name, operation, given, key, fingerprint):
+    async def _count_alone(self, name, operation, given, idempotency_key, fingerprint):
         now = time.monotonic()
-        kept = None if key is None else self.once.get(key, now)
+        kept = None if idempotency_key is None else self.idempotency.get(idempotency_key, now)
         if kept is not None:
             return self._again(kept, fingerprint)
         recipients, value = self.hub.count(name, operation, given)
         answer = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset(), value)
-        if key is not None:
-            self.once.put(key, answer, now)
+        if idempotency_key is not None:
+            self.idempotency.put(idempotency_key, answer, now)
         return answer.body()
 
-    async def _count_in_cluster(self, name, operation, given, key, fingerprint):
+    async def _count_in_cluster(self, name, operation, given, idempotency_key, fingerprint):
         first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
-        self.backplane.count(name, operation, given, None if key is None else (key, first.record(), self.once.seconds))
+        idempotent = None if idempotency_key is None else (idempotency_key, first.record(), self.idempotency.seconds)
+        self.backplane.count(name, operation, given, idempotent)
         outcome, text = await self.backplane.written()
         if outcome == counters.REFUSED:
             raise ValueError(text)
@@ -187,12 +188,11 @@ class PublishHandler(_JSONHandler):
     def _again(self, kept, fingerprint):
         """The answer ``kept`` for a retry with its idempotency key, or None once it
         refused the key used with another request (``fingerprint``)."""
-        once = self.once
         if kept.fingerprint != fingerprint:
-            once.refused += 1
+            self.idempotency.refused += 1
             self.reply(422, {"error": "this %s was used with another request" % idempotency.HEADER})
             return None
-        once.replayed += 1
+        self.idempotency.replayed += 1
         self.set_header(idempotency.REPLAYED_HEADER, "true")
         return kept.body()
 

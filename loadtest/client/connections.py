@@ -3,7 +3,7 @@
 Rules:
 
 - A :class:`Connection` (a websocket) only moves bytes between its socket and a sans-I/O
-  :class:`loadtest.framing.client_protocol.ClientProtocol`, and acts on the events that returns:
+  :class:`loadtest.framing.websocket_protocol.ClientProtocol`, and acts on the events that returns:
   it counts deliveries, times its own messages and settles ``opened``
   (:class:`loadtest.client.deliveries.ClientConnection`). A client over one of SockJS's HTTP
   transports is a :class:`loadtest.client.http_connections.HttpConnection`, alike.
@@ -41,7 +41,7 @@ from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
 from loadtest.client.loop_lag import LagMonitor
 from loadtest.errors import ConnectError
 from loadtest.framing import endpoints
-from loadtest.framing.client_protocol import OPENED, ClientProtocol, Delivered
+from loadtest.framing.websocket_protocol import OPENED, ClientProtocol, Delivered
 from loadtest.framing.http_transport_protocol import HttpSessionProtocol
 from loadtest.method import rules
 

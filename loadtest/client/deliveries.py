@@ -3,7 +3,7 @@
 Rules:
 
 - A :class:`ClientConnection` drives one sans-I/O protocol
-  (:class:`loadtest.framing.client_protocol.ClientProtocol` or
+  (:class:`loadtest.framing.websocket_protocol.ClientProtocol` or
   :class:`loadtest.framing.http_transport_protocol.HttpSessionProtocol`): it counts the
   messages delivered (``received``; ``sampled``, what a listener group took of
   them), records the round trip of each of its own in ``histogram``, and

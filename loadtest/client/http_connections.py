@@ -20,7 +20,7 @@ Rules:
 import asyncio
 
 from loadtest.client.deliveries import ClientConnection, failure_reason, now_us
-from loadtest.framing.client_protocol import OPENED, Delivered
+from loadtest.framing.websocket_protocol import OPENED, Delivered
 from loadtest.framing.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION
 
 

@@ -1,6 +1,6 @@
 """One load client's side of a SockJS session over an HTTP transport, as a state machine without I/O.
 
-Rules (the shape of :mod:`loadtest.framing.client_protocol`, over two connections):
+Rules (the shape of :mod:`loadtest.framing.websocket_protocol`, over two connections):
 
 - :class:`HttpSessionProtocol` never touches a socket or a clock. A session
   uses two connections, as a browser does: the *receiving* one carries the
@@ -13,8 +13,8 @@ Rules (the shape of :mod:`loadtest.framing.client_protocol`, over two connection
   feeds each one's reads to :meth:`~HttpSessionProtocol.receive_data` and
   :meth:`~HttpSessionProtocol.send_answer_data`, and tells each one's close
   (:meth:`~HttpSessionProtocol.receive_closed`, :meth:`~HttpSessionProtocol.send_closed`).
-- Events: those of :class:`~loadtest.framing.client_protocol.ClientProtocol`
-  (:data:`~loadtest.framing.client_protocol.OPENED`, ``Delivered``, ``Closed``;
+- Events: those of :class:`~loadtest.framing.websocket_protocol.ClientProtocol`
+  (:data:`~loadtest.framing.websocket_protocol.OPENED`, ``Delivered``, ``Closed``;
   nothing follows Closed), and :data:`NEW_CONNECTION` (drop the receiving
   connection: what :meth:`~HttpSessionProtocol.data_to_send` holds goes on a
   new one) and :data:`NEW_SEND_CONNECTION` (drop the sending one: the next
@@ -32,7 +32,7 @@ Rules (the shape of :mod:`loadtest.framing.client_protocol`, over two connection
   (:mod:`loadtest.framing.payload`), one Delivered per read at most.
 """
 
-from loadtest.framing import client_protocol, http_framing, payload
+from loadtest.framing import websocket_protocol, http_framing, payload
 from loadtest.framing.http_head import HTTPError
 from loadtest.framing.http_responses import Ended, Head, ResponseParser
 
@@ -52,17 +52,17 @@ class NewConnection:
 NEW_CONNECTION = NewConnection(False)
 NEW_SEND_CONNECTION = NewConnection(True)
 
-_tally = client_protocol.tally_sockjs_frame
-_events_of_read = client_protocol.events_of_read
+_tally = websocket_protocol.tally_sockjs_frame
+_events_of_read = websocket_protocol.events_of_read
 _bytes = bytes
 
 
-class HttpSessionProtocol(client_protocol.ClientSide):
+class HttpSessionProtocol(websocket_protocol.ClientSide):
     """Client ``client_id`` of one SockJS session at path ``session`` on ``host``
     (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.framing.http_framing.HTTP`).
 
     ``pending``, ``seq``, ``closed_reason``, ``opened``: as
-    :class:`~loadtest.framing.client_protocol.ClientProtocol`'s; ``reopened``:
+    :class:`~loadtest.framing.websocket_protocol.ClientProtocol`'s; ``reopened``:
     receiving requests made again (stream reopens, polls after the first).
     ``query``: the service URL's, on every request; ``positions``: it asks for
     position envelopes, in which messages are counted.
@@ -115,7 +115,7 @@ class HttpSessionProtocol(client_protocol.ClientSide):
         return self.seq
 
     def receive_data(self, data):
-        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.framing.client_protocol.Delivered`."""
+        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.framing.websocket_protocol.Delivered`."""
         if self.closed_reason is not None:
             return ()
         try:

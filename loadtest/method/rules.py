@@ -130,7 +130,7 @@ def split(total, weights):
 def step_end(clients, sent_log, now_us):
     """Why a step must stop at ``now_us``, or None.
 
-    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.framing.client_protocol.ClientProtocol`);
+    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.framing.websocket_protocol.ClientProtocol`);
     ``sent_log`` holds ``(sent_us, client, seq)`` in send order, and loses its
     answered head here.
     """

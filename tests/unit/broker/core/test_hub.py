@@ -623,7 +623,7 @@ def test_replay_gives_the_latest_of_each_key_and_the_last_messages(scheduled):
 
 def test_a_relay_takes_the_key_and_a_delivery_splits_by_it(scheduled):
     taken = []
-    hub = Hub(scheduled.append, relay=lambda encoded, once=None, key=None: taken.append((encoded, key)))
+    hub = Hub(scheduled.append, relay=lambda encoded, idempotent=None, key=None: taken.append((encoded, key)))
     hub.publish(7, key="total")
     assert taken == [("7", "total")]
     watcher = KeyedRecorder()

@@ -6,7 +6,7 @@ import urllib.parse
 import pytest
 
 from loadtest.framing import payload
-from loadtest.framing.client_protocol import OPENED, Closed, Delivered
+from loadtest.framing.websocket_protocol import OPENED, Closed, Delivered
 from loadtest.framing.http_transport_protocol import NEW_CONNECTION, NEW_SEND_CONNECTION, HttpSessionProtocol
 
 CLIENT = 7

@@ -4,7 +4,7 @@ import pytest
 
 from broker.protocol.frames import websocket_frame
 from loadtest.framing import payload, websocket_frames
-from loadtest.framing.client_protocol import OPENED, ClientProtocol, Closed, Delivered
+from loadtest.framing.websocket_protocol import OPENED, ClientProtocol, Closed, Delivered
 
 CLIENT = 7
 
