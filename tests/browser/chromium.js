@@ -28,6 +28,24 @@ async function newPage(browser, console_) {
   return page;
 }
 
+/**
+ * A page of an origin of its own, http://NAME.localhost/, with the broker's sockjs-client and
+ * broker-client.js loaded from ``origin``, as an application's page would load them.
+ */
+async function clientPage(browser, console_, origin, name) {
+  const page = await newPage(browser, console_);
+  const app = `http://${name}.localhost/`;
+  await page.context().grantPermissions(['local-network-access']);
+  await page.route(app, (route) => route.fulfill({
+    contentType: 'text/html',
+    body: `<!DOCTYPE html><title>${name}</title>
+<script src="${origin}/vendor/sockjs-client/sockjs.min.js"></script>
+<script src="${origin}/static/broker-client.js"></script>`,
+  }));
+  await page.goto(app);
+  return page;
+}
+
 /** Run main(); print its result as one JSON line, or the error and exit 1. */
 function run(main) {
   main().then(
@@ -36,4 +54,4 @@ function run(main) {
   );
 }
 
-module.exports = { launch, newPage, run, DEADLINE_MS };
+module.exports = { launch, newPage, clientPage, run, DEADLINE_MS };

@@ -6,7 +6,7 @@
 // "messages", "errors"}.
 'use strict';
 
-const { launch, newPage, run } = require('./chromium');
+const { launch, clientPage, run } = require('./chromium');
 
 const WAIT_MS = 30000;
 
@@ -27,16 +27,7 @@ async function main() {
   const logs = [];
   const browser = await launch();
   try {
-    const page = await newPage(browser, logs);
-    const app = 'http://counter.localhost/';
-    await page.context().grantPermissions(['local-network-access']);
-    await page.route(app, (route) => route.fulfill({
-      contentType: 'text/html',
-      body: `<!DOCTYPE html><title>counter</title>
-<script src="${origin}/vendor/sockjs-client/sockjs.min.js"></script>
-<script src="${origin}/static/broker-client.js"></script>`,
-    }));
-    await page.goto(app);
+    const page = await clientPage(browser, logs, origin, 'counter');
     await page.evaluate((url) => {
       window.shown = [];
       window.messages = [];

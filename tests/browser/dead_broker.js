@@ -8,21 +8,12 @@
 // and publishes between those lines.
 'use strict';
 
-const { launch, newPage, run } = require('./chromium');
+const { launch, clientPage, run } = require('./chromium');
 
 const OPEN_MS = 30000;
 
 async function openPage(browser, logs, origin, transport) {
-  const page = await newPage(browser, logs);
-  const app = `http://${transport}.localhost/`;
-  await page.context().grantPermissions(['local-network-access']);
-  await page.route(app, (route) => route.fulfill({
-    contentType: 'text/html',
-    body: `<!DOCTYPE html><title>${transport}</title>
-<script src="${origin}/vendor/sockjs-client/sockjs.min.js"></script>
-<script src="${origin}/static/broker-client.js"></script>`,
-  }));
-  await page.goto(app);
+  const page = await clientPage(browser, logs, origin, transport);
   await page.evaluate(([url, transport]) => {
     window.log = [];
     window.gaps = [];
