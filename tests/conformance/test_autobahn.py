@@ -17,7 +17,7 @@ import os
 import subprocess
 
 import pytest
-from checkout import ROOT
+from checkout import ROOT, python2_suite
 
 WSTEST = os.path.join(ROOT, ".autobahn", "wstest")
 CASES = ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*"]
@@ -27,12 +27,7 @@ UNSUPPORTED_DATA = 1003
 
 @pytest.fixture
 def wstest():
-    if not os.access(WSTEST, os.X_OK):
-        reason = "Autobahn|Testsuite is not installed: bash .ci/install-autobahn"
-        if os.environ.get("CI"):
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    return WSTEST
+    return python2_suite(WSTEST, "install-autobahn")
 
 
 @pytest.mark.timeout(600)

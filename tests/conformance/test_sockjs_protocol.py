@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from checkout import ROOT
+from checkout import ROOT, python2_suite
 
 from loadtest.contenders.child_process import launch
 
@@ -30,12 +30,7 @@ _RESULT = re.compile(r"^(test_\w+) \(__main__\.(\w+)\)(?:\n.*?)? \.\.\. (\w+)$",
 
 @pytest.fixture
 def suite():
-    if not os.access(RUN, os.X_OK):
-        reason = "the SockJS protocol suite is not installed: bash .ci/install-sockjs-protocol"
-        if os.environ.get("CI"):
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    return RUN
+    return python2_suite(RUN, "install-sockjs-protocol")
 
 
 def test_the_sockjs_protocol_suite_passes_but_hixie_76(suite):
