@@ -248,7 +248,7 @@ def cluster_backplane(config):
     if config.redis is None:
         return None
     from broker.cluster.backplane import Backplane
-    return Backplane(config.redis, config.prefix, max(config.history, config.replay))
+    return Backplane(config.redis, config.prefix, max(config.history, config.replay), config.redis_min_replicas)
 
 
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):

@@ -19,10 +19,10 @@ import ipaddress
 import os
 import re
 import socket
-import urllib.parse
 from typing import Optional, Tuple
 
 import broker
+from broker.cluster import redis_address
 from broker.core import origins
 from broker.core.limits import TrustedProxies
 from broker.flags import Environment, Flag, count, rate, seconds, size
@@ -58,6 +58,7 @@ class Config:
     history_seconds: float = 0.0
     idempotency_window: float = 600.0
     redis: Optional[str] = None
+    redis_min_replicas: Optional[int] = None
     client_publish: bool = True
     allowed_origins: Tuple[str, ...] = (origins.ANY,)
     client_rate: float = 100.0
@@ -102,12 +103,10 @@ def _prefix(text):
 
 
 def _redis_url(text):
-    if not re.match(r"^(rediss?|unix)://\S+$", text):
-        raise argparse.ArgumentTypeError("not a Redis URL: %r (try redis://127.0.0.1:6379/0)" % text)
     try:
-        urllib.parse.urlsplit(text).port
+        redis_address.parse(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError("not a Redis URL: %r (%s)" % (text, error)) from None
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 
@@ -206,8 +205,13 @@ FLAGS = (
          "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
          "%g" % DEFAULTS.announce_audience, TIMER_OR_NEVER, "SECONDS"),
     Flag("--redis", "join a cluster: every message goes through the room's stream in this Redis "
-         "(redis://host:port/db), and every broker of the cluster delivers it in the stream's order",
+         "(redis://host:port/db, or redis+sentinel://host:port,host:port/primary to follow a Sentinel "
+         "failover), and every broker of the cluster delivers it in the stream's order",
          type=_redis_url, metavar="URL", shown="none: one process"),
+    Flag("--redis-min-replicas", "answer a publish 200 only once this many of the Redis primary's replicas "
+         "have it (one WAIT a transaction), so that a failover keeps it; else 503 with Retry-After, and a "
+         "retry with its Idempotency-Key publishes it once", type=count(0, 16), metavar="N",
+         shown="none: 1 with redis+sentinel://, else 0"),
     Flag("--no-client-publish", "feed mode: clients only listen, backends publish over HTTP", switch=True,
          inverted=True, dest="client_publish"),
     Flag("--allowed-origins", "comma-separated origins (https://example.com) whose pages may use the broker, "

@@ -6,12 +6,16 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   ``POST /publish``) is appended with XADD, trimmed to about
   :data:`STREAM_MAXLEN` entries, as its JSON text: encoded once, by the hub,
   and never again on the way through Redis.
-* What the hub hands over in one event-loop iteration goes out as one XADD,
-  or for several messages one MULTI/EXEC transaction. Redis appends its
-  entries at once, so the blocked XREAD of every broker gets them in one
-  reply (one batch, one frame); a plain pipeline would wake the readers after
-  its first XADD. At most one write is in flight, so the messages of one
-  publisher reach the stream in the order they were published.
+* What the hub hands over in one event-loop iteration goes out as one
+  write (:mod:`broker.cluster.appends`: one XADD or one transaction, then
+  one WAIT for ``--redis-min-replicas``). Redis appends its entries at once,
+  so the blocked XREAD of every broker gets them in one reply (one batch,
+  one frame); a plain pipeline would wake the readers after its first XADD.
+  At most one write is in flight, so the messages of one publisher reach the
+  stream in the order they were published.
+* ``--redis`` names one Redis, or Sentinels and the primary they watch
+  (:mod:`broker.cluster.redis_address`): every connection made after a
+  failover reaches the new primary.
 * Nothing is delivered from here to the hub but what a blocking XREAD returns,
   from the last id delivered: every broker delivers the stream's order, and
   what one XREAD returns is one hub batch (one encode, one frame per batch).
@@ -28,18 +32,20 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   the entry before that tail; when the stream holds no more than the tail,
   after the newest entry trimmed from it (XINFO STREAM), or at its
   beginning if none was.
-* While the broker keeps up, a read is one blocking XREAD. When one comes
-  back full (the broker is behind, and the trim may overtake it), or while
-  its position in the stream is unknown (at start, after an outage), the read
-  is made again inside MULTI with XINFO STREAM, so that entries trimmed
-  before this broker read them are counted (:mod:`broker.cluster.state`) and logged:
-  a broker too slow for the stream's length cannot lose messages unseen.
-* A Redis that does not answer within REPLY_TIMEOUT_S (stopped, or out of
-  reach without a reset) has failed: the connections are aborted, which fails
-  what waits on them, a write the kernel could not buffer included (what it
-  still held unsent is dropped, not flushed whenever Redis reads again). One
-  timer per call, not redis-py's socket timeout, which costs a task and two
-  timers per command.
+* A read is one blocking XREAD from the entry before the last one
+  delivered, which comes back first while the stream holds it
+  (:mod:`broker.cluster.state`). When it does not, the stream lost it: if
+  entries after it were trimmed before this broker read them (it fell more
+  than the stream's length behind), or it is not in the stream at all (a
+  failover's new primary, or a Redis restarted from its disk, lacks what
+  this broker delivered), its clients may have missed messages. Then the
+  broker loads the stream's tail as at start and tells every client a
+  ``gap``, before anything after the loss: ``expired`` when trimmed; for a
+  lost history, a new epoch for the room (:data:`room_in_redis.NEW_EPOCH`),
+  which every other broker reads back within AUDIENCE_REPORT_S and follows.
+  Nothing missed goes unsaid, and no offset silently jumps.
+* Calls are timed (:mod:`broker.cluster.replies`): a Redis silent for
+  REPLY_TIMEOUT_S has failed.
 * A publish with an idempotency key (:mod:`broker.core.idempotency`) is
   appended by one script that looks for the key and sets it with the
   message's id: a retry finds it on any broker, and nothing is appended
@@ -59,12 +65,14 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
   waiting on it; whether Redis applied it first cannot be known.
 * Every AUDIENCE_REPORT_S each broker reports how many it serves to one hash
-  beside the stream and reads back the room's total and how many brokers
-  make it, in one script that also
+  beside the stream and reads back the room's total, how many brokers
+  make it and the room's epoch, in one script that also
   drops the brokers silent for AUDIENCE_STALE_MS (one that died, or lost
   Redis) and times them by Redis's clock, not the brokers'. Until a report
   succeeds, and while Redis is down, the room's total and its brokers are
-  unknown (None).
+  unknown (None). The report is a write: one Redis refuses for memory says
+  so (``/healthz`` and ``/stats``) until one succeeds, even while nobody
+  publishes.
 
 The stream is trusted: only brokers write to it, and an entry's text goes to
 every client as it is.
@@ -74,42 +82,25 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import NamedTuple, Optional
 
-import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as NoAnswer
+from redis.exceptions import OutOfMemoryError
 
-from broker import _internals
-from broker.cluster import room_in_redis
-from broker.cluster.room_in_redis import FIELD, KEY_FIELD
-from broker.cluster.state import Backoff, BackplaneState
-from broker.core import counters
+from broker.cluster import redis_address, room_in_redis
+from broker.cluster.appends import Appends, Count
+from broker.cluster.replies import BLOCK_MS, FAILURES, REPLY_TIMEOUT_S, Replies
+from broker.cluster.room_in_redis import FIELD
+from broker.cluster.state import FAILOVER, TRIMMED, Backoff, BackplaneState, before
 from broker.core.figures import KEYED_GAUGES, Figure, Metric
+from broker.protocol import positions
 
 LOG = logging.getLogger("broker.cluster.backplane")
 
 STREAM_MAXLEN = 10000
 READ_COUNT = 1000
-BLOCK_MS = 1000
-# A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
-REPLY_TIMEOUT_S = BLOCK_MS / 1000.0 + 2.0
-# What a reply that was waiting in the socket when the timeout fired may take to be read.
-SILENCE_CHECK_S = 0.1
-FAILURES = (RedisError, OSError)
 AUDIENCE_REPORT_S = 1.0
 AUDIENCE_STALE_MS = 3000
-
-
-class Count(NamedTuple):
-    """A counter's operation waiting for the next transaction (see :meth:`Backplane.count`)."""
-
-    name: str
-    operation: str
-    given: counters.Amount
-    idempotent: Optional[tuple]
 
 
 def _text(value):
@@ -122,32 +113,37 @@ def _redis_failure(error):
 
 
 class Backplane:
-    """The room's stream at the Redis of ``url``; the hub's relay once :meth:`start` ran."""
+    """The room's stream at the Redis ``--redis`` names (``address``, its text); the hub's
+    relay once :meth:`start` ran. ``min_replicas``: ``--redis-min-replicas`` (None: 1
+    with Sentinels, else 0)."""
 
-    def __init__(self, url, prefix, history=0):
+    def __init__(self, address, prefix, history=0, min_replicas=None):
         self.state = BackplaneState(room_in_redis.stream_key(prefix), lambda: int(time.time() * 1000))
         self.key = self.state.key
         self.epoch_key = room_in_redis.epoch_key(prefix)
         self.history = history
         self.maxlen = max(STREAM_MAXLEN, history + 1)
+        address = redis_address.parse(address)
+        if min_replicas is None:
+            min_replicas = 1 if address.has_sentinels else 0
         # No retries inside the client: the reader reconnects with its own backoff, and a
-        # failed publish is answered at once. No socket timeout: see :meth:`_answer`.
-        self._redis = redis.asyncio.from_url(
-            url, socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
-            lib_version=None)
+        # failed publish is answered at once. No socket timeout: see broker.cluster.replies.
+        options = dict(socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
+                       lib_version=None)
+        self._replies = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, **options))
+        self._redis = self._replies.redis
+        writes = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, max_connections=1, **options))
+        self.appends = Appends(writes, prefix, self.maxlen, min_replicas)
         self.audience_key = room_in_redis.audience_key(prefix)
         self.counters_key = room_in_redis.counters_key(prefix)
-        self._count = self._redis.register_script(room_in_redis.COUNT)
         self.broker_id = secrets.token_hex(8)
         self.room_audience = None
         self.room_brokers = None
         self._report = self._redis.register_script(room_in_redis.AUDIENCE_REPORT)
-        self._publish_once = self._redis.register_script(room_in_redis.PUBLISH_ONCE)
-        self.once_prefix = room_in_redis.stream_key(prefix) + ":once:"
+        self._new_epoch = self._redis.register_script(room_in_redis.NEW_EPOCH)
         self._report_task = None
         self._reconnect_backoff = Backoff()
-        self._silences = 0
-        self._disconnecting = None
+        self._reload = None
         self._hub = None
         self._pending = []
         self._waiting_ids = []
@@ -181,6 +177,7 @@ class Backplane:
             await self._answer(self._redis.hdel(self.audience_key, self.broker_id))
         except FAILURES:
             pass
+        await self.appends.replies.redis.aclose()
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
@@ -216,7 +213,10 @@ class Backplane:
         return future
 
     def stats(self):
-        return self.state.stats()
+        stats = self.state.stats()
+        stats["min_replicas"] = self.appends.min_replicas
+        stats["memory_trims"] = self.appends.memory_trims
+        return stats
 
     FIGURES = (Figure("", lambda backplane: backplane.stats(), Metric("backplane", KEYED_GAUGES, "The backplane's")),)
 
@@ -228,99 +228,38 @@ class Backplane:
                 batch, waiting = self._pending, self._waiting_ids
                 self._pending, self._waiting_ids = [], []
                 try:
-                    ids = await self._answer(self._append(batch))
+                    ids = await self.appends.write(batch)
                 except FAILURES as error:
+                    self._note_memory(error)
                     LOG.warning("%d messages not published: %s", len(batch), error)
                     refused = self.state.refuse(len(batch), _redis_failure(error))
                     for _, future in waiting:
                         future.set_exception(refused)
-                else:
-                    errors = {i: reply for i, reply in enumerate(ids) if isinstance(reply, Exception)}
-                    self.state.published += len(batch) - len(errors)
-                    if errors:
-                        error = next(iter(errors.values()))
-                        LOG.warning("%d of %d messages not published: %s", len(errors), len(batch), error)
-                        refused = self.state.refuse(len(errors), _redis_failure(error))
-                    for index, future in waiting:
-                        if index in errors:
-                            future.set_exception(refused)
-                        else:
-                            future.set_result(room_in_redis.written(ids[index]))
+                    continue
+                self.state.memory = None
+                errors = {i: reply for i, reply in enumerate(ids) if isinstance(reply, Exception)}
+                self.state.published += len(batch) - len(errors)
+                if errors:
+                    error = next(iter(errors.values()))
+                    LOG.warning("%d of %d messages not published: %s", len(errors), len(batch), error)
+                    refused = self.state.refuse(len(errors), _redis_failure(error))
+                for index, future in waiting:
+                    if index in errors:
+                        future.set_exception(refused)
+                    else:
+                        future.set_result(room_in_redis.written(ids[index]))
         finally:
             self._write_task = None
 
-    async def _append(self, batch):
-        """Append ``batch``: one reply for each of its entries."""
-        if len(batch) == 1 and type(batch[0]) is str:
-            return [await self._redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)]
-        pipe = self._redis.pipeline(transaction=True)
-        for entry in batch:
-            if type(entry) is str:
-                pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
-                continue
-            if type(entry) is Count:
-                await self._queue_count(pipe, entry)
-                continue
-            encoded, idempotent, key = entry
-            if idempotent is None:
-                pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
-            else:
-                idempotency_key, record, window_s = idempotent
-                # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
-                await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
-                                         args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)),
-                                               key or ""], client=pipe)
-        # Each entry its own reply: Redis applies the others of a transaction when one fails.
-        return await pipe.execute(raise_on_error=False)
-
-    async def _queue_count(self, pipe, count):
-        """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
-        record, window_ms, once_key = "", 1, self.key
-        if count.idempotent is not None:
-            idempotency_key, record, window_s = count.idempotent
-            once_key, window_ms = self.once_prefix + idempotency_key, max(1, int(window_s * 1000))
-        name = count.name
-        await self._count(keys=[once_key, self.key, self.counters_key],
-                          args=[count.operation, name, counters.units(count.given.value), count.given.scale,
-                                counters.message_prefix(name), self.maxlen, record, window_ms,
-                                counters.conflating_key(name), counters.MAX_COUNTERS, room_in_redis.COUNTED_DIGITS,
-                                counters.TOO_MANY, counters.OVER_BOUNDS], client=pipe)
+    def _note_memory(self, error):
+        """Redis refused a write for memory (``error``), or did not."""
+        if isinstance(error, OutOfMemoryError):
+            if self.state.memory is None:
+                LOG.warning("Redis refuses writes for memory: %s", error)
+            self.state.memory = "Redis refuses writes for memory: %s" % error
 
     async def _answer(self, call):
-        """What ``call`` (a coroutine on Redis) returns; if Redis does not answer
-        within REPLY_TIMEOUT_S, the connections are closed, and it fails with
-        redis-py's TimeoutError, as does every call they fail.
-
-        When the timer fires, the verdict waits SILENCE_CHECK_S more: after a stall of
-        this process (a long collection, a busy moment) the answer may be waiting in
-        the socket already, read and parsed a few loop iterations later. An answer
-        there is not a silence."""
-        silences = self._silences
-        answered = []
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(REPLY_TIMEOUT_S, loop.call_later, SILENCE_CHECK_S, self._silent, answered)
-        try:
-            return await call
-        except FAILURES:
-            if self._silences != silences:
-                raise NoAnswer("no answer within %g s" % REPLY_TIMEOUT_S) from None
-            raise
-        finally:
-            answered.append(True)
-            timer.cancel()
-
-    def _silent(self, answered):
-        if answered:
-            return
-        self._silences += 1
-        _internals.abort_redis_connections(self._redis.connection_pool)
-        self._disconnecting = asyncio.ensure_future(self._disconnect())
-
-    async def _disconnect(self):
-        try:
-            await self._redis.connection_pool.disconnect()
-        except FAILURES:  # closed all the same
-            pass
+        return await self._replies.answer(call)
 
     async def _epoch(self):
         """The room's epoch, set here if no broker has set it (see the module's rules)."""
@@ -329,7 +268,13 @@ class Backplane:
         pipe.get(self.epoch_key)
         return (await self._answer(pipe.execute()))[1].decode()
 
-    async def _load_tail(self):
+    async def _load_tail(self, loss=None):
+        """Load the stream's tail into the hub; after a ``loss`` (:data:`TRIMMED`,
+        :data:`FAILOVER`) or another broker's (:data:`positions.EPOCH`), the hub tells
+        its clients a gap (see the module's rules)."""
+        if loss == FAILOVER:
+            await self._answer(self._new_epoch(keys=[self.epoch_key], args=[self._hub.epoch,
+                                                                             secrets.token_urlsafe(6)]))
         epoch = await self._epoch()
         pipe = self._redis.pipeline(transaction=True)
         pipe.xrevrange(self.key, count=self.history + 1)
@@ -339,20 +284,28 @@ class Backplane:
         for reply in (entries, counted):
             if isinstance(reply, Exception):
                 raise reply
+        if isinstance(info, Exception):  # no stream yet
+            info = {"entries-added": 0, "length": 0}
         entries.reverse()
         kept = entries[-self.history:] if self.history else []
-        before = entries[:len(entries) - len(kept)]
-        if before:
-            start = before[-1][0].decode()
-        elif isinstance(info, Exception) or info["entries-added"] == info["length"]:
-            start = "0-0"  # no stream yet, or none of it trimmed
-        else:
-            start = _text(info["max-deleted-entry-id"])
+        before_kept = entries[:len(entries) - len(kept)]
+        if before_kept:
+            start = before_kept[-1][0].decode()
+        elif info["entries-added"] == info["length"]:
+            start = "0-0"  # none of it trimmed
+        elif not info["length"]:
+            start = _text(info["last-generated-id"])
+        else:  # the history starts after the newest entry trimmed, just before the oldest kept
+            start = before(_text(info["first-entry"][0]))
+        changed = epoch != self._hub.epoch
         self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
                        [fields[FIELD].decode() for _, fields in kept], room_in_redis.keys_of(kept),
                        room_in_redis.latest_counters(counted))
-        self.state.read(entries[-1][0].decode() if entries else "0-0")
+        if loss == TRIMMED and not changed:
+            self._hub.tell_gap(positions.EXPIRED)
         self._came_up()
+        self.state.read(entries[-1][0].decode() if entries else "0-0", info["entries-added"])
+        self._reload = None
 
     async def _resume(self):
         """Redis answers again: read on after the last id delivered, unless its
@@ -369,8 +322,8 @@ class Backplane:
     async def _read_forever(self):
         while not self._stopping.is_set():
             try:
-                if self.state.last_id is None:
-                    await self._load_tail()
+                if self.state.last_id is None or self._reload is not None:
+                    await self._load_tail(self._reload)
                 elif not self.state.is_up:
                     await self._resume()
                 entries = await self._read()
@@ -389,10 +342,15 @@ class Backplane:
     async def _report_forever(self):
         while not self._stopping.is_set():
             try:
-                total, brokers = await self._answer(self._report(
-                    keys=[self.audience_key], args=[self.broker_id, len(self._hub), AUDIENCE_STALE_MS]))
+                total, brokers, epoch = await self._answer(self._report(
+                    keys=[self.audience_key, self.epoch_key], args=[self.broker_id, len(self._hub),
+                                                                    AUDIENCE_STALE_MS]))
                 self.room_audience, self.room_brokers = int(total), int(brokers)
-            except FAILURES:
+                self.state.memory = None
+                if epoch is not None and epoch.decode() != self._hub.epoch and self._reload is None:
+                    self._reload = positions.EPOCH
+            except FAILURES as error:
+                self._note_memory(error)
                 self.room_audience = self.room_brokers = None
             except Exception:
                 # As for any event-loop callback: log it, and the reporting goes on.
@@ -404,26 +362,25 @@ class Backplane:
                 pass
 
     async def _read(self):
-        """The entries after ``last_id``: see the module's rules for when the read is counted."""
-        if self.state.position is not None:
-            reply = await self._answer(self._redis.xread({self.key: self.state.last_id}, count=READ_COUNT,
-                                                         block=BLOCK_MS))
-            if not reply or len(reply[0][1]) < READ_COUNT:
-                return reply[0][1] if reply else []
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.xinfo_stream(self.key)
-        pipe.xread({self.key: self.state.last_id}, count=READ_COUNT)
-        info, reply = await self._answer(pipe.execute(raise_on_error=False))
-        if isinstance(reply, Exception):
-            raise reply
+        """The entries after ``last_id``, or none when the stream lost ``last_id``
+        and what follows it must wait for a reload (see the module's rules)."""
+        last_id = self.state.last_id
+        reply = await self._answer(self._redis.xread({self.key: before(last_id)}, count=READ_COUNT + 1,
+                                                     block=BLOCK_MS))
         entries = reply[0][1] if reply else []
-        if isinstance(info, Exception):  # no stream yet: nothing was ever added
-            info = {"entries-added": 0, "length": 0}
-        lost = self.state.counted(len(entries), len(entries) == READ_COUNT, info["entries-added"], info["length"])
-        if lost:
-            LOG.warning("%d messages were trimmed from stream %s before this broker read them (it fell more "
-                        "than %d behind): its clients missed them", lost, self.key, self.maxlen)
-        return entries
+        if entries and entries[0][0].decode() == last_id:
+            return entries[1:]
+        if not entries:
+            return entries
+        info = await self._answer(self._redis.xinfo_stream(self.key))
+        loss = self.state.missing(_text(info["first-entry"][0]), info["entries-added"], info["length"])
+        if loss is None:
+            return entries
+        LOG.warning("stream %s no longer holds %s, the last entry this broker delivered (%s): its clients are "
+                    "told a gap", self.key, last_id, "it fell more than %d behind" % self.maxlen
+                    if loss == TRIMMED else "the primary lost it")
+        self._reload = loss
+        return []
 
     def _deliver(self, entries):
         age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))

@@ -10,7 +10,11 @@ Rules this module keeps:
 * What must happen in one step happens in one script, which Redis runs
   atomically: an idempotent publish (:data:`PUBLISH_ONCE`), a counter's
   change with the entry that carries it (:data:`COUNT`), an audience report
-  (:data:`AUDIENCE_REPORT`). The backplane (:mod:`broker.cluster.backplane`)
+  that reads the epoch back (:data:`AUDIENCE_REPORT`), a new epoch
+  (:data:`NEW_EPOCH`).
+* A script that finds an idempotency key seen writes it again as it was: a
+  write, so that the WAIT after it (``--redis-min-replicas``) waits for the
+  replicas to hold the record, whichever connection wrote it first. The backplane (:mod:`broker.cluster.backplane`)
   runs them; nothing here does I/O.
 * A script never holds a number past what a Lua number (a double) holds
   exactly: a counter's total is read and written as Redis's integer text.
@@ -26,7 +30,10 @@ KEY_FIELD = b"k"
 # Returns {1, id} when appended, {0, record} when the key was seen.
 PUBLISH_ONCE = """
 local seen = redis.call('GET', KEYS[1])
-if seen then return {0, seen} end
+if seen then
+  redis.call('SET', KEYS[1], seen, 'KEEPTTL')
+  return {0, seen}
+end
 local id
 if ARGV[5] == '' then
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
@@ -48,7 +55,10 @@ COUNT = """
 local record = ARGV[7]
 if record ~= '' then
   local seen = redis.call('GET', KEYS[1])
-  if seen then return {'seen', seen} end
+  if seen then
+    redis.call('SET', KEYS[1], seen, 'KEEPTTL')
+    return {'seen', seen}
+  end
 end
 local hash, name, amount = KEYS[3], ARGV[2], ARGV[3]
 local total = redis.call('HGET', hash, 'v:' .. name)
@@ -98,9 +108,9 @@ if record ~= '' then redis.call('SET', KEYS[1], record .. ' ' .. id .. ' ' .. va
 return {'appended', id .. ' ' .. value}
 """
 COUNTED_DIGITS = counters.MAX_INTEGER_DIGITS + counters.MAX_SCALE
-# KEYS[1]: the room's audience hash; ARGV: this broker's id, its count, the staleness in ms.
-# Each field holds "count:milliseconds" by Redis's clock; the total, and the brokers counted,
-# are of the fresh ones.
+# KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
+# staleness in ms. Each field holds "count:milliseconds" by Redis's clock; the total, and the
+# brokers counted, are of the fresh ones. Returns {total, brokers, epoch}.
 AUDIENCE_REPORT = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -118,7 +128,14 @@ for i = 1, #fields, 2 do
   end
 end
 redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
-return {total, brokers}
+return {total, brokers, redis.call('GET', KEYS[2])}
+"""
+# KEYS[1]: the room's epoch; ARGV: the epoch a broker delivered in, a new one. A broker whose
+# history the stream lost starts the new epoch, unless another broker started one already.
+# Returns the room's epoch.
+NEW_EPOCH = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) end
+return redis.call('GET', KEYS[1])
 """
 
 
@@ -135,6 +152,11 @@ def epoch_key(prefix):
 def counters_key(prefix):
     """The Redis key of the counters of the room served at ``prefix``."""
     return stream_key(prefix) + ":counters"
+
+
+def once_prefix(prefix):
+    """What the Redis key of each idempotency key of the room served at ``prefix`` starts with."""
+    return stream_key(prefix) + ":once:"
 
 
 def audience_key(prefix):

@@ -11,25 +11,42 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 * ``last_id`` is the id of the newest stream entry delivered; reading resumes
   after it, so an entry is delivered at most once and, while Redis keeps it,
   at least once. Ids only grow.
+* A read asks for the entries after the one before ``last_id``
+  (:func:`before`), so that ``last_id`` comes back first while the stream
+  still holds it. When it does not, the stream lost it, and
+  :meth:`BackplaneState.missing` judges why: the stream holds entries older
+  than it, so it was never in this stream (``failover``: the primary that
+  took over, or a Redis restarted from its disk, did not have what this
+  broker delivered); or it was trimmed, and entries after it too before
+  this broker read them (``trimmed``: its clients missed them), which the
+  position tells (after an outage, with the position unknown, any trim
+  past ``last_id`` is taken as one). The backplane tells its clients a gap
+  for either (:mod:`broker.cluster.backplane`), and counts it here.
 * ``position`` is how many entries the stream had ever been given up to
-  ``last_id`` (Redis's ``entries-added``): known once a read made together with
-  the stream's counters came back short of a full batch, kept by counting
-  what is delivered, and unknown again after an outage (Redis may have come
-  back with another history). Brokers only append, so the stream holds the
-  last ``length`` of ``entries-added`` entries; when a counted read finds
-  ``position`` below ``entries-added - length``, entries were trimmed before
-  this broker read them: its clients missed them, and they are counted in
+  ``last_id`` (Redis's ``entries-added``): known once the stream's tail was
+  loaded, kept by counting what is delivered, and unknown again after an
+  outage (Redis may have come back with another history). Brokers only
+  append, so the stream holds the last ``length`` of ``entries-added``; with
+  the position known, a ``trimmed`` loss counts the entries never read in
   ``trimmed_unread``.
 * Retries wait 0.05 s, doubling up to 2 s, the same on every broker
   (deterministic; a handful of brokers need no jitter); the first success
   resets the wait.
 """
 
+import collections
+
 from broker.core.seams import RelayUnavailable
 
 CONNECTING = "connecting"
 UP = "up"
 DOWN = "down"
+# Why the entry a broker delivered last is no longer in the stream, when its clients missed something.
+TRIMMED = "trimmed"
+FAILOVER = "failover"
+LOSSES = (TRIMMED, FAILOVER)
+# The greatest sequence number of a stream id.
+_LAST_SEQUENCE = 2 ** 64 - 1
 
 
 def stream_id(text):
@@ -38,6 +55,14 @@ def stream_id(text):
         text = text.decode("ascii")
     ms, _, seq = text.partition("-")
     return int(ms), int(seq or 0)
+
+
+def before(text):
+    """The stream id just before ``text``; ``"0-0"`` for itself."""
+    ms, seq = stream_id(text)
+    if seq:
+        return "%d-%d" % (ms, seq - 1)
+    return "%d-%d" % (ms - 1, _LAST_SEQUENCE) if ms else "0-0"
 
 
 class Backoff:
@@ -73,6 +98,8 @@ class BackplaneState:
         self.last_id = None
         self.position = None
         self.trimmed_unread = 0
+        self.losses = collections.Counter()
+        self.memory = None
         self.lag_ms = None
         self.reconnects = 0
         self.refused = 0
@@ -82,6 +109,11 @@ class BackplaneState:
     @property
     def is_up(self):
         return self.state == UP
+
+    @property
+    def unavailable(self):
+        """Why the backplane cannot publish, or None: it is not up, or Redis refuses writes for memory."""
+        return self.reason if self.state != UP else self.memory
 
     def came_up(self):
         """A command succeeded: returns True if this ends an outage or the first connect."""
@@ -109,23 +141,28 @@ class BackplaneState:
             return RelayUnavailable("the cluster backplane could not publish: %s" % reason)
         return RelayUnavailable("the cluster backplane is %s: %s" % (self.state, self.reason))
 
-    def read(self, last_id):
-        """Entries up to ``last_id`` were read without delivery (the tail at start)."""
+    def read(self, last_id, position):
+        """Entries up to ``last_id``, the stream's ``position``-th, were read without delivery (the tail)."""
         self.last_id = last_id
+        self.position = position
 
-    def counted(self, count, full, added, length):
-        """``count`` entries (``full``: as many as a read may return) were read
-        after ``last_id`` together with the stream's ``entries-added`` and
-        ``length``; returns how many entries were trimmed before they were read."""
-        head = added - length
-        lost = 0
-        if self.position is not None:
-            lost = max(0, head - self.position)
+    def missing(self, first, added, length):
+        """``last_id`` did not come back first from a read: whether its clients
+        missed anything (None), and why (:data:`TRIMMED`, :data:`FAILOVER`),
+        given the stream's first entry's id, ``entries-added`` and ``length``
+        (see the module's rules)."""
+        if stream_id(first) < stream_id(self.last_id):
+            why = FAILOVER  # a trim takes the oldest: the stream would not hold older entries
+        elif self.position is None:
+            why = TRIMMED  # after an outage: how many cannot be told
+        else:
+            lost = added - length - self.position
+            if lost <= 0:
+                return None
             self.trimmed_unread += lost
-            self.position = max(self.position, head)
-        elif not full:
-            self.position = added - count
-        return lost
+            why = TRIMMED
+        self.losses[why] += 1
+        return why
 
     def deliver(self, first_id, last_id, count):
         """``count`` entries from ``first_id`` to ``last_id`` are delivered:
@@ -141,12 +178,15 @@ class BackplaneState:
     def stats(self):
         return {
             "state": self.state,
-            "reason": self.reason,
+            "reason": self.unavailable,
             "stream": self.key,
             "last_id": self.last_id,
             "lag_ms": self.lag_ms,
             "reconnects": self.reconnects,
             "trimmed_unread": self.trimmed_unread,
+            "losses_trimmed": self.losses[TRIMMED],
+            "losses_failover": self.losses[FAILOVER],
+            "memory_full": self.memory is not None,
             "published": self.published,
             "delivered": self.delivered,
             "refused": self.refused,

@@ -23,8 +23,9 @@ Rules this module keeps:
   or with positions where it starts and what follows
   (:mod:`broker.core.resumes`: open, resumed, a gap, or a wait for an offset
   a cluster's broker has not delivered yet, one test a delivery however many
-  wait). When the history is lost (another epoch, :meth:`Hub.load`), every
-  subscriber is told, with a ``gap``, and given what the new epoch holds.
+  wait). When the history is lost (another epoch, :meth:`Hub.load`), or a
+  cluster's broker missed messages (:meth:`Hub.tell_gap`), every subscriber
+  is told, with a ``gap``, and given what the history holds.
 * With a relay (:mod:`broker.cluster.backplane`) a published message is handed
   to the relay, never sent from here: the room sends what the relay gives
   back (:meth:`Hub.deliver`, one call one batch), so every broker of a cluster
@@ -264,13 +265,10 @@ class Hub:
             self._send(Batch([]), None)
 
     def load(self, epoch, start, offsets, encoded, keys=None, latest=()):
-        """Take the cluster's history without sending it: in ``epoch``, the
-        messages ``encoded`` (JSON texts, oldest first) at ``offsets`` (with
-        their conflating ``keys``), the history having started after offset ``start``,
-        and each counter's ``latest`` message, ``[(name, offset, encoded), ...]``. Another epoch than the
-        room's is a lost history: every subscriber gets the new epoch's
-        messages the history holds and its counters (those with positions after a ``gap``), and
-        those waiting to resume start with it."""
+        """Take the cluster's history without sending it: in ``epoch``, the messages ``encoded``
+        (JSON texts, oldest first) at ``offsets`` (their conflating ``keys``), after offset ``start``,
+        and each counter's ``latest`` message, ``[(name, offset, encoded), ...]``. Another epoch
+        is a lost history: every subscriber is told (:meth:`tell_gap`), those waiting start."""
         changed = epoch != self.epoch
         self.resumes.epoch = epoch
         self.history.restart(start)
@@ -279,8 +277,13 @@ class Hub:
             self.counters.restart()
         self.counters.load(latest)
         if changed:
-            self._write_all(self._with_counters(self.resumes.gap_to_all()))
+            self.tell_gap(positions.EPOCH)
         self.confirm_epoch()
+
+    def tell_gap(self, reason):
+        """The subscribers may have missed messages (``reason``): each is told a ``gap``,
+        and given what the history holds and the counters."""
+        self._write_all(self._with_counters(self.resumes.gap_to_all(reason)))
 
     def doubt_epoch(self):
         """The cluster's epoch may be changing (Redis is away): resumes wait

@@ -246,9 +246,9 @@ class Resumes:
                 return fitting
         return len(encoded)
 
-    def gap_to_all(self):
-        """The batch every subscriber gets when the history was lost: the new epoch's
-        messages, after a ``gap`` (its lead, for those with positions)."""
+    def gap_to_all(self, reason):
+        """The batch every subscriber gets when it may have missed messages: what the
+        history holds, after a ``gap`` for ``reason`` (its lead, for those with positions)."""
         offsets, encoded = self.epoch_messages()
-        lead = positions.control(positions.GAP, self.epoch, self.history.newest_offset, positions.EPOCH)
+        lead = positions.control(positions.GAP, self.epoch, self.history.newest_offset, reason)
         return Batch(encoded, None, offsets, lead)

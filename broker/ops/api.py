@@ -31,6 +31,9 @@ from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames
 
+# A publish refused because the backplane could not take it: when to try again.
+RETRY_AFTER_S = 1
+
 
 class _JSONHandler(RequestHandler):
     def set_default_headers(self):
@@ -40,6 +43,12 @@ class _JSONHandler(RequestHandler):
     def reply(self, status, body):
         self.set_status(status)
         self.finish(json.dumps(body, separators=(",", ":")) + "\n")
+
+    def unavailable(self, error):
+        """503 for a publish the cluster's backplane could not take (``error``); a retry
+        a second later may succeed (Redis back, a failover over)."""
+        self.set_header("Retry-After", str(RETRY_AFTER_S))
+        self.reply(503, {"error": str(error)})
 
     def refused(self, token, realm, disabled):
         """Answer and return True unless the request carries ``token`` (bytes)
@@ -109,7 +118,7 @@ class PublishHandler(_JSONHandler):
                 answer = await self._publish_once(message, conflating, idempotency_key,
                                                   idempotency.fingerprint(body, is_json, conflating))
         except RelayUnavailable as error:
-            return self.reply(503, {"error": str(error)})
+            return self.unavailable(error)
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
         if answer is not None:
@@ -154,7 +163,7 @@ class PublishHandler(_JSONHandler):
             answer = await (self._count_alone if self.backplane is None else self._count_in_cluster)(
                 name, operation, given, idempotency_key, fingerprint)
         except RelayUnavailable as error:
-            return self.reply(503, {"error": str(error)})
+            return self.unavailable(error)
         except ValueError as error:
             return self.reply(400, {"error": "counter %s not changed: %s" % (name, error)})
         if answer is not None:
@@ -215,7 +224,8 @@ class StatsHandler(_JSONHandler):
 
 
 class HealthHandler(_JSONHandler):
-    """200 "ok"; 503 with the reason while the broker drains or its backplane is down."""
+    """200 "ok"; 503 with the reason while the broker drains, or its backplane is down or
+    its Redis refuses writes for memory."""
 
     def initialize(self, node):
         self.drain = node.drain
@@ -224,8 +234,8 @@ class HealthHandler(_JSONHandler):
     def get(self):
         if self.drain.draining:
             return self.reply(503, {"status": "draining"})
-        if self.backplane is not None and not self.backplane.state.is_up:
-            return self.reply(503, {"status": "unavailable", "reason": self.backplane.state.reason})
+        if self.backplane is not None and self.backplane.state.unavailable:
+            return self.reply(503, {"status": "unavailable", "reason": self.backplane.state.unavailable})
         self.reply(200, {"status": "ok"})
 
 

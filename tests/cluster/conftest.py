@@ -1,7 +1,10 @@
 """Brokers joined through a real redis-server (``start_redis`` in tests/conftest.py)."""
 
+import os
+
 import pytest
 
+import redis_sentinels
 from cluster_clients import TOKEN
 
 
@@ -14,3 +17,18 @@ def start_cluster(start_broker):
                 for _ in range(n)]
 
     return start
+
+
+@pytest.fixture
+def sentinel_group(redis_installed, tmp_path):
+    """A primary, two replicas and three Sentinels (:mod:`redis_sentinels`), ready to fail over."""
+    if redis_sentinels.REDIS_SENTINEL is None:
+        if os.environ.get("CI"):
+            pytest.fail(redis_sentinels.HOWTO, pytrace=False)
+        pytest.skip(redis_sentinels.HOWTO)
+    group = redis_sentinels.SentinelGroup(tmp_path)
+    try:
+        group.wait_ready()
+        yield group
+    finally:
+        group.stop()

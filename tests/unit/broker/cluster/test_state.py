@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.cluster.state import Backoff, BackplaneState, stream_id
+from broker.cluster.state import FAILOVER, TRIMMED, Backoff, BackplaneState, before, stream_id
 from broker.config import parse_args
 from broker.core.seams import RelayUnavailable
 
@@ -58,36 +58,56 @@ def test_a_failed_write_is_refused_with_its_own_reason_while_up(state):
 
 
 def test_delivery_moves_the_cursor_and_measures_lag(state):
-    state.read("0-0")
+    state.read("0-0", 0)
     assert state.deliver("900-0", "940-2", 3) == 0.1
     stats = state.stats()
     assert (stats["last_id"], stats["delivered"], stats["lag_ms"]) == ("940-2", 3, 60)
     assert state.deliver("1200-0", "1200-0", 1) == 0
     assert state.lag_ms == 0
+    assert state.position == 4
 
 
-def test_entries_trimmed_before_they_were_read_are_counted(state):
-    state.read("0-0")
-    assert state.counted(1000, True, 5000, 5000) == 0  # behind, position unknown: nothing can be told yet
-    state.deliver("1-0", "1-999", 1000)
-    assert state.position is None
-    assert state.counted(200, False, 5200, 5200) == 0  # caught up: the position is the stream's count
-    state.deliver("2-0", "2-199", 200)
-    assert state.position == 5200
-    assert state.counted(1000, True, 17200, 10100) == 1900  # 7,100 trimmed, of which 1,900 never read
-    state.deliver("9-0", "9-999", 1000)
-    assert (state.position, state.stats()["trimmed_unread"]) == (8100, 1900)
-    assert state.counted(1000, True, 17300, 10000) == 0  # behind, but what was trimmed had been read
+def test_a_read_starts_at_the_entry_before_the_last_delivered():
+    assert before("1700000000000-3") == "1700000000000-2"
+    assert before("1700000000000-0") == "1699999999999-18446744073709551615"
+    assert before("0-0") == "0-0"
 
 
-def test_an_outage_forgets_the_position(state):
+def test_a_last_entry_trimmed_alone_misses_nothing(state):
+    state.read("5-0", 5)
+    assert state.missing("6-0", 9, 4) is None  # 5 trimmed, the 5th the last delivered
+    assert state.stats()["losses_trimmed"] == state.trimmed_unread == 0
+
+
+def test_entries_trimmed_before_they_were_read_are_a_loss_counted(state):
+    state.read("5-0", 5000)
+    assert state.missing("9-0", 17200, 10100) == TRIMMED  # 7,100 trimmed, of which 2,100 never read
+    stats = state.stats()
+    assert (stats["losses_trimmed"], stats["trimmed_unread"]) == (1, 2100)
+
+
+def test_a_last_entry_missing_from_a_stream_holding_older_ones_is_a_failover_loss(state):
+    state.read("9-0", 12)
+    assert state.missing("3-0", 10, 10) == FAILOVER
+    assert state.stats()["losses_failover"] == 1 and state.trimmed_unread == 0
+
+
+def test_after_an_outage_a_trim_past_the_last_entry_is_a_loss_of_a_count_unknown(state):
     state.came_up()
-    state.counted(3, False, 3, 3)
-    state.deliver("1-0", "1-2", 3)
-    assert state.position == 3
+    state.read("5-0", 3)
     state.went_down("Redis: gone")
     state.came_up()
     assert state.position is None
+    assert state.missing("7-0", 20, 10) == TRIMMED
+    assert state.trimmed_unread == 0
+
+
+def test_redis_refusing_writes_for_memory_makes_it_unavailable(state):
+    state.came_up()
+    assert state.unavailable is None
+    state.memory = "Redis: OOM command not allowed when used memory > 'maxmemory'."
+    assert state.unavailable == state.stats()["reason"] == state.memory
+    assert state.stats()["memory_full"] is True
 
 
 def test_redis_flag_and_its_environment():

@@ -1,0 +1,138 @@
+"""The backplane's writes: what the hub hands over, appended to the room's stream in one step.
+
+Rules this module keeps (the backplane, :mod:`broker.cluster.backplane`,
+queues and answers; this module writes):
+
+* A batch is one XADD, or for several entries one MULTI/EXEC transaction:
+  Redis appends its entries at once, so the blocked XREAD of every broker
+  gets them in one reply. Each entry has its own reply: Redis applies the
+  others of a transaction when one fails at run time.
+* An entry is a JSON text, ``(text, idempotent, key)`` for a message with an
+  idempotency key or a conflating key (:data:`broker.cluster.room_in_redis.PUBLISH_ONCE`),
+  or a :class:`Count` (:data:`broker.cluster.room_in_redis.COUNT`).
+* Writes go through a client of one connection, so that the WAIT after a
+  transaction (``min_replicas`` above 0) waits for that transaction's
+  replication: one WAIT a transaction, never one a message. Fewer replicas
+  than ``min_replicas`` within :data:`REPLICA_WAIT_MS` fail the whole batch
+  with :class:`TooFewReplicas`: what it appended may be lost by a failover,
+  so it is not acknowledged (a retry with its idempotency key appends
+  nothing twice).
+* A Redis refusing a write for memory (``maxmemory``, ``noeviction``)
+  applied nothing of it (Redis refuses a transaction whole). The stream is
+  then cut to half its length (exactly, not by whole nodes), and the batch
+  tried again, until it is taken or the stream holds one entry: the
+  stream's own trim rides on the next XADD, which Redis refuses, so without
+  this a full Redis would stay full. What is cut is the oldest, as a trim
+  would: a broker that had not read it tells its clients a gap.
+"""
+
+from typing import NamedTuple, Optional
+
+from redis.exceptions import OutOfMemoryError, RedisError
+
+from broker.cluster import room_in_redis
+from broker.cluster.room_in_redis import FIELD, KEY_FIELD
+from broker.core import counters
+
+# How long a transaction's WAIT waits for the replicas.
+REPLICA_WAIT_MS = 1000
+
+
+class Count(NamedTuple):
+    """A counter's operation waiting for the next transaction (see :meth:`broker.cluster.backplane.Backplane.count`)."""
+
+    name: str
+    operation: str
+    given: counters.Amount
+    idempotent: Optional[tuple]
+
+
+class TooFewReplicas(RedisError):
+    """A transaction reached fewer replicas than ``--redis-min-replicas`` in time."""
+
+
+class Appends:
+    """Batches appended to the stream of the room at ``prefix``, trimmed to about
+    ``maxlen`` entries, through ``replies`` (a :class:`broker.cluster.replies.Replies`
+    of one connection), each acknowledged by ``min_replicas`` replicas."""
+
+    def __init__(self, replies, prefix, maxlen, min_replicas):
+        self.replies = replies
+        self.key = room_in_redis.stream_key(prefix)
+        self.maxlen = maxlen
+        self.min_replicas = min_replicas
+        self.once_prefix = room_in_redis.once_prefix(prefix)
+        self.counters_key = room_in_redis.counters_key(prefix)
+        self.memory_trims = 0
+        redis = replies.redis
+        self._publish_once = redis.register_script(room_in_redis.PUBLISH_ONCE)
+        self._count = redis.register_script(room_in_redis.COUNT)
+
+    async def write(self, batch):
+        """Append ``batch``: one reply for each of its entries; raises what failed it whole."""
+        while True:
+            try:
+                replies = await self.replies.answer(self._append(batch))
+                break
+            except OutOfMemoryError:
+                if not await self._trim_for_memory():
+                    raise
+        if self.min_replicas:
+            reached = await self.replies.answer(
+                self.replies.redis.execute_command("WAIT", self.min_replicas, REPLICA_WAIT_MS))
+            if reached < self.min_replicas:
+                raise TooFewReplicas("%d of the %d replicas --redis-min-replicas asks for had it within %g s"
+                                     % (reached, self.min_replicas, REPLICA_WAIT_MS / 1000))
+        return replies
+
+    async def _trim_for_memory(self):
+        """Cut the stream to half its length; False if it holds one entry or none."""
+        redis = self.replies.redis
+        length = await self.replies.answer(redis.xlen(self.key))
+        if length <= 1:
+            return False
+        self.memory_trims += 1
+        await self.replies.answer(redis.xtrim(self.key, maxlen=length // 2, approximate=False))
+        return True
+
+    async def _append(self, batch):
+        redis = self.replies.redis
+        if len(batch) == 1 and type(batch[0]) is str:
+            return [await redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)]
+        pipe = redis.pipeline(transaction=True)
+        for entry in batch:
+            if type(entry) is str:
+                pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
+            elif type(entry) is Count:
+                await self._queue_count(pipe, entry)
+            else:
+                await self._queue_message(pipe, *entry)
+        try:
+            return await pipe.execute(raise_on_error=False)
+        finally:
+            # redis-py keeps the connection it loaded the scripts on when that fails: give it back,
+            # or the writes' pool of one would have none left.
+            await pipe.reset()
+
+    async def _queue_message(self, pipe, encoded, idempotent, key):
+        if idempotent is None:
+            pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
+            return
+        idempotency_key, record, window_s = idempotent
+        # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
+        await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
+                                 args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)), key or ""],
+                                 client=pipe)
+
+    async def _queue_count(self, pipe, count):
+        """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
+        record, window_ms, once_key = "", 1, self.key
+        if count.idempotent is not None:
+            idempotency_key, record, window_s = count.idempotent
+            once_key, window_ms = self.once_prefix + idempotency_key, max(1, int(window_s * 1000))
+        name = count.name
+        await self._count(keys=[once_key, self.key, self.counters_key],
+                          args=[count.operation, name, counters.units(count.given.value), count.given.scale,
+                                counters.message_prefix(name), self.maxlen, record, window_ms,
+                                counters.conflating_key(name), counters.MAX_COUNTERS, room_in_redis.COUNTED_DIGITS,
+                                counters.TOO_MANY, counters.OVER_BOUNDS], client=pipe)

@@ -1,0 +1,48 @@
+"""Reading ``--redis``: one server's URL, or Sentinels and the primary they watch."""
+
+import pytest
+
+from broker.cluster.redis_address import RedisAddress, parse
+from broker.config import parse_args
+
+
+def test_a_servers_url_is_kept_as_it_is():
+    assert parse("redis://127.0.0.1:6379/2") == RedisAddress(url="redis://127.0.0.1:6379/2")
+    assert not parse("unix:///run/redis.sock").has_sentinels
+
+
+def test_sentinels_name_the_primary_its_database_and_password():
+    address = parse("redis+sentinel://:s%40cret@127.0.0.1:26379,[::1]:26380,sentinel.example:26381/room/3")
+    assert address.sentinels == (("127.0.0.1", 26379), ("::1", 26380), ("sentinel.example", 26381))
+    assert (address.primary, address.db, address.password) == ("room", 3, "s@cret")
+    assert address.has_sentinels
+
+
+def test_one_sentinel_without_a_database_is_enough():
+    assert parse("redis+sentinel://127.0.0.1:26379/mymaster") == RedisAddress(
+        sentinels=(("127.0.0.1", 26379),), primary="mymaster")
+
+
+@pytest.mark.parametrize("text, says", [
+    ("127.0.0.1:6379", "not a Redis URL"),
+    ("redis+sentinel://127.0.0.1:26379", "names no primary"),
+    ("redis+sentinel://127.0.0.1:26379/", "names no primary"),
+    ("redis+sentinel://127.0.0.1/room", "a Sentinel's address is HOST:PORT"),
+    ("redis+sentinel://127.0.0.1:26379,/room", "a Sentinel's address is HOST:PORT"),
+    ("redis+sentinel://127.0.0.1:99999/room", "a Sentinel's address"),
+    ("redis+sentinel://127.0.0.1:26379/room/zero", "the database after the primary's name is a number"),
+])
+def test_what_is_wrong_is_said(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse(text)
+
+
+def test_the_flag_refuses_a_bad_address_and_defaults_the_replicas_by_it(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--redis", "redis+sentinel://127.0.0.1:26379"], environ={})
+    assert "names no primary" in capsys.readouterr().err
+    config = parse_args(["--redis", "redis+sentinel://127.0.0.1:26379/room"], environ={})
+    assert config.redis_min_replicas is None
+    assert parse_args(["--redis-min-replicas", "2"], environ={}).redis_min_replicas == 2
+    with pytest.raises(SystemExit):
+        parse_args(["--redis-min-replicas", "17"], environ={})
