@@ -2,27 +2,15 @@
 
 Rules:
 
-- An option is added with :func:`option`: ``--client-cpu`` reads
-  ``LOADTEST_CLIENT_CPU`` as its default and says so in its help (the
-  broker's rules, :mod:`broker.flags`, under ``LOADTEST_``). A variable serves
-  every command that has the option, so it must hold what each of them takes.
-  Options that exclude each other, and those that go with them, read none:
+- An option added with :func:`option` reads ``LOADTEST_<OPTION>`` as its default (the
+  broker's rules, :mod:`broker.flags`). Options that exclude each other read none:
   argparse checks only what is typed.
-
-- Each is an argparse ``type``: it returns the parsed value or raises
-  ``argparse.ArgumentTypeError``, so argparse names the option in the message
-  and exits with status 2 before anything runs.
-- Only loopback addresses may be a target or a source address: the load
-  client floods what it points at; ``https`` targets too (TLS on every
-  connection, :mod:`loadtest.client.tls_context`). A target's host is
-  resolved first (``getaddrinfo``), and every address it resolves to must be
-  loopback (:func:`is_loopback`): 127.0.0.0/8, ``::1``, and an IPv4-mapped
-  ``::ffff:127.x.y.z``, which reaches the same IPv4 loopback; never ``0.0.0.0``
-  or ``::``, nor a name that merely starts with ``127.``. A source address is
-  an address, not a name. The brokers a command launches listen on loopback
-  and join a Redis on loopback: ``--broker-flags`` may not move them
-  (:func:`broker_flags`). All of it is checked before anything is sent.
-"""
+- Each type returns the value or raises ``argparse.ArgumentTypeError``: exit 2 before
+  anything runs.
+- Only loopback may be a target or a source address: a target's host must resolve to
+  loopback only (:func:`is_loopback`: 127.0.0.0/8, ``::1``, ``::ffff:127.x.y.z``), a source
+  address is an address, and ``--broker-flags`` may not move a broker or its Redis off
+  loopback (:func:`broker_flags`)."""
 
 import argparse
 import ipaddress

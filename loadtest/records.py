@@ -2,23 +2,16 @@
 
 Rules:
 
-- A record's JSON object (:meth:`Record.as_dict`) is ``"type"`` first, then its
-  fields in the order declared here. Field names and meanings never change:
-  :mod:`loadtest.results.summary`, :mod:`plots` and the committed reference results read
-  them, old files included. A new figure is a new field (or a new type).
-- Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_kb`` KiB, ``_mb``
-  MiB, ``_us`` microseconds; ``rate`` is msgs/s sent in total; ``*_cpu`` and
-  ``cpu_load`` are shares of one core.
-- ``rtt_ms`` and ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``, ``loop_lag_ms`` is
-  ``{"mean", "max"}``; an ``end`` is the text of a :class:`loadtest.method.rules.End`.
-- A record of a server says whether its clients connected over TLS (``tls``);
-  ``compare --tls`` labels such a server ``<label>+tls`` (:data:`TLS_SUFFIX`), so
-  that it and the same server plain stand side by side in one file.
-- Records are written by :class:`loadtest.results.files.ResultsFile` and read back
-  as records (:func:`loadtest.results.files.read`), older files included: a field
-  an older line lacks reads as None (:func:`parse_older`). :func:`parse` is strict:
-  the line must have exactly this version's fields.
-"""
+- A record's JSON object (:meth:`Record.as_dict`) is ``"type"``, then its fields in the
+  order declared. Names and meanings never change (:mod:`plots`, the summary and committed
+  results read them): a new figure is a new field or type. An older line lacking a field
+  reads it as None (:func:`parse_older`); :func:`parse` is strict.
+- Units are in the names (``_s``, ``_ms``, ``_kb`` KiB, ``_mb`` MiB, ``_us``); ``rate`` is
+  msgs/s sent in total; ``*_cpu`` and ``cpu_load`` are shares of one core. ``rtt_ms`` and
+  ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``; an ``end`` is the text of
+  a :class:`loadtest.method.rules.End`.
+- ``tls``: the clients connected over TLS; ``compare --tls`` labels such a server
+  ``<label>+tls`` (:data:`TLS_SUFFIX`)."""
 
 import dataclasses
 from typing import Any, ClassVar, Dict, List, Optional
@@ -54,9 +47,8 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class Run(Record):
-    """The first line: when, how (the command line), on what client and machine, against what;
-    ``transport``: how the clients connected (several, comma-separated, when ``compare`` measured
-    several in turn, each record then saying its own)."""
+    """The first line: when, the command line, client, machine, target; ``transport``: several,
+    comma-separated, when ``compare`` measured several in turn."""
 
     TYPE: ClassVar[str] = "run"
     started: str
@@ -69,8 +61,7 @@ class Run(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Server(Record):
-    """A server about to be measured: its label, runtime, pid and the CPU it is pinned to; ``tls``:
-    its clients connect over TLS (None in older files: they did not)."""
+    """A server about to be measured: label, runtime, pid, the CPU it is pinned to, ``tls``."""
 
     TYPE: ClassVar[str] = "server"
     server: str
@@ -82,9 +73,8 @@ class Server(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Step(Record):
-    """One rate step at one concurrency level (see :mod:`loadtest.method.rules`) over ``transport``
-    (an older line without it measured the run's); ``reopened``: the streams its clients reopened
-    and the polls they made after their first (0 over a websocket)."""
+    """One rate step at one level (:mod:`loadtest.method.rules`); ``reopened``: streams reopened
+    and polls after the first (0 over a websocket). Without ``transport``: the run's."""
 
     TYPE: ClassVar[str] = "step"
     server: str
@@ -122,9 +112,7 @@ class Level(Record):
 
 @dataclasses.dataclass(frozen=True)
 class CpuPerMsg(Record):
-    """Server CPU per delivered message at ``compare``'s fixed load over one ``transport`` (over TLS when
-    ``tls``), with what qualifies it (an older line without ``transport`` measured the run's; without
-    ``tls``, not over TLS)."""
+    """Server CPU per delivered message at ``compare``'s fixed load over one ``transport``."""
 
     TYPE: ClassVar[str] = "cpu_per_msg"
     server: str
@@ -145,17 +133,14 @@ class CpuPerMsg(Record):
 
     @classmethod
     def of_step(cls, step, transport, tls=False):
-        """From the fixed load's :class:`Step` over ``transport``, over TLS if ``tls``: the step's
-        fields of the same name, its ``server_cpu_us_per_msg`` as ``cpu_us_per_msg``."""
+        """From the fixed load's :class:`Step`: its fields of the same name, ``server_cpu_us_per_msg`` as ``cpu_us_per_msg``."""
         named = {field.name: getattr(step, field.name) for field in dataclasses.fields(cls) if hasattr(step, field.name)}
         return cls(**dict(named, transport=transport, cpu_us_per_msg=step.server_cpu_us_per_msg, tls=tls))
 
 
 @dataclasses.dataclass(frozen=True)
 class IdleRss(Record):
-    """Server RSS with ``connections`` idle connections open over ``transport`` (over TLS when ``tls``),
-    against the fresh server's (an older line without ``transport`` measured the run's; without ``tls``,
-    not over TLS)."""
+    """Server RSS with ``connections`` idle connections open over ``transport``, and fresh."""
 
     TYPE: ClassVar[str] = "idle_rss"
     server: str
@@ -189,9 +174,8 @@ class Floor(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SoakSample(Step):
-    """One sample of a soak: a held load's step, the time under load at its end
-    and, from a server with ``/stats``, what it held then
-    (:func:`loadtest.scenarios.soak.held_figures`; None for older files and other servers)."""
+    """One sample of a soak: a step, the time under load at its end, and what ``/stats`` said the
+    server held (:func:`loadtest.scenarios.soak.held_figures`; None without it)."""
 
     TYPE: ClassVar[str] = "soak_sample"
     elapsed_s: float
@@ -230,8 +214,7 @@ class Soak(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ChurnWave(Record):
-    """One churn wave: sessions opened and failed by kind, connections and RSS while held and once dropped;
-    ``open_cpu_us``: the server's CPU while the wave opened, per session opened (every kind together)."""
+    """One churn wave; ``open_cpu_us``: server CPU while it opened, per session opened."""
 
     TYPE: ClassVar[str] = "churn_wave"
     server: str
@@ -266,9 +249,7 @@ class Churn(Record):
 
 @dataclasses.dataclass(frozen=True)
 class FeedSample(Record):
-    """One sample of a feed (see :mod:`loadtest.scenarios.feed`): what was published and delivered since the last,
-    how late, every process of the cluster's RSS and CPU (share of one core) by name, and the CPU of
-    the client processes together."""
+    """One sample of a feed: since the last, published, delivered, how late; RSS and CPU by process."""
 
     TYPE: ClassVar[str] = "feed_sample"
     server: str
@@ -308,9 +289,8 @@ class Feed(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Storm(Record):
-    """A reconnect storm summed up (see :mod:`loadtest.scenarios.storm`): every client
-    dropped at once, back with resume; ``complete`` clients delivered every message
-    once, and ``caught_up_ms`` says when, after the drop, they were live again."""
+    """A reconnect storm summed up: ``complete`` clients had every message once; ``caught_up_ms``:
+    when, after the drop, they were live again."""
 
     TYPE: ClassVar[str] = "storm"
     server: str
@@ -335,9 +315,8 @@ class Storm(Record):
 
 @dataclasses.dataclass(frozen=True)
 class RollingSecond(Record):
-    """One second of a rolling restart (see :mod:`loadtest.scenarios.rolling`), counted from the
-    first message published: the sessions each broker held at its end (``connections``, broker 1
-    first), those it took in it (``new_sessions``), the messages delivered in it and their lateness."""
+    """One second of a rolling restart from the first publish: sessions each broker held at its end
+    and took in it (broker 1 first), messages delivered and their lateness."""
 
     TYPE: ClassVar[str] = "rolling_second"
     server: str
@@ -351,9 +330,8 @@ class RollingSecond(Record):
 
 @dataclasses.dataclass(frozen=True)
 class BrokerRestart(Record):
-    """One broker of a rolling restart (numbered from 1) sent SIGTERM, exited (with ``exit_code``, None
-    if it had to be killed), listening again and answering ``/healthz`` 200: seconds since the first
-    message published (``healthy_s`` None if it never answered)."""
+    """One broker's restart (from 1), in seconds since the first publish; ``exit_code`` None: it was
+    killed; ``healthy_s`` None: no ``/healthz`` 200."""
 
     TYPE: ClassVar[str] = "broker_restart"
     server: str
@@ -368,14 +346,9 @@ class BrokerRestart(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Rolling(Record):
-    """A rolling restart summed up (see :mod:`loadtest.scenarios.rolling` and
-    :mod:`loadtest.method.rolling_verdict`): what was lost or came twice (``duplicated``, all
-    told; of them ``resent``: sent again by a broker and dropped by the client by its offset, as
-    the shipped client does, not a failure; the rest, :attr:`twice`, the application was given
-    again), the busiest second of new
-    sessions at any broker (``peak_broker`` from 1) against its bound, the p99 lateness during the
-    restarts against twice the steady one (of a crash, ``uncut_p99_ms``: that of the clients not
-    cut yet), and the verdict's ``failures`` (none: passed)."""
+    """A rolling restart summed up (:mod:`loadtest.method.rolling_verdict`): ``duplicated``, all
+    told, of which ``resent`` were dropped by offset (not a failure; the rest, :attr:`twice`);
+    the busiest second of new sessions (``peak_broker`` from 1), p99s, ``failures`` (none: passed)."""
 
     TYPE: ClassVar[str] = "rolling"
     server: str
@@ -414,8 +387,7 @@ class Rolling(Record):
 
     @property
     def killed(self):
-        """Whether its brokers were killed (a crash), not drained (a deploy, as was every
-        run of a line older than ``signal``)."""
+        """Whether its brokers were killed (a crash), not drained (a deploy; every older line)."""
         return self.signal not in (None, "TERM")
 
     @property
@@ -435,8 +407,8 @@ def parse(line):
 
 
 def parse_older(line):
-    """The record of a results line written by this version or an older one: a field the line
-    lacks is None, a field this version no longer has is left out; None for a type it does not know."""
+    """The record of a line of this version or older: a missing field is None, a dropped one
+    left out; None for an unknown type."""
     kind = TYPES.get(line.get("type"))
     if kind is None:
         return None

@@ -2,26 +2,15 @@
 
 Rules:
 
-- A wave opens ``size`` sessions of each kind at once (the server's CPU
-  meanwhile, per session opened, is its ``open_cpu_us``): websocket
-  (:mod:`loadtest.client.connections`), xhr-streaming and xhr-polling
-  (:mod:`loadtest.client.http_sessions`), at most ``connections.CONNECTING_AT_ONCE`` of a kind
-  connecting at a time. The polling sessions are abandoned as soon as they are
-  open (never polled again: the server must expire them, about 5 s in sockjs
-  servers). After ``hold`` seconds the websockets and the streams are closed.
-- The session count is the server's ``/stats`` ``connections_total`` (the
-  broker has it). A server without it is given ``expiry`` seconds to let its
-  sessions go instead.
-- Before the first wave and after the last, the churn waits until the count is
-  back at ``baseline`` (the count before the load), at most ``SETTLE_TIMEOUT_S``,
-  then reads the RSS.
-- Records: one :class:`~loadtest.records.ChurnWave` per wave (sessions opened
-  and failed, the connections and RSS while held and once dropped), one
-  :class:`~loadtest.records.Churn` at the end
-  (baseline and final connections and RSS; verdict ``"sessions left"`` when the
-  count did not come back, else :func:`loadtest.method.memory_verdict.verdict` of the RSS).
-- Every loop is bounded: waves and sessions by count, every wait by a timeout.
-"""
+- A wave opens ``size`` sessions of each kind at once, at most ``CONNECTING_AT_ONCE`` of a
+  kind at a time: websocket, xhr-streaming, and xhr-polling abandoned once open (the server
+  must expire them). After ``hold`` seconds the others are closed.
+- Sessions are counted by ``/stats`` ``connections_total``; a server without it is given
+  ``expiry`` seconds instead. Before the first wave and after the last the count must come
+  back to ``baseline`` within ``SETTLE_TIMEOUT_S``, then the RSS is read.
+- Records: a :class:`~loadtest.records.ChurnWave` per wave, a :class:`~loadtest.records.Churn`
+  at the end (``"sessions left"``, or :func:`loadtest.method.memory_verdict.verdict` of the RSS).
+  Every loop is bounded."""
 
 import asyncio
 import collections

@@ -2,31 +2,18 @@
 
 Rules:
 
-- A :class:`Connection` (a websocket) only moves bytes between its socket and a sans-I/O
-  :class:`loadtest.framing.websocket_protocol.ClientProtocol`, and acts on the events that returns:
-  it counts deliveries, times its own messages and settles ``opened``
-  (:class:`loadtest.client.deliveries.ClientConnection`). A client over one of SockJS's HTTP
-  transports is a :class:`loadtest.client.http_connections.HttpConnection`, alike.
-- Every connection of a loop reads into one shared buffer (see :class:`Connection`).
-- A :class:`GroupSpec` says which clients a group holds: their number, ids, URLs,
-  transport and local addresses. A :class:`ClientGroup` is built from one and is the unit
-  one process runs (:mod:`loadtest.client.workers` spreads a spec over processes). It opens connections at
-  most ``CONNECTING_AT_ONCE`` at a time; :meth:`ClientGroup.run_step` sends its
-  share of one step's messages round-robin, paced evenly over the step, waits
-  for them back (every group's, counted since :meth:`ClientGroup.begin_step`,
-  which every group has run before any sends) and returns a :class:`loadtest.method.rules.Partial` that
-  :mod:`loadtest.client.sweep` merges. The rules it applies are :mod:`loadtest.method.rules`'s.
-- A connection to an ``https`` URL is TLS (:func:`loadtest.client.tls_context.context_for`), decided
-  once as it opens: nothing is added per message, and a plain one is as it always was.
-- A group's connections go to its URLs in turn (client ``i`` to ``urls[i % n]``):
-  several servers of one cluster share the load evenly. Each one's transport is the
-  group's, or its share of a mix (:func:`loadtest.framing.endpoints.client_transport`).
-- A group of listeners (``listen``) sends nothing: it times the feed's messages
-  (:mod:`loadtest.scenarios.feed`) and hands them over with :meth:`ClientGroup.take_sample`.
-  A feed's messages arrive in bursts, one per listener at once: their delivery
-  times go into a :class:`LatencyLog` during the burst, and into a histogram
-  only when sampled, so recording one costs the burst an append.
-"""
+- A :class:`Connection` (a websocket; :class:`loadtest.client.http_connections.HttpConnection`
+  over HTTP) only moves bytes between its socket and a sans-I/O protocol and acts on the
+  events it returns. Every connection of a loop reads into one shared buffer.
+- A :class:`ClientGroup`, built from a :class:`GroupSpec`, is what one process runs
+  (:mod:`loadtest.client.workers` spreads a spec over processes). It opens at most
+  ``CONNECTING_AT_ONCE`` at a time, client ``i`` to ``urls[i % n]`` over its transport or its
+  share of a mix, TLS for an ``https`` URL (decided once, as it opens).
+- :meth:`ClientGroup.run_step` sends its share of a step round-robin, paced evenly, and
+  waits for every group's messages back (counted since :meth:`ClientGroup.begin_step`):
+  a :class:`loadtest.method.rules.Partial`, by :mod:`loadtest.method.rules`'s rules.
+- Listeners (``listen``) send nothing; their delivery times go into a :class:`LatencyLog`
+  (an append each) and into a histogram only when sampled (:meth:`ClientGroup.take_sample`)."""
 
 import array
 import asyncio

@@ -2,30 +2,19 @@
 
 Rules:
 
-- A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`: the same
-  subscribers checking the same numbered feed, connected the same way, summed up the
-  same way, in a worker process the same way. A first connection that fails (refused by
-  brokers over their accept rate, every one of them, or not answered) is tried again after a
-  draw in ``[0, FIRST_BACKOFF_S]`` seconds, ``ATTEMPTS`` times at most, as the shipped client
-  retries; the report counts those failures by reason (``first_failures``). Once it follows
-  (:meth:`RollingGroup.follow`), each subscriber whose connection ends comes back by itself,
-  after a delay drawn in ``[0, backoff]`` (full jitter, as the shipped client waits after a
-  3012), asking to resume, to another broker (:func:`reconnect_order`): one drawn from its number and the
-  broker it lost, the same every run, so that the clients of one broker spread evenly over
-  the others, in every second of a drain, wherever each of them came from.
-- A subscriber is *on* a broker from the moment the broker tells it where it starts (its
-  ``open``, ``resumed`` or ``gap``) until its connection ends. A connection refused, or a
-  session closed before it was told (a draining broker closes each new session as it
-  opens, with 3012), is a refusal: the subscriber tries the next broker of its order at
-  once; after a whole round of refusals, it draws another delay; after ``ATTEMPTS``
-  rounds it stays away (``never_back``).
-- A :class:`loadtest.method.timeline.Timeline` counts, second by second, the sessions each
-  broker took and lost and the lateness of each message of the feed delivered (the
-  connections record into it as they would into a histogram), and apart, that of the
-  subscribers whose connection has never ended: those a restart has not touched yet.
-- :meth:`RollingGroup.settle` stops following: a connection that ends afterwards, its
-  group closing, is neither followed nor counted.
-"""
+- A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`. A first
+  connection that fails is tried again after a draw in ``[0, FIRST_BACKOFF_S]``, ``ATTEMPTS``
+  times at most (``first_failures``). Once it follows (:meth:`RollingGroup.follow`), a
+  subscriber whose connection ends comes back after a draw in ``[0, backoff]``, resuming, to
+  another broker in an order drawn from its number and the broker it lost
+  (:func:`reconnect_order`): one broker's clients spread evenly over the others.
+- A subscriber is *on* a broker from its ``open``, ``resumed`` or ``gap`` until its connection
+  ends. A refusal (or a session closed before it was told, as a draining broker closes new
+  ones) sends it to the next broker at once; after a round of refusals it draws another
+  delay; after ``ATTEMPTS`` rounds it stays away (``never_back``).
+- A :class:`loadtest.method.timeline.Timeline` counts per second the sessions each broker took
+  and lost and every delivery's lateness, apart for the clients never cut.
+- After :meth:`RollingGroup.settle`, an ending connection is neither followed nor counted."""
 
 import asyncio
 import collections

@@ -2,29 +2,16 @@
 
 Rules:
 
-- A :class:`StormSubscriber` is a :class:`loadtest.framing.resuming.ResumingSubscriber`
-  that checks the feed's messages, numbered from 1 (``"<feed id>:<n>:<t_us>"``, see
-  :mod:`loadtest.framing.payload`): each one delivered must be the one after the
-  last (``holes`` counts any other), and after its drop it notes when it first
-  delivered a message published after it began coming back (``caught_up_us``):
-  by then it has delivered every earlier one, or a hole says otherwise. One
-  that began coming back after the last publish (a slow reconnect, or one
-  tried again) was caught up when it delivered the last message.
-- Each subscriber's connection is the load client's own
-  (:meth:`loadtest.client.connections.ClientGroup.new_connection`), its protocol
-  counting with the subscriber's ``count_frame``: it works on every transport
-  whose frames the load client reads. The subscriber times each message it delivers
-  (now less its publish time) into its connection's histogram: a copy it drops, sent
-  again by design or twice, is not a delivery and is not timed.
-- :meth:`StormGroup.drop` aborts every connection in one event-loop iteration;
-  :meth:`StormGroup.come_back` brings each subscriber back after a delay drawn
-  uniformly in ``[0, backoff]`` (full jitter), asking to resume; a failed
-  attempt is tried again after another draw, at most ``ATTEMPTS`` times.
-- Every wait is bounded: connecting by ``CONNECT_TIMEOUT_S`` an attempt, the
-  end by the caller's timeout.
-- A group runs in a worker process (``--procs``, :func:`loadtest.client.workers.in_workers`):
-  a StormGroup, or a subclass of it that answers more ``COMMANDS``, each a coroutine there.
-"""
+- A :class:`StormSubscriber` checks the feed's numbered messages (:mod:`loadtest.framing.payload`):
+  each delivered must follow the last (else a hole); after its drop, ``caught_up_us`` is
+  when it first delivered a message published after it began coming back (or, back after
+  the last publish, when it delivered the last). It times each delivery into its
+  connection's histogram; a copy it drops is not timed.
+- Connections are the load client's own (:meth:`loadtest.client.connections.ClientGroup.new_connection`),
+  counting with the subscriber's ``count_frame``: every transport works.
+- :meth:`StormGroup.drop` aborts every connection in one loop iteration; :meth:`StormGroup.come_back`
+  brings each back after a draw in ``[0, backoff]``, resuming, ``ATTEMPTS`` times at most.
+  Every wait is bounded. A group runs in a worker process (:func:`loadtest.client.workers.in_workers`)."""
 
 import asyncio
 import collections

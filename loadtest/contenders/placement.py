@@ -1,17 +1,13 @@
 """Where a benchmark runs: the server's and the client's CPUs, the contenders that can run here, launching them.
 
-The options every command that starts servers shares (``compare``, ``soak``,
-``feed``, ``abuse``), and what they do with them: check the CPUs, pin the
-load client, resolve the contenders, launch each one on its CPU and record it
-(:func:`launched`), and measure each in turn into one results file (:func:`measure_each`:
-``compare``, ``soak`` and :func:`run_each_broker` share it).
-One client process holds at most ``CONNECTIONS_PER_PROC`` connections (each
-is a descriptor): larger loads are spread over ``--procs`` processes.
+The options the commands that start servers share, and what they do with them: check
+the CPUs, pin the load client, resolve the contenders, launch each on its CPU and record
+it (:func:`launched`), measure each in turn into one results file (:func:`measure_each`).
+One client process holds at most ``CONNECTIONS_PER_PROC`` connections.
 
-The scenarios against brokers they start (``feed``, ``storm``, ``rolling``) keep one
-protocol, :class:`BrokerRun` (run, verdict, clean), and :func:`run_each_broker` runs any
-of them: a new one is its module and its name in :data:`loadtest.command_line.NAMES`.
-"""
+A scenario against brokers it starts is a :class:`BrokerRun` (run, verdict, clean) that
+:func:`run_each_broker` runs, with :func:`add_broker_run_arguments` for its options: a new
+one is its module and its name in :data:`loadtest.command_line.NAMES`."""
 
 import contextlib
 import secrets
@@ -140,9 +136,13 @@ def check_cpus(parser, args):
         parser.error("--server-cpu and --client-cpu must differ")
 
 
-def add_broker_run_arguments(parser):
-    """Where the brokers and the client processes of :func:`run_each_broker` run, and
-    where results go: ``--procs``, ``--server-cpus``, ``--client-cpus``, ``--out``."""
+def add_broker_run_arguments(parser, servers, default, brokers=3):
+    """The options of :func:`run_each_broker`: ``--servers`` (from ``servers``, by default
+    ``default``), ``--brokers`` of a cluster, where brokers and client processes run, ``--out``."""
+    arguments.option(parser, "--servers", type=arguments.names_from("server", servers), default=list(default),
+                     help="comma-separated, from %s (default: %s)" % (",".join(servers), ",".join(default)))
+    arguments.option(parser, "--brokers", type=arguments.positive_int, default=brokers,
+                     help="broker processes of each cluster-* server")
     arguments.option(parser, "--procs", type=arguments.positive_int,
                      help="client processes (default: one per %d connections)" % CONNECTIONS_PER_PROC)
     server_cpu, client_cpu = affinity.default_cpus()

@@ -48,8 +48,10 @@ NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "sock
          "cluster-pypy")
 # What compare and soak run unless told otherwise: one process each.
 SINGLE = NAMES[:5]
-# The contenders that can serve https and wss (``--certfile``, ``--keyfile``).
-TLS_CAPABLE = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
+# The brokers, alone and joined through Redis; they alone serve https and wss (``--certfile``, ``--keyfile``).
+BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
+CLUSTERS = BROKERS[2:]
+TLS_CAPABLE = BROKERS
 LISTEN = ["--host", "127.0.0.1", "--port", "0"]
 # The load client's clients publish far faster than any person: the brokers run
 # without their per-client publish rate limit.

@@ -9,9 +9,10 @@ offsets docs/protocol.rst describes, read here with code of its own: the checker
   or after where its last connection joined, if that is newer.
 - A room message (``{"o": offset, "d": message}``) is delivered once: one at or
   before the newest offset delivered in the same epoch is dropped, and
-  counted as a duplicate, unless it is the state that follows an ``open`` or
-  a ``gap`` (at or before its ``o``), which is sent again by design
-  (``replayed``).
+  counted as a duplicate, unless it is state sent again by design (``replayed``):
+  what follows an ``open`` or a ``gap`` at or before its ``o``, or a counter's
+  total (``{"counter": NAME, "value": TEXT}``), which every connection's first
+  messages carry again (docs/protocol.rst, "Counters").
 - A ``gap`` is counted by its reason; the state that follows it is delivered.
   In another epoch every offset starts again.
 - Nothing here touches a socket: the caller decodes each SockJS message's
@@ -41,6 +42,12 @@ def offset_key(offset):
     if not number.isdigit() or (dash and not sequence.isdigit()):
         raise ValueError("not an offset: %r" % offset[:40])
     return int(number), int(sequence or 0)
+
+
+def is_counter(message):
+    """Whether ``message`` is a counter's total, as the broker sends it (``broker-client.js``'s ``isCounter``)."""
+    return isinstance(message, dict) and isinstance(message.get("counter"), str) and \
+        isinstance(message.get("value"), str)
 
 
 class ResumingSubscriber:
@@ -83,7 +90,8 @@ class ResumingSubscriber:
             offset = envelope["o"]
             key = offset_key(offset)
             if self.offset is not None and key <= self._offset_key:
-                if self._state_until is not None and key <= offset_key(self._state_until):
+                if is_counter(envelope["d"]) or (
+                        self._state_until is not None and key <= offset_key(self._state_until)):
                     self.replayed += 1
                 else:
                     self.duplicates += 1

@@ -1,34 +1,20 @@
-"""Admission control under a burst of connection attempts (``abuse --attacks burst``): what each answer
-counts as, how many sessions the broker may let in, and the verdict. Pure functions; no I/O, no clock.
+"""Admission control under a burst of connection attempts (``abuse --attacks burst``): what each
+answer counts as, how many sessions the broker may let in, the verdict. No I/O, no clock.
 
 Rules (BENCHMARKS.rst, "Hostile clients"):
 
-- An attempt is one new TCP connection carrying one request that would open a
-  session, of a kind of :data:`KINDS` in turn (:func:`kind_of`): a SockJS
-  websocket handshake, ``/info``, an ``xhr`` or an ``xhr_streaming`` opening.
-- Its answer is (:func:`classify`) ``admitted`` (101 to a handshake, 200 to
-  the others), ``retry_after`` (503 with a ``Retry-After`` of whole seconds),
-  ``bare_503`` (503 without it) or ``other`` (any other status). An attempt
-  that got no answer (the connection failed, closed before it, or waited past
-  the time allowed) is an ``error``, counted by its reason.
-- The broker's bucket holds ``max(1, rate)`` tokens and gains ``rate`` a
-  second; every admitted session takes one. ``/info`` only checks that one is
-  there, so only the other kinds' admissions are bounded: at most
-  ``rate x window + max(1, rate) + 1`` (:func:`admitted_bound`), the window
-  running from the first attempt to the last answer, which holds every
-  decision the broker made on them.
-- The verdict (:func:`verdict`), each check True or False: every refusal
-  carries ``Retry-After`` (``retry_after``); the sessions admitted are within
-  the bound (``within_rate``); every attempt was answered, 101, 200 or 503
-  (``answered``); the canaries' p99 during the burst is at most twice their
-  quiet p99, or their quiet p99 + ``P99_FLOOR_MS``, whichever is larger
-  (``canary_p99``); no canary round trip during the burst over
-  ``MAX_RTT_MS`` (``no_stall``): a round trip spans any stall of the loop
-  it meets, so the longest bounds the longest stall, to within the canaries'
-  sampling interval; the canaries lost nothing (``nothing_lost``); their
-  step lasted until the last answer (``covered``: a burst answered after it
-  was not measured whole). ``passed``: all of them.
-"""
+- An attempt is one new TCP connection opening one session of a kind of :data:`KINDS` in
+  turn (:func:`kind_of`). Its answer (:func:`classify`): ``admitted`` (101, or 200),
+  ``retry_after`` (503 with whole seconds), ``bare_503``, ``other``; none at all is an
+  ``error``, by reason.
+- The broker's bucket holds ``max(1, rate)`` tokens and gains ``rate`` a second; ``/info``
+  only checks for one, so the other kinds' admissions are at most
+  ``rate x window + max(1, rate) + 1`` (:func:`admitted_bound`), the window from the first
+  attempt to the last answer.
+- :func:`verdict`: every refusal has ``Retry-After``; admissions within the bound; every
+  attempt answered 101, 200 or 503; canary p99 during the burst at most twice the quiet one
+  or quiet + ``P99_FLOOR_MS``; no canary round trip over ``MAX_RTT_MS`` (the longest bounds
+  any stall of the loop); nothing lost; the step covered the last answer. ``passed``: all."""
 
 from loadtest.method import rules
 

@@ -1,44 +1,19 @@
-"""``python -m loadtest abuse``: three attacks on the broker, with its production
-defaults, measured from outside.
+"""``python -m loadtest abuse``: three attacks on the broker, run with its production defaults,
+measured from outside (BENCHMARKS.rst, "Hostile clients"; docs/load-testing.rst, "Hostile clients").
 
-Rules (BENCHMARKS.rst, "Hostile clients"):
+Rules:
 
-- ``flood``: ``--canaries`` clients send ``--canary-rate`` msgs/s in total and
-  time their round trips (the sweep's method) in three equal steps: quiet;
-  while one client floods (it writes chat frames as fast as its socket takes
-  them, until the broker cuts it); while a flooder reconnects each time it is
-  cut. Each attacker runs in its own process on the client CPU at the lowest
-  priority (it stands for another machine), started when the step before is
-  measured.
-- ``stalled``: ``--stalled`` websocket clients open, read their open frame and
-  never read again (a 4 KiB receive buffer); a backend publishes ``--message-bytes`` messages at
-  ``--publish-rate`` through ``POST /publish`` (:class:`loadtest.client.publisher.Publisher`) until the broker has cut them
-  all, or ``--write-timeout`` + 30 s. The broker's RSS and ``/stats`` are
-  sampled every ``SAMPLE_S``: the cost is its peak RSS less its RSS before the
-  stalled clients connected, against ``stalled x --max-buffer + 50 MB``; each
-  cut is timed from the moment the broker began to hold back bytes for the
-  stalled clients (``/stats`` ``slow_consumers.behind``), against
-  ``--write-timeout`` + 1 s (:func:`cut_delays`).
-- ``burst``: the broker also runs with ``--max-accept-rate`` ``--accept-rate``.
-  The canaries time their round trips in two equal steps of
-  ``--burst-seconds`` + ``BURST_TAIL_S``: quiet, then from the moment an
-  attacker (its own process, on the client CPU at the lowest priority)
-  begins ``--burst`` connection attempts paced evenly over
-  ``--burst-seconds``, each a new connection from loopback (over
-  ``--source-addresses`` in turn) opening a session of each kind in turn
-  (:mod:`loadtest.client.connection_burst`). Each answer is counted, every
-  admitted session dropped at once; the broker's own count of the refusals
-  is its ``/stats`` ``refused.accept_rate`` over the attack, the kernel's
-  count of handshakes dropped at a full accept queue and of SYNs sent again
-  its ``ListenOverflows`` and ``TCPSynRetrans`` (machine-wide). The verdict is
-  :func:`loadtest.method.admission.verdict`'s: the canaries send a message
-  every 1 / ``--canary-rate`` s, so their longest round trip during the
-  burst bounds any stall of the broker's loop to within that interval.
-  ``--canaries`` open their sessions under the same rate: at most
-  ``--accept-rate`` of them.
-- Each broker is a fresh process, pinned to ``--server-cpu``; the load runs
-  on ``--client-cpu``. Loopback only; every loop ends by a deadline.
-"""
+- ``flood``: canaries time round trips in three equal steps (the sweep's method): quiet,
+  under one flooder, under one that reconnects each time the broker cuts it.
+- ``stalled``: websockets that never read; a backend publishes until the broker cut them
+  all. Cost: peak RSS less RSS before, against ``stalled x --max-buffer + BOUND_SLACK_MB``;
+  each cut is timed from when the broker began to hold bytes back (:func:`cut_delays`).
+- ``burst``: the broker runs with ``--max-accept-rate``; canaries time round trips quiet,
+  then during ``--burst`` attempts over ``--burst-seconds``
+  (:mod:`loadtest.client.connection_burst`), judged by :func:`loadtest.method.admission.verdict`.
+- An attacker is its own process on the client CPU at the lowest priority: it stands for
+  another machine. Each broker is a fresh process on ``--server-cpu``; every loop ends by
+  a deadline."""
 
 import asyncio
 import json

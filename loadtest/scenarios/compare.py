@@ -1,49 +1,17 @@
 """``python -m loadtest compare``: measure every contender in one run, into one results file.
 
-For each server in turn: launch it pinned to the server CPU, run the sweep
-(25 to 10,000 clients by default, each level until the server or the client
-is overloaded) with this process pinned to the client CPU, measure its CPU per delivered
-message and round trips at each fixed load (1,000 x 100, 10,000 x 10 and
-19,000 x 5 msgs/s by default), stop it; then, on a fresh instance, its RSS per
-idle connection (19,000 by default). Last, the bare send loop
-(:mod:`loadtest.scenarios.floor`) gives the floor under the first fixed load.
+What it runs and its options: docs/load-testing.rst, "Comparing servers". Rules:
 
-One client process holds at most ``placement.CONNECTIONS_PER_PROC`` connections (each
-is a descriptor, and a process may open 20,000 here): larger loads are spread
-over ``--procs`` processes, all pinned to the client CPU, and over
-``--source-addresses`` (one source address has about 28,000 ports). A contender that cannot run here is skipped with the
-reason; the others are still measured.
-
-``--measure cpu`` alone is the fan-out benchmark: CPU per delivered message,
-round trips and losses of every server at one load, beside the floor.
-
-``--transport`` may name several transports (``websocket,xhr-streaming,...``):
-each contender's sweep and fixed loads then run over each in turn, on the same
-server process (a ``--warm-up`` before each transport's fixed loads), and its
-idle connections over each, on a fresh process each; every record says its
-transport. A sweep over each transport is long: ``--levels 1000`` and a few
-``--rates`` around the knees find the knee of every transport at 1,000 clients.
-A transport that fails (or one of whose fixed loads is not measured) skips the
-rest of its own measurements only, its idle connections included.
-
-``--mix`` measures one audience of several transports by weight in place of
-``--transport`` (:func:`loadtest.framing.endpoints.mix`): its records name the mix
-as their transport.
-
-``--tls`` measures the brokers over TLS: every connection of the load client,
-websockets, HTTP transports and the probe's, is TLS, to brokers serving a
-certificate for 127.0.0.1 made for the run (:mod:`loadtest.contenders.certificate`),
-which the client trusts, and nothing else. Each is labelled ``<name>+tls`` and its
-records say ``tls``. ``--tls both`` measures each broker plain, then over TLS,
-on fresh processes: the price of TLS side by side (the summary's ``vs plain``).
-The other contenders serve no TLS: they are skipped over TLS, and measured
-plain under ``--tls both``. The floor stays plain.
-
-The cluster contenders (``cluster-cpython``, ``cluster-pypy``: ``--brokers``
-brokers joined through Redis, :mod:`loadtest.contenders.server_group`) run only when named.
-Their processes, Redis included, share the server CPU; the load client spreads
-its connections over the brokers, and their CPU and RSS are summed.
-"""
+- Each contender in turn, pinned to the server CPU: over each transport (or the ``--mix``),
+  the sweep then the fixed loads on one server process; then, on a fresh process each,
+  its RSS per idle connection over each. Last, the bare send loop (``floor``).
+- One client process holds at most ``placement.CONNECTIONS_PER_PROC`` connections:
+  larger loads are spread over ``--procs`` processes and ``--source-addresses``.
+- A failure skips the rest of its contender's measurements, or over several transports
+  only those of its own transport, its idle connections included; a contender that
+  cannot run here is skipped with the reason.
+- ``--tls``: brokers only, on a certificate made for the run that the client alone
+  trusts, labelled ``<name>+tls``; the floor stays plain."""
 
 import argparse
 import asyncio

@@ -2,27 +2,12 @@
 
 Rules (BENCHMARKS.rst, "C100K"):
 
-- Each of ``--servers`` is started afresh (:mod:`loadtest.contenders.server_group`): a
-  ``broker-*`` alone, a ``cluster-*`` as ``--brokers`` processes joined through
-  Redis; broker ``i`` is pinned to ``--server-cpus[i % n]``, Redis to the first.
-- ``--clients`` listeners open SockJS websockets, spread over the brokers in
-  turn and over ``--procs`` client processes pinned to ``--client-cpus`` in
-  turn. They send nothing. If any fails to connect, the run ends there.
-- Then a backend publishes ``--rate`` msgs/s through ``POST /publish``, to the
-  brokers in turn, for ``--duration`` seconds. Each message carries its publish
-  time (:data:`loadtest.framing.payload.FEED_ID` as the sender), and every listener
-  times each delivery against it: one machine, one monotonic clock. A publish
-  waits for its answer in a thread, so the listeners of the feed's own process
-  are read meanwhile; one not answered in 10 s ends the run
-  (:class:`loadtest.client.publisher.PublishFailed`).
-- Every ``--sample`` seconds, a ``feed_sample`` record: messages published and
-  delivered since the last, the delivery times' percentiles, and the RSS and
-  CPU of every process of the cluster.
-- After the last publish the listeners get ``LOSS_AFTER_S`` to catch up; then
-  every connection still open must have had every message once. The ``feed``
-  record counts the missing (``short``), the doubled (``extra``) and the
-  connections dropped, with their reasons. Every loop ends by a deadline.
-"""
+- Listeners send nothing; if any fails to connect, the run ends there.
+- Each message carries its publish time (sender :data:`loadtest.framing.payload.FEED_ID`):
+  one machine, one monotonic clock. A publish waits in a thread, so the listeners of
+  this process are read meanwhile; one not answered in 10 s ends the run.
+- After the last publish the listeners get ``LOSS_AFTER_S``; then every connection still
+  open must have had every message once (``short``, ``extra``, dropped with reasons)."""
 
 import asyncio
 import time
@@ -31,14 +16,12 @@ from loadtest import arguments, records
 from loadtest.client import connections, tls_context, workers
 from loadtest.client.publisher import Publisher
 from loadtest.client.server_probe import ServerProbe
-from loadtest.contenders import placement
+from loadtest.contenders import placement, registry
 from loadtest.framing import endpoints, payload
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console
 
-BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
-CLUSTERS = BROKERS[2:]
 DRAIN_CHECK_S = 0.25
 
 
@@ -49,10 +32,6 @@ DESCRIPTION = ("Start a broker, or a cluster of brokers joined through Redis, co
 
 
 def add_arguments(parser):
-    arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS), default=list(CLUSTERS),
-                     help="comma-separated, from %s (default: %s)" % (",".join(BROKERS), ",".join(CLUSTERS)))
-    arguments.option(parser, "--brokers", type=arguments.positive_int, default=2,
-                     help="broker processes of each cluster-* server")
     arguments.option(parser, "--clients", type=arguments.positive_int, default=2000,
                      help="listening connections in all")
     arguments.option(parser, "--rate", type=arguments.positive_float, default=1.0,
@@ -61,7 +40,7 @@ def add_arguments(parser):
                      help="seconds of publishing")
     arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0,
                      help="seconds per sample")
-    placement.add_broker_run_arguments(parser)
+    placement.add_broker_run_arguments(parser, registry.BROKERS, registry.CLUSTERS, brokers=2)
 
 
 class FeedRun(placement.BrokerRun):

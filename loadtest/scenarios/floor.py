@@ -1,24 +1,10 @@
 """The floor: what one small write to each of N loopback connections costs, and nothing else.
 
-A sender process, pinned to the server's CPU, holds N accepted loopback
-connections and writes one prebuilt websocket text frame (a SockJS ``a[...]``
-message) to each with a plain non-blocking ``socket.send``, in rounds paced to
-a total rate. Its sockets set ``TCP_NODELAY``, as every realtime server does
-(the broker, sockjs-tornado and sockjs-node all do): without it, Nagle's
-algorithm holds small writes back and a send costs about a third as much here,
-paid for in latency. A drain process pinned to another CPU reads and discards. The
-sender's CPU time (``/proc/PID/stat``) divided by the sends is the cost of one
-delivery with no encoding, framing or bookkeeping: a server can only go below it
-by putting several messages in one frame.
-
-    python -m loadtest floor --connections 1000 --rate 100000 --seconds 10 --cpu 0 --drain-cpu 1
-
-With ``--source-addresses`` the drain spreads its connections over those local
-addresses, as the load client does: one address has about 28,000 ports, fewer
-while the last run's connections are in TIME_WAIT.
-
-prints one JSON object, a :class:`loadtest.records.Floor` results line.
-"""
+A sender pinned to the server's CPU writes one prebuilt websocket frame to each of N
+connections with a plain non-blocking ``send`` (``TCP_NODELAY``, as every realtime server
+sets), paced to a total rate; a drain on another CPU reads and discards (over
+``--source-addresses`` if given). The sender's CPU time over its sends is one delivery with
+no encoding, framing or bookkeeping. It prints one :class:`loadtest.records.Floor` line."""
 
 import json
 import os

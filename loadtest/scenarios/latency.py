@@ -1,18 +1,9 @@
 """``python -m loadtest --url URL --clients N``: sweep one server, write results, say what it found.
 
-Rules:
-
-- Before it starts it says what it runs, for how long at most, what it measures
-  of the server and where the results go; each step, how far it is; at the end,
-  on Ctrl-C or on an error, the summary (:func:`loadtest.results.console.sweep_summary`),
-  the results file complete to the last step, a level cut short ending ``interrupted``
-  (or ``server gone``).
-- Without ``--server-pid`` the server's CPU and RSS are those of the processes
-  listening where ``--url`` points (:func:`loadtest.client.server_probe.listening_pids`),
-  and said to be unknown when none is found.
-- Its steps are shorter than the method's (``STEP_S``, ``PAUSE_S``): ``--clients 1000``
-  answers in about two minutes.
-"""
+Rules: it says first what it runs, for how long at most and where the results go; at the
+end, on Ctrl-C or an error, the summary and a results file complete to the last step (a
+level cut short ends ``interrupted`` or ``server gone``). Without ``--server-pid`` the
+server is what listens where ``--url`` points (:func:`loadtest.client.server_probe.listening_pids`)."""
 
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, procstat, records, runner

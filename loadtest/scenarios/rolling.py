@@ -1,44 +1,20 @@
 """``python -m loadtest rolling``: deploy day, a cluster's brokers restarted one at a time, with a drain and without.
 
-Rules:
+What it runs and how to read it: docs/load-testing.rst, "Deploy day". Rules:
 
-- Each of ``--servers`` (a ``cluster-*``) is started afresh as ``--brokers`` processes
-  joined through Redis, once for each of ``--drain-seconds`` (``10,0``: with a drain,
-  then without), its brokers run with that ``--drain-seconds`` (and ``--broker-flags``).
-- ``--clients`` resuming subscribers (:mod:`loadtest.client.rolling_clients`) connect over
-  ``--transport`` or ``--mix``, asking for positions, spread over the brokers in turn and
-  over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If any fails to
-  connect, the run ends there.
-- With ``--haproxy N``, N haproxy processes run by the shipped ``deploy/haproxy.cfg``
-  (:mod:`loadtest.contenders.haproxy`) stand between the clients and the brokers, pinned
-  to ``--server-cpus`` in turn (the servers' side of the machine: the load client is the
-  first to run out of CPU), and the brokers believe their ``X-Forwarded-For``: client
-  ``i`` connects through proxy ``i`` modulo N (and comes back through another, as through
-  a name with several addresses), and haproxy picks the broker, as in production. The
-  clients, not knowing which broker they reached, count only lateness; the sessions each
-  broker holds and opens are read from the brokers (:mod:`loadtest.client.broker_counts`).
-  ``--source-addresses`` spreads the clients over local addresses, as haproxy limits the
-  requests of each address.
-- Second 0 is then. A backend publishes numbered messages at ``--rate`` a second
-  (:class:`loadtest.client.numbered_feed.NumberedFeed`), to the brokers in turn, never to
-  one being restarted; the clients follow the cluster: one whose connection ends comes
-  back after a delay drawn in ``[0, --backoff]``, resuming, on another broker.
-- After ``--before`` seconds, each broker in turn is restarted as a deploy restarts it
-  (or, with ``--signal KILL``, as a crash and its supervisor's restart do: SIGKILL, so
-  that its clients are all cut at once and told nothing; a killed broker drains nothing,
-  so it takes ``--drain-seconds 0``): the backend stops publishing to it, it is sent SIGTERM and given its drain and
-  ``EXIT_GRACE_S`` to exit (then it is stopped), started again on its port with the same
-  flags, and asked for ``/healthz`` until it answers 200 (up to ``HEALTH_TIMEOUT_S``);
-  the backend publishes to it again and, ``--pause`` seconds later, the next one goes.
-- ``--after`` seconds after the last is back, publishing stops; the clients get
-  ``--catch-up`` seconds to deliver the last message.
-- A ``broker_restart`` record per broker, a ``rolling_second`` per second (sessions
-  held and opened at each broker, messages delivered and their lateness,
-  :mod:`loadtest.method.timeline`) and a ``rolling`` record summing the run up with its
-  verdict (:mod:`loadtest.method.rolling_verdict`), to which the run adds how it ended if it
-  did not complete, the clients that never came back and any broker that did not exit 0.
-  The exit status is 0 when every run passed; a table of the runs ends the output.
-"""
+- One run per ``--drain-seconds``, each on a fresh cluster; resuming subscribers
+  (:mod:`loadtest.client.rolling_clients`) follow it, directly or through ``--haproxy``
+  processes (then the brokers' own counts say who holds which session,
+  :mod:`loadtest.client.broker_counts`). If any fails to connect, the run ends there.
+- Second 0 is the first publish (:class:`loadtest.client.numbered_feed.NumberedFeed`),
+  never to a broker being restarted. Each restart: SIGTERM (or SIGKILL), the drain plus
+  ``EXIT_GRACE_S`` to exit, start again on the same port, ``/healthz`` 200 within
+  ``HEALTH_TIMEOUT_S``.
+- Records: a ``broker_restart`` per broker, a ``rolling_second`` per second
+  (:mod:`loadtest.method.timeline`), a ``rolling`` with the verdict
+  (:mod:`loadtest.method.rolling_verdict`) plus how the run ended, the clients that never
+  came back and any broker that did not exit as it was stopped. Exit status 0 when every
+  run passed."""
 
 import asyncio
 import collections
@@ -54,14 +30,13 @@ from loadtest.client.broker_counts import BrokerCounts
 from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.rolling_clients import RollingGroup
 from loadtest.client.storm_clients import connect_all
-from loadtest.contenders import haproxy, placement
+from loadtest.contenders import haproxy, placement, registry
 from loadtest.errors import LoadTestError
 from loadtest.framing import endpoints
 from loadtest.method import rolling_verdict, timeline
 from loadtest.method.rules import End
 from loadtest.results import console, files, summary
 
-CLUSTERS = ("cluster-cpython", "cluster-pypy")
 # Seconds a broker may take to exit beyond its drain, and to answer /healthz 200 once listening.
 EXIT_GRACE_S = 10.0
 # A broker holding more than its share of the cluster drains up to this many times its
@@ -79,7 +54,6 @@ DESCRIPTION = ("Start a cluster of brokers joined through Redis, connect resumin
 
 # The options of a run but --servers, the transports and the placement: (flag, type, default, help).
 OPTIONS = (
-    ("--brokers", arguments.positive_int, 3, "broker processes of each cluster (2 or more)"),
     ("--clients", arguments.positive_int, 15000, "subscribers in all"),
     ("--rate", arguments.positive_float, 2.0, "messages published per second"),
     ("--drain-seconds", arguments.comma_list(arguments.non_negative_float), [10.0, 0.0],
@@ -114,13 +88,10 @@ FORWARDED_FOR = ["--client-address-header", "X-Forwarded-For"]
 
 
 def add_arguments(parser):
-    arguments.option(parser, "--servers", type=arguments.names_from("server", CLUSTERS),
-                     default=["cluster-cpython"], help="comma-separated, from %s (default: cluster-cpython)"
-                     % ",".join(CLUSTERS))
     for flag, kind, default, text in OPTIONS:
         arguments.option(parser, flag, type=kind, default=default, help=text)
     arguments.add_transport_or_mix(parser)
-    placement.add_broker_run_arguments(parser)
+    placement.add_broker_run_arguments(parser, registry.CLUSTERS, ["cluster-cpython"])
 
 
 class RollingRun(placement.BrokerRun):

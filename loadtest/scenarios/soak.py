@@ -2,24 +2,15 @@
 
 Rules (BENCHMARKS.rst, "Soak"):
 
-- The load is the sweep's fixed step (``--clients``, ``--rate`` msgs/s in total)
-  run as back-to-back steps of ``--sample`` seconds, so the duration is rounded
-  up to whole samples. Each step is one ``soak_sample`` record: the step record
-  (server RSS and CPU, deliveries/s, round trips, losses) plus ``elapsed_s``,
-  the time under load at its end, and ``server_held``: what a server with
-  ``/stats`` said it held at most one sample earlier (messages buffered for
-  slow clients, the GC's heap; :func:`held_figures`), so that buffering and
-  heap growth can be told from memory outside both. Lost messages and
-  dropped connections are recorded and the load goes on with the connections
-  left; it ends early only when every connection is lost or the server dies.
-- One ``soak`` record per server sums it up (:func:`loadtest.method.memory_verdict.growth`
-  from the end of ``--warm-up``), also when the soak ends early or is interrupted.
-- The servers are launched and pinned as ``compare`` launches them, one after
-  another, each a fresh process; ``--url`` with ``--server-pid`` soaks a server
-  started elsewhere instead.
-- ``--churn`` adds, on the same server process once the load has stopped, the
-  connect and disconnect waves of :mod:`loadtest.client.churn` over every transport.
-"""
+- The load is the sweep's fixed step, run as back-to-back steps of ``--sample`` seconds
+  (the duration rounded up to whole samples), each one ``soak_sample`` record: the step
+  plus ``elapsed_s`` and what ``/stats`` said the server held (:func:`held_figures`).
+  Losses are recorded and the load goes on; it ends early only when every connection is
+  lost or the server dies.
+- One ``soak`` record per server (:func:`loadtest.method.memory_verdict.growth` from the
+  end of ``--warm-up``), also when the soak ends early or is interrupted.
+- ``--churn`` adds, on the same process once the load stopped, the waves of
+  :mod:`loadtest.client.churn`."""
 
 import asyncio
 import math

@@ -1,25 +1,10 @@
 """``python -m loadtest storm``: every client dropped at once, back with resume; is anything missed or twice?
 
-Rules (BENCHMARKS.rst, "Reconnect storm"):
-
-- Each of ``--servers`` is started afresh, as ``feed`` does: a ``broker-*``
-  alone, a ``cluster-*`` as ``--brokers`` processes joined through Redis.
-- ``--clients`` resuming subscribers (:mod:`loadtest.client.storm_clients`) connect over
-  ``--transport``, asking for positions, spread over the brokers in turn and
-  over ``--procs`` client processes pinned to ``--client-cpus`` in turn. If
-  any fails to connect, the run ends there.
-- A backend publishes numbered messages at ``--rate`` a second through ``POST
-  /publish``, to the brokers in turn, for ``--before`` seconds; then every
-  client's connection is aborted at once, and each comes back, resuming,
-  after a delay drawn in ``[0, --backoff]``; publishing goes on for
-  ``--after`` seconds more, and stops.
-- Then the clients get ``--catch-up`` seconds to deliver the last message. A
-  client is complete when it delivered every message from the first, once,
-  in order, with no gap reported. The ``storm`` record counts the complete,
-  the holes, duplicates and gaps, and the time from the drop until each
-  client delivered a message published after it began coming back
-  (``caught_up_ms``: p50, p99 and the last).
-"""
+Rules (BENCHMARKS.rst, "Reconnect storm"): resuming subscribers
+(:mod:`loadtest.client.storm_clients`) follow numbered messages published for ``--before``
+seconds, are all dropped at once, come back after a delay drawn in ``[0, --backoff]``
+while publishing goes on ``--after`` seconds, and get ``--catch-up`` seconds to deliver the
+last. Complete: every message from the first, once, in order, no gap."""
 
 import asyncio
 import statistics
@@ -30,13 +15,12 @@ from loadtest import arguments, records
 from loadtest.client import connections, workers
 from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.storm_clients import StormGroup, connect_all
-from loadtest.contenders import placement
+from loadtest.contenders import placement, registry
 from loadtest.framing import endpoints
 from loadtest.method import rules
 from loadtest.method.rules import End
 from loadtest.results import console
 
-BROKERS = ("broker-cpython", "broker-pypy", "cluster-cpython", "cluster-pypy")
 
 SUMMARY = "every client dropped at once and back with resume: is anything missed or twice?"
 DESCRIPTION = ("Start a broker, or a cluster joined through Redis, connect resuming subscribers, publish "
@@ -46,11 +30,6 @@ DESCRIPTION = ("Start a broker, or a cluster joined through Redis, connect resum
 
 
 def add_arguments(parser):
-    arguments.option(parser, "--servers", type=arguments.names_from("server", BROKERS),
-                     default=["broker-cpython"], help="comma-separated, from %s (default: broker-cpython)"
-                     % ",".join(BROKERS))
-    arguments.option(parser, "--brokers", type=arguments.positive_int, default=3,
-                     help="broker processes of each cluster-* server")
     arguments.option(parser, "--clients", type=arguments.positive_int, default=1000,
                      help="subscribers in all")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
@@ -64,7 +43,7 @@ def add_arguments(parser):
                      help="each client comes back after a delay drawn in [0, this] seconds")
     arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
                      help="seconds the clients get, after the last publish, to deliver it")
-    placement.add_broker_run_arguments(parser)
+    placement.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
 
 
 class StormRun(placement.BrokerRun):

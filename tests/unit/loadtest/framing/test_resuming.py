@@ -90,3 +90,26 @@ def test_it_orders_offsets_with_code_of_its_own():
     for malformed in ("", "x", "4-", "-4", "4-x"):
         with pytest.raises(ValueError):
             resuming.offset_key(malformed)
+
+
+@pytest.mark.parametrize("start", [
+    {"c": "open", "epoch": "E", "o": "7"},
+    {"c": "resumed", "epoch": "E", "o": "7"},
+    {"c": "gap", "epoch": "E", "o": "7", "reason": "expired"},
+])
+def test_a_counters_total_sent_again_at_or_before_the_offset_is_state_not_a_duplicate(start):
+    """Every connection's first messages carry each counter's latest total (docs/protocol.rst,
+    "Counters"), which may be one the subscriber delivered already."""
+    subscriber = ResumingSubscriber()
+    total = {"counter": "likes", "value": "21.50"}
+    assert fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "3", "d": total},
+               {"o": "5", "d": "live"}) == [("3", total), ("5", "live")]
+    assert fed(subscriber, start, {"o": "3", "d": total}, {"o": "8", "d": "next"}) == [("8", "next")]
+    assert (subscriber.duplicates, subscriber.replayed) == (0, 1)
+
+
+def test_a_message_like_a_counter_but_not_one_sent_again_is_still_a_duplicate():
+    subscriber = ResumingSubscriber()
+    fed(subscriber, {"c": "open", "epoch": "E", "o": "0"}, {"o": "3", "d": {"counter": "likes", "value": 21}})
+    fed(subscriber, {"c": "resumed", "epoch": "E", "o": "3"}, {"o": "3", "d": {"counter": "likes", "value": 21}})
+    assert (subscriber.duplicates, subscriber.replayed) == (1, 0)
