@@ -31,21 +31,18 @@ Rules this module keeps:
   back (:meth:`Hub.deliver`, one call one batch), so every broker of a cluster
   sends one sequence. A relay that cannot take a message raises.
 * The room's counters (:mod:`broker.core.counters`) are state: every first
-  batch and every ``gap`` told to all carries each one's latest message, in
-  offset order, whatever ``replay``; keeping them costs a test on a keyed
-  batch only. The broker's own announcement (``hub.announcement``,
-  :mod:`broker.core.announcement`) rides the next batch.
+  batch and every ``gap`` carries each one's latest message, in offset
+  order; keeping them costs a test on a keyed batch only. The broker's
+  announcement (:mod:`broker.core.announcement`) rides the next batch.
 * A message with a conflating key goes out in a batch of its own
   (:func:`broker.core.conflation.batches`); without keys, one test a flush.
 * A subscriber may change its form (:meth:`Hub.move`), never during a flush.
 * Its figures (``FIGURES``) are read when ``/stats`` or ``/metrics`` asks.
 
-No socket, no HTTP: the room delivers to a
-:class:`broker.core.seams.Subscriber` through the
-:data:`broker.core.seams.Writer` it joined with (its own ``write``, or the
-writer of the socket that serves it), kept beside it by form, so that a
-flush builds each form once and makes one call per subscriber; it relays
-through a :class:`broker.core.seams.Relay`.
+No socket, no HTTP: the room delivers to a :class:`broker.core.seams.Subscriber`
+through the :data:`broker.core.seams.Writer` it joined with, kept beside it by form
+(a flush builds each form once, one call a subscriber); it relays through a
+:class:`broker.core.seams.Relay`.
 """
 
 import collections
@@ -87,6 +84,7 @@ class Hub:
         self.resumes = Resumes(self.history, keeping, relay is not None)
         self._resuming = self.resumes.waiting
         self.counters = Counters()
+        self._sent_until = (0, 0)
         self.announcement = Announcement()
         self._meter = RateMeter()
         self.started = clock()
@@ -189,14 +187,11 @@ class Hub:
     def publish(self, message, idempotent=None, key=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
-        Raises ValueError, and queues nothing, for a message with no JSON or
-        no UTF-8 text (NaN, bytes, a string with a lone surrogate); with a
-        relay, whatever the relay raises when it cannot take the message.
-        ``idempotent`` goes to the relay with the message: a cluster's idempotency
-        key (:mod:`broker.core.idempotency`; a room alone has its publisher
-        look the key up first); such a message is counted in once the relay
-        says it appended it (:meth:`appended`). ``key``: the message's conflating key.
-        """
+        Raises ValueError, and queues nothing, for a message with no JSON or no UTF-8 text
+        (NaN, bytes, a lone surrogate); with a relay, what the relay raises when it cannot
+        take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
+        (:mod:`broker.core.idempotency`), counted in once appended (:meth:`appended`).
+        ``key``: the message's conflating key."""
         encoded = frames.encode_message(message)
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
@@ -271,6 +266,7 @@ class Hub:
         is a lost history: every subscriber is told (:meth:`tell_gap`), those waiting start."""
         changed = epoch != self.epoch
         self.resumes.epoch = epoch
+        self._sent_until = self.history.newest
         self.history.restart(start)
         self.history.add(offsets, encoded, self._clock(), keys)
         if changed:
@@ -281,9 +277,13 @@ class Hub:
         self.confirm_epoch()
 
     def tell_gap(self, reason):
-        """The subscribers may have missed messages (``reason``): each is told a ``gap``,
-        and given what the history holds and the counters."""
-        self._write_all(self._with_counters(self.resumes.gap_to_all(reason)))
+        """The subscribers may have missed messages (``reason``): each with positions is
+        told a ``gap``, given what the history holds and the counters; each without, only
+        what is newer than what it was sent before the last :meth:`load`."""
+        batch = self._with_counters(self.resumes.gap_to_all(reason))
+        sent_until = self._sent_until
+        self._write_all(batch, batch.picked([i for i, offset in enumerate(batch.offsets)
+                                             if positions.offset_key(offset) > sent_until]))
 
     def doubt_epoch(self):
         """The cluster's epoch may be changing (Redis is away): resumes wait
@@ -317,18 +317,18 @@ class Hub:
         if self._resuming.due(self.history.newest) and self.resumes.epoch_known:
             self._start_reached()
 
-    def _write_all(self, batch):
-        """Write ``batch`` to every subscriber (one of no messages, a ``gap``,
-        to those with positions only), drop those that cannot take it; returns
-        how many took it."""
+    def _write_all(self, batch, unpositioned=None):
+        """Write ``batch`` to every subscriber (``unpositioned`` instead, if given, to those
+        without positions; one of no messages to those with positions only), drop those that
+        cannot take it; returns how many took it."""
         slow = []
         reached = 0
         key = batch.key
-        empty = not batch.encoded
         for form, group in tuple(self._groups.items()):
-            if not group or empty and type(form) is not Positioned:
+            sent = batch if unpositioned is None or type(form) is Positioned else unpositioned
+            if not group or not sent.encoded and type(form) is not Positioned:
                 continue
-            data = batch.form(form)
+            data = sent.form(form)
             writers = tuple(group.items())
             if key is None:
                 slow += [s for s, write in writers if not write(data)]

@@ -639,3 +639,20 @@ def test_after_a_lost_history_a_plain_subscriber_gets_the_new_epochs_messages_to
     hub.subscribe(plain)
     hub.load("second", "0-0", ["2-0"], ['"published meanwhile"'])
     assert plain.batches == [['"published meanwhile"']]
+
+
+def test_a_gap_sends_a_plain_subscriber_only_what_it_was_not_sent(scheduled):
+    """A failover's new epoch, or a broker behind the trim: the tail goes again to those with
+    positions, after the gap; one without positions cannot tell a message it had from a new one."""
+    hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
+    hub.load("first", "0-0", [], [])
+    plain, watcher = Recorder(), PositionedRecorder()
+    hub.subscribe(plain)
+    hub.subscribe(watcher)
+    hub.deliver(['"1"', '"2"'], ["1-0", "2-0"])
+    hub.load("second", "0-0", ["1-0", "3-0"], ['"1"', '"3"'])
+    assert plain.batches == [['"1"', '"2"'], ['"3"']]
+    assert [m.get("d", m.get("c")) for m in watcher.messages()[-3:]] == ["gap", "1", "3"]
+    hub.load("second", "2-5", ["4-0"], ['"4"'])
+    hub.tell_gap("expired")
+    assert plain.batches[-1] == ['"4"'] and watcher.messages()[-2]["reason"] == "expired"
