@@ -74,3 +74,35 @@ def test_a_redis_that_kept_its_data_keeps_the_epoch_and_every_resume(start_redis
     with WebSocketClient(broker.url, query="positions=1&epoch=%s&since=%s" % (epoch, seen["o"])) as again:
         start, missed = again.collect(2)
         assert (start["c"], start["epoch"], missed["d"]) == ("resumed", epoch, "2")
+
+
+def test_a_stream_that_lost_what_brokers_sent_is_a_new_epoch_for_every_client(start_redis, start_cluster):
+    """As after a failover whose new primary lacked the last messages: brokers that sent them
+    start a new epoch, the others follow, and a client without positions gets only what is new."""
+    import redis
+
+    server = start_redis()
+    brokers = start_cluster(server, 2)
+    clients = [WebSocketClient(brokers[0].url, query="positions=1").open(),
+               XhrStreamingClient(brokers[1].url, query="positions=1").open()]
+    plain = WebSocketClient(brokers[1].url).open()
+    try:
+        epoch = {client.receive()[0]["epoch"] for client in clients}.pop()
+        offsets = [publish(brokers[0], text)[1]["position"]["offset"] for text in ("1", "2", "3")]
+        for client in clients:
+            assert [m["d"] for m in client.collect(3)] == ["1", "2", "3"]
+        assert plain.collect(3) == ["1", "2", "3"]
+        store = redis.Redis.from_url(server.url)
+        assert store.xdel("sockjs-broker:/broadcast", offsets[-1]) == 1  # what the new primary lacks
+        store.close()
+        status, answer = publish(brokers[1], "4")
+        assert status == 200
+        for client in clients:
+            gap, *tail = client.collect(3)
+            assert (gap["c"], gap["reason"]) == ("gap", "epoch") and gap["epoch"] != epoch
+            assert [m["d"] for m in tail] == ["1", "2", "4"], client.transport
+        assert plain.receive() == ["4"]
+        assert {b.stats()["backplane"]["losses_failover"] for b in brokers} == {1}
+    finally:
+        for client in clients + [plain]:
+            client.close()

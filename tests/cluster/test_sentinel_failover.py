@@ -37,11 +37,11 @@ class Publisher(threading.Thread):
         for n in range(MESSAGES):
             while time.monotonic() < self.deadline:
                 turn += 1
-                status, answer = self._publish(self.brokers[turn % len(self.brokers)], n)
+                status, answer, retry_after = self._publish(self.brokers[turn % len(self.brokers)], n)
                 if status == 200:
                     self.acknowledged.append((n, answer["position"]))
                     break
-                self.refusals.append((status, answer))
+                self.refusals.append((status, retry_after, answer))
                 time.sleep(0.05)
             time.sleep(0.02)
 
@@ -52,9 +52,9 @@ class Publisher(threading.Thread):
             conn.request("POST", "/publish", ('"n%d"' % n).encode(),
                          dict(AUTH, **{"Idempotency-Key": "n%d" % n, "Content-Type": "application/json"}))
             response = conn.getresponse()
-            return response.status, json.loads(response.read())
+            return response.status, json.loads(response.read()), response.getheader("Retry-After")
         except (OSError, http.client.HTTPException):
-            return None, None
+            return None, None, None
         finally:
             conn.close()
 
@@ -117,6 +117,7 @@ def run_through_failover(group, brokers, fail):
             client.close()
     assert [n for n, _ in publisher.acknowledged] == list(range(MESSAGES)), publisher.refusals[-5:]
     assert publisher.refusals, "the failover refused nothing: it did not happen while publishing"
+    assert {(status, retry_after) for status, retry_after, _ in publisher.refusals} <= {(503, "1"), (None, None)}
     kept = [int(json.loads(fields["m"])[1:]) for _, fields in new.client.xrange(STREAM)]
     assert kept == list(range(MESSAGES)), "acknowledged, then lost or doubled by the failover"
     for client, reader in zip(clients, readers):
