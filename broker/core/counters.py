@@ -39,6 +39,7 @@ import json
 import re
 from typing import NamedTuple
 
+from broker.core.figures import GAUGE, Figure, Metric
 from broker.protocol.positions import offset_key
 
 OPERATIONS = ("add", "max", "set")
@@ -197,3 +198,11 @@ class Counters:
     def stats(self):
         """Each counter's latest total, as viewers last received it."""
         return {name: json.loads(encoded)["value"] for name, (_, encoded) in sorted(self._latest.items())}
+
+    FIGURES = (
+        Figure("", lambda counters: counters.stats()),
+        Figure(None, len, Metric("counters", GAUGE, "Counters the room keeps (POST /publish?key=NAME&op=...)")),
+        Figure(None, lambda counters: {name: float(value) for name, value in counters.stats().items()},
+               Metric("counter_total", GAUGE, "Each counter's total as viewers last received it (/stats gives it "
+                      "exactly)", ("counter",))),
+    )

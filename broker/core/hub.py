@@ -394,6 +394,5 @@ class Hub:
         Figure("starts", lambda hub: {outcome: hub.resumes.starts[outcome] for outcome in positions.OUTCOMES},
                Metric("position_starts", COUNTER, "Connections with positions, by how they started: open, "
                       "resumed, or a gap by its reason", ("outcome",))),
-        Figure("counters", lambda hub: hub.counters.stats()),
         Figure("uptime_s", _uptime),
     )

@@ -36,7 +36,7 @@ def parts(node, router):
     """``(place in /stats, part)`` of ``node`` (a :class:`broker.core.node.Node`) and its
     ``router`` (:class:`broker.transports.router.BrokerRouter`), in the order of ``/stats``;
     place ``""``: its figures at the top."""
-    every = (("", node.hub), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
+    every = (("", node.hub), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
              ("backplane", node.backplane), ("drain", node.drain), ("max_connection_age", node.ages),
              ("audience", node.audience), ("idempotency", node.idempotency), ("tls", node.tls), ("", Release))
     return [(place, part) for place, part in every if part is not None]

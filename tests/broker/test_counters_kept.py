@@ -53,6 +53,9 @@ def test_concurrent_adds_of_a_cent_make_an_exact_total(start_broker):
     values = [int(value.replace(".", "")) for value in seen]
     assert values == sorted(values), "a viewer never sees its total go down"
     assert broker.stats()["counters"] == {"raised": "40.00"}
+    status, metrics = broker.request("GET", "/metrics")
+    assert status == 200 and "sockjs_broker_counters 1.0" in metrics
+    assert 'sockjs_broker_counter_total{counter="raised"} 40.0' in metrics
 
 
 def test_the_answer_carries_the_exact_total_and_its_decimals(start_broker):
