@@ -183,6 +183,10 @@ class Counters:
         self._totals.clear()
         self._latest.clear()
 
+    def size(self):
+        """The bytes the counters' latest messages take in a first batch, a comma each."""
+        return sum(len(encoded) + 1 for _, encoded in self._latest.values())
+
     def merged(self, offsets, encoded):
         """``(offsets, encoded)``, the messages of a first batch, with every counter's latest
         message they lack, in offset order; themselves when no counter lacks."""

@@ -81,9 +81,9 @@ class Hub:
         self._groups = {}
         self._pending = Pending()
         self.history = History(max(keeping.history, keeping.replay), keeping.history_seconds)
-        self.resumes = Resumes(self.history, keeping, relay is not None)
-        self._resuming = self.resumes.waiting
         self.counters = Counters()
+        self.resumes = Resumes(self.history, keeping, relay is not None, self.counters)
+        self._resuming = self.resumes.waiting
         self._sent_until = (0, 0)
         self.announcement = Announcement()
         self._meter = RateMeter()

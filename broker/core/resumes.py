@@ -16,7 +16,8 @@ this module judges, builds each start's first batch, and keeps who waits):
   the cluster's epoch is in doubt every resume waits.
 * A first batch carries at most ``first_batch_bytes`` of messages (a
   client's ``--max-buffer``), however long the history and the replay: the
-  newest messages that fit. A resume whose messages do not all fit is a gap
+  counters' latest messages (:mod:`broker.core.counters`), which every first
+  batch carries, and the newest messages that fit beside them. A resume whose messages do not all fit is a gap
   (``expired``: more than the client could be sent at once), followed by
   those that fit. So a client that opens or resumes costs the broker at
   most its buffer's bound, never a copy of the history of its own.
@@ -163,11 +164,13 @@ class WaitingResumes:
 class Resumes:
     """The starts of the subscribers in ``history`` (a :class:`broker.core.history.History`),
     as ``keeping`` (a :class:`Keeping`) says, ``in_cluster`` when a relay
-    delivers: the ``epoch``, whether it is known (``epoch_known``), the ``starts`` by
+    delivers, beside the room's ``counters`` (a :class:`broker.core.counters.Counters`):
+    the ``epoch``, whether it is known (``epoch_known``), the ``starts`` by
     outcome, those ``waiting`` (see the module's rules)."""
 
-    def __init__(self, history, keeping, in_cluster, wall_clock=time.time):
+    def __init__(self, history, keeping, in_cluster, counters, wall_clock=time.time):
         self.history = history
+        self.counters = counters
         self.replay = keeping.replay
         self.first_batch_bytes = keeping.first_batch_bytes
         self.in_cluster = in_cluster
@@ -236,9 +239,9 @@ class Resumes:
 
     def _fitting(self, encoded):
         """How many of the last of ``encoded`` fit a first batch."""
-        limit = self.first_batch_bytes
-        if limit is None:
+        if self.first_batch_bytes is None:
             return len(encoded)
+        limit = self.first_batch_bytes - self.counters.size()
         size = 0
         for fitting, text in enumerate(reversed(encoded)):
             size += len(text) + 1  # its comma or bracket

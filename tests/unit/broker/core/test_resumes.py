@@ -1,3 +1,4 @@
+from broker.core.counters import Counters
 from broker.core.history import History
 from broker.core.hub import Keeping
 from broker.core.resumes import Resumes, Waiting, WaitingResumes
@@ -37,7 +38,7 @@ def test_deadlines_expire_in_the_order_they_came():
 def test_a_start_is_judged_by_the_history_and_the_epoch():
     history = History(10)
     history.add(["1", "2"], ['"a"', '"b"'], 0.0)
-    alone = Resumes(history, Keeping(replay=1), in_cluster=False)
+    alone = Resumes(history, Keeping(replay=1), in_cluster=False, counters=Counters())
     epoch = alone.epoch
     assert alone.judge(None) == ("open", None)
     assert alone.judge((epoch, "1")) == ("resumed", (1, 0))
@@ -51,7 +52,7 @@ def test_a_start_is_judged_by_the_history_and_the_epoch():
 def test_in_a_cluster_an_offset_ahead_waits_unless_no_broker_can_have_given_it_yet():
     history = History(10)
     history.add(["1000-0"], ['"a"'], 0.0)
-    cluster = Resumes(history, Keeping(), in_cluster=True, wall_clock=lambda: 2.0)
+    cluster = Resumes(history, Keeping(), in_cluster=True, counters=Counters(), wall_clock=lambda: 2.0)
     assert cluster.judge((cluster.epoch, "6000-0")) == (None, (6000, 0))
     assert cluster.judge((cluster.epoch, "7001-0")) == ("unknown", (7001, 0))
     cluster.epoch_known = False
@@ -61,7 +62,7 @@ def test_in_a_cluster_an_offset_ahead_waits_unless_no_broker_can_have_given_it_y
 def test_a_first_batch_carries_at_most_its_bound_of_messages():
     history = History(100)
     history.add([str(n) for n in range(1, 101)], ['"%s"' % ("x" * 98) for _ in range(100)], 0.0)
-    resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False)
+    resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False, counters=Counters())
     offsets, encoded = resumes.tail()
     assert offsets == [str(n) for n in range(92, 101)] and sum(len(e) + 1 for e in encoded) <= 1000
     # A resume whose messages do not fit is a gap, then the newest that do.
@@ -69,3 +70,14 @@ def test_a_first_batch_carries_at_most_its_bound_of_messages():
     assert '"reason":"expired"' in batch.lead and len(batch.encoded) == 9
     assert resumes.starts == {"expired": 1}
     assert resumes.first_batch(*resumes.judge((resumes.epoch, "95"))).offsets == [str(n) for n in range(96, 101)]
+
+
+def test_a_first_batch_keeps_room_for_the_counters_it_carries():
+    history = History(100)
+    history.add([str(n) for n in range(1, 101)], ['"%s"' % ("x" * 98) for _ in range(100)], 0.0)
+    counters = Counters()
+    counters.sent("raised", "7", '{"counter":"raised","value":"%s"}' % ("9" * 460))
+    resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False, counters=counters)
+    offsets, encoded = resumes.tail()
+    assert counters.size() + sum(len(e) + 1 for e in encoded) <= 1000
+    assert offsets == [str(n) for n in range(96, 101)]
