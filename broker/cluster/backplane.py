@@ -32,13 +32,15 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   the entry before that tail; when the stream holds no more than the tail,
   after the newest entry trimmed from it (XINFO STREAM), or at its
   beginning if none was.
-* A read is one blocking XREAD from the entry before the last one
-  delivered, which comes back first while the stream holds it
-  (:mod:`broker.cluster.state`). When it does not, the stream lost it: if
-  entries after it were trimmed before this broker read them (it fell more
-  than the stream's length behind), or it is not in the stream at all (a
-  failover's new primary, or a Redis restarted from its disk, lacks what
-  this broker delivered), its clients may have missed messages. Then the
+* A read is one blocking XREAD after the last entry delivered, pipelined
+  after an XRANGE that asks whether the stream still holds that entry
+  (Redis runs the two back to back; while the broker keeps up, the XREAD
+  waits, and a trim takes the oldest entries, never the newest). When it
+  does not, the stream lost it: if entries after it were trimmed before
+  this broker read them (it fell more than the stream's length behind), or
+  it is not in the stream at all (a failover's new primary, or a Redis
+  restarted from its disk, lacks what this broker delivered), its clients
+  may have missed messages (:mod:`broker.cluster.state` judges). Then the
   broker loads the stream's tail as at start and tells every client a
   ``gap``, before anything after the loss: ``expired`` when trimmed; for a
   lost history, a new epoch for the room (:data:`room_in_redis.NEW_EPOCH`),
@@ -365,12 +367,12 @@ class Backplane:
         """The entries after ``last_id``, or none when the stream lost ``last_id``
         and what follows it must wait for a reload (see the module's rules)."""
         last_id = self.state.last_id
-        reply = await self._answer(self._redis.xread({self.key: before(last_id)}, count=READ_COUNT + 1,
-                                                     block=BLOCK_MS))
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.xrange(self.key, last_id, last_id, count=1)
+        pipe.xread({self.key: last_id}, count=READ_COUNT, block=BLOCK_MS)
+        held, reply = await self._answer(pipe.execute())
         entries = reply[0][1] if reply else []
-        if entries and entries[0][0].decode() == last_id:
-            return entries[1:]
-        if not entries:
+        if held or not entries:
             return entries
         info = await self._answer(self._redis.xinfo_stream(self.key))
         loss = self.state.missing(_text(info["first-entry"][0]), info["entries-added"], info["length"])

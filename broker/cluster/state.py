@@ -11,9 +11,8 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 * ``last_id`` is the id of the newest stream entry delivered; reading resumes
   after it, so an entry is delivered at most once and, while Redis keeps it,
   at least once. Ids only grow.
-* A read asks for the entries after the one before ``last_id``
-  (:func:`before`), so that ``last_id`` comes back first while the stream
-  still holds it. When it does not, the stream lost it, and
+* A read asks too whether the stream still holds ``last_id``. When it
+  does not, the stream lost it, and
   :meth:`BackplaneState.missing` judges why: the stream holds entries older
   than it, so it was never in this stream (``failover``: the primary that
   took over, or a Redis restarted from its disk, did not have what this
@@ -58,7 +57,7 @@ def stream_id(text):
 
 
 def before(text):
-    """The stream id just before ``text``; ``"0-0"`` for itself."""
+    """The stream id just before ``text``; ``"0-0"`` for itself (where a history starts, after it)."""
     ms, seq = stream_id(text)
     if seq:
         return "%d-%d" % (ms, seq - 1)
