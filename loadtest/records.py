@@ -285,6 +285,10 @@ class Feed(Record):
     connected_rss_kb: Dict[str, int]
     final_rss_kb: Dict[str, int]
     end: str
+    publish: str = "plain"  # what went to POST /publish: plain messages, keyed (?key=), counter (adds)
+    publish_ms: Optional[Dict[str, Optional[float]]] = None  # each POST /publish until its answer
+    cpu_s: Optional[Dict[str, float]] = None  # each server process's CPU, first publish to last sample
+    counter_totals: Optional[Dict[str, Optional[str]]] = None  # counter: each broker's total at the end
 
 
 @dataclasses.dataclass(frozen=True)
@@ -384,6 +388,14 @@ class Rolling(Record):
     signal: str = "TERM"  # how each broker was stopped: TERM (a deploy), KILL (a crash)
     uncut_p99_ms: Optional[float] = None  # p99 during the restarts of the clients whose connection never ended
     first_connect_failures: Optional[Dict[str, int]] = None  # first connections that failed, each tried again
+    fail: str = "brokers"  # what failed: brokers (restarted in turn) or redis-primary (SIGKILLed once)
+    redis: str = "one"  # what the brokers joined: one redis-server, or sentinels (a primary, replicas, Sentinels)
+    silent: int = 0  # numbers a client skipped with no gap told before
+    delivered: int = 0  # deliveries from second 0 on
+    broker_cpu_s: Optional[float] = None  # the brokers' CPU seconds from second 0 on, without a restart
+    unavailable_s: Optional[float] = None  # from the first refused publish to the first accepted after it
+    catch_up_ms: Optional[Dict[str, float]] = None  # p50, p99: from the kill to the first message published after
+    publish_ms: Optional[Dict[str, float]] = None  # p50, p99 of the accepted publishes' round trips
 
     @property
     def killed(self):

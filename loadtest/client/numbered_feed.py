@@ -11,27 +11,40 @@ Rules:
   ever in flight to a broker on its way out, so none is sent twice or lost on the way.
 - Each publish is a blocking :class:`loadtest.client.publisher.Publisher` call in a thread
   beside the event loop; a publish that fails, or a broker that cannot be reached, ends
-  the feed with a :class:`~loadtest.client.publisher.PublishFailed`.
+  the feed with a :class:`~loadtest.client.publisher.PublishFailed`. With ``retry_s`` (a
+  failover), it carries an ``Idempotency-Key`` and, refused, is tried again as it was
+  (same body, same key: published once) every :data:`RETRY_PAUSE_S` at the next broker,
+  for up to ``retry_s`` seconds; ``refused_at`` is when the first refusal came,
+  ``back_at`` when the first 200 after it did (monotonic seconds), ``resumed`` that message.
+- ``round_trips_us``: each accepted publish's round trip, the answered attempt's.
 - It ends after ``seconds`` of messages, or at :meth:`NumberedFeed.stop`, whichever comes first.
 """
 
 import asyncio
+import time
 
 from loadtest.client import tls_context
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import PublishFailed, Publisher
 from loadtest.framing import endpoints, payload
 
+# Seconds between a refused publish and its retry: the unavailability is measured to about this.
+RETRY_PAUSE_S = 0.05
+
 
 class NumberedFeed:
     """Messages 1, 2, ... at ``rate`` a second to the brokers of ``urls`` (SockJS prefixes) in
-    turn, with the publish ``token``; ``published``: how many so far."""
+    turn, with the publish ``token``, refused ones tried again for ``retry_s`` seconds (0: none);
+    ``published``: how many so far."""
 
-    def __init__(self, urls, token, rate):
+    def __init__(self, urls, token, rate, retry_s=0.0):
         self.urls = list(urls)
         self.token = token
         self.rate = rate
+        self.retry_s = retry_s
         self.published = 0
+        self.refused_at = self.back_at = self.resumed = None
+        self.round_trips_us = []
         self.away = set()
         self._publishers = [None] * len(self.urls)
         self._turn = asyncio.Lock()
@@ -68,8 +81,30 @@ class NumberedFeed:
         self.away.discard(index)
 
     def _publish(self, number):
-        present = [index for index in range(len(self.urls)) if index not in self.away] or range(len(self.urls))
-        index = present[number % len(present)]
+        body = payload.message(payload.FEED_ID, number, now_us())
+        key = b"Idempotency-Key: feed-%d\r\n" % number if self.retry_s else b""
+        first = time.monotonic()
+        turn = number
+        while True:
+            began = time.monotonic()
+            present = [index for index in range(len(self.urls)) if index not in self.away] or range(len(self.urls))
+            index = present[turn % len(present)]
+            try:
+                self._connected(index).publish([body], headers=key)
+                break
+            except PublishFailed:
+                if not self.retry_s or began - first > self.retry_s:
+                    raise
+                self.refused_at = self.refused_at or began
+                self._close(index)
+                time.sleep(RETRY_PAUSE_S)
+                turn += 1
+        self.round_trips_us.append(round((time.monotonic() - began) * 1e6))
+        if self.refused_at is not None and self.back_at is None:
+            self.back_at, self.resumed = time.monotonic(), number
+
+    def _connected(self, index):
+        """The publisher of broker ``index``, connected if it was not."""
         if self._publishers[index] is None:
             service = endpoints.target(self.urls[index])
             try:
@@ -78,7 +113,7 @@ class NumberedFeed:
             except OSError as error:
                 raise PublishFailed("POST /publish: cannot connect to %s: %s" % (
                     service.netloc, error.strerror or error)) from None
-        self._publishers[index].publish([payload.message(payload.FEED_ID, number, now_us())])
+        return self._publishers[index]
 
     def _close(self, index):
         if self._publishers[index] is not None:

@@ -8,6 +8,9 @@ Rules:
   backend's publishes would.
 - Over TLS (``ssl_context``, for an ``https`` broker) each socket is wrapped as
   it connects, the handshake done before the first publish.
+- ``query`` (``b"?key=total&op=add"``) follows ``/publish`` in the requests of one
+  :meth:`Publisher.publish` call: a keyed message, or an amount for a counter.
+  ``headers`` (``b"Idempotency-Key: 7\r\n"``), header lines, go in each of them.
 - Every answer is read to its end, so a connection stays usable; anything but
   ``200`` raises :class:`PublishFailed` with the status and the broker's reason,
   and so does a connection that breaks or a broker that has not answered
@@ -32,18 +35,20 @@ class Publisher:
     TLS ones with ``ssl_context`` (:func:`loadtest.client.tls_context.context_for`)."""
 
     def __init__(self, host, port, token=None, connections=1, timeout=10.0, ssl_context=None):
-        self._head = b"POST /publish HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
+        self._headers = b"Host: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
         if token:
-            self._head += b"Authorization: Bearer %s\r\n" % token.encode()
+            self._headers += b"Authorization: Bearer %s\r\n" % token.encode()
         self.timeout = timeout
         self.sockets = [connect(host, port, timeout, ssl_context) for _ in range(connections)]
 
-    def publish(self, messages):
-        """Publish ``messages`` (bytes, at most one per connection), all sent before any answer is read."""
+    def publish(self, messages, query=b"", headers=b""):
+        """Publish ``messages`` (bytes, at most one per connection) to ``/publish`` and ``query``,
+        with ``headers`` too, all sent before any answer is read."""
         sockets = self.sockets[:len(messages)]
+        head = b"POST /publish%s HTTP/1.1\r\n%s%s" % (query, self._headers, headers)
         try:
             for sock, message in zip(sockets, messages):
-                sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(message), message))
+                sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(message), message))
             answers = [read_response(sock) for sock in sockets]
         except socket.timeout:
             raise PublishFailed("POST /publish: no answer within %g s" % self.timeout) from None

@@ -14,14 +14,21 @@ Rules:
   delay; after ``ATTEMPTS`` rounds it stays away (``never_back``).
 - A :class:`loadtest.method.timeline.Timeline` counts per second the sessions each broker took
   and lost and every delivery's lateness, apart for the clients never cut.
-- After :meth:`RollingGroup.settle`, an ending connection is neither followed nor counted."""
+- After :meth:`RollingGroup.settle`, an ending connection is neither followed nor counted.
+- A :class:`RollingSubscriber` keeps when it first delivered each number: a number never
+  delivered is lost, whatever came twice. A number beyond the next with no ``gap`` told since
+  its last delivery is a silent gap. After a gap in a new epoch the room's history comes
+  again: the numbers start over, and those delivered before are not delivered twice.
+"""
 
+import array
 import asyncio
 import collections
 import functools
 import random
 
-from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, StormGroup
+from loadtest.client.storm_clients import ATTEMPTS, CONNECT_TIMEOUT_S, StormGroup, StormSubscriber
+from loadtest.framing.resuming import GAP
 from loadtest.method.timeline import Timeline
 
 MASK_64 = (1 << 64) - 1
@@ -48,11 +55,48 @@ def draw(client_id, lost):
     return x ^ (x >> 31)
 
 
+class RollingSubscriber(StormSubscriber):
+    """A :class:`StormSubscriber` that keeps ``first_us[n]``, when it first delivered number ``n``
+    (0: never), and counts ``silent`` gaps (see the module's rules)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first_us = array.array("q")
+        self.silent = 0
+        self._told = False
+
+    def receive(self, envelope):
+        if isinstance(envelope, dict) and envelope.get("c") == GAP:
+            self._told = True
+            if envelope.get("epoch") != self.epoch:
+                self.last = None
+        return super().receive(envelope)
+
+    def delivered(self, offset, message):
+        before, numbered = self.last, self.numbered
+        super().delivered(offset, message)
+        if self.numbered == numbered:
+            return
+        number = self.last
+        if number > (before or 0) + 1 and not self._told:
+            self.silent += 1
+        self._told = False
+        if number >= len(self.first_us):
+            self.first_us.extend([0] * (number + 1 - len(self.first_us)))
+        self.first_us[number] = self.first_us[number] or self.last_us
+
+    def lost(self, last):
+        """How many of the numbers 1 to ``last`` it never delivered."""
+        delivered = self.first_us[1:last + 1]
+        return last - len(delivered) + delivered.count(0)
+
+
 class RollingGroup(StormGroup):
     """A :class:`StormGroup` whose subscribers follow the cluster (see the module's rules); ``on``:
     the broker each subscriber is on (None while it is away), ``ends``: why connections ended."""
 
     COMMANDS = StormGroup.COMMANDS + ("follow", "settle")
+    SUBSCRIBER = RollingSubscriber
 
     def __init__(self, spec):
         super().__init__(spec)
@@ -149,13 +193,19 @@ class RollingGroup(StormGroup):
         for returning in list(self._returns):
             returning.cancel()
 
-    def report(self, last):
-        """:meth:`StormGroup.counts`, the timeline's counts, why connections ended, the
-        attempts to come back that failed, the subscribers that never came back and the first
-        connections that failed (each tried again)."""
+    def report(self, last, target=None, since_us=None):
+        """:meth:`StormGroup.counts` (``missing``: the numbers never delivered), the timeline's
+        counts, why connections ended, the attempts to come back that failed, the subscribers
+        that never came back, the first connections that failed (each tried again), the
+        ``silent`` gaps; and ``catch_up_ms``: for each subscriber that delivered number
+        ``target``, the milliseconds from ``since_us`` (monotonic) until it first did."""
         report = self.counts(last)
+        subscribers = self.subscribers
+        delivered = [s.first_us[target] for s in subscribers if target is not None and target < len(s.first_us)]
         report.update(timeline=self.timeline.report(), ends=dict(self.ends), failures=dict(self.failures),
-                      never_back=self.never_back, first_failures=self.first_failures)
+                      never_back=self.never_back, first_failures=self.first_failures,
+                      missing=sum(s.lost(last) for s in subscribers), silent=sum(s.silent for s in subscribers),
+                      catch_up_ms=[round((at - since_us) / 1000.0, 1) for at in delivered if at])
         return report
 
     def close(self):

@@ -85,16 +85,18 @@ class StormSubscriber(ResumingSubscriber):
 
 class StormGroup:
     """The subscribers of a :class:`loadtest.client.connections.GroupSpec`, to its ``urls`` in turn.
-    ``COMMANDS``: what its worker process may be asked of it (:mod:`loadtest.client.workers`)."""
+    ``COMMANDS``: what its worker process may be asked of it (:mod:`loadtest.client.workers`);
+    ``SUBSCRIBER``: the class of its subscribers."""
 
     COMMANDS = ("connect", "drop", "come_back", "wait_for", "report")
+    SUBSCRIBER = StormSubscriber
 
     def __init__(self, spec):
         self.spec = spec
         self._clients = ClientGroup(dataclasses.replace(spec, listen=True))
         self.urls = list(spec.urls)
         self.first_id = spec.first_id
-        self.subscribers = [StormSubscriber() for _ in range(spec.count)]
+        self.subscribers = [self.SUBSCRIBER() for _ in range(spec.count)]
         self.connections = [None] * spec.count
         self.failures = collections.Counter()
         self.histogram = rules.new_histogram()

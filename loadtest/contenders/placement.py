@@ -188,6 +188,12 @@ class BrokerRun:
         token): by default one run, with none."""
         return cls.VARIANTS
 
+    @classmethod
+    def backplane(cls, args):
+        """What a cluster's brokers join (:attr:`loadtest.contenders.registry.Contender.backplane`):
+        by default None, one redis-server."""
+        return None
+
     async def run(self):
         raise NotImplementedError
 
@@ -207,6 +213,8 @@ def run_each_broker(args, scenario, transport, status):
     of its variants, saying how on ``status``. The exit status: 0 when every run was clean,
     130 when interrupted, else 1."""
     chosen = resolve_all(args.servers, status)
+    for contender in chosen:
+        contender.backplane = scenario.backplane(args)
     variants = scenario.variants(args)
     if not chosen:
         status.message("no broker to run")

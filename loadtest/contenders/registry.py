@@ -71,7 +71,10 @@ class Unavailable(LoadTestError):
 
 class Contender:
     """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``;
-    ``joined``: its processes join through Redis (``--redis``)."""
+    ``joined``: its processes join through Redis (``--redis``); ``backplane``: None (one
+    redis-server), or what starts the Redis they join, given its CPU (a scenario sets it)."""
+
+    backplane = None
 
     def __init__(self, label, argv, runtime, cwd=REPO_ROOT, joined=False):
         self.label = label

@@ -4,10 +4,11 @@ Rules (docs/deployment.rst, "Redis"):
 
 - A contender that is not ``joined`` runs as one process. A joined one
   (``cluster-cpython``, ``cluster-pypy``) runs ``brokers`` processes, after one
-  ``redis-server`` without persistence (:class:`loadtest.contenders.redis_server.RedisServer`)
-  that every broker joins with ``--redis``; a cluster of one is a broker
-  paying for the backplane.
-- Process ``i`` is pinned to ``cpus[i % len(cpus)]`` and Redis to ``cpus[0]``
+  ``redis-server`` without persistence (:class:`loadtest.contenders.redis_server.RedisServer`),
+  or the contender's ``backplane`` (a primary, replicas and Sentinels:
+  :class:`loadtest.contenders.redis_sentinel.SentinelGroup`), that every broker joins with
+  ``--redis``; a cluster of one is a broker paying for the backplane.
+- Process ``i`` is pinned to ``cpus[i % len(cpus)]`` and Redis (all of it) to ``cpus[0]``
   (nothing is pinned without CPUs): a cluster's processes share the server's
   CPUs, as they would share a machine.
 - Every process gets the same ``flags`` after the contender's own (a publish
@@ -67,6 +68,13 @@ class Cluster:
             self.redis.stop()
 
 
+def one_redis(cpu):
+    """A :class:`RedisServer` pinned to ``cpu``: what a cluster joins unless its contender says otherwise."""
+    redis = RedisServer()
+    affinity.pin(redis.pid, cpu)
+    return redis
+
+
 def launch(contender, brokers=1, cpus=(), flags=(), timeout=60.0):
     """Start ``contender`` (a :class:`loadtest.contenders.registry.Contender`): a :class:`Cluster`.
 
@@ -74,12 +82,11 @@ def launch(contender, brokers=1, cpus=(), flags=(), timeout=60.0):
     """
     if brokers > 1 and not contender.joined:
         raise ValueError("%s runs as one process; a cluster needs cluster-cpython or cluster-pypy" % contender.label)
-    redis = RedisServer() if contender.joined else None
+    redis = (contender.backplane or one_redis)(cpus[0] if cpus else None) if contender.joined else None
     cluster = Cluster([], redis)
     try:
         joined = []
         if redis is not None:
-            affinity.pin(redis.pid, cpus[0] if cpus else None)
             joined = ["--redis", redis.url]
         for i in range(brokers):
             cluster.servers.append(child_process.launch(

@@ -112,12 +112,24 @@ def feed_sample_line(sample):
 
 
 def feed_verdict_line(record):
-    """The line a person reads when a feed (a :class:`loadtest.records.Feed`) ends."""
-    delivery = record.delivery_ms
-    return ("%s x%d: %s listeners, %d published, delivered p50 %s p99 %s max %s ms; %d missing, %d twice, "
-            "%d dropped (%s)" % (record.server, record.brokers, _num(record.connected), record.published,
-                                 _ms(delivery["p50"]), _ms(delivery["p99"]), _ms(delivery["max"]), record.short,
-                                 record.extra, record.dropped, record.end))
+    """The line a person reads when a feed (a :class:`loadtest.records.Feed`) ends: what it
+    published, how fast and answered when, what the servers' CPU cost per publish and per delivery."""
+    delivery, answered, cpu_s = record.delivery_ms, record.publish_ms, record.cpu_s
+    brokers_s = sum(seconds for name, seconds in cpu_s.items() if name != "redis")
+    return ("%s x%d %s: %s listeners, %d published (%.0f/s, answered p50 %s p99 %s ms), delivered p50 %s p99 %s "
+            "max %s ms; CPU us per publish: brokers %s, redis %s, per delivery %s%s; %d missing, %d twice, "
+            "%d dropped (%s)" % (
+                record.server, record.brokers, record.publish, _num(record.connected), record.published,
+                record.published / record.duration_s if record.duration_s else 0, _ms(answered["p50"]),
+                _ms(answered["p99"]), _ms(delivery["p50"]), _ms(delivery["p99"]), _ms(delivery["max"]),
+                _us_each(brokers_s, record.published), _us_each(cpu_s.get("redis"), record.published),
+                _us_each(brokers_s, record.received),
+                "; counter totals %s" % ",".join(map(str, record.counter_totals.values())) if record.counter_totals
+                else "", record.short, record.extra, record.dropped, record.end))
+
+
+def _us_each(seconds, count):
+    return "-" if seconds is None or not count else "%.1f" % (seconds * 1e6 / count)
 
 
 def burst_line(result):

@@ -7,7 +7,17 @@ Rules (BENCHMARKS.rst, "C100K"):
   one machine, one monotonic clock. A publish waits in a thread, so the listeners of
   this process are read meanwhile; one not answered in 10 s ends the run.
 - After the last publish the listeners get ``LOSS_AFTER_S``; then every connection still
-  open must have had every message once (``short``, ``extra``, dropped with reasons)."""
+  open must have had every message once (``short``, ``extra``, dropped with reasons).
+- ``--publish keyed`` sends the same messages under ``?key=total``; ``counter`` adds ``1`` to
+  the counter ``total`` (``?key=total&op=add``) instead, and each listener receives the broker's
+  ``{"counter":"total","value":"N"}``: no publish time, so counted but not timed. A listener
+  counts a frame's messages by their quotes (:func:`loadtest.framing.payload.count_sockjs_messages`):
+  ``COUNTED_PER_COUNTER`` for one of these. At the end every broker's ``/stats`` must give the
+  total as the number of adds (``counter_totals``).
+- Each publish's round trip (``publish_ms``) is timed in its thread, and the CPU seconds of
+  every server process (``cpu_s``) are summed from the first publish to the last sample.
+- Publishing stops after ``--duration`` even with messages still due: a publisher behind its
+  rate publishes back to back, and ``published / duration_s`` is the rate it reached."""
 
 import asyncio
 import time
@@ -15,7 +25,7 @@ import time
 from loadtest import arguments, records
 from loadtest.client import connections, tls_context, workers
 from loadtest.client.publisher import Publisher
-from loadtest.client.server_probe import ServerProbe
+from loadtest.client.server_probe import ServerProbe, server_stats
 from loadtest.contenders import placement, registry
 from loadtest.framing import endpoints, payload
 from loadtest.method import rules
@@ -23,6 +33,9 @@ from loadtest.method.rules import End
 from loadtest.results import console
 
 DRAIN_CHECK_S = 0.25
+COUNTER = "total"
+QUERIES = {"plain": b"", "keyed": b"?key=" + COUNTER.encode(), "counter": b"?key=%s&op=add" % COUNTER.encode()}
+COUNTED_PER_COUNTER = 4  # {"counter":"total","value":"N"} holds 8 quotes
 
 
 SUMMARY = "a backend publishes over HTTP to a large audience, over a cluster of brokers"
@@ -40,6 +53,8 @@ def add_arguments(parser):
                      help="seconds of publishing")
     arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0,
                      help="seconds per sample")
+    arguments.option(parser, "--publish", choices=list(QUERIES), default="plain",
+                     help="plain messages, the same under ?key=%s, or adds of 1 to the counter %s" % (COUNTER, COUNTER))
     placement.add_broker_run_arguments(parser, registry.BROKERS, registry.CLUSTERS, brokers=2)
 
 
@@ -51,7 +66,10 @@ class FeedRun(placement.BrokerRun):
         self.probe = ServerProbe(self.cluster.pids())
         self.probe.cpu_shares()
         self.histogram = rules.new_histogram()
+        self.publish_histogram = rules.new_histogram()
+        self.counted = COUNTED_PER_COUNTER if args.publish == "counter" else 1
         self.received = 0
+        self.cpu_s = {}
 
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
@@ -66,13 +84,13 @@ class FeedRun(placement.BrokerRun):
             connected_rss = self.probe.rss_kb_each()
             if failures:
                 text = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
-                return self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
-                                     await _sample(groups))
+                return await self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
+                                           await _sample(groups))
             self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
                 self.label, args.clients, len(self.cluster.servers), connect_s, console.cluster_rss(connected_rss)))
             published, elapsed = await self._publish(groups)
             last = await self._drain(groups, published, elapsed)
-            return self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
+            return await self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
         finally:
             for group in groups:
                 group.close()
@@ -94,13 +112,13 @@ class FeedRun(placement.BrokerRun):
         start = loop.time()
         next_sample = start + args.sample
         try:
-            while published < total:
+            while published < total and loop.time() < start + args.duration:
                 now = loop.time()
-                due = min(total, int((now - start) * args.rate) + 1)
-                while published < due:
+                if published < min(total, int((now - start) * args.rate) + 1):
                     published += 1
-                    message = payload.message(payload.FEED_ID, published, connections.now_us())
-                    await loop.run_in_executor(None, publishers[published % len(publishers)].publish, [message])
+                    publisher = publishers[published % len(publishers)]
+                    took_s = await loop.run_in_executor(None, self._publish_one, publisher, published)
+                    self.publish_histogram.record_value(max(1, int(took_s * 1e6)))
                 if now >= next_sample:
                     self._record(await _sample(groups), now - start, published - sampled)
                     sampled = published
@@ -114,12 +132,20 @@ class FeedRun(placement.BrokerRun):
         self._record(await _sample(groups), elapsed, published - sampled)
         return published, elapsed
 
+    def _publish_one(self, publisher, number):
+        """Publish message ``number`` (``--publish``) with ``publisher``, in a thread: the seconds it took."""
+        counter = self.args.publish == "counter"
+        body = b"1" if counter else payload.message(payload.FEED_ID, number, connections.now_us())
+        started = time.monotonic()
+        publisher.publish([body], QUERIES[self.args.publish])
+        return time.monotonic() - started
+
     async def _drain(self, groups, published, elapsed):
         """Wait until every listener has every message or ``LOSS_AFTER_S`` passed; the last sample."""
         loop = asyncio.get_event_loop()
         deadline = loop.time() + rules.LOSS_AFTER_S
         while True:
-            last = await _sample(groups, expected=published)
+            last = await _sample(groups, expected=published * self.counted)
             self._record(last, elapsed, 0)
             if last.short == 0 or loop.time() >= deadline:
                 return last
@@ -128,25 +154,33 @@ class FeedRun(placement.BrokerRun):
     def _record(self, part, elapsed, published):
         """Count ``part`` in and write its sample record (a drain's empty checks are not written)."""
         self.histogram.add(part.histogram)
-        self.received += part.received
+        self.received += part.received // self.counted
         if not (part.received or published or part.drop_reasons):
             return
         cpu, seconds = self.probe.cpu_shares()
+        for name, share in cpu.items():
+            self.cpu_s[name] = self.cpu_s.get(name, 0.0) + share * seconds
         sample = records.FeedSample(
-            server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received,
+            server=self.label, elapsed_s=round(elapsed, 1), published=published, received=part.received // self.counted,
             alive=part.alive, delivery_ms=rules.rtt_summary(part.histogram), rss_kb=self.probe.rss_kb_each(),
             cpu=cpu, client_cpu=round(part.cpu_s / seconds, 4))
         self.out.write(sample)
         self.status.message(console.feed_sample_line(sample))
 
-    def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
+    async def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
+        totals = {}
+        if self.args.publish == "counter":
+            for name, url in zip(self.cluster.pids(), self.cluster.urls):
+                totals[name] = ((await server_stats(url)) or {}).get("counters", {}).get(COUNTER)
         record = records.Feed(
             server=self.label, brokers=len(self.cluster.servers), clients=self.args.clients,
             connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=self.args.rate,
-            duration_s=round(elapsed, 1), published=published, received=self.received, short=last.short,
-            extra=last.extra, dropped=sum(last.drop_reasons.values()), drop_reasons=last.drop_reasons,
-            delivery_ms=rules.rtt_summary(self.histogram), connected_rss_kb=connected_rss,
-            final_rss_kb=self.probe.rss_kb_each(), end=end)
+            duration_s=round(elapsed, 1), published=published, received=self.received,
+            short=last.short // self.counted, extra=last.extra // self.counted, dropped=sum(last.drop_reasons.values()),
+            drop_reasons=last.drop_reasons, delivery_ms=rules.rtt_summary(self.histogram),
+            connected_rss_kb=connected_rss, final_rss_kb=self.probe.rss_kb_each(), end=end, publish=self.args.publish,
+            publish_ms=rules.rtt_summary(self.publish_histogram), cpu_s={n: round(s, 3) for n, s in self.cpu_s.items()},
+            counter_totals=totals)
         self.out.write(record)
         return record
 
@@ -154,8 +188,10 @@ class FeedRun(placement.BrokerRun):
 
     @staticmethod
     def clean(record):
-        """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody dropped."""
-        return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped)
+        """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody
+        dropped, and every broker's counter at the number of adds."""
+        return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped) and all(
+            total == str(record.published) for total in record.counter_totals.values())
 
 
 async def _sample(groups, expected=None):

@@ -14,7 +14,14 @@ What it runs and how to read it: docs/load-testing.rst, "Deploy day". Rules:
   (:mod:`loadtest.method.timeline`), a ``rolling`` with the verdict
   (:mod:`loadtest.method.rolling_verdict`) plus how the run ended, the clients that never
   came back and any broker that did not exit as it was stopped. Exit status 0 when every
-  run passed."""
+  run passed.
+- ``--redis sentinels``: the brokers join a primary, two replicas and three Sentinels
+  (:mod:`loadtest.contenders.redis_sentinel`) and the feed retries refused publishes.
+  ``--fail redis-primary``: no broker is restarted; the primary is SIGKILLed ``--before``
+  seconds in, and ``--after`` seconds of publishing follow the first publish accepted
+  again. The run counts the seconds publishes were refused and, per client, the time
+  from the kill until it delivered the first message published after it.
+- Without a restart, the brokers' CPU seconds from second 0 to the end are recorded."""
 
 import asyncio
 import collections
@@ -24,13 +31,13 @@ import signal
 import tempfile
 import time
 
-from loadtest import arguments, records
+from loadtest import arguments, procstat, records
 from loadtest.client import connections, server_probe, workers
 from loadtest.client.broker_counts import BrokerCounts
 from loadtest.client.numbered_feed import NumberedFeed
 from loadtest.client.rolling_clients import RollingGroup
 from loadtest.client.storm_clients import connect_all
-from loadtest.contenders import haproxy, placement, registry
+from loadtest.contenders import haproxy, placement, redis_sentinel, registry
 from loadtest.errors import LoadTestError
 from loadtest.framing import endpoints
 from loadtest.method import rolling_verdict, timeline
@@ -43,6 +50,8 @@ EXIT_GRACE_S = 10.0
 # --drain-seconds (broker.core.drain.MAX_STRETCH).
 DRAIN_STRETCH = 2.0
 HEALTH_TIMEOUT_S = 30.0
+# The most seconds a failover may refuse publishes: a publish refused longer ends the run.
+FAILOVER_TIMEOUT_S = 60.0
 
 SUMMARY = "deploy day: a cluster's brokers restarted in turn, with a drain and without"
 DESCRIPTION = ("Start a cluster of brokers joined through Redis, connect resuming subscribers, publish numbered "
@@ -78,6 +87,12 @@ OPTIONS = (
      "how each broker is stopped: TERM, as a deploy stops it, or KILL, as a crash does (with --drain-seconds 0)"),
     ("--broker-flags", arguments.broker_flags, "",
      "more broker flags for every run, one string (e.g. \"--max-accept-rate 300\")"),
+    ("--redis", arguments.name_from("backplane", ("one", "sentinels")), "one",
+     "what the brokers join: one redis-server, or sentinels: a primary, two replicas and three Sentinels "
+     "(redis+sentinel://), the feed retrying refused publishes with their Idempotency-Key"),
+    ("--fail", arguments.name_from("failure", ("brokers", "redis-primary")), "brokers",
+     "what fails: brokers, restarted in turn; or redis-primary (with --redis sentinels): no broker restarted, "
+     "the primary SIGKILLed once, --before seconds in"),
     ("--source-addresses", arguments.parse_source_addresses, (),
      "local addresses to spread the clients over, e.g. 127.0.0.2-127.0.0.241 (haproxy limits the requests of "
      "each address)"),
@@ -107,6 +122,8 @@ class RollingRun(placement.BrokerRun):
         self.restarts = []
         self.proxies = []
         self.counts = None
+        self.killed_at = None
+        self.cpu_s = None
 
     async def run(self):
         """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
@@ -151,11 +168,15 @@ class RollingRun(placement.BrokerRun):
         if self.counts is not None:
             self.counts.start(self.origin)
         await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
-        self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
+        cpu_before = self._cpu_seconds()
+        self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate,
+                                 FAILOVER_TIMEOUT_S if args.redis == "sentinels" else 0.0)
         publishing = asyncio.ensure_future(self.feed.run(self._longest()))
         end = End.COMPLETED.text()
         try:
             await asyncio.sleep(args.before)
+            if args.fail == "redis-primary":
+                await self._kill_primary()
             restarted = self._restarted()
             for index in range(restarted):
                 await self._restart(index)
@@ -172,17 +193,40 @@ class RollingRun(placement.BrokerRun):
                 end = End.SERVER_GONE.text(str(error))
         await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
         await asyncio.gather(*(group.settle() for group in groups))
+        if cpu_before is not None and not self._restarted():
+            self.cpu_s = round(self._cpu_seconds() - cpu_before, 2)
         return end
 
+    def _cpu_seconds(self):
+        """The CPU seconds of every broker so far, or None if one has exited."""
+        try:
+            return sum(procstat.cpu_seconds(server.pid) for server in self.cluster.servers)
+        except procstat.ProcessGone:
+            return None
+
+    async def _kill_primary(self):
+        """SIGKILL the Redis primary, then wait until a publish is accepted after one was refused."""
+        self.killed_at = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, lambda: self.cluster.redis.primary().kill())
+        while self.feed.back_at is None or self.feed.back_at < self.killed_at:
+            if time.monotonic() > self.killed_at + FAILOVER_TIMEOUT_S:
+                raise LoadTestError("no publish refused then accepted within %g s of the kill" % FAILOVER_TIMEOUT_S)
+            await asyncio.sleep(0.05)
+        self.status.message("%s: primary killed at %.1f s, publishes refused for %.2f s" % (
+            self.label, self.killed_at - self.origin, self.feed.back_at - self.feed.refused_at))
+
     def _longest(self):
-        """The most seconds the publishing can last, every broker taking as long as it may."""
+        """The most seconds the publishing can last, every broker (or the failover) taking as long as it may."""
         args = self.args
         each = DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S + args.pause
-        return args.before + self._restarted() * each + args.after
+        failover = FAILOVER_TIMEOUT_S if args.fail == "redis-primary" else 0.0
+        return args.before + self._restarted() * each + failover + args.after
 
     def _restarted(self):
-        """How many brokers the run restarts: ``--restarts``, or every one."""
+        """How many brokers the run restarts: ``--restarts``, or every one (none with ``--fail redis-primary``)."""
         brokers = len(self.cluster.servers)
+        if self.args.fail == "redis-primary":
+            return 0
         return brokers if self.args.restarts is None else min(self.args.restarts, brokers)
 
     def _now(self):
@@ -224,9 +268,13 @@ class RollingRun(placement.BrokerRun):
         published = self.feed.published if self.feed is not None else 0
         if self.counts is not None:
             await self.counts.stop()
-        reports = await asyncio.gather(*(group.report(published) for group in groups))
+        feed, failover = self.feed, args.fail == "redis-primary"
+        target = feed.resumed + 1 if feed is not None and feed.resumed is not None else None
+        since_us = None if self.killed_at is None else round(self.killed_at * 1e6)
+        reports = await asyncio.gather(*(group.report(published, target, since_us) for group in groups))
         total = {key: sum(report[key] for report in reports)
-                 for key in ("connected", "complete", "missing", "repeated", "duplicates", "never_back")}
+                 for key in ("connected", "complete", "missing", "repeated", "duplicates", "never_back", "silent")}
+        catch_up = collections.Counter(ms for report in reports for ms in report["catch_up_ms"])
         gaps = workers.summed(report["gaps"] for report in reports)
         timelines = [report["timeline"] for report in reports]
         if self.counts is None:
@@ -249,9 +297,14 @@ class RollingRun(placement.BrokerRun):
         verdict = rolling_verdict.judge(
             rows, lateness, window,
             rolling_verdict.Load(args.clients, brokers, self.drain_s, args.signal != "TERM"),
-            rolling_verdict.Losses(total["missing"], total["repeated"], sum(gaps.values())),
+            rolling_verdict.Losses(total["missing"], total["repeated"], 0 if failover else sum(gaps.values()),
+                                   total["silent"]),
             timeline.uncut_lateness(timelines))
         failures = list(verdict.failures)
+        late = args.clients - sum(catch_up.values())
+        if failover and target is not None and target <= published and late:
+            failures.append("%d clients never delivered message %d, the first published after the failover" % (
+                late, target))
         if End.of(end) is not End.COMPLETED:
             failures.insert(0, end)
         if total["never_back"]:
@@ -277,9 +330,18 @@ class RollingRun(placement.BrokerRun):
             restart_p99_ms=verdict.restart_p99_ms, uncut_p99_ms=verdict.uncut_p99_ms,
             worst_second_p99_ms=verdict.worst_second_p99_ms,
             p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end, haproxy=len(self.proxies),
-            proxy_answers=_answers(self.proxies), signal=self.args.signal)
+            proxy_answers=_answers(self.proxies), signal=self.args.signal, fail=args.fail, redis=args.redis,
+            silent=total["silent"], delivered=sum(row.delivered for row in rows), broker_cpu_s=self.cpu_s,
+            unavailable_s=None if feed is None or feed.back_at is None else round(feed.back_at - feed.refused_at, 2),
+            catch_up_ms=_percentiles(catch_up) if catch_up else None,
+            publish_ms=_percentiles(collections.Counter(feed.round_trips_us), 1000.0) if feed is not None else None)
         self.out.write(record)
         return record
+
+    @classmethod
+    def backplane(cls, args):
+        """A primary, replicas and Sentinels with ``--redis sentinels``; else one redis-server."""
+        return redis_sentinel.ready_group if args.redis == "sentinels" else None
 
     @classmethod
     def variants(cls, args):
@@ -295,7 +357,11 @@ class RollingRun(placement.BrokerRun):
         p99_bound = "" if record.p99_bound_ms is None else " (at most %s)" % record.p99_bound_ms
         through = "" if not record.haproxy else " through %d haproxy (answers %s)" % (
             record.haproxy, ", ".join("%s: %d" % item for item in record.proxy_answers.items()))
-        if record.restart_s is None:
+        if record.fail == "redis-primary":
+            catch_up = record.catch_up_ms or {}
+            restarts = "primary killed: publishes refused for %s s, catch-up p50 %s ms, p99 %s ms, %d silent gaps" % (
+                record.unavailable_s, catch_up.get("p50", "-"), catch_up.get("p99", "-"), record.silent)
+        elif record.restart_s is None:
             restarts = "no restart"
         else:
             restarts = "peak %d new sessions/s at broker %s%s; p99 %s ms during the restarts%s (of the uncut clients " \
@@ -309,7 +375,7 @@ class RollingRun(placement.BrokerRun):
                     "SIG" + record.signal if record.killed else "drain %g s" % record.drain_s, record.transport,
                     record.complete, record.clients, retried,
                     record.published, record.lost, record.twice, record.resent, sum(record.gaps.values()) or "none",
-                    restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed"))
+                    restarts, record.steady_p99_ms, "; ".join(record.failures) or "passed")) + _costs(record)
 
     @staticmethod
     def clean(record):
@@ -327,6 +393,19 @@ def _answers(proxies):
     return {str(status): total[status] for status in sorted(total)}
 
 
+def _costs(record):
+    """What a publish's round trip and a delivery cost, when measured: `` (publish p50 ... )`` or nothing."""
+    if not record.publish_ms or not record.broker_cpu_s or not record.delivered:
+        return ""
+    return " (publish p50 %s ms, p99 %s ms; brokers' CPU %.1f us per delivery)" % (
+        record.publish_ms["p50"], record.publish_ms["p99"], 1e6 * record.broker_cpu_s / record.delivered)
+
+
+def _percentiles(counts, scale=1.0):
+    """``{"p50": .., "p99": ..}`` of ``counts`` (``{value: n}``, not empty), each divided by ``scale``."""
+    return {"p%d" % point: round(timeline.percentile(counts, point) / scale, 2) for point in (50, 99)}
+
+
 def _round(value):
     return "%g" % round(value, 1)
 
@@ -337,6 +416,10 @@ def run(parser, args):
         parser.error("--transport raw: the raw websocket carries no positions, and a client resumes")
     if args.brokers < 2:
         parser.error("--brokers %d: a restart sends a broker's clients to another, so 2 or more" % args.brokers)
+    if args.fail == "redis-primary" and args.redis != "sentinels":
+        parser.error("--fail redis-primary: a failover needs --redis sentinels")
+    if args.redis == "sentinels" and redis_sentinel.REDIS_SENTINEL is None:
+        parser.error("--redis sentinels: " + redis_sentinel.HOWTO)
     if args.signal != "TERM" and args.drain_seconds != [0.0]:
         parser.error("--signal %s: a killed broker drains nothing, so --drain-seconds 0" % args.signal)
     if args.haproxy:

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-import redis_sentinels
 from cluster_clients import TOKEN
+from loadtest.contenders import redis_sentinel
 
 
 @pytest.fixture
@@ -21,12 +21,12 @@ def start_cluster(start_broker):
 
 @pytest.fixture
 def sentinel_group(redis_installed, tmp_path):
-    """A primary, two replicas and three Sentinels (:mod:`redis_sentinels`), ready to fail over."""
-    if redis_sentinels.REDIS_SENTINEL is None:
+    """A primary, two replicas and three Sentinels (:mod:`loadtest.contenders.redis_sentinel`), ready to fail over."""
+    if redis_sentinel.REDIS_SENTINEL is None:
         if os.environ.get("CI"):
-            pytest.fail(redis_sentinels.HOWTO, pytrace=False)
-        pytest.skip(redis_sentinels.HOWTO)
-    group = redis_sentinels.SentinelGroup(tmp_path)
+            pytest.fail(redis_sentinel.HOWTO, pytrace=False)
+        pytest.skip(redis_sentinel.HOWTO)
+    group = redis_sentinel.SentinelGroup(tmp_path)
     try:
         group.wait_ready()
         yield group

@@ -43,3 +43,24 @@ def test_a_broker_runs_alone_without_redis(tmp_path):
     summary, = found["feed"]
     assert (summary.connected, summary.received, summary.short) == (20, 20 * summary.published, 0)
     assert set(summary.final_rss_kb) == {"broker1"}
+
+
+def test_every_add_to_the_counter_reaches_every_listener_of_every_broker_once(tmp_path, redis_installed):
+    found = feed(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--clients", "30", "--rate", "10",
+                 "--duration", "2", "--sample", "1", "--publish", "counter")
+    summary, = found["feed"]
+    assert (summary.publish, summary.published, summary.connected) == ("counter", 20, 30)
+    assert (summary.received, summary.short, summary.extra, summary.dropped) == (30 * 20, 0, 0, 0)
+    assert summary.counter_totals == {"broker1": "20", "broker2": "20", "broker3": "20"}
+    assert summary.delivery_ms["p50"] is None  # a counter's message carries no publish time
+    assert 0 < summary.publish_ms["p50"] <= summary.publish_ms["p99"] < 10000
+    assert set(summary.cpu_s) == {"broker1", "broker2", "broker3", "redis"} and summary.cpu_s["broker1"] > 0
+    assert sum(s.received for s in found["feed_sample"]) == 30 * 20
+
+
+def test_a_keyed_feed_is_timed_as_the_plain_one(tmp_path):
+    found = feed(tmp_path, "--servers", "broker-cpython", "--clients", "20", "--rate", "10", "--duration", "1",
+                 "--sample", "1", "--publish", "keyed")
+    summary, = found["feed"]
+    assert (summary.publish, summary.received, summary.short, summary.counter_totals) == ("keyed", 20 * 10, 0, {})
+    assert summary.delivery_ms["p50"] is not None and summary.publish_ms["p50"] is not None

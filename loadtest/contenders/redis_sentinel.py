@@ -1,9 +1,14 @@
 """A Redis primary, its replicas and the Sentinels that watch them: Debian's ``redis-server``
-and ``redis-sentinel`` as child processes on free loopback ports, for failover tests.
+and ``redis-sentinel`` as child processes on free loopback ports, for failover tests and drills.
 
-The Sentinels take the primary for down after :data:`DOWN_AFTER_MS` of silence and
-agree by a quorum of two. Ready means every Sentinel knows every replica and the other
-Sentinels, and every replica is in sync: a failover can happen.
+Rules:
+
+- The Sentinels take the primary for down after :data:`DOWN_AFTER_MS` of silence and
+  agree by a quorum of two. Ready means every Sentinel knows every replica and the other
+  Sentinels, and every replica is in sync: a failover can happen.
+- Every node is pinned to the group's ``cpu`` (None: not pinned); the files of the replicas
+  and Sentinels live in a ``directory`` given, or in a temporary one the group removes.
+- A node killed keeps its port taken until the group stops (:meth:`RedisNode.kill`).
 """
 
 import os
@@ -11,11 +16,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import redis
 
-from loadtest.contenders.child_process import free_port, stop_process
+from loadtest import affinity
+from loadtest.contenders.child_process import ServerError, free_port, stop_process
 from loadtest.contenders.redis_server import REDIS_SERVER
 
 REDIS_SENTINEL = shutil.which("redis-sentinel", path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")
@@ -25,13 +32,14 @@ DOWN_AFTER_MS = 1000
 FAILOVER_TIMEOUT_MS = 5000
 
 
-class Node:
+class RedisNode:
     """One ``redis-server`` or ``redis-sentinel`` process on ``port``."""
 
-    def __init__(self, argv, port):
+    def __init__(self, argv, port, cpu=None):
         self.argv = argv
         self.port = port
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        affinity.pin(self.process.pid, cpu)
         self.client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2, decode_responses=True)
         self._held = None
 
@@ -55,8 +63,8 @@ class Node:
             stop_process(self.process)
 
 
-def _server(directory, replica_of=None):
-    """A redis-server; a replica writes the copy it syncs from in ``directory``, its own."""
+def _server(directory, cpu, replica_of=None):
+    """A redis-server on ``cpu``; a replica writes the copy it syncs from in ``directory``, its own."""
     port = free_port()
     directory = os.path.join(str(directory), "redis-%d" % port)
     os.mkdir(directory)
@@ -66,10 +74,10 @@ def _server(directory, replica_of=None):
             "--repl-diskless-sync-delay", "0"]
     if replica_of is not None:
         argv += ["--replicaof", "127.0.0.1", str(replica_of)]
-    return Node(argv, port)
+    return RedisNode(argv, port, cpu)
 
 
-def _sentinel(directory, primary_port, quorum):
+def _sentinel(directory, cpu, primary_port, quorum):
     port = free_port()
     config = os.path.join(str(directory), "sentinel-%d.conf" % port)
     with open(config, "w") as lines:
@@ -78,7 +86,7 @@ def _sentinel(directory, primary_port, quorum):
                     "sentinel down-after-milliseconds %s %d\n"
                     "sentinel failover-timeout %s %d\n"
                     % (port, PRIMARY, primary_port, quorum, PRIMARY, DOWN_AFTER_MS, PRIMARY, FAILOVER_TIMEOUT_MS))
-    return Node([REDIS_SENTINEL, config], port)
+    return RedisNode([REDIS_SENTINEL, config], port, cpu)
 
 
 def _listed(reply):
@@ -92,14 +100,21 @@ def _primary(sentinel):
 
 
 class SentinelGroup:
-    """A primary, ``replicas`` replicas of it, ``sentinels`` Sentinels (config files in ``directory``)."""
+    """A primary, ``replicas`` replicas of it, ``sentinels`` Sentinels (config files in
+    ``directory``), on ``cpu``; ``url``: the ``--redis`` of a broker that joins it, ``pid``: the
+    first primary's."""
 
-    def __init__(self, directory, replicas=2, sentinels=3):
+    def __init__(self, directory=None, replicas=2, sentinels=3, cpu=None):
+        if REDIS_SENTINEL is None:
+            raise ServerError(HOWTO)
+        self._temporary = tempfile.TemporaryDirectory(prefix="sentinels-") if directory is None else None
+        directory = directory if directory is not None else self._temporary.name
         self.nodes = []
-        primary = self._add(_server(directory))
+        primary = self._add(_server(directory, cpu))
+        self.pid = primary.process.pid
         for _ in range(replicas):
-            self._add(_server(directory, primary.port))
-        self.sentinels = [self._add(_sentinel(directory, primary.port, 2)) for _ in range(sentinels)]
+            self._add(_server(directory, cpu, primary.port))
+        self.sentinels = [self._add(_sentinel(directory, cpu, primary.port, 2)) for _ in range(sentinels)]
         self.url = "redis+sentinel://%s/%s" % (",".join("127.0.0.1:%d" % s.port for s in self.sentinels), PRIMARY)
 
     def _add(self, node):
@@ -120,7 +135,8 @@ class SentinelGroup:
         deadline = time.monotonic() + timeout
         replicas, others = len(self.servers) - 1, len(self.sentinels) - 1
         while not self._ready(replicas, others):
-            assert time.monotonic() < deadline, "the Sentinels did not find each other in %.0f s" % timeout
+            if time.monotonic() > deadline:
+                raise ServerError("the Sentinels did not find each other in %.0f s" % timeout)
             time.sleep(0.1)
 
     def _ready(self, replicas, others):
@@ -147,9 +163,24 @@ class SentinelGroup:
                         return new
             except redis.RedisError:
                 pass
-            assert time.monotonic() < deadline, "no failover within %.0f s" % timeout
+            if time.monotonic() > deadline:
+                raise ServerError("no failover within %.0f s" % timeout)
             time.sleep(0.05)
 
     def stop(self):
         for node in self.nodes:
             node.stop()
+        if self._temporary is not None:
+            self._temporary.cleanup()
+
+
+def ready_group(cpu=None):
+    """A :class:`SentinelGroup` on ``cpu`` with its files in a temporary folder, once ready to
+    fail over (stopped, and ServerError, if it is not within the usual time)."""
+    group = SentinelGroup(cpu=cpu)
+    try:
+        group.wait_ready()
+    except BaseException:
+        group.stop()
+        raise
+    return group
