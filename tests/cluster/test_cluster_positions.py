@@ -2,6 +2,8 @@
 a client resumes on any broker, and a Redis that lost its data is a gap for
 every client, told as it happens; one that kept it (AOF) is not."""
 
+import redis
+
 from broker.cluster.backplane import REPLY_TIMEOUT_S
 from sockjs_clients import WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
 
@@ -79,8 +81,6 @@ def test_a_redis_that_kept_its_data_keeps_the_epoch_and_every_resume(start_redis
 def test_a_stream_that_lost_what_brokers_sent_is_a_new_epoch_for_every_client(start_redis, start_cluster):
     """As after a failover whose new primary lacked the last messages: brokers that sent them
     start a new epoch, the others follow, and a client without positions gets only what is new."""
-    import redis
-
     server = start_redis()
     brokers = start_cluster(server, 2)
     clients = [WebSocketClient(brokers[0].url, query="positions=1").open(),

@@ -5,13 +5,9 @@ import redis
 
 from sockjs_clients import wait_until
 
-from cluster_clients import AUTH
+from cluster_clients import publish
 
 LARGE = 60 * 1024
-
-
-def publish(broker, body):
-    return broker.request("POST", "/publish", body, AUTH)
 
 
 def test_a_full_redis_cuts_the_stream_and_publishing_goes_on(start_redis, start_cluster):
@@ -20,7 +16,7 @@ def test_a_full_redis_cuts_the_stream_and_publishing_goes_on(start_redis, start_
     store = redis.Redis.from_url(server.url)
     store.config_set("maxmemory-policy", "noeviction")
     store.config_set("maxmemory", store.info("memory")["used_memory"] + 6 * 1024 * 1024)
-    answers = [publish(broker, b"%03d" % n + b"x" * LARGE) for n in range(200)]  # 12 MB
+    answers = [publish(broker, "%03d" % n + "x" * LARGE) for n in range(200)]  # 12 MB
     assert [status for status, _ in answers] == [200] * 200, [a for a in answers if a[0] != 200][:2]
     backplane = broker.stats()["backplane"]
     assert backplane["memory_trims"] >= 1 and not backplane["memory_full"]
@@ -36,12 +32,12 @@ def test_a_redis_refusing_every_write_is_unhealthy_until_space_is_freed(start_re
     store.set("someone-else", b"x" * (8 * 1024 * 1024))
     store.config_set("maxmemory-policy", "noeviction")
     store.config_set("maxmemory", store.info("memory")["used_memory"] - 1024 * 1024)
-    status, answer = publish(broker, b"refused")
+    status, answer = publish(broker, "refused")
     assert status == 503 and "maxmemory" in answer["error"]
     status, health = wait_until(lambda: (lambda h: h[0] == 503 and h)(broker.request("GET", "/healthz")))
     assert health["status"] == "unavailable" and "refuses writes for memory" in health["reason"]
     assert broker.stats()["backplane"]["memory_full"]
     store.delete("someone-else")
     wait_until(lambda: broker.request("GET", "/healthz")[0] == 200)
-    assert publish(broker, b"after")[0] == 200
+    assert publish(broker, "after")[0] == 200
     store.close()
