@@ -50,7 +50,7 @@ setup(
             # trustme's cryptography: 43 is the last with a PyPy 3.9 wheel.
             "cryptography<44; platform_python_implementation == 'PyPy'",
         ],
-        "plots": ["matplotlib>=3.5"],
+        "plots": ["matplotlib>=3.7"],  # a figure legend outside its panels (loc="outside ...")
         # The documentation site (tox -e docs). Tested from Sphinx 7.0 with sphinx-argparse 0.4 and
         # furo 2023.9.10 up to Sphinx 9.0, sphinx-argparse 0.6 and furo 2025.12.19; pip picks the
         # newest that still runs on the interpreter (Sphinx 7.4 on Python 3.9).

@@ -19,6 +19,9 @@ SERVER = "server"
 CLIENT = "client-bound"
 
 Curve = collections.namedtuple("Curve", "server transport level points")
+# A step of a curve: ``overloaded`` as its record says; ``client_limited`` when the load client, not
+# the server, was saturated there (:func:`loadtest.method.rules.client_limited`): the step measured the client.
+Point = collections.namedtuple("Point", "msgs_per_s rtt_ms overloaded client_limited")
 # One rolling restart: its server and drain, its rolling_second records in order, its
 # broker_restart records and its rolling record (None if the run did not end).
 RollingRun = collections.namedtuple("RollingRun", "server drain_s seconds restarts summary")
@@ -71,13 +74,14 @@ def _over(record, transport):
 
 
 def curves(results, statistic="mean"):
-    """One :class:`Curve` per server, transport and level: ``(server msgs/s, RTT ms, overloaded)`` points."""
+    """One :class:`Curve` per server, transport and level, its steps as :class:`Point`."""
     grouped = collections.OrderedDict()
     for server in results.servers:
         for step in results.steps:
             if step.server != server or step.rtt_ms.get(statistic) is None:
                 continue
-            point = (step.server_msgs_per_s, step.rtt_ms[statistic], step.overloaded)
+            point = Point(step.server_msgs_per_s, step.rtt_ms[statistic], step.overloaded,
+                          rules.client_limited(step.client_bound, step.server_cpu))
             grouped.setdefault((server, step.transport, step.level), []).append(point)
     return [Curve(*key, points) for key, points in grouped.items()]
 

@@ -6,6 +6,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
+from matplotlib.text import Text  # noqa: E402
+
 from loadtest import records as schema  # noqa: E402
 from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
@@ -44,20 +46,21 @@ def test_command_writes_every_figure_and_the_table(compare_results, tmp_path, ca
 
 
 @pytest.mark.parametrize("statistic", ["mean", "p99"])
-def test_latency_figure_has_one_line_per_server_and_level(compared, statistic):
-    axes = figures.latency_figure(compared, statistic).axes[0]
-    lines = {line.get_label(): line for line in axes.get_lines() if not line.get_label().startswith("_")}
-    assert sorted(lines) == sorted("%s, %d clients" % (s, n) for s in SERVERS for n in (3, 6))
-    for server in SERVERS:
+def test_latency_figure_has_a_panel_per_server_and_a_line_per_level(compared, statistic):
+    figure = figures.latency_figure(compared, statistic)
+    assert [axes.get_title().split()[0] for axes in figure.axes] == SERVERS
+    for axes, server in zip(figure.axes, SERVERS):
+        lines = {line.get_label(): line for line in axes.get_lines() if line.get_label().endswith(" clients")}
+        assert sorted(lines) == ["3 clients", "6 clients"]
         for level in (3, 6):
             steps = [s for s in steps_of(compared, server, level) if s.rtt_ms[statistic] is not None]
-            line = lines["%s, %d clients" % (server, level)]
-            assert list(line.get_xdata()) == [s.server_msgs_per_s for s in steps]
-            assert list(line.get_ydata()) == [s.rtt_ms[statistic] for s in steps]
-    realtime = [line for line in axes.get_lines() if line.get_label() == "_realtime"]
-    assert list(realtime[0].get_ydata()) == [summary.REALTIME_MS] * 2
-    assert axes.get_xscale() == "log"
-    assert "ms" in axes.get_ylabel() and "messages/s" in axes.get_xlabel()
+            assert list(lines["%d clients" % level].get_xdata()) == [s.server_msgs_per_s for s in steps]
+            assert list(lines["%d clients" % level].get_ydata()) == [s.rtt_ms[statistic] for s in steps]
+        realtime = [line for line in axes.get_lines() if line.get_label() == "_realtime"]
+        assert list(realtime[0].get_ydata()) == [summary.REALTIME_MS] * 2
+        assert axes.get_xscale() == "log"
+    said = [text.get_text() for text in figure.findobj(Text)]  # the axis labels are the figure's, shared
+    assert any("round trip (ms" in text for text in said) and any("server messages/s" in text for text in said)
 
 
 def test_cpu_figure_has_a_bar_per_server_and_the_floor(compared):

@@ -12,7 +12,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from loadtest import records as schema  # noqa: E402
 from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
-from plots import figures  # noqa: E402
+from plots import canvas, figures  # noqa: E402
 
 
 def results_of(lines):
@@ -87,7 +87,7 @@ def test_the_figure_by_transport_has_a_bar_per_server_in_each_transport_s_group(
     assert bars_of(p99) == figures_of("cpu_per_msg", lambda line: line["rtt_ms"]["p99"])
     assert bars_of(rss) == figures_of("idle_rss", lambda line: line["rss_per_conn_kb"])
     assert len(bars_of(cpu)) == 4
-    colors = figures.server_colors(results.servers)
+    colors = canvas.server_colors(results.servers)
     for container in cpu.containers:
         assert {bar.get_facecolor() for bar in container} == {to_rgba(colors[container.get_label()])}
     assert "µs" in cpu.get_ylabel() and "ms" in p99.get_ylabel() and "KiB" in rss.get_ylabel()
@@ -150,8 +150,8 @@ def test_a_sweep_over_several_transports_puts_each_knee_above_the_costs(by_trans
     knee, cpu, p99, rss = figure.axes
     assert bars_of(knee) == {("websocket", "broker-cpython"): 40.0, ("websocket", "sockjs-node"): 20.0,
                              ("xhr-polling", "broker-cpython"): 10.0, ("xhr-polling", "sockjs-node"): 30.0}
-    labels = sorted(text.get_text() for text in knee.texts)
-    assert labels == ["10k", "20k", "30k+", "40k"]  # + : the sweep ended before the server did
+    labels = sorted(text.get_text() for text in knee.texts if text.get_text())
+    assert labels == ["10k", "20k", "40k", "≥30k"]  # ≥ : the sweep ended before the server did
     assert "deliveries/s" in knee.get_ylabel() and knee.get_yscale() == "linear"
     assert "higher is better" in figure.get_suptitle()
     assert "knee (mean round trip <= %.0f ms) at 1,000 clients" % summary.REALTIME_MS in rss.get_xlabel()
@@ -168,6 +168,84 @@ def test_a_sweep_alone_over_several_transports_draws_the_knees_alone(by_transpor
 def test_the_latency_figures_show_the_first_transport_swept(by_transport_records):
     results = results_of(sweep_records(by_transport_records))
     figure = figures.latency_figure(results)
-    labels = [line.get_label() for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")]
-    assert labels == ["broker-cpython, 1000 clients", "sockjs-node, 1000 clients"]
-    assert figure.get_suptitle().endswith(" over websocket")
+    assert [axes.get_title() for axes in figure.axes] == ["broker-cpython (CPython 3.11.7)",
+                                                         "sockjs-node (Node 20.20.2)"]
+    for axes in figure.axes:
+        (line,) = [line for line in axes.get_lines() if line.get_label() == "1000 clients"]
+        assert len(line.get_xdata()) == 2  # the websocket steps; those over xhr-polling are not drawn
+    assert figure.get_suptitle().endswith(" over websocket, by server")
+
+
+def latency_records():
+    """Three servers swept at 100 and 1,000 clients, each level two steps: at 1,000 clients the
+    brokers' second step saturated the load client (the server's CPU at half a core), sockjs-node's
+    overloaded the server (its CPU at 0.99), and broker-pypy's first step was both overloaded and
+    client-bound with the server not saturated: the client's limit, not the server's."""
+    marked = {("broker-cpython", 1): {"client_bound": True, "server_cpu": 0.5},
+              ("broker-pypy", 0): {"overloaded": True, "client_bound": True, "server_cpu": 0.5},
+              ("broker-pypy", 1): {"client_bound": True, "server_cpu": 0.5},
+              ("sockjs-node", 0): {"overloaded": True, "client_bound": True, "server_cpu": 0.99}}
+    lines = [{"type": "run", "started": "2026-11-25T15:00:00+00:00", "transport": "websocket"}]
+    for server in ("broker-cpython", "broker-pypy", "sockjs-node"):
+        for level in (100, 1000):
+            for index, (rate, mean) in enumerate(((10, 2.0), (20, 300.0))):
+                lines.append(dict({"type": "step", "server": server, "level": level, "rate": rate,
+                                   "server_msgs_per_s": rate * level, "rtt_ms": {"mean": mean, "p99": mean * 3},
+                                   "overloaded": False, "client_bound": False, "server_cpu": 0.4},
+                                  **(marked.get((server, index), {}) if level == 1000 else {})))
+    return lines
+
+
+def marks(axes, label_part):
+    """``[(x, y), ...]`` of the marks without a line whose label holds ``label_part``."""
+    return [(x, y) for line in axes.get_lines() if label_part in line.get_label() and line.get_linestyle() == "None"
+            for x, y in zip(line.get_xdata(), line.get_ydata())]
+
+
+def test_the_latency_figure_has_a_panel_per_server_on_one_scale():
+    figure = figures.latency_figure(results_of(latency_records()))
+    assert [axes.get_title() for axes in figure.axes] == ["broker-cpython", "broker-pypy", "sockjs-node"]
+    for axes in figure.axes:
+        assert [line.get_label() for line in axes.get_lines() if line.get_label().endswith(" clients")] == [
+            "100 clients", "1000 clients"]
+        assert (axes.get_yscale(), axes.get_ylim(), axes.get_xlim()) == (
+            "log", figure.axes[0].get_ylim(), figure.axes[0].get_xlim())
+    # the third panel's cell below is empty: it shows the x axis's numbers itself
+    assert figure.axes[1].xaxis.get_tick_params()["labelbottom"]
+
+
+def test_a_step_the_load_client_limited_is_hollow_and_said_so_beside_the_server_s_overload():
+    figure = figures.latency_figure(results_of(latency_records()))
+    cpython, pypy, node = figure.axes
+    assert marks(cpython, "load client") == [(20000, 300.0)]
+    assert marks(pypy, "load client") == [(10000, 2.0), (20000, 300.0)]
+    assert marks(node, "load client") == [] and marks(node, "overloaded") == [(10000, 2.0)]
+    assert marks(pypy, "overloaded") == []  # overloaded, but by a saturated client: not the server's limit
+    (hollow,) = [line for line in cpython.get_lines() if "load client" in line.get_label()]
+    assert hollow.get_markerfacecolor() == "white"
+    (line,) = [line for line in cpython.get_lines() if line.get_label() == "1000 clients"]
+    assert line.get_markevery() == [0]  # the filled marks: the steps that measured the server
+    (legend,) = figure.legends
+    said = [text.get_text().replace("\n", " ") for text in legend.get_texts()]
+    assert "load client saturated, not the server's limit" in said
+    assert "server overloaded (its limit)" in said
+    hollow_handle = legend.legend_handles[said.index("load client saturated, not the server's limit")]
+    assert hollow_handle.get_markerfacecolor() == "white"
+
+
+def test_a_knee_the_server_did_not_stop_is_drawn_as_a_lower_bound(by_transport_records):
+    figure = figures.by_transport_figure(results_of(sweep_records(by_transport_records)))
+    knee = figure.axes[0]
+    bars = {(round(bar.get_x() + bar.get_width() / 2), container.get_label()): bar
+            for container in knee.containers for bar in container}
+    lower = bars.pop((1, "sockjs-node"))  # xhr-polling: the sweep ended, the server's limit lies above
+    assert lower.get_hatch() and to_rgba(lower.get_facecolor()) == to_rgba("white")
+    assert not any(bar.get_hatch() for bar in bars.values())
+    arrows = [text for text in knee.texts if text.arrow_patch is not None]
+    assert [arrow.xy for arrow in arrows] == [(lower.get_x() + lower.get_width() / 2, lower.get_height())]
+    assert "≥30k" in [text.get_text() for text in knee.texts]
+    legend = knee.get_legend()
+    (at_least,) = [handle for handle, text in zip(legend.legend_handles, legend.get_texts())
+                   if text.get_text().startswith("at least")]
+    assert at_least.get_hatch() and "load client" in at_least.get_label().replace("\n", " ")
+    assert not [text for text in legend.get_texts() if "+" in text.get_text()]
