@@ -191,7 +191,8 @@ FLAGS = (
     Flag("--admin-token", "bearer token for POST /admin/drain, which drains the broker as SIGTERM does; "
          "without one the endpoint is disabled and only a signal drains; never the publish token, so that "
          "a backend that may publish may not stop brokers", type=_token, metavar="TOKEN", secret=True),
-    Flag("--replay", "send each new subscriber the last N messages first; 1 suits a live counter",
+    Flag("--replay", "send each new subscriber, and one told of a gap, the last N messages first and, if N is "
+         "1 or more, the latest message of every ?key=; counters (?op=add) come whatever N",
          str(DEFAULTS.replay), MESSAGES, "N"),
     Flag("--history", "keep the room's last N messages, so that a client reconnecting with its position "
          "(?positions=1&epoch=E&since=OFFSET) gets every message it missed; older is a gap",
@@ -215,7 +216,8 @@ FLAGS = (
     Flag("--no-client-publish", "feed mode: clients only listen, backends publish over HTTP", switch=True,
          inverted=True, dest="client_publish"),
     Flag("--allowed-origins", "comma-separated origins (https://example.com) whose pages may use the broker, "
-         "or * for any; others get 403 on websockets and no CORS answer",
+         "or * for any; a page of another origin gets 403 for /info, websockets, every request of a polling "
+         "or streaming session and sends, and no CORS answer; requests without Origin are never refused for it",
          ",".join(DEFAULTS.allowed_origins), _origins, "ORIGINS"),
     Flag("--client-rate", "messages a second one client may publish, in bursts of up to 2N; a client over it "
          "is closed with 3009 \"Too many messages\"; 0: no limit", "%g" % DEFAULTS.client_rate,

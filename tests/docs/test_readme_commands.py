@@ -36,7 +36,9 @@ def readme():
 
 
 def start_as_written(start_broker, line):
-    """The broker ``line`` starts (``NAME=value ... .venv/bin/python -m broker FLAGS &``)."""
+    """The broker ``line`` starts (``NAME=value ... .venv/bin/python -m broker FLAGS &``), on an
+    ephemeral port whatever its ``--port``; and the origin the page gives it
+    (``http://127.0.0.1:PORT``, 8080 without ``--port``)."""
     words = shlex.split(line)
     environment = {}
     while re.match(r"^[A-Z_]+=", words[0]):
@@ -44,13 +46,19 @@ def start_as_written(start_broker, line):
         environment[name] = value
     assert words[:3] == [".venv/bin/python", "-m", "broker"], "not the quick start's broker: %s" % line
     flags = [word for word in words[3:] if word != "&"]
-    return start_broker(*flags, env=environment)
+    port = "8080"
+    if "--port" in flags:
+        at = flags.index("--port")
+        port = flags[at + 1]
+        del flags[at:at + 2]
+    return start_broker(*flags, env=environment), "http://127.0.0.1:" + port
 
 
-def run_python(source, broker):
-    """What ``source`` prints, run with this interpreter against ``broker``."""
-    assert EXAMPLE_ORIGIN in source, source
-    done = subprocess.run([sys.executable, "-c", source.replace(EXAMPLE_ORIGIN, broker.origin)],
+def run_python(source, broker, origin=EXAMPLE_ORIGIN):
+    """What ``source`` prints, run with this interpreter against ``broker``, which ``source``
+    calls ``origin``."""
+    assert origin in source, source
+    done = subprocess.run([sys.executable, "-c", source.replace(origin, broker.origin)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -59,7 +67,9 @@ def run_python(source, broker):
 def quick_start_broker(start_broker):
     """The broker the quick start runs, as its last command starts it."""
     quick_start = doc_blocks.block_holding(doc_blocks.README, "pip install -q -e .")
-    return start_as_written(start_broker, quick_start.split(" && ")[-1])
+    broker, origin = start_as_written(start_broker, quick_start.split(" && ")[-1])
+    assert origin == EXAMPLE_ORIGIN, "the pages' commands name the quick start's broker %s" % EXAMPLE_ORIGIN
+    return broker
 
 
 def publishing_block(start_broker, block):
@@ -117,12 +127,23 @@ def test_the_demo_pages_counter_moves_as_the_getting_started_page_says(start_bro
             "value"] == "2469.00", "as the page says"
 
 
+def test_the_live_counters_broker_runs_beside_the_quick_starts_and_its_page_names_it():
+    (line,) = doc_blocks.command_lines(doc_blocks.block_holding(GETTING_STARTED, "--no-client-publish"))
+    port = shlex.split(line)[shlex.split(line).index("--port") + 1]
+    assert port != EXAMPLE_ORIGIN.rsplit(":", 1)[1], "the quick start's broker holds that port"
+    page = doc_blocks.block_holding(GETTING_STARTED, "Raised so far")
+    assert page.count("http://127.0.0.1:%s/" % port) == 3 and EXAMPLE_ORIGIN not in page, page
+    load_test = doc_blocks.command_lines(doc_blocks.block_holding(GETTING_STARTED, "-m loadtest"))
+    ports = {re.search(r"--port (\d+)", load_test[0]).group(1), re.search(r":(\d+)/", load_test[1]).group(1)}
+    assert len(ports) == 1 and not ports & {port, "8080"}, load_test
+
+
 def test_the_live_counters_backend_publishes_every_total(start_broker):
-    broker = start_as_written(start_broker, doc_blocks.block_holding(GETTING_STARTED, "--no-client-publish"))
+    broker, origin = start_as_written(start_broker, doc_blocks.block_holding(GETTING_STARTED, "--no-client-publish"))
     backend = doc_blocks.named_block(GETTING_STARTED, "live-counter-backend")
     assert "time.sleep(1)" in backend
     with WebSocketClient(broker.url) as listener:
-        printed = run_python(backend.replace("time.sleep(1)", "time.sleep(0.001)"), broker)
+        printed = run_python(backend.replace("time.sleep(1)", "time.sleep(0.001)"), broker, origin)
         answers = [ast.literal_eval(line) for line in printed.splitlines()]
         assert len(answers) == 100 and {answer["recipients"] for answer in answers} == {1}, answers[:3]
         assert answers[-1]["value"] == "2499.00", "as the page says"

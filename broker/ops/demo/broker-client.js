@@ -1,10 +1,11 @@
-/* broker-client.js: sockjs-client that comes back after every drop, missing nothing and
-   showing nothing twice. No build step: load sockjs-client, then this file.
+/* broker-client.js: sockjs-client that comes back after every drop, missing nothing the broker's
+   history still holds, saying when it missed something, and showing nothing twice. No build
+   step: load sockjs-client, then this file.
 
      var client = new BrokerClient('https://example.com/broadcast', {
        onmessage: function (message, offset) { ... },  // every room message, once, in order
        oncounter: function (name, value) { ... },       // optional: a counter's newer total, a string
-       ongap: function (reason) { ... },                // messages were lost; the latest state follows
+       ongap: function (reason) { ... },                // messages were lost (see below)
        onannouncement: function (message) { ... },      // the broker's own, e.g. {audience: 12345}
        onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
        transports: ['websocket', 'xhr-streaming'],      // optional, as for SockJS
@@ -17,10 +18,13 @@
    - It asks for positions (?positions=1) and keeps the room's epoch and the newest offset it
      delivered; every reconnect asks to resume after them (&epoch=E&since=O). The broker
      answers with every message after that offset, or with a gap (the history was lost, or
-     is older than the broker keeps) and then the latest state: ongap(reason) is called once
-     for each gap, before that state.
+     is older than the broker keeps): ongap(reason) is called once for each gap, before what
+     the broker sends after it: every counter's total and the last --replay messages (none by
+     default: then only the counters), or, after a lost history (reason "epoch"), every
+     message of the new history when the broker holds them all. What a page must show
+     whatever it missed is best published as a counter, or under ?key= with --replay 1.
    - A message at or before the newest offset delivered in the same epoch is not delivered
-     again, a gap's latest state included.
+     again, what follows a gap included.
    - With oncounter, a counter's total (the broker's {"counter": NAME, "value": "21.50"}, POST
      /publish?key=NAME&op=add) goes to oncounter(name, value) instead of onmessage, and only if
      its offset is after that of the last total shown for that name in the same epoch: every
@@ -159,7 +163,8 @@
       this._started = true;
       if (envelope.c !== 'resumed') {
         if (envelope.c === 'gap') this._call('ongap', envelope.reason);
-        // The latest state follows, at or before envelope.o; live messages come after it.
+        // What the broker sends a start (counters, the replay tail) follows, at or before
+        // envelope.o; live messages come after it.
         // In the same epoch, what it holds at or before this.offset was delivered already.
         if (envelope.epoch !== this.epoch) {
           this.offset = null;
