@@ -205,9 +205,11 @@ FLAGS = (
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "
          "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
          "%g" % DEFAULTS.announce_audience, TIMER_OR_NEVER, "SECONDS"),
-    Flag("--redis", "join a cluster: every message goes through the room's stream in this Redis "
-         "(redis://host:port/db, or redis+sentinel://host:port,host:port/primary to follow a Sentinel "
-         "failover), and every broker of the cluster delivers it in the stream's order",
+    Flag("--redis", "join a cluster: every message goes through the room's stream in this Redis, and every "
+         "broker of the cluster delivers it in the stream's order. URL: redis://[:PASSWORD@]HOST:PORT/DB; "
+         "rediss://... over TLS (?ssl_ca_certs=PEM to trust a private authority); unix:///PATH?db=DB for a "
+         "Unix socket; redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB] to follow a Sentinel "
+         "failover",
          type=_redis_url, metavar="URL", shown="none: one process"),
     Flag("--redis-min-replicas", "answer a publish 200 only once this many of the Redis primary's replicas "
          "have it (one WAIT a transaction), so that a failover keeps it; else 503 with Retry-After, and a "

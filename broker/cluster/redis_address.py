@@ -8,7 +8,8 @@ Rules this module keeps:
   monitor NAME ...``), its database, and the password of the primary and its
   replicas (Sentinels themselves are asked without one).
 * A text is read once, at start (:func:`parse`), and refused with what is
-  wrong: no Sentinel, a port out of range, no primary's name.
+  wrong: no Sentinel, a port out of range, no primary's name. A refusal never
+  repeats the password: it goes to the journal.
 * With Sentinels, every new connection asks them for the primary: after a
   failover the broker's next connection reaches the new one
   (:func:`connect`, redis-py's own Sentinel support). A Sentinel that does
@@ -23,6 +24,7 @@ from typing import NamedTuple, Optional, Tuple
 SENTINEL_SCHEME = "redis+sentinel"
 _URL = re.compile(r"^(rediss?|unix)://\S+$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_CREDENTIALS = re.compile(r"(?<=://)[^/@]*@")
 
 
 class RedisAddress(NamedTuple):
@@ -41,7 +43,15 @@ class RedisAddress(NamedTuple):
 
 
 def parse(text):
-    """The :class:`RedisAddress` of ``text``; raises ValueError saying what is wrong."""
+    """The :class:`RedisAddress` of ``text``; raises ValueError saying what is wrong,
+    the URL quoted with its credentials masked."""
+    try:
+        return _parse(text)
+    except ValueError as error:
+        raise ValueError(_CREDENTIALS.sub("***@", str(error))) from None
+
+
+def _parse(text):
     if text.startswith(SENTINEL_SCHEME + "://"):
         return _sentinels(text)
     if not _URL.match(text):

@@ -9,10 +9,13 @@ import sys
 import pytest
 
 from broker import config
+from broker.core.limits import default_max_connections
 from checkout import ROOT
 from deployment import DEPLOY, broker_command, unit_lines
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+# Linux's default fs.nr_open: the most open files the kernel lets a process have.
+NR_OPEN = 1048576
 
 
 def test_the_command_line_sets_nothing_the_files_could_not():
@@ -64,3 +67,26 @@ def test_a_bad_setting_in_the_units_files_exits_with_the_status_the_unit_does_no
                           env=dict(os.environ, **environment, BROKER_LOG_LEVEL="verbose"))
     assert done.returncode == 2, done.stderr
     assert "argument --log-level" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_connections_are_bounded_by_the_cpu_and_the_file_limit_is_only_a_ceiling():
+    """The unit bounds each broker's connections by what its CPU serves (the sizing guide's
+    19,000), and its LimitNOFILE is a production ceiling, not a test machine's 20,000, above that
+    bound: no client is refused for want of descriptors first. The unit's comment and the
+    deployment page give both, and what the broker would allow from the file limit alone."""
+    settings = dict(line.split("=", 1) for line in unit_lines())
+    limit = int(settings["LimitNOFILE"])
+    environment = dict(pair.split("=", 1) for line in unit_lines() if line.startswith("Environment=")
+                       for pair in line.split("=", 1)[1].split())
+    bound = int(environment["BROKER_MAX_CONNECTIONS"])
+    assert 100000 <= limit <= NR_OPEN, limit
+    assert bound <= default_max_connections(limit), (bound, limit)
+    allowed = default_max_connections(limit)
+    with open(os.path.join(DEPLOY, "sockjs-broker@.service")) as f:
+        assert str(allowed) in f.read()
+    with open(os.path.join(ROOT, "docs", "deployment.rst")) as f:
+        page = f.read()
+    assert "``BROKER_MAX_CONNECTIONS=%d``" % bound in page and "``LimitNOFILE=%d``" % limit in page
+    assert "{:,}".format(allowed) in page
+    with open(os.path.join(ROOT, "docs", "sizing.rst")) as f:
+        assert "{:,}".format(bound) in f.read()

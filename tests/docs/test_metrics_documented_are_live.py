@@ -5,7 +5,8 @@ One broker, in a cluster through Redis, with ``--max-connection-age`` and
 ``--announce-audience``, a client connected and a message through the stream,
 so that every metric of those modes has appeared. Then:
 
-* every metric deploy/grafana-dashboard.json draws (its queries) is in its ``/metrics``;
+* every metric deploy/grafana-dashboard.json draws (its queries) or lists brokers by (its
+  ``job`` and ``instance`` variables) is in its ``/metrics``;
 * every metric the monitoring page lists as appearing in the modes this broker
   runs in (the catalogue, ``docs/_ext/broker_reference.py``, for this
   interpreter) is, and so is every metric of the process and the interpreter;
@@ -13,6 +14,10 @@ so that every metric of those modes has appeared. Then:
   deploy/'s files write is in it, or is one the catalogue has only in a mode
   this broker is not in (the other interpreter's collector; PyPy's heap, after
   its collections): the suite runs on both interpreters.
+
+And, without a broker, every metric a panel of the dashboard queries is selected by the
+dashboard's ``job`` and ``instance`` variables, so that choosing brokers there changes every
+panel.
 """
 
 import json
@@ -32,13 +37,42 @@ WRITTEN = re.compile(r"\bsockjs_broker_[a-z_]+")
 INTERPRETER = "pypy" if platform.python_implementation() == "PyPy" else "cpython"
 # The catalogue's modes (docs/_ext/broker_reference.py) this broker runs in.
 MODES = {"redis-running", "max-connection-age", INTERPRETER}
+# What every metric of every panel's query is selected by: the dashboard's two variables.
+SELECTOR = '{job=~"$job",instance=~"$instance"}'
+
+
+def dashboard():
+    with open(DASHBOARD) as f:
+        return json.load(f)
+
+
+def panel_queries():
+    """``(panel title, query)`` of every query of every panel of the dashboard."""
+    return [(panel["title"], target["expr"]) for panel in dashboard()["panels"] for target in panel["targets"]]
+
+
+def variable_queries():
+    """``{name: query}`` of the dashboard's variables that Prometheus answers (the query
+    Grafana runs, which its editor shows as the ``definition``)."""
+    variables = [variable for variable in dashboard()["templating"]["list"] if variable["type"] == "query"]
+    assert all(variable["definition"] == variable["query"]["query"] for variable in variables), variables
+    return {variable["name"]: variable["query"]["query"] for variable in variables}
 
 
 def dashboard_metrics():
-    with open(DASHBOARD) as f:
-        dashboard = json.load(f)
-    return {name for panel in dashboard["panels"] for target in panel["targets"]
-            for name in METRIC.findall(target["expr"])}
+    queries = [query for _, query in panel_queries()] + list(variable_queries().values())
+    return {name for query in queries for name in METRIC.findall(query)}
+
+
+def test_every_panel_query_selects_the_chosen_job_and_instance():
+    variables = variable_queries()
+    assert set(variables) == {"job", "instance"}, variables
+    assert re.fullmatch(r"label_values\(sockjs_broker_[a-z_]+, job\)", variables["job"]), variables["job"]
+    assert re.fullmatch(r'label_values\(sockjs_broker_[a-z_]+\{job=~"\$job"\}, instance\)',
+                        variables["instance"]), variables["instance"]
+    unselected = ["%s: %s" % (title, query) for title, query in panel_queries()
+                  for match in METRIC.finditer(query) if not query.startswith(SELECTOR, match.end())]
+    assert not unselected, "queries not selecting %s:\n%s" % (SELECTOR, "\n".join(unselected))
 
 
 def test_every_metric_documented_or_drawn_is_exposed(start_redis, start_broker):

@@ -46,3 +46,16 @@ def test_the_flag_refuses_a_bad_address_and_defaults_the_replicas_by_it(capsys):
     assert parse_args(["--redis-min-replicas", "2"], environ={}).redis_min_replicas == 2
     with pytest.raises(SystemExit):
         parse_args(["--redis-min-replicas", "17"], environ={})
+
+
+@pytest.mark.parametrize("text", [
+    "redis://:s3cret@127.0.0.1:99999/0",
+    "rediss://user:s3cret@127.0.0.1:port/0",
+    "redis+sentinel://:s3cret@127.0.0.1:26379/",
+    "redis+sentinel://:s3cret@127.0.0.1:26379/mymaster/x",
+    "redis+sentinel://:s3cret@127.0.0.1/mymaster",
+])
+def test_a_refused_url_is_quoted_without_its_password(text):
+    with pytest.raises(ValueError) as refused:
+        parse(text)
+    assert "s3cret" not in str(refused.value) and "***@" in str(refused.value), str(refused.value)
