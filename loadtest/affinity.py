@@ -5,8 +5,7 @@ import subprocess
 
 
 def pin(pid, cpu):
-    """Restrict process ``pid`` (0: this one) and its threads to CPU number ``cpu``;
-    a ``cpu`` of None leaves it where it is."""
+    """Restrict process ``pid`` (0: this one) and its threads to CPU ``cpu`` (None: left where it is)."""
     if cpu is None:
         return
     if hasattr(os, "sched_setaffinity"):

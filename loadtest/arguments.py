@@ -2,11 +2,9 @@
 
 Rules:
 
-- An option added with :func:`option` reads ``LOADTEST_<OPTION>`` as its default (the
-  broker's rules, :mod:`broker.flags`). Options that exclude each other read none:
-  argparse checks only what is typed.
-- Each type returns the value or raises ``argparse.ArgumentTypeError``: exit 2 before
-  anything runs.
+- An option added with :func:`option` reads ``LOADTEST_<OPTION>`` as its default (:mod:`broker.flags`).
+  Options that exclude each other read none: argparse checks only what is typed.
+- Each type returns the value or raises ``argparse.ArgumentTypeError``: exit 2 before anything runs.
 - Only loopback may be a target or a source address: a target's host must resolve to
   loopback only (:func:`is_loopback`: 127.0.0.0/8, ``::1``, ``::ffff:127.x.y.z``), a source
   address is an address, and ``--broker-flags`` may not move a broker or its Redis off
@@ -71,8 +69,7 @@ def name_from(what, known):
 
 
 def names_from(what, known):
-    """A type: a non-empty comma-separated list of names from ``known``; an
-    unknown one is refused with ``unknown <what> <name> (known: ...)``."""
+    """A type: a non-empty comma-separated list of names from ``known`` (as :func:`name_from`)."""
 
     def parse(text):
         chosen = [name.strip() for name in text.split(",") if name.strip()]
@@ -100,8 +97,7 @@ def comma_list(parse_item):
 
 
 def transports(text):
-    """A type: a non-empty comma-separated list of transports of
-    :data:`loadtest.framing.endpoints.TRANSPORTS` (``sockjs`` read as ``websocket``), each once, in the order given."""
+    """A type: a non-empty comma-separated list of transports, each once, in the order given."""
     named = names_from("transport", endpoints.TRANSPORTS + tuple(records.TRANSPORT_ALIASES))(text)
     return list(dict.fromkeys(records.transport_name(name) for name in named))
 
@@ -114,8 +110,7 @@ TRANSPORT_LIST = dict(type=transports, default=[endpoints.WEBSOCKET], metavar="T
 
 
 def transport_mix(text):
-    """``websocket=70,xhr-streaming=30``: transports and their whole weights, as
-    :func:`loadtest.framing.endpoints.mix` names them."""
+    """``websocket=70,xhr-streaming=30``: transports and their whole weights, as a mix."""
     weights = {}
     for item in text.split(","):
         name, _, weight = (part.strip() for part in item.partition("="))
@@ -135,17 +130,14 @@ MIX = dict(type=transport_mix, help="transports by weight, e.g. websocket=70,xhr
 
 
 def add_transport_or_mix(parser):
-    """``--transport`` (:data:`TRANSPORT`) or ``--mix`` (:func:`transport_mix`), not both. They
-    read no variable: argparse checks only what is typed, so a variable could win over the
-    flag that excludes it."""
+    """``--transport`` or ``--mix``, not both (reading no variable: the module's rules)."""
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--transport", **TRANSPORT)
     how.add_argument("--mix", **MIX)
 
 
 def is_loopback(address):
-    """Whether the IP ``address`` (text) is a loopback address: in 127.0.0.0/8, ``::1``, or
-    IPv4-mapped into IPv6 from 127.0.0.0/8. False for anything that is not an address."""
+    """Whether the text ``address`` is a loopback address (the module's rules)."""
     try:
         parsed = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
@@ -155,8 +147,7 @@ def is_loopback(address):
 
 
 def loopback_host(host):
-    """``host`` (a name or an address) if every address it resolves to is loopback; else
-    ``argparse.ArgumentTypeError`` saying which is not, or that it does not resolve."""
+    """``host`` (a name or an address) if every address it resolves to is loopback; else ArgumentTypeError."""
     try:
         found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as error:
@@ -222,9 +213,7 @@ def parse_source_addresses(text):
 
 
 def broker_flags(text):
-    """``--broker-flags``: more flags for the brokers a command launches, one string, as
-    typed. The brokers listen on loopback and join a Redis on loopback: a ``--host`` or a
-    ``--redis`` (not a ``unix://`` socket) elsewhere is refused."""
+    """``--broker-flags``: more flags for the brokers a command launches, one string, as typed."""
     words = text.split()  # as the commands split it
     for n, word in enumerate(words):
         name, equals, value = word.partition("=")

@@ -2,14 +2,11 @@
 
 Rules:
 
-- Each command is a module of :mod:`loadtest.scenarios` with ``SUMMARY``,
-  ``DESCRIPTION``, ``add_arguments(parser)`` and ``run(parser, args)``
-  (``EPILOG`` if it has one); this module is the only one that knows them all,
-  by name (:data:`NAMES`): a new command is its module and its name there.
-- Without a command, the arguments are the latency sweep's, as they always
-  were: ``python -m loadtest --url URL --clients N``.
-- Every option reads ``LOADTEST_<OPTION>`` from the environment as its
-  default (:func:`loadtest.arguments.option`).
+- Each command is a module of :mod:`loadtest.scenarios` with ``SUMMARY``, ``DESCRIPTION``,
+  ``add_arguments(parser)``, ``run(parser, args)`` and perhaps ``EPILOG``; this module alone
+  knows them all, by name (:data:`NAMES`).
+- Without a command, the arguments are the latency sweep's: ``python -m loadtest --url URL``.
+- Every option reads ``LOADTEST_<OPTION>`` as its default (:func:`loadtest.arguments.option`).
 """
 
 import argparse

@@ -2,13 +2,11 @@
 
 Rules:
 
-- A failure the load client means to report is a LoadTestError whose message is
-  short and readable: it is shown on the terminal and written to results files.
-  Any other exception is a bug, and keeps its traceback.
-- Library code raises; only the commands' ``main`` functions turn an error into
-  an exit status. Nothing else raises SystemExit.
-- The sockets' own OSError and asyncio.TimeoutError pass through where they
-  happen; :func:`loadtest.client.connections.failure_reason` names them.
+- A failure the load client means to report is a LoadTestError whose message is short and
+  readable (shown on the terminal, written to results files); any other exception is a bug.
+- Library code raises; only the commands turn an error into an exit status.
+- The sockets' own OSError and asyncio.TimeoutError pass through where they happen;
+  :func:`loadtest.client.deliveries.failure_reason` names them.
 """
 
 

@@ -61,9 +61,7 @@ def machine():
 
 
 def tcp_counters(path="/proc/net/netstat"):
-    """The kernel's ``TcpExt`` counters since boot (``ListenOverflows``: a handshake dropped because a
-    listening socket's accept queue was full; ``TCPSynRetrans``: a SYN sent again), machine-wide,
-    from ``/proc/net/netstat``; empty where the file is not."""
+    """The kernel's ``TcpExt`` counters since boot, machine-wide; empty where the file is not."""
     try:
         with open(path) as f:
             lines = f.read().splitlines()
@@ -79,9 +77,7 @@ _LISTEN = "0A"
 
 
 def listening_pids(addresses, port):
-    """The processes listening on TCP ``port`` at one of ``addresses`` (IP texts) or at every address,
-    from ``/proc/net/tcp``, ``tcp6`` and ``/proc/<pid>/fd``, sorted; a process whose descriptors
-    this user may not read is not found."""
+    """The processes (readable by this user) listening on TCP ``port`` at one of ``addresses``, or all, sorted."""
     wanted = {ipaddress.ip_address(address) for address in addresses}
     inodes = set()
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):

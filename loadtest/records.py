@@ -6,12 +6,10 @@ Rules:
   order declared. Names and meanings never change (:mod:`plots`, the summary and committed
   results read them): a new figure is a new field or type. An older line lacking a field
   reads it as None (:func:`parse_older`); :func:`parse` is strict.
-- Units are in the names (``_s``, ``_ms``, ``_kb`` KiB, ``_mb`` MiB, ``_us``); ``rate`` is
-  msgs/s sent in total; ``*_cpu`` and ``cpu_load`` are shares of one core. ``rtt_ms`` and
-  ``delivery_ms`` are ``{"mean", "p50", "p95", "p99", "max"}``; an ``end`` is the text of
-  a :class:`loadtest.method.rules.End`.
-- ``tls``: the clients connected over TLS; ``compare --tls`` labels such a server
-  ``<label>+tls`` (:data:`TLS_SUFFIX`)."""
+- Units are in the names (``_s``, ``_ms``, ``_kb`` KiB, ``_mb`` MiB, ``_us``); ``rate`` is msgs/s
+  sent in total; ``*_cpu`` and ``cpu_load`` are shares of one core. ``rtt_ms`` and ``delivery_ms``
+  are ``{"mean", "p50", "p95", "p99", "max"}``; an ``end`` is a :class:`loadtest.method.rules.End`.
+- ``tls``: the clients connected over TLS (such a server labelled ``<label>+tls``)."""
 
 import dataclasses
 from typing import Any, ClassVar, Dict, List, Optional
@@ -47,8 +45,7 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class Run(Record):
-    """The first line: when, the command line, client, machine, target; ``transport``: several,
-    comma-separated, when ``compare`` measured several in turn."""
+    """The first line: when, the command line, client, machine, target, transports (comma-separated)."""
 
     TYPE: ClassVar[str] = "run"
     started: str
@@ -73,8 +70,8 @@ class Server(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Step(Record):
-    """One rate step at one level (:mod:`loadtest.method.rules`); ``reopened``: streams reopened
-    and polls after the first (0 over a websocket). Without ``transport``: the run's."""
+    """One rate step at one level; ``reopened``: streams reopened and polls after the first; an older
+    line without ``transport``: the run's."""
 
     TYPE: ClassVar[str] = "step"
     server: str
@@ -174,8 +171,7 @@ class Floor(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SoakSample(Step):
-    """One sample of a soak: a step, the time under load at its end, and what ``/stats`` said the
-    server held (:func:`loadtest.scenarios.soak.held_figures`; None without it)."""
+    """One sample of a soak: a step, the time under load at its end, what ``/stats`` said the server held."""
 
     TYPE: ClassVar[str] = "soak_sample"
     elapsed_s: float
@@ -293,8 +289,7 @@ class Feed(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Storm(Record):
-    """A reconnect storm summed up: ``complete`` clients had every message once; ``caught_up_ms``:
-    when, after the drop, they were live again."""
+    """A reconnect storm summed up: ``complete`` clients had every message once."""
 
     TYPE: ClassVar[str] = "storm"
     server: str
@@ -319,8 +314,7 @@ class Storm(Record):
 
 @dataclasses.dataclass(frozen=True)
 class RollingSecond(Record):
-    """One second of a rolling restart from the first publish: sessions each broker held at its end
-    and took in it (broker 1 first), messages delivered and their lateness."""
+    """One second of a rolling restart from the first publish (:class:`loadtest.method.timeline.Second`)."""
 
     TYPE: ClassVar[str] = "rolling_second"
     server: str
@@ -419,8 +413,7 @@ def parse(line):
 
 
 def parse_older(line):
-    """The record of a line of this version or older: a missing field is None, a dropped one
-    left out; None for an unknown type."""
+    """The record of a line of this version or older (a missing field None); None for an unknown type."""
     kind = TYPES.get(line.get("type"))
     if kind is None:
         return None

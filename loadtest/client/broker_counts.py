@@ -2,18 +2,11 @@
 
 Rules:
 
-- Behind a proxy the load client does not know which broker each of its sessions
-  reached; the brokers do. Once at the origin (a time on the monotonic clock) and at the
-  end of each second from it, every broker's ``/stats`` is read, all at once: the
-  sessions it holds (``connections_total``), those it has started with positions
-  (``starts``, every outcome: each session of a resuming client starts once) and its
-  ``uptime_s`` (a restarted broker is younger), as a
-  :class:`loadtest.method.timeline.BrokerCount`; None for a broker that did not answer
-  within the probe's short timeout.
-- A read that ends late skips the seconds it overran: each count is filed under the
-  second it was read at the end of. :meth:`BrokerCounts.stop` reads once more, filed
-  under the second it is then: the last count is of the end of the run.
-- :attr:`BrokerCounts.counts` is what :func:`loadtest.method.timeline.counted_by_brokers` takes.
+- Behind a proxy only the brokers know which of them each session reached. At the origin and
+  at the end of each second from it, every broker's ``/stats`` is read at once, as a
+  :class:`loadtest.method.timeline.BrokerCount` (None: no answer).
+- A read that ends late skips the seconds it overran. :meth:`BrokerCounts.stop` reads once
+  more: the last count is of the end of the run.
 """
 
 import asyncio

@@ -2,15 +2,12 @@
 
 Rules:
 
-- A wave opens ``size`` sessions of each kind at once, at most ``CONNECTING_AT_ONCE`` of a
-  kind at a time: websocket, xhr-streaming, and xhr-polling abandoned once open (the server
-  must expire them). After ``hold`` seconds the others are closed.
-- Sessions are counted by ``/stats`` ``connections_total``; a server without it is given
-  ``expiry`` seconds instead. Before the first wave and after the last the count must come
-  back to ``baseline`` within ``SETTLE_TIMEOUT_S``, then the RSS is read.
-- Records: a :class:`~loadtest.records.ChurnWave` per wave, a :class:`~loadtest.records.Churn`
-  at the end (``"sessions left"``, or :func:`loadtest.method.memory_verdict.verdict` of the RSS).
-  Every loop is bounded."""
+- A wave opens ``size`` sessions of each kind at once: websocket, xhr-streaming, and
+  xhr-polling abandoned once open (the server must expire them). After ``hold`` seconds the
+  others are closed.
+- Sessions are counted by ``/stats``; a server without it is given ``expiry`` seconds instead.
+  Before the first wave and after the last the count must come back to ``baseline`` within
+  ``SETTLE_TIMEOUT_S``, then the RSS is read. Every loop is bounded."""
 
 import asyncio
 import collections
@@ -29,8 +26,7 @@ SETTLE_POLL_S = 0.25
 
 @dataclasses.dataclass(frozen=True)
 class Waves:
-    """What a churn runs: ``waves`` waves of ``size`` sessions of each kind, held ``hold``
-    seconds; ``expiry``: the seconds a server without ``/stats`` is given to let them go."""
+    """What a churn runs: ``waves`` of ``size`` sessions of each kind held ``hold`` s; ``expiry``: no ``/stats``."""
 
     waves: int = 5
     size: int = 100
@@ -39,10 +35,7 @@ class Waves:
 
 
 async def settle(url, baseline, expiry):
-    """Wait for the server to let go of sessions: ``(count, settled, seconds waited)``.
-
-    Without a ``baseline`` (no ``/stats``), waits ``expiry`` seconds and knows no count.
-    """
+    """Wait for the server to let go of sessions: ``(count, settled, seconds waited)``."""
     loop = asyncio.get_event_loop()
     started = loop.time()
     if baseline is None:
@@ -73,8 +66,7 @@ async def _open_http(url, transport, count, opened, failures, kind):
 
 
 async def wave(url, pid, label, number, plan, counted):
-    """Wave ``number`` of ``plan`` (:class:`Waves`): open, hold, drop; its :class:`~loadtest.records.ChurnWave`
-    (``counted``: the server has ``/stats``)."""
+    """Wave ``number`` of ``plan``: open, hold, drop; its ChurnWave (``counted``: the server has ``/stats``)."""
     size = plan.size
     failures = collections.Counter()
     websockets = connections.ClientGroup(connections.GroupSpec([url]))
@@ -109,12 +101,7 @@ async def wave(url, pid, label, number, plan, counted):
 
 
 async def churn(url, pid, label, baseline, plan=Waves(), on_record=None):
-    """Run the waves of ``plan`` (:class:`Waves`) against the server of ``url`` (process ``pid``);
-    returns the :class:`~loadtest.records.Churn`.
-
-    ``baseline``: the session count before any load (None: the server has no
-    ``/stats``). ``on_record`` gets each wave's record, then the churn's.
-    """
+    """Run the waves of ``plan`` against the server of ``url`` (``baseline``: None without ``/stats``): the Churn."""
     counted = baseline is not None
     await settle(url, baseline, plan.expiry)
     baseline_rss_kb = ServerProbe([pid]).rss_kb()
@@ -128,8 +115,7 @@ async def churn(url, pid, label, baseline, plan=Waves(), on_record=None):
         server=label, waves=plan.waves, size=plan.size, hold_s=plan.hold, baseline_connections=baseline,
         baseline_rss_kb=baseline_rss_kb, final_connections=final_connections, final_rss_kb=final_rss_kb,
         settled=settled, settle_s=waited, growth_mb=round((final_rss_kb - baseline_rss_kb) / memory_verdict.KB_PER_MB, 2),
-        verdict="sessions left" if settled is False else memory_verdict.verdict(baseline_rss_kb, final_rss_kb),
-    )
+        verdict="sessions left" if settled is False else memory_verdict.verdict(baseline_rss_kb, final_rss_kb))
     if on_record is not None:
         on_record(record)
     return record

@@ -2,22 +2,13 @@
 
 Rules:
 
-- Attempt ``n`` of ``count`` is due ``n x seconds / count`` after the burst
-  begins (:func:`loadtest.method.rules.messages_due`: a late loop starts every
-  attempt due at once); its kind is :func:`loadtest.method.admission.kind_of`
-  ``n``, its local address ``n``'s of ``source_addresses`` in turn
-  (:func:`loadtest.framing.endpoints.source_address`).
-- Each attempt is a new TCP connection (TLS to an ``https`` service)
-  carrying one request, as a browser's first: a SockJS websocket handshake on
-  a new session, ``GET /info``, or ``POST`` of a new session's ``xhr`` or
-  ``xhr_streaming``. Only the answer's head is read (at most
-  ``MAX_HEAD_BYTES``), then the connection is closed at once, an admitted
-  websocket or stream included.
-- Answers go to a :class:`loadtest.method.admission.Tally`, timed from the
-  attempt's start; an attempt with no answer ``timeout`` seconds after the
-  last one started is given up (``timeout``), as is any other failure, by
-  :func:`loadtest.client.deliveries.failure_reason`.
-- Bounded: ``count`` attempts, the whole burst by ``seconds + timeout``.
+- Attempt ``n`` of ``count`` is due ``n x seconds / count`` after the burst begins (a late loop
+  starts every attempt due at once); its kind is :func:`loadtest.method.admission.kind_of` ``n``.
+- Each attempt is a new TCP connection carrying one request, as a browser's first; only
+  the answer's head is read (at most ``MAX_HEAD_BYTES``), then the connection is closed.
+- Answers go to a :class:`loadtest.method.admission.Tally`, timed from the attempt's start; an
+  attempt with no answer ``timeout`` seconds after the last one started is given up: the
+  whole burst is bounded by ``seconds + timeout``.
 """
 
 import asyncio
@@ -36,8 +27,7 @@ ANSWER_TIMEOUT_S = 10.0
 
 
 class Burst(NamedTuple):
-    """``count`` attempts on the SockJS service ``url`` over ``seconds``, attempt ``n`` from
-    the ``n``-th of ``source_addresses`` in turn (none: the kernel's choice)."""
+    """``count`` attempts on the SockJS service ``url`` over ``seconds``, from ``source_addresses`` in turn."""
 
     url: str
     count: int
@@ -107,11 +97,8 @@ async def _attempt(url, kind, local, ssl_context, tally):
 
 
 async def burst(plan, start_at, timeout=ANSWER_TIMEOUT_S):
-    """Make the attempts of ``plan`` (a :class:`Burst`) from ``start_at`` (``time.monotonic()``).
-
-    Returns the :meth:`loadtest.method.admission.Tally.figures` with ``attempts``, ``sent_s`` (when the last
-    attempt started) and ``window_s`` (when the last answer came; 0.0 without any), from the first attempt.
-    """
+    """Make the attempts of ``plan`` from ``start_at`` (``time.monotonic()``): the Tally's figures with
+    ``attempts``, ``sent_s`` (the last attempt's start) and ``window_s`` (the last answer; 0.0 without)."""
     url, count, seconds, source_addresses = plan
     tally = admission.Tally()
     ssl_context = tls_context.context_for(endpoints.target(url))

@@ -5,15 +5,13 @@ Rules:
 - A :class:`Connection` (a websocket; :class:`loadtest.client.http_connections.HttpConnection`
   over HTTP) only moves bytes between its socket and a sans-I/O protocol and acts on the
   events it returns. Every connection of a loop reads into one shared buffer.
-- A :class:`ClientGroup`, built from a :class:`GroupSpec`, is what one process runs
-  (:mod:`loadtest.client.workers` spreads a spec over processes). It opens at most
-  ``CONNECTING_AT_ONCE`` at a time, client ``i`` to ``urls[i % n]`` over its transport or its
-  share of a mix, TLS for an ``https`` URL (decided once, as it opens).
+- A :class:`ClientGroup`, built from a :class:`GroupSpec`, is what one process runs. It opens
+  at most ``CONNECTING_AT_ONCE`` at a time, client ``i`` to ``urls[i % n]`` over its transport
+  or its share of a mix.
 - :meth:`ClientGroup.run_step` sends its share of a step round-robin, paced evenly, and
-  waits for every group's messages back (counted since :meth:`ClientGroup.begin_step`):
-  a :class:`loadtest.method.rules.Partial`, by :mod:`loadtest.method.rules`'s rules.
+  waits for every group's messages back, by :mod:`loadtest.method.rules`'s rules.
 - Listeners (``listen``) send nothing; their delivery times go into a :class:`LatencyLog`
-  (an append each) and into a histogram only when sampled (:meth:`ClientGroup.take_sample`)."""
+  (an append each) and into a histogram only when sampled."""
 
 import array
 import asyncio
@@ -40,19 +38,15 @@ READ_BUFFER_BYTES = 256 * 1024
 
 
 class LatencyLog(array.array):
-    """Delivery times in microseconds, as they come: ``LatencyLog("q")``, with a
-    histogram's ``record_value``."""
+    """Delivery times in microseconds, as they come, with a histogram's ``record_value``."""
 
     record_value = array.array.append
 
 
 class Connection(ClientConnection, asyncio.BufferedProtocol):
-    """One websocket client on the loop: a socket, its :class:`ClientProtocol`, its counters.
-
-    It reads into ``read_buffer``, one bytearray shared by all connections of a
-    loop: a plain Protocol would get a freshly allocated 256 KiB bytes object per
-    read, which costs more than everything else per message.
-    """
+    """One websocket client on the loop: a socket, its :class:`ClientProtocol`, its counters. It reads
+    into ``read_buffer``, shared by the loop's connections: a plain Protocol would get a fresh 256 KiB
+    bytes object per read, which costs more than everything else per message."""
 
     def __init__(self, protocol, histogram, read_buffer):
         super().__init__(protocol, histogram)
@@ -61,10 +55,7 @@ class Connection(ClientConnection, asyncio.BufferedProtocol):
         self._read_view = memoryview(read_buffer)
 
     async def open(self, host, port, local, timeout, ssl_context=None):
-        """Connect to ``host``:``port`` from ``local`` (an address to bind, or None), over TLS
-        with ``ssl_context`` if one is given; returns once the websocket (and the SockJS
-        session) is open (ConnectError, OSError or asyncio.TimeoutError if not within
-        ``timeout`` seconds)."""
+        """Connect to ``host``:``port`` from ``local``, over TLS with ``ssl_context``; returns once open."""
         loop = asyncio.get_event_loop()
         await asyncio.wait_for(loop.create_connection(lambda: self, host, port, local_addr=local, ssl=ssl_context),
                                timeout)
@@ -112,10 +103,8 @@ class Connection(ClientConnection, asyncio.BufferedProtocol):
 
 @dataclasses.dataclass(frozen=True)
 class GroupSpec:
-    """A group of clients: ``count`` of them, numbered from ``first_id``, client ``i`` to
-    ``urls[i % n]`` (SockJS prefixes) over ``transport`` (or its share of a mix), bound to
-    the ``i``-th of ``source_addresses`` in turn (none: the kernel's choice); ``listen``:
-    they send nothing and time the feed's messages."""
+    """A group of clients: ``count`` of them, numbered from ``first_id``, bound to ``source_addresses`` in
+    turn; ``listen``: they send nothing and time the feed's messages."""
 
     urls: Tuple[str, ...]
     transport: str = endpoints.WEBSOCKET
@@ -131,21 +120,18 @@ class GroupSpec:
         object.__setattr__(self, "source_addresses", tuple(self.source_addresses or ()))
 
     def source_address(self, client_id):
-        """Where client ``client_id`` binds (:func:`loadtest.framing.endpoints.source_address`)."""
         return endpoints.source_address(self.source_addresses, client_id)
 
     def spread(self, procs):
-        """These clients in up to ``procs`` specs, as evenly as they go, ids running on from one
-        to the next: the clients of all of them still go to ``urls`` in turn. None is empty:
-        a worker with no connection would end every step at once."""
+        """These clients in up to ``procs`` specs, as even as they go, ids running on; none empty (a worker
+        with no connection would end every step at once)."""
         shares = [self.count // procs + (1 if i < self.count % procs else 0) for i in range(min(procs, self.count))]
         return [dataclasses.replace(self, first_id=self.first_id + sum(shares[:i]), count=share)
                 for i, share in enumerate(shares)]
 
 
 class ClientGroup:
-    """The connections one process opens for a :class:`GroupSpec`, and the steps it runs with them.
-    ``COMMANDS``: what a worker process may be asked of it (:mod:`loadtest.client.workers`)."""
+    """The connections one process opens for a :class:`GroupSpec`; ``COMMANDS``: what a worker may be asked of it."""
 
     COMMANDS = ("connect", "alive_count", "begin_step", "run_step", "take_sample")
 
@@ -162,12 +148,8 @@ class ClientGroup:
         self._sampled_cpu_s = _cpu_seconds()
 
     async def connect(self, count, on_progress=None, timeout=CONNECT_TIMEOUT_S):
-        """Open ``count`` more connections, at most ``CONNECTING_AT_ONCE`` at a time.
-
-        Returns ``{reason: number}`` for the attempts that failed (empty when all opened).
-        After ``CONNECTING_AT_ONCE`` failures the rest are not attempted ("not attempted"),
-        so a dead server is not hammered.
-        """
+        """Open ``count`` more connections, ``CONNECTING_AT_ONCE`` at a time: ``{reason: number}`` of the
+        failures. After ``CONNECTING_AT_ONCE`` failures the rest are "not attempted": a dead server is not hammered."""
         gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
         failures = collections.Counter()
         opened = [0]
@@ -219,11 +201,7 @@ class ClientGroup:
         return len(self.alive())
 
     async def begin_step(self):
-        """Count deliveries and round trips from now on, for the next :meth:`run_step`.
-
-        A step of several groups begins in all of them before any sends: the first
-        messages of one reach the others' connections at once, and must be counted.
-        """
+        """Count deliveries and round trips from now on: in every group before any sends."""
         self.histogram = rules.new_histogram()
         for conn in self.connections:
             conn.histogram = self.histogram
@@ -231,12 +209,8 @@ class ClientGroup:
             conn.protocol.pending.clear()
 
     async def run_step(self, to_send, duration, total_messages):
-        """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they are back.
-
-        ``total_messages`` is what every group together sends in this step (to know
-        how many deliveries to expect). Returns this group's :class:`loadtest.method.rules.Partial`,
-        with the deliveries counted since :meth:`begin_step` (or since the connections opened).
-        """
+        """Send ``to_send`` messages round-robin, evenly over ``duration`` s, then wait until they and
+        ``total_messages`` (every group's) are back: this group's :class:`loadtest.method.rules.Partial`."""
         loop = asyncio.get_event_loop()
         rate = to_send / duration
         connections = self.alive()
@@ -283,33 +257,20 @@ class ClientGroup:
             protocol.pending.clear()
         dropped = [conn.closed_reason for conn in connections if not conn.alive]
         return rules.Partial(
-            duration_s=ended - started,
-            sent=sent,
-            received=sum(conn.received for conn in connections),
-            lost=lost,
-            dropped=len(dropped),
-            reopened=sum(conn.reopened for conn in connections) - reopened_before,
-            drop_reasons=dict(collections.Counter(dropped)),
-            histogram=self.histogram,
-            cpu_s=_cpu_seconds() - cpu_before,
-            loop_lag_ms=self.lag.summary_ms(),
-            end=end,
-        )
+            duration_s=ended - started, sent=sent, received=sum(conn.received for conn in connections), lost=lost,
+            dropped=len(dropped), reopened=sum(conn.reopened for conn in connections) - reopened_before,
+            drop_reasons=dict(collections.Counter(dropped)), histogram=self.histogram,
+            cpu_s=_cpu_seconds() - cpu_before, loop_lag_ms=self.lag.summary_ms(), end=end)
 
     async def take_sample(self, expected=None):
-        """What a group of listeners had since the last sample: a :class:`loadtest.method.rules.FeedPartial`.
-
-        ``expected``: the messages every connection should have had by now (the
-        feed's total); connections alive with fewer count as ``short`` by the
-        difference, with more as ``extra``.
-        """
+        """What a group of listeners had since the last sample: a :class:`loadtest.method.rules.FeedPartial`;
+        connections alive with fewer than ``expected`` messages (the feed's total) are ``short``, more ``extra``."""
         delays, self.histogram = self.histogram, LatencyLog("q")
         histogram = rules.new_histogram()
         for delay in delays:
             histogram.record_value(delay)
         cpu_s, self._sampled_cpu_s = self._sampled_cpu_s, _cpu_seconds()
-        received = 0
-        short = extra = 0
+        received = short = extra = 0
         dropped = collections.Counter()
         for conn in self.connections:
             conn.histogram = self.histogram

@@ -2,15 +2,11 @@
 
 Rules:
 
-- A :class:`ClientConnection` drives one sans-I/O protocol
-  (:class:`loadtest.framing.websocket_protocol.ClientProtocol` or
-  :class:`loadtest.framing.http_transport_protocol.HttpSessionProtocol`): it counts the
-  messages delivered (``received``; ``sampled``, what a listener group took of
-  them), records the round trip of each of its own in ``histogram``, and
-  settles ``opened`` (a future) with the protocol's first OPENED, or with a
-  :class:`loadtest.errors.ConnectError` if the protocol closes first.
-- Times are microseconds of the monotonic clock (:func:`now_us`), the clock
-  the messages carry (:mod:`loadtest.framing.payload`).
+- A :class:`ClientConnection` drives one sans-I/O protocol: it counts the messages delivered
+  (``received``; ``sampled``, what a listener group took of them), records the round trip of
+  each of its own in ``histogram``, and settles ``opened`` with the protocol's first OPENED,
+  or a :class:`loadtest.errors.ConnectError` if the protocol closes first.
+- Times are microseconds of the monotonic clock (:func:`now_us`), the clock messages carry.
 - A failed connection attempt is named, never traced (:func:`failure_reason`).
 """
 
@@ -45,11 +41,8 @@ def failure_reason(exc):
 
 
 class ClientConnection:
-    """One load client's connection state (see the module's rules); subclasses move the bytes.
-
-    ``reopened``: how often it opened its stream anew, or polled after its first poll; never, over a websocket.
-    ``on_end``: None, or what to call with the reason, once, when it ends after it opened.
-    """
+    """One load client's connection state; subclasses move the bytes. ``reopened``: streams reopened and
+    polls after the first; ``on_end``: what to call with the reason, once, when it ends after it opened."""
 
     reopened = 0
     on_end = None

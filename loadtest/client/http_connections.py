@@ -4,17 +4,12 @@ Rules:
 
 - An :class:`HttpConnection` only moves bytes between its sockets and a sans-I/O
   :class:`loadtest.framing.http_transport_protocol.HttpSessionProtocol`, and acts on the
-  events that returns, as :class:`loadtest.client.connections.Connection` does
-  for a websocket (its interface is the same, :class:`loadtest.client.deliveries.ClientConnection`'s).
-- A session holds a receiving connection, opened with the session, replaced
-  when the protocol says so (:data:`~loadtest.framing.http_transport_protocol.NEW_CONNECTION`),
-  and a sending one, opened at the first send and again whenever the protocol
-  has something to send and none is open. A connection that cannot be opened
-  closes the client with :func:`loadtest.client.deliveries.failure_reason`.
-- Every connection of a session is TLS when the session was opened with a context
-  (an ``https`` service): a reopened stream or a new poll too.
-- Every socket reads into the loop's shared buffer (see :class:`Socket`); one
-  dropped on purpose is detached first, so its late close is nobody's event.
+  events that returns, as :class:`loadtest.client.connections.Connection` does for a websocket.
+- A session holds a receiving connection, replaced when the protocol says so, and a sending
+  one, opened whenever the protocol has something to send and none is open. A connection
+  that cannot be opened closes the client. Every one is TLS when the session's is.
+- Every socket reads into the loop's shared buffer; one dropped on purpose is detached
+  first, so its late close is nobody's event.
 """
 
 import asyncio
@@ -75,9 +70,7 @@ class HttpConnection(ClientConnection):
         return self.protocol.reopened
 
     async def open(self, host, port, local, timeout, ssl_context=None):
-        """Open the session at ``host``:``port``, every connection of it over TLS with
-        ``ssl_context`` if one is given; returns once it is open (ConnectError, OSError or
-        asyncio.TimeoutError if not within ``timeout`` seconds)."""
+        """Open the session at ``host``:``port`` (as :meth:`loadtest.client.connections.Connection.open`)."""
         self._address = (host, port, local, ssl_context)
         self._timeout = timeout
         self._receiving = await self._connect(self._received, self._receive_closed)

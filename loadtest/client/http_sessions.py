@@ -2,17 +2,12 @@
 
 Rules:
 
-- One request per connection, no redirects, no proxies: the targets are the
-  loopback servers under test (the command line refuses any other address),
-  over TLS when their URL is ``https`` (:func:`loadtest.client.tls_context.context_for`).
-- A session is opened the way sockjs-client opens it: ``POST`` to
-  ``<prefix>/<server>/<session>/xhr_streaming`` (200, a prelude of ``h``, then
-  the open frame ``o``) or ``.../xhr`` (polling: 200 with the open frame, the
-  response ends). :func:`open_session` returns once the open frame is in and
-  leaves the connection to the caller: a stream stays attached until it is
-  closed; a polling session is abandoned by never polling again.
-- Every read is bounded: headers by asyncio's stream limit, a body by
-  ``MAX_BODY_BYTES``, the whole exchange by a timeout.
+- One request per connection, no redirects, no proxies, over TLS for an ``https`` URL.
+- A session opens as sockjs-client opens it, and is left to the caller once the open frame
+  is in: a stream stays attached until closed; a polling session is abandoned by never
+  polling again.
+- Every read is bounded: headers by asyncio's stream limit, a body by ``MAX_BODY_BYTES``,
+  the whole exchange by a timeout.
 """
 
 import asyncio
@@ -90,12 +85,7 @@ async def _exchange(url, method, path, timeout):
 
 
 async def open_session(url, transport, timeout=connections.CONNECT_TIMEOUT_S):
-    """Open one SockJS session under the prefix ``url`` over ``transport`` (``xhr_streaming`` or ``xhr``).
-
-    Returns the connection's :class:`asyncio.StreamWriter` once the open frame
-    arrived; closing it ends a stream. Raises :class:`HTTPError` (or OSError,
-    asyncio.TimeoutError) when the session does not open.
-    """
+    """Open a SockJS session under ``url`` over ``transport``: its StreamWriter once the open frame is in."""
     path = "%s/%s" % (endpoints.session_path(url), transport)
     reader, writer, status, headers = await _exchange(url, "POST", path, timeout)
     try:

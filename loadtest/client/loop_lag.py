@@ -1,8 +1,6 @@
 """How late the load client's own loop runs: the delay it adds to every round trip it times.
 
-A timer asks to wake up after ``LAG_SAMPLE_S``; how much later it wakes is the
-lag. A step whose mean lag reaches ``loadtest.method.rules.CLIENT_BOUND_LAG_MS`` is
-client-bound.
+A timer asks to wake up after ``LAG_SAMPLE_S``; how much later it wakes is the lag.
 """
 
 import asyncio

@@ -2,22 +2,15 @@
 
 Rules:
 
-- Message ``n`` is ``"<feed id>:<n>:<t_us>"`` (:func:`loadtest.framing.payload.message`,
-  :data:`~loadtest.framing.payload.FEED_ID`, its publish time on the monotonic clock), published
-  at ``start + n / rate``: a late one does not push the next ones later.
-- The brokers take the messages in turn; one that is ``away`` (:meth:`NumberedFeed.leave`,
-  a broker about to be restarted) takes none until it is :meth:`~NumberedFeed.back`, on a
-  new connection. A broker leaves between two publishes, never during one: no message is
-  ever in flight to a broker on its way out, so none is sent twice or lost on the way.
-- Each publish is a blocking :class:`loadtest.client.publisher.Publisher` call in a thread
-  beside the event loop; a publish that fails, or a broker that cannot be reached, ends
-  the feed with a :class:`~loadtest.client.publisher.PublishFailed`. With ``retry_s`` (a
-  failover), it carries an ``Idempotency-Key`` and, refused, is tried again as it was
-  (same body, same key: published once) every :data:`RETRY_PAUSE_S` at the next broker,
-  for up to ``retry_s`` seconds; ``refused_at`` is when the first refusal came,
-  ``back_at`` when the first 200 after it did (monotonic seconds), ``resumed`` that message.
-- ``round_trips_us``: each accepted publish's round trip, the answered attempt's.
-- It ends after ``seconds`` of messages, or at :meth:`NumberedFeed.stop`, whichever comes first.
+- Message ``n`` is ``"<feed id>:<n>:<t_us>"``, published at ``start + n / rate``: a late one
+  does not push the next ones later.
+- The brokers take the messages in turn; one ``away`` (:meth:`NumberedFeed.leave`) takes none
+  until it is :meth:`~NumberedFeed.back`, on a new connection. A broker leaves between two
+  publishes, never during one: no message is in flight to a broker on its way out.
+- Each publish is a blocking Publisher call in a thread; one that fails ends the feed. With
+  ``retry_s`` (a failover) it carries an ``Idempotency-Key`` and, refused, is tried again as it
+  was at the next broker every :data:`RETRY_PAUSE_S`, for up to ``retry_s`` seconds
+  (``refused_at``: the first refusal, ``back_at``: the first 200 after it, of ``resumed``).
 """
 
 import asyncio
@@ -33,9 +26,7 @@ RETRY_PAUSE_S = 0.05
 
 
 class NumberedFeed:
-    """Messages 1, 2, ... at ``rate`` a second to the brokers of ``urls`` (SockJS prefixes) in
-    turn, with the publish ``token``, refused ones tried again for ``retry_s`` seconds (0: none);
-    ``published``: how many so far."""
+    """Messages 1, 2, ... at ``rate`` a second to the brokers of ``urls`` in turn, with the publish ``token``."""
 
     def __init__(self, urls, token, rate, retry_s=0.0):
         self.urls = list(urls)

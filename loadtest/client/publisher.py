@@ -2,22 +2,12 @@
 
 Rules:
 
-- A :class:`Publisher` holds ``connections`` keep-alive sockets to one broker
-  and has at most one request in flight on each: what it sends at once
-  arrives in one event-loop iteration and goes out in one flush, as a
-  backend's publishes would.
-- Over TLS (``ssl_context``, for an ``https`` broker) each socket is wrapped as
-  it connects, the handshake done before the first publish.
-- ``query`` (``b"?key=total&op=add"``) follows ``/publish`` in the requests of one
-  :meth:`Publisher.publish` call: a keyed message, or an amount for a counter.
-  ``headers`` (``b"Idempotency-Key: 7\r\n"``), header lines, go in each of them.
-- Every answer is read to its end, so a connection stays usable; anything but
-  ``200`` raises :class:`PublishFailed` with the status and the broker's reason,
-  and so does a connection that breaks or a broker that has not answered
-  within ``timeout``.
+- A :class:`Publisher` holds ``connections`` keep-alive sockets to one broker, at most one
+  request in flight on each: what it sends at once arrives in one event-loop iteration, as
+  a backend's publishes would. Over TLS each socket is wrapped as it connects.
+- Every answer is read to its end, so a connection stays usable; anything but ``200``, a
+  broken connection or no answer within ``timeout`` raises :class:`PublishFailed`.
 - Blocking sockets: a publish holds its caller until the broker has answered.
-  ``abuse`` calls it from its own loop, ``feed`` from a thread beside its
-  event loop, whose listeners are read meanwhile.
 """
 
 import socket
@@ -31,8 +21,7 @@ class PublishFailed(LoadTestError):
 
 
 class Publisher:
-    """``POST /publish`` to the broker at ``host:port`` over ``connections`` keep-alive sockets,
-    TLS ones with ``ssl_context`` (:func:`loadtest.client.tls_context.context_for`)."""
+    """``POST /publish`` to the broker at ``host:port`` over ``connections`` keep-alive sockets."""
 
     def __init__(self, host, port, token=None, connections=1, timeout=10.0, ssl_context=None):
         self._headers = b"Host: %s:%d\r\nContent-Type: text/plain\r\n" % (host.encode(), port)
@@ -42,8 +31,8 @@ class Publisher:
         self.sockets = [connect(host, port, timeout, ssl_context) for _ in range(connections)]
 
     def publish(self, messages, query=b"", headers=b""):
-        """Publish ``messages`` (bytes, at most one per connection) to ``/publish`` and ``query``,
-        with ``headers`` too, all sent before any answer is read."""
+        """Publish ``messages`` (bytes, at most one per connection) to ``/publish`` + ``query``
+        (``b"?key=total&op=add"``) with ``headers`` lines, all sent before any answer is read."""
         sockets = self.sockets[:len(messages)]
         head = b"POST /publish%s HTTP/1.1\r\n%s%s" % (query, self._headers, headers)
         try:

@@ -2,23 +2,19 @@
 
 Rules:
 
-- A :class:`RollingGroup` is a :class:`loadtest.client.storm_clients.StormGroup`. A first
-  connection that fails is tried again after a draw in ``[0, FIRST_BACKOFF_S]``, ``ATTEMPTS``
-  times at most (``first_failures``). Once it follows (:meth:`RollingGroup.follow`), a
-  subscriber whose connection ends comes back after a draw in ``[0, backoff]``, resuming, to
-  another broker in an order drawn from its number and the broker it lost
-  (:func:`reconnect_order`): one broker's clients spread evenly over the others.
+- A first connection that fails is tried again after a draw in ``[0, FIRST_BACKOFF_S]``,
+  ``ATTEMPTS`` times at most. Once it follows (:meth:`RollingGroup.follow`), a subscriber whose
+  connection ends comes back after a draw in ``[0, backoff]``, resuming, to the other brokers
+  in an order drawn from its number and the broker it lost (:func:`reconnect_order`).
 - A subscriber is *on* a broker from its ``open``, ``resumed`` or ``gap`` until its connection
-  ends. A refusal (or a session closed before it was told, as a draining broker closes new
-  ones) sends it to the next broker at once; after a round of refusals it draws another
-  delay; after ``ATTEMPTS`` rounds it stays away (``never_back``).
+  ends. A refusal (or a session closed before it was told) sends it to the next broker at
+  once; after a round of refusals it draws another delay; after ``ATTEMPTS`` rounds it stays
+  away (``never_back``). After :meth:`RollingGroup.settle` nothing is followed or counted.
 - A :class:`loadtest.method.timeline.Timeline` counts per second the sessions each broker took
-  and lost and every delivery's lateness, apart for the clients never cut.
-- After :meth:`RollingGroup.settle`, an ending connection is neither followed nor counted.
-- A :class:`RollingSubscriber` keeps when it first delivered each number: a number never
-  delivered is lost, whatever came twice. A number beyond the next with no ``gap`` told since
-  its last delivery is a silent gap. After a gap in a new epoch the room's history comes
-  again: the numbers start over, and those delivered before are not delivered twice.
+  and lost and every delivery's lateness.
+- A :class:`RollingSubscriber` keeps when it first delivered each number: one never delivered
+  is lost. A number beyond the next with no ``gap`` told since is a silent gap. After a gap
+  in a new epoch the numbers start over.
 """
 
 import array
@@ -37,8 +33,8 @@ FIRST_BACKOFF_S = 1.0
 
 
 def reconnect_order(client_id, lost, brokers):
-    """The brokers client ``client_id`` tries, in turn, when it loses broker ``lost`` (of
-    ``brokers``): the others, from one drawn from both numbers (:func:`draw`), then ``lost`` itself."""
+    """The brokers client ``client_id`` tries, in turn, when it loses broker ``lost``: the others, from one
+    drawn from both numbers, then ``lost`` itself."""
     others = brokers - 1
     if others < 1:
         return [lost]
@@ -56,8 +52,7 @@ def draw(client_id, lost):
 
 
 class RollingSubscriber(StormSubscriber):
-    """A :class:`StormSubscriber` that keeps ``first_us[n]``, when it first delivered number ``n``
-    (0: never), and counts ``silent`` gaps (see the module's rules)."""
+    """A StormSubscriber that keeps ``first_us[n]``, when it first delivered ``n`` (0: never), and ``silent`` gaps."""
 
     def __init__(self):
         super().__init__()
@@ -92,8 +87,7 @@ class RollingSubscriber(StormSubscriber):
 
 
 class RollingGroup(StormGroup):
-    """A :class:`StormGroup` whose subscribers follow the cluster (see the module's rules); ``on``:
-    the broker each subscriber is on (None while it is away), ``ends``: why connections ended."""
+    """A StormGroup following the cluster; ``on``: the broker each subscriber is on, ``ends``: why connections ended."""
 
     COMMANDS = StormGroup.COMMANDS + ("follow", "settle")
     SUBSCRIBER = RollingSubscriber
@@ -111,8 +105,7 @@ class RollingGroup(StormGroup):
         self._returns = set()
 
     async def connect(self):
-        """Open every subscriber's first connection, one that failed again (see the module's
-        rules): the failures, if any subscriber is still away."""
+        """Open every subscriber's first connection: the failures, if any subscriber is still away."""
         await super().connect()
         away = [index for index, connection in enumerate(self.connections) if connection is None]
         back = await asyncio.gather(*(self._open_within(index, FIRST_BACKOFF_S) for index in away))
@@ -120,8 +113,7 @@ class RollingGroup(StormGroup):
         return self.first_failures if not all(back) else {}
 
     async def _open(self, index, broker=None):
-        """Connect subscriber ``index`` to ``broker`` and wait until it is told where it starts:
-        True if it is on the broker then."""
+        """Connect subscriber ``index`` to ``broker`` and wait until it is told where it starts: True if on it."""
         broker = self.home(index) if broker is None else broker
         subscriber = self.subscribers[index]
         starts = subscriber.starts
@@ -178,8 +170,7 @@ class RollingGroup(StormGroup):
         self.never_back += 1
 
     def follow(self, origin, backoff):
-        """Count seconds from ``origin`` (monotonic seconds) and, from now on, bring back every
-        subscriber whose connection ends, after a delay drawn in ``[0, backoff]``."""
+        """Count seconds from ``origin`` and bring back every subscriber whose connection ends from now on."""
         self.timeline.start(origin)
         self.failures.clear()
         self.backoff = backoff
@@ -194,11 +185,7 @@ class RollingGroup(StormGroup):
             returning.cancel()
 
     def report(self, last, target=None, since_us=None):
-        """:meth:`StormGroup.counts` (``missing``: the numbers never delivered), the timeline's
-        counts, why connections ended, the attempts to come back that failed, the subscribers
-        that never came back, the first connections that failed (each tried again), the
-        ``silent`` gaps; and ``catch_up_ms``: for each subscriber that delivered number
-        ``target``, the milliseconds from ``since_us`` (monotonic) until it first did."""
+        """:meth:`StormGroup.counts`, the rolling figures, each subscriber's ms from ``since_us`` to ``target``."""
         report = self.counts(last)
         subscribers = self.subscribers
         delivered = [s.first_us[target] for s in subscribers if target is not None and target < len(s.first_us)]

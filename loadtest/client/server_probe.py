@@ -2,16 +2,12 @@
 
 Rules:
 
-- A :class:`ServerProbe` reads the kernel's figures of a server's processes
-  (one, or a cluster's by name) and raises :class:`loadtest.errors.ServerGone`
-  as soon as one of them has exited: a measurement of a dead server is void.
-- ``/stats`` is the broker's; any other server has none, and the probe says
-  None instead of failing. It is read with a short timeout, never in a loop
-  that a slow server could stall.
-- A server on loopback given no pids is found by its listening socket
-  (:func:`listening_pids`): the processes of this user listening on its port.
-- ``/healthz`` is the broker's readiness (200, or 503 while it drains):
-  :func:`until_healthy` asks it until it says 200, up to a deadline.
+- A :class:`ServerProbe` reads the kernel's figures of a server's processes and raises
+  :class:`loadtest.errors.ServerGone` as soon as one has exited: a measurement of a dead
+  server is void.
+- ``/stats`` and ``/healthz`` are the broker's: another server's None, never a failure.
+  Each is read with a short timeout, never in a loop that a slow server could stall.
+- A server given no pids is found by its listening socket (:func:`listening_pids`).
 """
 
 import asyncio
@@ -28,8 +24,7 @@ HEALTH_POLL_S = 0.1
 
 
 class ServerProbe:
-    """The processes ``pids`` of a server (a sequence, or a mapping of names to pids for a
-    cluster): their RSS and CPU, summed or one by one."""
+    """The processes ``pids`` of a server (a sequence, or ``{name: pid}``): their RSS and CPU, summed or each."""
 
     def __init__(self, pids):
         self.pids = dict(pids) if hasattr(pids, "items") else {str(pid): pid for pid in pids}
@@ -51,20 +46,16 @@ class ServerProbe:
         self._read(procstat.cpu_seconds)
 
     def cpu_seconds(self):
-        """The processes' CPU seconds so far, summed."""
         return sum(self._read(procstat.cpu_seconds).values())
 
     def rss_kb(self):
-        """The processes' RSS now, summed."""
         return sum(self._read(procstat.rss_kb).values())
 
     def rss_kb_each(self):
-        """Each process's RSS now, by name."""
         return self._read(procstat.rss_kb)
 
     def cpu_shares(self):
-        """``(shares, seconds)``: each process's CPU since the last call, as a share of one
-        core, and the seconds since that call (no shares at the first call)."""
+        """``(shares, seconds)``: each process's CPU since the last call (a share of one core; none at the first)."""
         now = time.monotonic()
         used = self._read(procstat.cpu_seconds)
         seconds = now - self._at if self._at is not None else 0.0
@@ -73,7 +64,6 @@ class ServerProbe:
         return shares, seconds
 
     def start(self):
-        """Mark the start of a step (see :meth:`stop`)."""
         self._started_cpu = self.cpu_seconds()
 
     def stop(self, duration, received):
@@ -108,8 +98,7 @@ async def health(url):
 
 
 async def until_healthy(url, timeout):
-    """Ask the broker of ``url`` for ``/healthz`` every ``HEALTH_POLL_S`` until it answers 200
-    (True) or ``timeout`` seconds have passed (False)."""
+    """Whether the broker of ``url`` answered ``/healthz`` 200 within ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -128,8 +117,7 @@ async def session_count(url):
 
 
 def listening_pids(urls):
-    """The processes listening where ``urls`` point (``localhost``: 127.0.0.1 or ::1), sorted; empty when
-    none is this user's."""
+    """The processes of this user listening where ``urls`` point (``localhost``: 127.0.0.1 or ::1), sorted."""
     pids = set()
     for url in urls:
         where = endpoints.target(url)
@@ -139,9 +127,7 @@ def listening_pids(urls):
 
 
 def server_runtime(url, pid):
-    """What the server of ``url`` runs on, named as :func:`broker.runtime.interpreter` names
-    this process's: ``interpreter`` from its ``/stats`` (the broker has it), else the name of
-    process ``pid``'s executable, else None."""
+    """What the server of ``url`` runs on: ``interpreter`` from its ``/stats``, else process ``pid``'s, else None."""
     stats = stats_now(url)
     if stats is not None and isinstance(stats.get("interpreter"), str):
         return stats["interpreter"]

@@ -2,16 +2,13 @@
 
 Rules:
 
-- A :class:`StormSubscriber` checks the feed's numbered messages (:mod:`loadtest.framing.payload`):
-  each delivered must follow the last (else a hole); after its drop, ``caught_up_us`` is
-  when it first delivered a message published after it began coming back (or, back after
-  the last publish, when it delivered the last). It times each delivery into its
-  connection's histogram; a copy it drops is not timed.
-- Connections are the load client's own (:meth:`loadtest.client.connections.ClientGroup.new_connection`),
-  counting with the subscriber's ``count_frame``: every transport works.
+- A :class:`StormSubscriber` checks the feed's numbered messages: each delivered must follow
+  the last (else a hole); it times each delivery (not a copy it drops).
+- Connections are the load client's own, counting with the subscriber's ``count_frame``:
+  every transport works.
 - :meth:`StormGroup.drop` aborts every connection in one loop iteration; :meth:`StormGroup.come_back`
   brings each back after a draw in ``[0, backoff]``, resuming, ``ATTEMPTS`` times at most.
-  Every wait is bounded. A group runs in a worker process (:func:`loadtest.client.workers.in_workers`)."""
+  Every wait is bounded. A group runs in a worker process."""
 
 import asyncio
 import collections
@@ -35,12 +32,9 @@ POLL_S = 0.05
 
 
 class StormSubscriber(ResumingSubscriber):
-    """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``holes``,
-    ``numbered`` (messages of the feed delivered) and ``repeats`` (of them, one at or
-    before the last), ``foreign`` (messages not of the feed), ``back_us`` and ``caught_up_us``,
-    ``last_us`` (when it delivered ``last``);
-    ``record``: what each delivery's lateness in microseconds goes to (its connection's
-    histogram's ``record_value``)."""
+    """One subscriber of the storm: ``first`` and ``last`` numbers delivered, ``numbered`` (the feed's
+    messages delivered), ``repeats`` (of them, at or before the last), ``foreign`` (not the feed's);
+    ``record``: what each delivery's lateness goes to."""
 
     def __init__(self):
         super().__init__()
@@ -76,17 +70,14 @@ class StormSubscriber(ResumingSubscriber):
             self.caught_up_us = now
 
     def caught_up_at(self, last):
-        """When it was caught up after coming back: ``caught_up_us``, or, back only after
-        message ``last`` was published, when it delivered that one; None if neither."""
+        """When it delivered the first message published after it came back (or ``last``, back after it), or None."""
         if self.caught_up_us is not None:
             return self.caught_up_us
         return self.last_us if self.back_us is not None and self.last == last else None
 
 
 class StormGroup:
-    """The subscribers of a :class:`loadtest.client.connections.GroupSpec`, to its ``urls`` in turn.
-    ``COMMANDS``: what its worker process may be asked of it (:mod:`loadtest.client.workers`);
-    ``SUBSCRIBER``: the class of its subscribers."""
+    """The subscribers of a :class:`loadtest.client.connections.GroupSpec`, to its ``urls`` in turn."""
 
     COMMANDS = ("connect", "drop", "come_back", "wait_for", "report")
     SUBSCRIBER = StormSubscriber
@@ -111,8 +102,7 @@ class StormGroup:
         return (self.first_id + index) % len(self.urls)
 
     async def _open(self, index, broker=None):
-        """Connect subscriber ``index`` to ``broker`` (an index of ``urls``; its :meth:`home` if
-        None), asking for what its subscriber asks; True if open."""
+        """Connect subscriber ``index`` to ``broker`` (default :meth:`home`): True if open."""
         client_id = self.first_id + index
         base = self.urls[self.home(index) if broker is None else broker]
         url = endpoints.with_query(base, self.subscribers[index].query())
@@ -155,17 +145,13 @@ class StormGroup:
         return self.dropped_us
 
     async def come_back(self, backoff):
-        """Reconnect every subscriber after its own draw in ``[0, backoff]`` seconds,
-        each failed attempt tried again after another draw; ``{reason: count}`` of
-        every attempt that failed, those tried again with success included (the
-        subscribers never back are in :meth:`report`)."""
+        """Reconnect every subscriber (:meth:`_open_within`): ``{reason: count}`` of every attempt that failed."""
         self.failures.clear()
         await asyncio.gather(*(self._open_within(i, backoff) for i in range(len(self.subscribers))))
         return dict(self.failures)
 
     async def _open_within(self, index, backoff):
-        """Open subscriber ``index`` after a draw in ``[0, backoff]`` seconds, each failed attempt
-        again after another draw, ``ATTEMPTS`` at most: True if open."""
+        """Open subscriber ``index`` after a draw in ``[0, backoff]`` s, again on failure, ``ATTEMPTS`` at most."""
         for _ in range(ATTEMPTS):
             await asyncio.sleep(random.uniform(0, backoff))
             self.subscribers[index].back_us = now_us()
@@ -187,9 +173,7 @@ class StormGroup:
         return report
 
     def counts(self, last):
-        """What the subscribers ended with, summed, and each one's catch-up time after the drop
-        (ms); ``missing``: the messages up to ``last`` they did not deliver, ``repeated``: those
-        they delivered again."""
+        """What the subscribers ended with, summed, and each one's catch-up time after the drop (ms)."""
         subscribers = self.subscribers
         gaps = collections.Counter()
         for subscriber in subscribers:
@@ -220,7 +204,6 @@ class StormGroup:
 
 
 async def connect_all(groups):
-    """Every group's subscribers connected, all groups at once: None, or how a run whose
-    subscribers did not all connect ends (``connections failed: 2 refused, ...``)."""
+    """Connect every group's subscribers at once: None, or the run's end (``connections failed: 2 refused``)."""
     failures = summed(await asyncio.gather(*(group.connect() for group in groups)))
     return End.CONNECTIONS_FAILED.text(console.listed(failures)) if failures else None

@@ -2,22 +2,13 @@
 
 Rules:
 
-- One frozen :class:`Options` says what to run; its defaults are the method's
-  (``python -m loadtest``, ``compare`` and ``soak`` only set what they change).
-- A level opens its connections (over ``procs`` processes), then steps through
-  the rates; it ends at the first overloaded step, or where the client, not the
-  server, was saturated (client-bound, :func:`loadtest.method.rules.ends_sweep`), unless
-  ``stop_at_overload`` is off, in which case it goes on with the connections
-  left until none is. Without given rates it goes on until then, or to the
-  method's cap, and says so. The rules deciding it are :mod:`loadtest.method.rules`'s.
-- Every step record goes to ``on_step`` as soon as it is measured and every
-  level's end to ``on_level``, so a run that stops keeps what it measured.
-- A server that dies or stops accepting connections raises
-  :class:`loadtest.errors.ServerGone`.
-
-:func:`sweep` runs on the caller's event loop (the commands drive it through
-:func:`loadtest.runner.run_interruptible`, so Ctrl-C stops it cleanly);
-:func:`run_sweep` is the same as one synchronous call.
+- One frozen :class:`Options` says what to run; its defaults are the method's.
+- A level opens its connections (over ``procs`` processes), then steps through the rates
+  until :func:`loadtest.method.rules.ends_sweep` (with ``stop_at_overload`` off: until no
+  connection is left), or through the given rates, or to the method's cap, and says which.
+- Every step record goes to ``on_step`` as soon as it is measured and every level's end
+  to ``on_level``, so a run that stops keeps what it measured.
+- A server that dies or stops accepting connections raises :class:`loadtest.errors.ServerGone`.
 """
 
 import asyncio
@@ -31,22 +22,15 @@ from loadtest.errors import ServerGone
 from loadtest.framing import endpoints
 from loadtest.method import rules
 from loadtest.method.rules import End
+from loadtest.results import console
 
 PROGRESS_S = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """One sweep of the server at ``urls`` (SockJS prefixes: one, or every broker of a cluster).
-
-    ``rates``: the total msgs/s of each step (None: :func:`loadtest.method.rules.rate_schedule` of each level);
-    ``duration`` and ``pause``: seconds per step and of quiet before it;
-    ``transport``: one of :data:`loadtest.framing.endpoints.TRANSPORTS`, or a mix of them
-    (:func:`loadtest.framing.endpoints.mix`); ``server``: its label in the records;
-    ``server_pids``: its processes, whose CPU and RSS are measured (summed); ``source_addresses``: local
-    addresses to spread connections over; ``procs``: client processes, pinned to
-    ``client_cpus`` in turn; ``stop_at_overload``: end a level at its first overloaded (or client-bound) step.
-    """
+    """One sweep of the server at ``urls`` (one, or every broker of a cluster): ``rates`` of each step (None:
+    the method's), ``server_pids`` whose CPU and RSS are measured, ``procs`` pinned to ``client_cpus`` in turn."""
 
     urls: Tuple[str, ...]
     levels: Tuple[int, ...] = rules.DEFAULT_LEVELS
@@ -64,32 +48,26 @@ class Options:
     def __post_init__(self):
         if isinstance(self.urls, str):
             raise TypeError("urls is a sequence of SockJS prefixes, not one string: %r" % self.urls)
-        for name in ("urls", "levels", "rates", "server_pids", "source_addresses", "client_cpus"):  # lists given: kept as tuples
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, tuple(value))
+        for name in ("urls", "levels", "server_pids", "source_addresses", "client_cpus"):  # lists given: kept as tuples
+            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
+        if self.rates is not None:
+            object.__setattr__(self, "rates", tuple(self.rates))
 
     def schedule(self, level):
-        """The rates of the steps of ``level``."""
         return list(self.rates) if self.rates else rules.rate_schedule(level)
 
 
 async def sweep(options, on_step=None, on_level=None, on_progress=None):
-    """Run the sweep of ``options`` on the current loop; returns the :class:`loadtest.records.Step` list.
-
-    ``on_step(step)`` and ``on_level(level)`` get each record as it is made;
-    ``on_progress(state)`` a dict (``level``, ``phase`` and what the phase has).
-    """
+    """Run the sweep of ``options`` on the current loop: the Step records; ``on_progress`` gets a dict of the phase."""
     probe = ServerProbe(options.server_pids)
     steps = []
 
     async def run_level(groups, level):
-        """Connect, then step through the schedule; returns the level's ``end`` text."""
         _progress(on_progress, level=level, phase="connecting", opened=0)
         failures = await workers.connect_groups(
             groups, lambda opened: _progress(on_progress, level=level, phase="connecting", opened=opened))
         if failures:
-            summary = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
+            summary = console.listed(failures)
             if sum(failures.values()) >= level:
                 raise ServerGone("no connection to %s opened: %s%s" % (
                     ", ".join(options.urls), summary, _probe_state(probe)))
@@ -167,17 +145,11 @@ async def _run_step(groups, rate, duration, total, on_progress, level):
     await asyncio.gather(*(group.begin_step() for group in groups))
     ticker = asyncio.ensure_future(tick())
     try:
-        return await asyncio.gather(
-            *(group.run_step(count, duration, total) for group, count in zip(groups, counts))
-        )
+        return await asyncio.gather(*(group.run_step(count, duration, total) for group, count in zip(groups, counts)))
     finally:
         ticker.cancel()
 
 
 def run_sweep(options, on_step=None, on_level=None, on_progress=None):
-    """:func:`sweep` as one synchronous call, on a loop of its own; returns the step records.
-
-    Raises :class:`ServerGone` when the server dies; the steps measured until then
-    have already been passed to ``on_step``.
-    """
+    """:func:`sweep` as one synchronous call, on a loop of its own."""
     return asyncio.run(sweep(options, on_step, on_level, on_progress))

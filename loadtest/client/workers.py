@@ -2,24 +2,18 @@
 
 Rules:
 
-- A worker builds one group from its :class:`loadtest.client.connections.GroupSpec`, with the
-  group's class (its ``kind``: a :class:`loadtest.client.connections.ClientGroup`, or a
-  resuming group of :mod:`loadtest.client.storm_clients`), and does what its parent asks
-  over a pipe, one of the kind's ``COMMANDS`` at a time, answering each: :func:`serve`
-  is the one worker loop. A command given :data:`PROGRESS` among its arguments gets a
-  function in its place that reports, before the answer, how far it got.
-- A :class:`WorkerProcess` is the parent's side: :meth:`WorkerProcess.ask` sends a command
-  and awaits its answer without holding the loop (WorkerLost if the worker has exited);
-  :meth:`WorkerProcess.close` asks the worker to end, and kills it after 5 s. Each of the
-  kind's ``COMMANDS`` is a coroutine of it (``await worker.drop()`` asks the worker's group
-  to ``drop``); :class:`RemoteGroup` offers the whole interface of a ClientGroup
-  (``alive_count`` too, as of its last answer).
-- Histograms travel HDR-encoded (:mod:`loadtest.method.rules` pickles them so). A worker
-  trusts what the process that started it trusts (:func:`loadtest.client.tls_context.trusted`),
-  leaves Ctrl-C to its parent, and ends when its parent is gone.
+- A worker (:func:`serve`, the one worker loop) builds one group of its ``kind`` (a
+  :class:`loadtest.client.connections.ClientGroup`, or a resuming group) from a
+  :class:`loadtest.client.connections.GroupSpec` and answers its parent's pipe, one of the
+  kind's ``COMMANDS`` at a time; an argument :data:`PROGRESS` becomes a function reporting
+  how far the command got.
+- A :class:`WorkerProcess` is the parent's side: each of the kind's ``COMMANDS`` is a coroutine
+  of it, awaited without holding the loop (WorkerLost if the worker has exited).
+- A worker trusts what its parent trusts, leaves Ctrl-C to it, and ends when it is gone.
 """
 
 import asyncio
+import collections
 import functools
 import inspect
 import multiprocessing
@@ -35,8 +29,7 @@ ANSWER = "answer"
 
 
 def serve(pipe, kind, spec, cpu, trusted):
-    """A worker process: a ``kind`` of group built from ``spec``, pinned to ``cpu`` (None:
-    anywhere), doing what the pipe says; it trusts what its parent trusts (``trusted``)."""
+    """A worker process: a ``kind`` of group built from ``spec``, pinned to ``cpu``, doing what the pipe says."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tls_context.trust(trusted)
     affinity.pin(0, cpu)
@@ -90,8 +83,7 @@ class WorkerProcess:
         child.close()
 
     async def ask(self, *command, on_progress=None):
-        """Send ``command`` (its name, then its arguments) and await its answer; what the
-        worker reports meanwhile goes to ``on_progress``."""
+        """Send ``command`` (name, arguments), await its answer; what the worker reports goes to ``on_progress``."""
         self._pipe.send(command)
         while True:
             await _readable(self._pipe)
@@ -151,24 +143,20 @@ class RemoteGroup(WorkerProcess):
 
 
 def in_workers(kind, spec, procs, cpus):
-    """``spec``'s clients in up to ``procs`` workers, each serving a ``kind`` of group
-    (:meth:`GroupSpec.spread <loadtest.client.connections.GroupSpec.spread>`), pinned to
-    ``cpus`` in turn (none: anywhere); a ClientGroup's as :class:`RemoteGroup`."""
+    """``spec``'s clients in up to ``procs`` workers of ``kind`` groups, pinned to ``cpus`` in turn (none: anywhere)."""
     remote = RemoteGroup if kind is connections.ClientGroup else functools.partial(WorkerProcess, kind)
     return [remote(part, cpus[i % len(cpus)] if cpus else None) for i, part in enumerate(spec.spread(procs))]
 
 
 def make_groups(spec, procs, cpus=()):
-    """``spec``'s clients in one group in this process when ``procs`` is 1, else in up to
-    ``procs`` workers (:func:`in_workers`)."""
+    """``spec``'s clients in one group in this process when ``procs`` is 1, else :func:`in_workers`."""
     if procs == 1:
         return [connections.ClientGroup(spec)]
     return in_workers(connections.ClientGroup, spec, procs, cpus)
 
 
 async def connect_groups(groups, on_progress=None):
-    """Open every group's clients (its ``spec.count``), all groups at once; ``{reason: count}``
-    of the failures. ``on_progress(opened)`` gets the number opened so far, over all groups."""
+    """Open every group's clients at once: the failures; ``on_progress(opened)`` gets the number opened."""
     opened = [0] * len(groups)
 
     def track(index):
@@ -183,8 +171,7 @@ async def connect_groups(groups, on_progress=None):
 
 def summed(failures):
     """One ``{reason: count}`` of the failures of several groups."""
-    total = {}
+    total = collections.Counter()
     for part in failures:
-        for reason, count in part.items():
-            total[reason] = total.get(reason, 0) + count
-    return total
+        total.update(part)
+    return dict(total)

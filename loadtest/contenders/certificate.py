@@ -2,12 +2,9 @@
 
 Rules:
 
-- The ``openssl`` command makes it (Debian's ``openssl`` package), so the load
-  client's install needs no Python package for it: a self-signed P-256
-  certificate for the address ``127.0.0.1`` (its subjectAltName, which the
-  client checks), valid for a day, its key unencrypted beside it.
-- It lives in a temporary directory of its own for as long as the ``with``
-  block of :func:`temporary` lasts, and is removed with it.
+- The ``openssl`` command makes it (no Python package needed): self-signed P-256 for the
+  address ``127.0.0.1`` (its subjectAltName), valid for a day, its key unencrypted beside it,
+  in a temporary directory for as long as the ``with`` block of :func:`temporary` lasts.
 - No ``openssl``, or one that fails, raises :class:`CertificateError` saying so.
 """
 

@@ -1,14 +1,10 @@
 """Launch a server under test as a child process and learn where it listens.
 
-Every server the project starts (the broker, the baseline sockjs-tornado app,
-the sockjs-node and sockjs-go apps) follows one contract: it accepts ``--port 0``, binds an
-ephemeral port and prints a line containing ``listening on http://HOST:PORT/PREFIX``
-(``https://`` when it serves TLS)
-on stdout as soon as it accepts connections. :func:`launch` waits for that line.
-SIGTERM stops it; the broker first drains its clients (``--drain-seconds``), and a
-second SIGTERM ends that at once (:func:`stop_process` sends it). A server that has
-exited can be started again as it was, on the port it had
-(:meth:`LaunchedServer.started_again`): a deploy's restart.
+Every server the project starts follows one contract: it accepts ``--port 0``, binds an
+ephemeral port and prints ``listening on http(s)://HOST:PORT/PREFIX`` as soon as it accepts
+connections (:func:`launch` waits for that line). SIGTERM stops it; a broker first drains
+(``--drain-seconds``), and a second SIGTERM ends that at once (:func:`stop_process`). A server
+that has exited can be started again on its port (:meth:`LaunchedServer.started_again`).
 """
 
 import os
@@ -32,8 +28,7 @@ class ServerError(LoadTestError):
 
 
 class LaunchedServer:
-    """A running server process: its ``url`` (SockJS prefix), ``pid`` and output; ``argv``
-    and ``options`` (``cpu``, ``env``, ``cwd``, ``timeout``): how :func:`launch` started it."""
+    """A running server process: its ``url`` (SockJS prefix), ``pid``, output, and how :func:`launch` started it."""
 
     def __init__(self, process, url, output, reader, argv=(), options=None):
         self.process = process
@@ -53,30 +48,27 @@ class LaunchedServer:
         return "".join(self._output)
 
     def stop(self, timeout=5.0):
-        """:func:`stop_process`, then close its output. Returns the exit code."""
+        """:func:`stop_process`, then close its output: the exit code."""
         stop_process(self.process, timeout)
-        self._reader.join(1.0)
-        self.process.stdout.close()
-        return self.process.returncode
+        return self._ended()
 
     def terminate(self, timeout, signum=signal.SIGTERM):
-        """One SIGTERM, as a deploy sends it (a broker drains, then exits), or another
-        ``signum`` (SIGKILL: a crash), and up to ``timeout`` seconds for the process to exit:
-        its exit code, or None if it is still running (then :meth:`stop` ends it)."""
+        """One SIGTERM (or ``signum``) and up to ``timeout`` s for the process to exit: its exit code, or None."""
         if self.process.poll() is None:
             self.process.send_signal(signum)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 return None
+        return self._ended()
+
+    def _ended(self):
         self._reader.join(1.0)
         self.process.stdout.close()
         return self.process.returncode
 
     def started_again(self):
-        """A new process of this one's command, CPU, environment and folder, listening on
-        this one's port (``--port`` set to it), once this one has exited: a
-        :class:`LaunchedServer` (ServerError if it does not listen)."""
+        """This exited one started again as it was, on its port: a :class:`LaunchedServer`."""
         port = urllib.parse.urlsplit(self.url).port
         return launch(on_port(self.argv, port), **self.options)
 
@@ -96,19 +88,16 @@ BIND_ATTEMPTS = 5
 
 
 def free_port():
-    """A loopback port nothing listens on now: another process (a client's connection takes
-    the same ephemeral ports) may bind it before the caller's server does, which then starts
-    again on a fresh one, at most BIND_ATTEMPTS times in all."""
+    """A loopback port nothing listens on now (another process may bind it first: a server that
+    lost it starts again on a fresh one, BIND_ATTEMPTS times in all)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def stop_process(process, timeout=5.0):
-    """Send SIGTERM to a child ``process`` still running; if it is still
-    running after DRAIN_GRACE seconds (a broker drains its clients for a while
-    at the first), a second SIGTERM (a broker then closes the rest at once);
-    SIGKILL once ``timeout`` seconds have passed."""
+    """SIGTERM to a child ``process`` still running; a second after DRAIN_GRACE seconds (a broker
+    then ends its drain); SIGKILL once ``timeout`` seconds have passed."""
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
@@ -126,12 +115,8 @@ def stop_process(process, timeout=5.0):
 
 
 def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
-    """Start ``argv`` and return a :class:`LaunchedServer` once it prints its listening line.
-
-    ``cpu`` pins the process (and every thread it starts) to one CPU number,
-    with ``taskset``, which execs the command under the same pid. ``env`` adds
-    to this process's environment; a variable given as None is left out.
-    """
+    """Start ``argv``, pinned to ``cpu`` by ``taskset`` (the same pid), with ``env`` added to this
+    environment (None: left out): a :class:`LaunchedServer` once it prints its listening line."""
     given, options = list(argv), dict(cpu=cpu, env=env, cwd=cwd, timeout=timeout)
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + list(argv)
@@ -139,16 +124,8 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
     full_env.update(env or {})
     full_env = {name: value for name, value in full_env.items() if value is not None}
     full_env.setdefault("PYTHONUNBUFFERED", "1")
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=full_env,
-        cwd=cwd,
-        text=True,
-        bufsize=1,
-    )
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               env=full_env, cwd=cwd, text=True, bufsize=1)
     output = []
     found = threading.Event()
     url = []
@@ -174,7 +151,5 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
             reader.join(1.0)
             process.stdout.close()
             reason = "exited with code %s" % process.returncode if exited else "timed out after %g s" % timeout
-            raise ServerError(
-                "%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output))
-            )
+            raise ServerError("%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output)))
     return LaunchedServer(process, url[0], output, reader, given, options)

@@ -1,11 +1,9 @@
 """A minimal SockJS-over-websocket source for ``selftest``: it only sends.
 
-``python -m loadtest.contenders.fanout_source --port 0 --per-frame K --connections N`` follows the
-launch contract of :mod:`loadtest.contenders.child_process`. Each connection gets the SockJS open
-frame; once N connections are open, every one of them receives the same prebuilt
-``a["m1",...,"mK"]`` frame, either as fast as its socket accepts it (flood) or
-once per round at ``--rounds-per-s`` rounds per second (paced, like a broker
-broadcasting one frame to everybody). Far cheaper per message than any real
+It follows the launch contract of :mod:`loadtest.contenders.child_process`. Each connection gets
+the SockJS open frame; once ``--connections`` are open, each receives the same prebuilt
+``a["m1",...,"mK"]`` frame, as fast as its socket accepts it (flood) or once per round at
+``--rounds-per-s`` (paced, like a broker broadcasting). Far cheaper per message than any real
 server, so the client's own limit shows.
 """
 
@@ -21,8 +19,7 @@ FILLER_CLIENT = 999999999
 
 
 def broadcast_frame(per_frame):
-    messages = [b'"' + payload.message(FILLER_CLIENT, seq, 1700000000000000) + b'"'
-                for seq in range(per_frame)]
+    messages = [b'"' + payload.message(FILLER_CLIENT, seq, 1700000000000000) + b'"' for seq in range(per_frame)]
     return websocket_frame(b"a[" + b",".join(messages) + b"]")
 
 
@@ -62,9 +59,7 @@ class Source:
     def run(self):
         next_round = None
         while True:
-            timeout = None
-            if next_round is not None:
-                timeout = max(0.0, next_round - time.monotonic())
+            timeout = None if next_round is None else max(0.0, next_round - time.monotonic())
             for key, events in self.selector.select(timeout):
                 self._event(key.fileobj, key.data, events)
             if not (self.round_s and self.sending):
@@ -149,8 +144,7 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--per-frame", type=int, default=10, help="messages in each SockJS frame")
-    parser.add_argument("--connections", type=int, default=1,
-                        help="start sending once this many connections are open")
+    parser.add_argument("--connections", type=int, default=1, help="start sending once this many connections are open")
     parser.add_argument("--rounds-per-s", type=float,
                         help="send one frame to every connection this often (default: flood)")
     args = parser.parse_args(argv)

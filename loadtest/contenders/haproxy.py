@@ -2,21 +2,13 @@
 
 Rules:
 
-- The config is the shipped one with only what must differ on a test or benchmark
-  machine changed (:func:`haproxy_config`): its binds moved to free loopback ports, one
-  ``server`` line per broker in each backend, the global settings of a system service
-  (chroot, user, stats socket) left out, the log on haproxy's own output in place of
-  syslog, and ``maxconn`` fitted to the open-files limit this process has (haproxy holds
-  two descriptors a connection, and cannot raise the limit unless run as root with the
-  right to).
-- It runs in the foreground (``-db``) and is ready when every broker is UP in every
-  backend, by its Prometheus exporter (:meth:`HAProxy.wait_ready`).
-- A free port is only free when it is picked: another process (a client's connection takes
-  the same ephemeral ports) may bind it before haproxy does. haproxy that exits for that
-  is started again on fresh ports, at most ``BIND_ATTEMPTS`` times in all, so its
-  ports and origins are final once :meth:`HAProxy.wait_ready` returns.
-- Its log, one line a request, is kept in a file: :meth:`HAProxy.statuses` counts the
-  answers by status.
+- The config is the shipped one with only what must differ here changed: binds on free
+  loopback ports, a ``server`` line per broker, no system-service settings, the log on its
+  own output, ``maxconn`` fitted to this process's open-files limit.
+- It runs in the foreground (``-db``) and is ready when every broker is UP in every backend,
+  by its Prometheus exporter. One that lost a port to another process is started again on
+  fresh ones (``BIND_ATTEMPTS`` in all): its ports are final once :meth:`HAProxy.wait_ready` returns.
+- Its log, one line a request, is kept in a file.
 """
 
 import collections
@@ -45,8 +37,7 @@ _LOGGED_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?\d+ (\d{3}) ")
 
 
 def shipped_config():
-    """The path of ``deploy/haproxy.cfg`` of the checkout the load client runs from: beside
-    its package, or (the package installed) in the working directory; ServerError if neither has one."""
+    """``deploy/haproxy.cfg`` beside the load client's package, or in the working directory; else ServerError."""
     for root in (REPO_ROOT, os.getcwd()):
         path = os.path.join(root, "deploy", "haproxy.cfg")
         if os.path.exists(path):
@@ -55,10 +46,7 @@ def shipped_config():
 
 
 def haproxy_config(ports, broker_ports, tls_pem=None, source=None):
-    """``deploy/haproxy.cfg`` (:func:`shipped_config`, or the config at ``source``) listening on ``ports``
-    (``{"port": N, ...}``, by the names of :data:`BINDS`), in front of ``broker_ports``:
-    each backend's first ``server`` line repeated for every broker, the others dropped.
-    With ``tls_pem``, the lines marked ``#tls`` are switched on, serving that file."""
+    """The config at ``source`` on ``ports``, a ``server`` line per broker port; ``#tls`` lines on with ``tls_pem``."""
     with open(source or shipped_config()) as f:
         lines = f.read().splitlines()
     out = []
@@ -93,15 +81,12 @@ def haproxy_config(ports, broker_ports, tls_pem=None, source=None):
 
 
 def max_connections():
-    """The ``maxconn`` one haproxy can hold here: two descriptors a connection, under the
-    hard open-files limit, with room for its listeners and checks."""
+    """The ``maxconn`` one haproxy can hold here: two descriptors a connection, under the hard open-files limit."""
     return resource.getrlimit(resource.RLIMIT_NOFILE)[1] // 2 - 100
 
 
 class HAProxy:
-    """``haproxy -db`` by a config generated from ``source`` (the shipped one by default) into
-    ``directory``, in front of ``broker_ports`` on loopback, pinned to ``cpu`` (None: not
-    pinned); ``origin`` is its public side, final once :meth:`wait_ready` returns."""
+    """``haproxy -db`` in front of ``broker_ports``, its config in ``directory``; ``origin``: its public side."""
 
     def __init__(self, broker_ports, directory, tls_pem=None, source=None, cpu=None):
         if not os.access(HAPROXY, os.X_OK):
@@ -159,9 +144,7 @@ class HAProxy:
         return states
 
     def wait_ready(self, timeout=15.0):
-        """Until every broker is UP in every backend, haproxy started again on fresh ports if
-        another process took one of its own first; ServerError with haproxy's output if not in
-        ``timeout`` s."""
+        """Until every broker is UP in every backend (ServerError with haproxy's output if not in ``timeout`` s)."""
         deadline = time.monotonic() + timeout
         want = {(backend, "broker%d" % p) for backend in ("brokers", "sessions") for p in self.broker_ports}
         while True:

@@ -1,13 +1,10 @@
 """Where a benchmark runs: the server's and the client's CPUs, the contenders that can run here, launching them.
 
-The options the commands that start servers share, and what they do with them: check
-the CPUs, pin the load client, resolve the contenders, launch each on its CPU and record
-it (:func:`launched`), measure each in turn into one results file (:func:`measure_each`).
-One client process holds at most ``CONNECTIONS_PER_PROC`` connections.
-
-A scenario against brokers it starts is a :class:`BrokerRun` (run, verdict, clean) that
-:func:`run_each_broker` runs, with :func:`add_broker_run_arguments` for its options: a new
-one is its module and its name in :data:`loadtest.command_line.NAMES`."""
+The options the commands that start servers share, and what they do with them: check the
+CPUs, pin the load client, launch each contender on its CPU and record it (:func:`launched`),
+measure each in turn into one results file (:func:`measure_each`). One client process holds
+at most ``CONNECTIONS_PER_PROC`` connections. A scenario against brokers it starts is a
+:class:`BrokerRun` that :func:`run_each_broker` runs, its options :func:`add_broker_run_arguments`."""
 
 import contextlib
 import secrets
@@ -26,9 +23,7 @@ LAUNCH_TIMEOUT_S = 90.0
 
 
 def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPORT):
-    """Where servers and load run, how the clients connect, where results go, the brokers'
-    further flags: the options ``compare`` and ``soak`` share. ``transport``: how ``--transport`` is declared,
-    :data:`loadtest.arguments.TRANSPORT` (one) or :data:`~loadtest.arguments.TRANSPORT_LIST` (several in turn)."""
+    """The options ``compare`` and ``soak`` share: CPUs, ``--transport``, results, the brokers' flags."""
     server_cpu, client_cpu = affinity.default_cpus()
     group = parser.add_argument_group("placement")
     arguments.option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
@@ -48,21 +43,17 @@ def client_procs(args, connections):
     return args.procs or -(-connections // CONNECTIONS_PER_PROC)
 
 
-def launch(contender, cpus, status, brokers=1, flags=()):
-    """Start ``contender`` on ``cpus`` (``brokers`` processes if it is a cluster; see
-    :func:`loadtest.contenders.server_group.launch`): its :class:`loadtest.contenders.server_group.Cluster`, or None (said why)."""
-    try:
-        return server_group.launch(contender, brokers if contender.joined else 1, cpus, flags, timeout=LAUNCH_TIMEOUT_S)
-    except (child_process.ServerError, OSError) as error:
-        status.message("%s: did not start, skipped: %s" % (contender.label, error))
-        return None
-
-
 @contextlib.contextmanager
 def launched(contender, cpus, status, brokers=1, flags=(), out=None):
-    """:func:`launch` ``contender``, write its :class:`~loadtest.records.Server` to ``out`` if
-    given, and stop it on leaving: the running cluster, or None if it did not start (said why)."""
-    running = launch(contender, cpus, status, brokers, flags)
+    """Start ``contender`` on ``cpus`` (``brokers`` processes if joined), write its
+    :class:`~loadtest.records.Server` to ``out`` if given, stop it on leaving: the running cluster,
+    or None if it did not start (said why)."""
+    try:
+        running = server_group.launch(contender, brokers if contender.joined else 1, cpus, flags,
+                                      timeout=LAUNCH_TIMEOUT_S)
+    except (child_process.ServerError, OSError) as error:
+        status.message("%s: did not start, skipped: %s" % (contender.label, error))
+        running = None
     if running is None:
         yield None
         return
@@ -75,11 +66,9 @@ def launched(contender, cpus, status, brokers=1, flags=(), out=None):
 
 
 def measure_each(args, chosen, status, measure, run_line, last=None):
-    """Measure each contender of ``chosen`` in turn into one results file (``--out``, or a new
-    one), after its ``run_line`` (:func:`loadtest.results.files.run_record`): ``measure(contender, out)`` is
-    how many of its runs went through in full; then ``last(out)``, if given. ``(path, how many
-    in all)``, or ``(path, None)`` when Ctrl-C (:class:`loadtest.errors.Interrupted`) ended it,
-    having said where what was measured is."""
+    """Measure each contender of ``chosen`` into one results file after its ``run_line``, then ``last(out)``:
+    ``(path, the runs that went through in full)`` (``measure(contender, out)`` counts them), or
+    ``(path, None)`` when Ctrl-C ended it."""
     out_path = args.out or files.default_path()
     done = 0
     with files.ResultsFile(out_path) as out:
@@ -103,10 +92,7 @@ def server_record(contender, running, cpu):
 
 
 def resolve_all(names, status, certificates=(None,), broker_flags=()):
-    """The contenders of ``names`` that can run here, each once for every item of ``certificates``
-    in turn: plain for None, over TLS with a :class:`loadtest.contenders.certificate.Certificate`;
-    each one that cannot is reported with the reason, once. The brokers run with
-    ``broker_flags`` after the usual ones."""
+    """The contenders of ``names`` that can run here (others said once), for each of ``certificates`` (None: plain)."""
     chosen, reported = [], set()
     flags = registry.BROKER_FLAGS + list(broker_flags)
     for name in names:
@@ -137,8 +123,7 @@ def check_cpus(parser, args):
 
 
 def add_broker_run_arguments(parser, servers, default, brokers=3):
-    """The options of :func:`run_each_broker`: ``--servers`` (from ``servers``, by default
-    ``default``), ``--brokers`` of a cluster, where brokers and client processes run, ``--out``."""
+    """The options of :func:`run_each_broker`: ``--servers``, ``--brokers``, the CPUs, ``--out``."""
     arguments.option(parser, "--servers", type=arguments.names_from("server", servers), default=list(default),
                      help="comma-separated, from %s (default: %s)" % (",".join(servers), ",".join(default)))
     arguments.option(parser, "--brokers", type=arguments.positive_int, default=brokers,
@@ -156,8 +141,7 @@ def add_broker_run_arguments(parser, servers, default, brokers=3):
 
 
 class Started(NamedTuple):
-    """A server started for one run: its ``label``, the running ``cluster``, its publish
-    ``token``, the ``flags`` of the run's variant, and the results file ``out``."""
+    """A server started for one run: ``label``, ``cluster``, publish ``token``, the variant's ``flags``, ``out``."""
 
     label: str
     cluster: server_group.Cluster
@@ -167,15 +151,10 @@ class Started(NamedTuple):
 
 
 class BrokerRun:
-    """One run of a scenario against one server :func:`run_each_broker` started: the scenario's
-    protocol. A subclass has :meth:`run`, the coroutine of the run, which writes its records
-    to ``out`` and returns its summary; :meth:`verdict`, the line a person reads of a summary;
-    :meth:`clean`, whether the run lost nothing. ``label``, ``cluster`` (a
-    :class:`loadtest.contenders.server_group.Cluster`), ``token`` (its publish token),
-    ``flags`` (the run's variant), ``args`` (the command's options), ``out`` and ``status``
-    are the run's."""
-
-    VARIANTS = ((),)
+    """One run of a scenario against one server :func:`run_each_broker` started (its :class:`Started`,
+    the command's ``args``, ``status``). A subclass has ``run()``, the coroutine that writes its records
+    and returns its summary, and the static ``verdict(summary)`` (the line a person reads) and
+    ``clean(summary)`` (whether the run passed)."""
 
     def __init__(self, started, args, status):
         self.label, self.cluster, self.token, self.flags, self.out = started
@@ -184,34 +163,18 @@ class BrokerRun:
 
     @classmethod
     def variants(cls, args):
-        """The flag lists the servers run with, one run each (given to every broker after the
-        token): by default one run, with none."""
-        return cls.VARIANTS
+        """The flag lists the servers run with, one run each: by default one, with none."""
+        return ((),)
 
     @classmethod
     def backplane(cls, args):
-        """What a cluster's brokers join (:attr:`loadtest.contenders.registry.Contender.backplane`):
-        by default None, one redis-server."""
+        """What a cluster's brokers join: by default None, one redis-server."""
         return None
-
-    async def run(self):
-        raise NotImplementedError
-
-    @staticmethod
-    def verdict(summary):
-        raise NotImplementedError
-
-    @staticmethod
-    def clean(summary):
-        raise NotImplementedError
 
 
 def run_each_broker(args, scenario, transport, status):
-    """Run ``scenario`` (a :class:`BrokerRun` class) over ``transport`` against each of
-    ``args.servers`` that can run here, each started afresh on ``args.server_cpus``
-    (``args.brokers`` processes for a cluster) with a publish token of its own, once for each
-    of its variants, saying how on ``status``. The exit status: 0 when every run was clean,
-    130 when interrupted, else 1."""
+    """Run ``scenario`` (a :class:`BrokerRun`) against each of ``args.servers``, started afresh with a publish
+    token of its own for each variant: 0 when every run was clean, 130 when interrupted, else 1."""
     chosen = resolve_all(args.servers, status)
     for contender in chosen:
         contender.backplane = scenario.backplane(args)

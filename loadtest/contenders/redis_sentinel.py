@@ -44,9 +44,8 @@ class RedisNode:
         self._held = None
 
     def kill(self):
-        """SIGKILL: gone at once, as in a crash. Its port stays taken (by a socket that listens
-        and never answers) while the group runs: another test's Redis started on it would be
-        taken for this one come back, and made a replica by the Sentinels."""
+        """SIGKILL, as in a crash; its port stays taken by a silent listener, lest another test's Redis
+        started on it be taken for this one come back."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
         self._held = socket.socket()
@@ -68,9 +67,8 @@ def _server(directory, cpu, replica_of=None):
     port = free_port()
     directory = os.path.join(str(directory), "redis-%d" % port)
     os.mkdir(directory)
-    argv = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", directory,
-            "--daemonize", "no", "--loglevel", "warning", "--repl-diskless-sync", "yes",
+    argv = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+            directory, "--daemonize", "no", "--loglevel", "warning", "--repl-diskless-sync", "yes",
             "--repl-diskless-sync-delay", "0"]
     if replica_of is not None:
         argv += ["--replicaof", "127.0.0.1", str(replica_of)]
@@ -100,26 +98,19 @@ def _primary(sentinel):
 
 
 class SentinelGroup:
-    """A primary, ``replicas`` replicas of it, ``sentinels`` Sentinels (config files in
-    ``directory``), on ``cpu``; ``url``: the ``--redis`` of a broker that joins it, ``pid``: the
-    first primary's."""
+    """A primary, its replicas and Sentinels; ``url``: a joining broker's ``--redis``, ``pid``: the first primary's."""
 
     def __init__(self, directory=None, replicas=2, sentinels=3, cpu=None):
         if REDIS_SENTINEL is None:
             raise ServerError(HOWTO)
         self._temporary = tempfile.TemporaryDirectory(prefix="sentinels-") if directory is None else None
         directory = directory if directory is not None else self._temporary.name
-        self.nodes = []
-        primary = self._add(_server(directory, cpu))
+        primary = _server(directory, cpu)
         self.pid = primary.process.pid
-        for _ in range(replicas):
-            self._add(_server(directory, cpu, primary.port))
-        self.sentinels = [self._add(_sentinel(directory, cpu, primary.port, 2)) for _ in range(sentinels)]
+        self.nodes = [primary] + [_server(directory, cpu, primary.port) for _ in range(replicas)]
+        self.sentinels = [_sentinel(directory, cpu, primary.port, 2) for _ in range(sentinels)]
+        self.nodes += self.sentinels
         self.url = "redis+sentinel://%s/%s" % (",".join("127.0.0.1:%d" % s.port for s in self.sentinels), PRIMARY)
-
-    def _add(self, node):
-        self.nodes.append(node)
-        return node
 
     @property
     def servers(self):
@@ -175,8 +166,7 @@ class SentinelGroup:
 
 
 def ready_group(cpu=None):
-    """A :class:`SentinelGroup` on ``cpu`` with its files in a temporary folder, once ready to
-    fail over (stopped, and ServerError, if it is not within the usual time)."""
+    """A :class:`SentinelGroup` on ``cpu``, once ready to fail over (else stopped, and ServerError)."""
     group = SentinelGroup(cpu=cpu)
     try:
         group.wait_ready()

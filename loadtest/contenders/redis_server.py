@@ -2,13 +2,11 @@
 
 Rules:
 
-- It listens on 127.0.0.1 only, on a port free when it starts, and is ready
-  once it answers ``PING``; a restart keeps the port. If it exits as it first
-  starts (another process bound the port since it was found free), it starts
-  on a fresh one, at most ``BIND_ATTEMPTS`` times in all.
-- Without a directory it keeps nothing on disk (``--save '' --appendonly no``);
-  with one it writes an append-only file there, fsynced before each answer, so
-  that a restart keeps every acknowledged write.
+- It listens on 127.0.0.1 only, on a port free when it starts, and is ready once it answers
+  ``PING``; a restart keeps the port. One that lost its port as it first started starts on a
+  fresh one, ``BIND_ATTEMPTS`` times in all.
+- Without a directory it keeps nothing on disk; with one it writes an append-only file
+  there, fsynced before each answer: a restart keeps every acknowledged write.
 """
 
 import os

@@ -1,17 +1,9 @@
 """The servers ``compare`` measures: how to launch each one and what it runs on.
 
-``resolve(name)`` returns a :class:`Contender` ready to hand to
-:func:`loadtest.contenders.server_group.launch`, or raises :class:`Unavailable` with a message
-saying what is missing and how to get it. ``cluster-cpython`` and
-``cluster-pypy`` are the brokers joined through Redis: a cluster of one
-measures what the backplane costs a broker, of several what a room spread
-over processes costs.
-
-Over TLS (``compare --tls``), a broker is resolved with a
-:class:`loadtest.contenders.certificate.Certificate`: it serves https and wss with
-it and is labelled ``<name>+tls`` (:data:`loadtest.records.TLS_SUFFIX`), so that it
-can be measured beside itself plain. sockjs-node, sockjs-tornado and sockjs-go serve no
-TLS: they are :class:`Unavailable` so.
+``resolve(name)`` returns a :class:`Contender` to launch, or raises :class:`Unavailable` saying
+what is missing and how to get it. ``cluster-*`` are the brokers joined through Redis. Over TLS
+a broker is labelled ``<name>+tls``, to be measured beside itself plain; the other servers
+serve no TLS and are :class:`Unavailable` so.
 """
 
 import fcntl
@@ -31,19 +23,12 @@ REPO_ROOT = os.path.dirname(PACKAGE_DIR)
 NODE_DIR = os.path.join(PACKAGE_DIR, "node")
 GO_DIR = os.path.join(PACKAGE_DIR, "go")
 GO_BINARY = os.path.join(GO_DIR, "bin", "sockjs-go")
-CPYTHON_CANDIDATES = (
-    os.path.join(REPO_ROOT, ".tox", "py3", "bin", "python"),
-    os.path.join(REPO_ROOT, ".venv", "bin", "python"),
-)
-PYPY_CANDIDATES = (
-    os.path.join(REPO_ROOT, ".tox", "pypy3", "bin", "python"),
-    os.path.join(REPO_ROOT, ".venv-pypy", "bin", "python"),
-)
+CPYTHON_CANDIDATES = tuple(os.path.join(REPO_ROOT, env, "bin", "python") for env in (".tox/py3", ".venv"))
+PYPY_CANDIDATES = tuple(os.path.join(REPO_ROOT, env, "bin", "python") for env in (".tox/pypy3", ".venv-pypy"))
 PYPY_HOWTO = (
     "no PyPy environment with the project installed (looked for %s); to get one: "
     "apt-get install pypy3 pypy3-venv && pypy3 -m venv .venv-pypy && .venv-pypy/bin/pip install -e ."
-    % " and ".join(os.path.relpath(path, REPO_ROOT) for path in PYPY_CANDIDATES)
-)
+    % " and ".join(os.path.relpath(path, REPO_ROOT) for path in PYPY_CANDIDATES))
 NAMES = ("broker-cpython", "broker-pypy", "sockjs-node", "sockjs-tornado", "sockjs-go", "cluster-cpython",
          "cluster-pypy")
 # What compare and soak run unless told otherwise: one process each.
@@ -59,10 +44,8 @@ BROKER_FLAGS = ["--client-rate", "0"]
 
 # Runs under a candidate interpreter, from the repository root: fails unless the
 # module it will serve imports, then prints the interpreter's name and version.
-_PROBE = (
-    "import importlib, sys; importlib.import_module(sys.argv[1]); "
-    "from broker.runtime import interpreter; print(interpreter())"
-)
+_PROBE = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
+          "from broker.runtime import interpreter; print(interpreter())")
 
 
 class Unavailable(LoadTestError):
@@ -70,9 +53,8 @@ class Unavailable(LoadTestError):
 
 
 class Contender:
-    """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``;
-    ``joined``: its processes join through Redis (``--redis``); ``backplane``: None (one
-    redis-server), or what starts the Redis they join, given its CPU (a scenario sets it)."""
+    """A server to measure: ``label``, the ``argv`` that starts it, its ``runtime``, its ``cwd``; ``joined``:
+    its processes join through Redis; ``backplane``: what starts the Redis they join (None: one redis-server)."""
 
     backplane = None
 
@@ -88,10 +70,7 @@ class Contender:
 
 
 def resolve(name, install_timeout=300.0, broker_flags=BROKER_FLAGS, certificate=None):
-    """The :class:`Contender` called ``name`` (one of :data:`NAMES`); the
-    brokers run with ``broker_flags``. With a ``certificate``
-    (:class:`loadtest.contenders.certificate.Certificate`) it serves TLS with it,
-    labelled ``name+tls``."""
+    """The :class:`Contender` called ``name``; with a ``certificate`` it serves TLS, labelled ``name+tls``."""
     if certificate is None:
         return _resolve(name, install_timeout, broker_flags)
     if name not in TLS_CAPABLE:
@@ -106,9 +85,9 @@ def _resolve(name, install_timeout, broker_flags):
         return _cpython_contender(name, "broker", broker_flags, joined=name.startswith("cluster-"))
     if name in ("broker-pypy", "cluster-pypy"):
         python = pypy()
-        if python is None:
-            raise Unavailable("%s: %s" % (name, PYPY_HOWTO))
         try:
+            if python is None:
+                raise Unavailable(PYPY_HOWTO)
             runtime = probe(python, "broker")
         except Unavailable as reason:
             raise Unavailable("%s: %s" % (name, reason))
@@ -124,13 +103,8 @@ def _resolve(name, install_timeout, broker_flags):
 
 
 def cpython(module):
-    """``(path, runtime)`` of the first CPython that can import ``module``.
-
-    Tried in order: this interpreter, the ``py3`` tox environment beside this
-    one, the project's ``.tox/py3`` and ``.venv``, then every ``python3`` on PATH.
-    Each is probed, because under ``tox -e pypy3`` this interpreter and PATH's
-    first ``python3`` are PyPy.
-    """
+    """``(path, runtime)`` of the first of :func:`cpython_candidates` that is CPython and imports
+    ``module``: each is probed, since under ``tox -e pypy3`` this one and PATH's ``python3`` are PyPy."""
     tried = []
     for python in cpython_candidates():
         try:
@@ -174,10 +148,8 @@ def pypy():
 def probe(python, module):
     """The runtime (``CPython 3.11.7``) of ``python`` once it has imported ``module``."""
     try:
-        done = subprocess.run(
-            [python, "-c", _PROBE, module],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
-        )
+        done = subprocess.run([python, "-c", _PROBE, module], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise Unavailable("cannot run %s: %s" % (python, error))
     if done.returncode != 0:
@@ -226,8 +198,7 @@ def _go_contender(name, install_timeout):
 
 
 def build_go_server(go, timeout=300.0):
-    """``go build`` ``loadtest/go`` into :data:`GO_BINARY`: the first time it fetches the pinned
-    modules; later it finds the binary up to date. Builds from two processes wait in turn."""
+    """``go build`` ``loadtest/go`` into :data:`GO_BINARY` (up to date after the first); two builds wait in turn."""
     binary_dir = os.path.dirname(GO_BINARY)
     os.makedirs(binary_dir, exist_ok=True)
     with open(os.path.join(binary_dir, ".build-lock"), "w") as lock:
@@ -236,8 +207,7 @@ def build_go_server(go, timeout=300.0):
 
 
 def _prepare(server, step, argv, cwd, timeout):
-    """Run ``argv`` in ``cwd``, the ``step`` (``npm ci``) that ``server`` needs before it can
-    start; :class:`Unavailable`, with what it printed, if it fails or outlasts ``timeout``."""
+    """Run ``argv`` in ``cwd``, the ``step`` ``server`` needs first: Unavailable if it fails or outlasts ``timeout``."""
     try:
         done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -2,23 +2,13 @@
 
 Rules (docs/deployment.rst, "Redis"):
 
-- A contender that is not ``joined`` runs as one process. A joined one
-  (``cluster-cpython``, ``cluster-pypy``) runs ``brokers`` processes, after one
-  ``redis-server`` without persistence (:class:`loadtest.contenders.redis_server.RedisServer`),
-  or the contender's ``backplane`` (a primary, replicas and Sentinels:
-  :class:`loadtest.contenders.redis_sentinel.SentinelGroup`), that every broker joins with
-  ``--redis``; a cluster of one is a broker paying for the backplane.
-- Process ``i`` is pinned to ``cpus[i % len(cpus)]`` and Redis (all of it) to ``cpus[0]``
-  (nothing is pinned without CPUs): a cluster's processes share the server's
-  CPUs, as they would share a machine.
-- Every process gets the same ``flags`` after the contender's own (a publish
-  token, say); each prints its listening line as a single server does, so
-  :func:`loadtest.contenders.child_process.launch` starts them all.
-- :meth:`Cluster.stop` stops the servers, then Redis; a cluster that fails to
-  start stops what it had started before raising.
-- A deploy restarts one broker at a time: :meth:`Cluster.terminate` sends broker
-  ``i`` one SIGTERM (it drains) and waits for it to exit, :meth:`Cluster.start_again`
-  starts it again as it was, on its port, joined to the same Redis.
+- A contender that is not ``joined`` runs as one process. A joined one runs ``brokers``
+  processes after one ``redis-server`` without persistence, or the contender's ``backplane``
+  (a primary, replicas and Sentinels), that every broker joins with ``--redis``.
+- Process ``i`` is pinned to ``cpus[i % len(cpus)]``, Redis (all of it) to ``cpus[0]``. Every
+  process gets the same ``flags`` after the contender's own.
+- :meth:`Cluster.stop` stops the servers, then Redis; a cluster that fails to start stops
+  what it had started before raising. A broker restarted starts as it was, on its port.
 """
 
 import signal
@@ -37,7 +27,6 @@ class Cluster:
 
     @property
     def urls(self):
-        """The SockJS prefix of every server, in order."""
         return [server.url for server in self.servers]
 
     def pids(self):
@@ -48,8 +37,7 @@ class Cluster:
         return named
 
     def terminate(self, index, timeout, signum=signal.SIGTERM):
-        """One SIGTERM (or ``signum``) to broker ``index`` and up to ``timeout`` seconds for it
-        to exit: its exit code; one still running then is stopped as :meth:`stop` stops it, and None."""
+        """One SIGTERM (or ``signum``) to broker ``index``: its exit code, or None (then stopped)."""
         server = self.servers[index]
         code = server.terminate(timeout, signum)
         if code is None:
@@ -57,8 +45,7 @@ class Cluster:
         return code
 
     def start_again(self, index):
-        """Start broker ``index``, which has exited, again with the same command, flags
-        and CPU, on the same port (its URL stays): ServerError if it does not listen."""
+        """Start broker ``index``, which has exited, again as it was (ServerError if it does not listen)."""
         self.servers[index] = self.servers[index].started_again()
 
     def stop(self):
@@ -76,18 +63,13 @@ def one_redis(cpu):
 
 
 def launch(contender, brokers=1, cpus=(), flags=(), timeout=60.0):
-    """Start ``contender`` (a :class:`loadtest.contenders.registry.Contender`): a :class:`Cluster`.
-
-    ``brokers`` above 1 needs a joined contender (ValueError otherwise).
-    """
+    """Start ``contender`` (a :class:`loadtest.contenders.registry.Contender`): a :class:`Cluster`."""
     if brokers > 1 and not contender.joined:
         raise ValueError("%s runs as one process; a cluster needs cluster-cpython or cluster-pypy" % contender.label)
     redis = (contender.backplane or one_redis)(cpus[0] if cpus else None) if contender.joined else None
     cluster = Cluster([], redis)
     try:
-        joined = []
-        if redis is not None:
-            joined = ["--redis", redis.url]
+        joined = [] if redis is None else ["--redis", redis.url]
         for i in range(brokers):
             cluster.servers.append(child_process.launch(
                 list(contender.argv) + list(flags) + joined, cpu=cpus[i % len(cpus)] if cpus else None,

@@ -1,10 +1,8 @@
 """The seed study's baseline: a minimal broadcast chat on plain sockjs-tornado.
 
-Every message a client sends goes to every connected client with
-``SockJSConnection.broadcast``, nothing more. ``compare`` measures it beside
-the broker to show what the broker adds, so it shares nothing with the broker:
-its few lines of process plumbing (listen, announce, stop on a signal) follow
-the launch contract of :mod:`loadtest.contenders.child_process` on their own.
+Every message a client sends goes to every connected client with ``SockJSConnection.broadcast``,
+nothing more: ``compare`` measures it beside the broker, so it shares nothing with the broker
+(it follows the launch contract of :mod:`loadtest.contenders.child_process` on its own).
 
     python -m loadtest.contenders.stock_sockjs_tornado --host 127.0.0.1 --port 0
 """

@@ -5,19 +5,11 @@ Rules (SockJS protocol 0.3.3): a session lives at ``<prefix>/<server>/<session>/
 suffix below it (``websocket``, ``xhr``, ``xhr_streaming``, ...); the raw
 websocket, without SockJS framing, is ``<prefix>/websocket``.
 
-A service's URL (``http://127.0.0.1:8080/broadcast``) is parsed here and only
-here, once (:func:`target`); everything else asks its :class:`Target`. An
-``https`` URL means every connection to the service is TLS (:attr:`Target.tls`:
-wss for its websockets, https for everything else; port 443 unless given). Its
-query, if any, goes on every request of a session, as sockjs-client carries
-it (:meth:`Target.with_query`): ``?positions=1`` asks the broker for
-position envelopes (:attr:`Target.positions`).
+A service's URL is parsed here only, once (:func:`target`). ``https`` means every connection is
+TLS. Its query goes on every request of a session, as sockjs-client carries it.
 
-The load client's transports are named here, once (:data:`TRANSPORTS`, as
-sockjs-client names them, and ``raw``); every command's ``--transport`` offers
-them. ``sockjs``, the name of the SockJS websocket before there were others,
-is read as ``websocket`` (:func:`loadtest.records.transport_name`). A mix of transports
-(``mix:websocket=70,xhr-streaming=30``, :func:`mix`) gives each client its
+The transports are named here, once (:data:`TRANSPORTS`, as sockjs-client names them, and
+``raw``). A mix (``mix:websocket=70,xhr-streaming=30``, :func:`mix`) gives each client its
 transport by the weights, deterministically by client id (:func:`client_transport`).
 """
 
@@ -41,8 +33,7 @@ _GOLDEN = (math.sqrt(5) - 1) / 2
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A SockJS service: ``host`` and ``port`` to connect to, the ``prefix`` of its paths;
-    ``tls``: whether its connections are TLS (an ``https`` URL)."""
+    """A SockJS service: ``host`` and ``port`` to connect to, the ``prefix`` of its paths, ``tls``."""
 
     host: str
     port: int
@@ -56,7 +47,6 @@ class Target:
         return "positions" in urllib.parse.parse_qs(self.query, keep_blank_values=True)
 
     def with_query(self, path):
-        """``path`` (a request's, perhaps with a query of its own) with the service's query."""
         return with_query(path, self.query)
 
     @property
@@ -64,14 +54,9 @@ class Target:
         """``host:port``, an IPv6 host in brackets: the Host header, and a server's label."""
         return "%s:%d" % ("[%s]" % self.host if ":" in self.host else self.host, self.port)
 
-    @property
-    def scheme(self):
-        """``https`` for a TLS service, else ``http``."""
-        return "https" if self.tls else "http"
-
     def url_of(self, path):
         """``http://host:port`` (``https://`` over TLS) and ``path``: ``target.url_of("/stats")``."""
-        return "%s://%s%s" % (self.scheme, self.netloc, path)
+        return "%s://%s%s" % ("https" if self.tls else "http", self.netloc, path)
 
 
 def with_query(path, query):
@@ -106,8 +91,7 @@ def endpoint_path(url, transport):
 
 
 def mix(weights):
-    """The transport of a mix: ``mix:websocket=70,xhr-polling=30`` of ``{transport: weight}``
-    (transports in :data:`TRANSPORTS`, weights positive integers)."""
+    """The transport of a mix: ``mix:websocket=70,xhr-polling=30`` of ``{transport: weight}``."""
     return MIX_PREFIX + ",".join("%s=%d" % item for item in weights.items())
 
 
@@ -137,6 +121,5 @@ def client_transport(transport, client_id):
 
 
 def source_address(addresses, n):
-    """Where connection ``n`` binds: ``(address, 0)`` from ``addresses`` in turn, or
-    None (the kernel's choice) if there are none."""
+    """Where connection ``n`` binds: ``(address, 0)`` from ``addresses`` in turn, or None (the kernel's choice)."""
     return (addresses[n % len(addresses)], 0) if addresses else None

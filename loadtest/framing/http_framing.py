@@ -2,28 +2,19 @@
 
 Rules:
 
-- :data:`HTTP` gives each transport of :data:`loadtest.framing.endpoints.HTTP_TRANSPORTS`
-  its :class:`HttpTransport`: the request that receives (it opens the session,
-  and reopens a stream or polls on the same session), and the one that sends.
-- Requests are what sockjs-client makes in a browser, HTTP/1.1 and keep-alive:
-  xhr-streaming and xhr-polling receive with an empty ``POST``; eventsource,
-  htmlfile and jsonp-polling with a ``GET``, the last two naming the callback
-  in ``c``. Sends go to ``xhr_send``, the JSON array of the messages as
-  ``text/plain``, answered 204; jsonp-polling's to ``jsonp_send``, the form
-  ``d=<the array>``, answered 200.
-- A body holds one frame a line, each transport wrapping it its way: xhr
-  (streaming or polling), the line itself; eventsource, ``data: <frame>``;
-  htmlfile, ``p("<frame>");``; jsonp, ``[/**/]<callback>("<frame>");``. Other
-  lines (preludes, blank lines) are no frames.
-- A :class:`LineFrames` gives the frames of one body as ``(buffer, start, end)``.
-  The hot transports' frames (xhr, eventsource) are offsets into the bytes
-  read, never copied nor decoded; htmlfile's and jsonp's, JavaScript string
-  literals, are decoded (``json.loads``: the broker escapes ``<``, ``>``, ``&``
-  as ``\\u003c``...) into a buffer of their own.
+- :data:`HTTP` gives each HTTP transport its :class:`HttpTransport`: the request that receives
+  (opens the session, reopens a stream or polls), and the one that sends, as sockjs-client
+  makes them (HTTP/1.1, keep-alive). Sends go to ``xhr_send`` as ``text/plain``, answered 204;
+  jsonp-polling's to ``jsonp_send``, the form ``d=<the array>``, answered 200.
+- A body holds one frame a line, wrapped its transport's way (:data:`HTTP`); other lines are
+  no frames. A :class:`LineFrames` gives them as ``(buffer, start, end)``: offsets into the
+  bytes read for xhr and eventsource, never copied; htmlfile's and jsonp's JavaScript string
+  literals decoded into a buffer of their own.
 - A line over ``MAX_LINE_BYTES``, or a literal that does not decode, raises
   :class:`loadtest.framing.http_head.HTTPError`.
 """
 
+import functools
 import json
 import urllib.parse
 from typing import NamedTuple
@@ -103,9 +94,7 @@ class ScriptFrames(LineFrames):
 
 
 class HttpTransport(NamedTuple):
-    """One SockJS HTTP transport: its receiving request (``method`` to the session's
-    ``suffix``), whether it ``streams``, how its bodies hold frames (``frames``,
-    a new :class:`LineFrames` per response) and where its sends go."""
+    """One SockJS HTTP transport: its receiving request, whether it ``streams``, its ``frames``, where sends go."""
 
     name: str
     method: str
@@ -116,8 +105,7 @@ class HttpTransport(NamedTuple):
     send_status: int
 
     def receive_request(self, host, session, query=""):
-        """The request that opens, reopens or polls the session at path ``session`` on ``host``;
-        ``query``: the service URL's, which goes on every request."""
+        """The request that opens, reopens or polls the session at path ``session`` on ``host``."""
         body = "Content-Length: 0\r\n" if self.method == "POST" else ""
         return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
             self.method, with_query(session + "/" + self.suffix, query), host, body)).encode("latin-1")
@@ -134,17 +122,13 @@ class HttpTransport(NamedTuple):
             with_query(session + "/" + self.send_suffix, query), host, content_type, len(body))).encode("latin-1") + body
 
 
-def _script_frames(prefix):
-    def frames():
-        return ScriptFrames(prefix)
-    return frames
-
-
+# xhr: the line itself; eventsource: data: <frame>; htmlfile: p("<frame>"); jsonp: [/**/]<callback>("<frame>");
 HTTP = {transport.name: transport for transport in (
     HttpTransport("xhr-streaming", "POST", "xhr_streaming", True, LineFrames, "xhr_send", 204),
     HttpTransport("eventsource", "GET", "eventsource", True, EventSourceFrames, "xhr_send", 204),
-    HttpTransport("htmlfile", "GET", "htmlfile?c=" + CALLBACK, True, _script_frames(b"p("), "xhr_send", 204),
+    HttpTransport("htmlfile", "GET", "htmlfile?c=" + CALLBACK, True, functools.partial(ScriptFrames, b"p("),
+                  "xhr_send", 204),
     HttpTransport("xhr-polling", "POST", "xhr", False, LineFrames, "xhr_send", 204),
-    HttpTransport("jsonp-polling", "GET", "jsonp?c=" + CALLBACK, False, _script_frames(CALLBACK.encode() + b"("),
-                  "jsonp_send", 200),
+    HttpTransport("jsonp-polling", "GET", "jsonp?c=" + CALLBACK, False,
+                  functools.partial(ScriptFrames, CALLBACK.encode() + b"("), "jsonp_send", 200),
 )}

@@ -1,14 +1,8 @@
 """An HTTP/1.1 response's head, without I/O: the one parser of every answer the load client reads.
 
-Rules:
-
-- ``head`` is the status line and the header lines, without the blank line
-  that ends them; what follows is the caller's.
-- Header names are lowercased, values stripped; both are text (latin-1, as
-  HTTP/1.1 defines header bytes). A repeated header keeps its last value.
-- Anything that is not an HTTP response raises :class:`HTTPError`, naming what
-  came instead: a session, a publish and a websocket handshake all fail the
-  same way.
+Rules: ``head`` is the status line and the header lines, without the blank line. Header names
+are lowercased, values stripped, both latin-1 text; a repeated header keeps its last value.
+Anything that is not an HTTP response raises :class:`HTTPError`, naming what came instead.
 """
 
 from loadtest.errors import ConnectError

@@ -2,23 +2,17 @@
 
 Rules:
 
-- :class:`ResponseParser` reads the responses of one connection, in the order
-  of its requests: the caller feeds it every read (:meth:`~ResponseParser.feed`)
-  and tells it when the connection closed (:meth:`~ResponseParser.feed_eof`).
-- Events, per response: one :class:`Head` (status and headers, read by
-  :func:`loadtest.framing.http_head.parse_head`), the body as ``bytes`` pieces
-  (de-chunked; a piece is a slice of what was read, never joined), then one
-  :class:`Ended`: :data:`REUSABLE` if the connection may carry the next request,
-  :data:`LAST` if not. Interim 1xx answers are skipped.
-- A body is delimited as RFC 9112 (6.3) says for an answer to a GET or POST:
-  none after 204 or 304; chunked if ``Transfer-Encoding`` ends with
-  ``chunked`` (trailers skipped); else ``Content-Length`` bytes; else up to
-  the close, which ends it.
-- A connection is not reusable after ``Connection: close``, after an HTTP/1.0
-  answer without ``Connection: keep-alive``, or after a body that ended at the close.
-- What breaks these rules raises :class:`loadtest.framing.http_head.HTTPError`
-  naming it: a head over ``MAX_HEAD_BYTES``, a bad length or chunk, a close
-  inside a head or a delimited body. A close between responses is no event.
+- :class:`ResponseParser` reads the responses of one connection, in the order of its
+  requests: it is fed every read and told of the close.
+- Events, per response: one :class:`Head`, the body as ``bytes`` pieces (de-chunked; slices
+  of what was read, never joined), then one :class:`Ended`: :data:`REUSABLE` if the
+  connection may carry the next request, :data:`LAST` if not. Interim 1xx answers are skipped.
+- A body is delimited as RFC 9112 (6.3) says for an answer to a GET or POST: none after 204
+  or 304; chunked (trailers skipped); else ``Content-Length`` bytes; else up to the close.
+- A connection is not reusable after ``Connection: close``, an HTTP/1.0 answer without
+  ``Connection: keep-alive``, or a body that ended at the close.
+- What breaks these rules raises :class:`loadtest.framing.http_head.HTTPError` naming it
+  (a head over ``MAX_HEAD_BYTES``, a bad length or chunk, a close inside a response).
 """
 
 from typing import Dict, NamedTuple
@@ -49,12 +43,8 @@ _HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILER, _UNTIL_CLOSE = r
 
 
 def _whole_chunks(data):
-    """``(pieces, end)``: the data of the whole chunks ``data`` starts with, and where they end.
-
-    A stream's common read is one whole chunk or a few: they take this shortcut past
-    :meth:`ResponseParser.feed`'s loop. Anything else (a chunk cut, the last chunk, an
-    extension, a bad size) is left to the loop, to read or name.
-    """
+    """``(pieces, end)``: the data of the whole chunks ``data`` starts with, and where they end: a stream's
+    common read takes this shortcut; anything else (a chunk cut, the last, a bad size) is left to the loop."""
     pieces = []
     pos = 0
     size = len(data)
@@ -147,8 +137,7 @@ class ResponseParser:
         return events
 
     def feed_eof(self):
-        """The events of the connection's close: :data:`LAST` if it ends a body
-        delimited by the close, else none; HTTPError if it cuts a response."""
+        """The events of the connection's close: :data:`LAST` if it ends a body (HTTPError if it cuts one)."""
         if self._state == _UNTIL_CLOSE:
             self._state = _HEAD
             return [LAST]

@@ -2,34 +2,21 @@
 
 Rules (the shape of :mod:`loadtest.framing.websocket_protocol`, over two connections):
 
-- :class:`HttpSessionProtocol` never touches a socket or a clock. A session
-  uses two connections, as a browser does: the *receiving* one carries the
-  transport's request (:mod:`loadtest.framing.http_framing`), answered by a
-  stream or a poll; the *sending* one carries its sends, one in flight at a
-  time, as sockjs-client sends them: messages published meanwhile wait, and
-  go together in the next send.
-- The caller writes :meth:`~HttpSessionProtocol.data_to_send` on the receiving
-  connection and :meth:`~HttpSessionProtocol.sends_to_send` on the sending one,
-  feeds each one's reads to :meth:`~HttpSessionProtocol.receive_data` and
-  :meth:`~HttpSessionProtocol.send_answer_data`, and tells each one's close
-  (:meth:`~HttpSessionProtocol.receive_closed`, :meth:`~HttpSessionProtocol.send_closed`).
-- Events: those of :class:`~loadtest.framing.websocket_protocol.ClientProtocol`
-  (:data:`~loadtest.framing.websocket_protocol.OPENED`, ``Delivered``, ``Closed``;
-  nothing follows Closed), and :data:`NEW_CONNECTION` (drop the receiving
-  connection: what :meth:`~HttpSessionProtocol.data_to_send` holds goes on a
-  new one) and :data:`NEW_SEND_CONNECTION` (drop the sending one: the next
-  send goes on a new one).
-- When a response ends, the receiving request is made again at once, on the
-  same connection if it may carry it: a stream is reopened (counted in
-  ``reopened``), a poll made anew (counted too). Only the first response
-  brings the open frame ``o``; one that ends before it closes the client.
-- A receiving connection that closes before any byte of an answer is retried
-  once on a new one, if it had carried an answer already (a keep-alive race);
-  so is a sending connection that closes before its send's answer.
-- A send answered with another status than the transport's closes the client,
-  naming it; so does a receiving request answered with another than 200.
-- Messages are counted and timed as over websockets, without JSON
-  (:mod:`loadtest.framing.payload`), one Delivered per read at most.
+- A session uses two connections, as a browser does: the *receiving* one carries the
+  transport's request, answered by a stream or a poll; the *sending* one its sends, one in
+  flight at a time, as sockjs-client sends them (messages published meanwhile go together
+  in the next send). The caller writes, feeds and tells the close of each.
+- Events: those of :class:`~loadtest.framing.websocket_protocol.ClientProtocol`, and
+  :data:`NEW_CONNECTION` (drop the receiving connection: what :meth:`~HttpSessionProtocol.data_to_send`
+  holds goes on a new one) and :data:`NEW_SEND_CONNECTION` (the next send goes on a new one).
+- When a response ends, the receiving request is made again at once, on the same
+  connection if it may carry it (counted in ``reopened``). Only the first response brings
+  the open frame; one that ends before it closes the client.
+- A receiving connection that closes before any byte of an answer, having carried one
+  already (a keep-alive race), is retried once on a new one; so is a sending connection
+  that closes before its send's answer.
+- A send answered with another status than the transport's closes the client, naming it;
+  so does a receiving request answered with another than 200.
 """
 
 from loadtest.framing import websocket_protocol, http_framing, payload
@@ -59,25 +46,14 @@ _bytes = bytes
 
 class HttpSessionProtocol(websocket_protocol.ClientSide):
     """Client ``client_id`` of one SockJS session at path ``session`` on ``host``
-    (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.framing.http_framing.HTTP`).
-
-    ``pending``, ``seq``, ``closed_reason``, ``opened``: as
-    :class:`~loadtest.framing.websocket_protocol.ClientProtocol`'s; ``reopened``:
-    receiving requests made again (stream reopens, polls after the first).
-    ``query``: the service URL's, on every request; ``positions``: it asks for
-    position envelopes, in which messages are counted.
-    """
+    (``"127.0.0.1:8080"``), over ``transport`` (a name of :data:`loadtest.framing.http_framing.HTTP`);
+    ``query``: the service URL's, on every request; ``reopened``: receiving requests made
+    again (stream reopens, polls after the first)."""
 
     def __init__(self, client_id, host, session, transport, query="", positions=False):
-        self.client_id = client_id
+        super().__init__(client_id, payload.sockjs_marker(client_id), positions)
         self.transport = http_framing.HTTP[transport]
         self.query = query
-        self.count_messages = payload.count_positioned_messages if positions else payload.count_sockjs_messages
-        self.marker = payload.sockjs_marker(client_id)
-        self.pending = {}
-        self.seq = 0
-        self.closed_reason = None
-        self.opened = False
         self.reopened = 0
         self._host = host
         self._session = session
@@ -92,12 +68,6 @@ class HttpSessionProtocol(websocket_protocol.ClientSide):
         self._in_flight = None
         self._send_retried = False
         self.sends = []
-
-    def data_to_send(self):
-        """The bytes to write on the receiving connection now (``b""`` when there are none)."""
-        data = b"".join(self.outgoing)
-        self.outgoing = []
-        return data
 
     def sends_to_send(self):
         """The bytes to write on the sending connection now (``b""`` when there are none)."""
@@ -115,7 +85,7 @@ class HttpSessionProtocol(websocket_protocol.ClientSide):
         return self.seq
 
     def receive_data(self, data):
-        """The events of ``data``, read on the receiving connection: most often one :class:`loadtest.framing.websocket_protocol.Delivered`."""
+        """The events of ``data``, read on the receiving connection: most often one Delivered."""
         if self.closed_reason is not None:
             return ()
         try:
@@ -166,8 +136,7 @@ class HttpSessionProtocol(websocket_protocol.ClientSide):
         return events
 
     def send_closed(self):
-        """The events of the sending connection's close: its send in flight is made
-        again, once, on a new connection (see :meth:`sends_to_send`)."""
+        """The events of the sending connection's close: its send in flight is made again, once."""
         if self.closed_reason is not None or self._in_flight is None:
             self._answers = ResponseParser()
             return ()
@@ -217,9 +186,7 @@ class HttpSessionProtocol(websocket_protocol.ClientSide):
         return events
 
     def _renew(self, reusable):
-        """A receiving response ended: make its request again, on this connection if
-        ``reusable`` (None), else on a new one (:data:`NEW_CONNECTION`); close if the
-        session never opened."""
+        """A receiving response ended: its request again, here if ``reusable`` (None), else :data:`NEW_CONNECTION`."""
         if not self.opened:
             self.close("the %s response ended before the open frame" % self.transport.name)
             return None

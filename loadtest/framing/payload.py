@@ -1,12 +1,9 @@
 """The load messages and how a client reads them back without decoding JSON.
 
-A message is the ASCII string ``"<client>:<seq>:<t_us>"``: the sender's id, its
-sequence number and its send time in microseconds of the sender's monotonic
-clock. It needs no JSON escaping, so in a SockJS frame ``a["m1","m2",...]`` every
-message is exactly two ``"`` characters, and a client finds its own messages by
-searching for ``"<client>:``. A backend's messages (``POST /publish``, the
-feed of ``python -m loadtest feed``) carry the sender id :data:`FEED_ID`, which
-no client has, so every listener finds and times them the same way.
+A message is the ASCII string ``"<client>:<seq>:<t_us>"``: the sender's id, its sequence
+number, its send time in microseconds of the monotonic clock. It needs no JSON escaping, so in
+a SockJS frame every message is exactly two ``"``, and a client finds its own by searching for
+``"<client>:``. A backend's messages carry the sender id :data:`FEED_ID`, which no client has.
 """
 
 SOCKJS_OPEN = 0x6F  # o
@@ -20,8 +17,7 @@ def message(client_id, seq, t_us):
 
 
 def sockjs_send_payload(*messages):
-    """The JSON array a SockJS client sends to publish ``messages`` (a websocket
-    frame's text, an xhr_send body)."""
+    """The JSON array a SockJS client sends to publish ``messages``."""
     return b'["' + b'","'.join(messages) + b'"]'
 
 
@@ -41,9 +37,8 @@ def count_sockjs_messages(buffer, start, end):
 
 
 def count_positioned_messages(buffer, start, end):
-    """Messages in the SockJS array frame at ``buffer[start:end]`` of a client that
-    asked for positions: each in its envelope ``{"o":"<offset>","d":...}`` (the
-    broker's start and gap messages, ``{"c":...}``, are not messages of the room)."""
+    """Messages in the SockJS array frame at ``buffer[start:end]`` of a client that asked for positions:
+    envelopes ``{"o":"<offset>","d":...}`` (not the broker's ``{"c":...}``)."""
     return buffer.count(b'{"o":', start, end)
 
 

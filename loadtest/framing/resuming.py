@@ -1,25 +1,19 @@
 """A subscriber that resumes, as the shipped browser client does, counting what it missed or got twice.
 
-Rules (those of ``broker/ops/demo/broker-client.js``, and the envelope and
-offsets docs/protocol.rst describes, read here with code of its own: the checker of
-"nothing missed" shares nothing with the broker it checks):
+Rules (those of ``broker/ops/demo/broker-client.js`` and docs/protocol.rst, with code of its
+own: the checker of "nothing missed" shares nothing with the broker it checks):
 
-- It asks for positions, and each connection after the first asks to resume
-  after the newest offset it delivered in its epoch (:meth:`ResumingSubscriber.query`),
-  or after where its last connection joined, if that is newer.
-- A room message (``{"o": offset, "d": message}``) is delivered once: one at or
-  before the newest offset delivered in the same epoch is dropped, and
-  counted as a duplicate, unless it is state sent again by design (``replayed``):
-  what follows an ``open`` or a ``gap`` at or before its ``o``, or a counter's
-  total (``{"counter": NAME, "value": TEXT}``), which every connection's first
-  messages carry again (docs/protocol.rst, "Counters").
-- A ``gap`` is counted by its reason; the state that follows it is delivered.
-  In another epoch every offset starts again.
-- Nothing here touches a socket: the caller decodes each SockJS message's
-  JSON and feeds it to :meth:`ResumingSubscriber.receive`, or hands a whole
-  SockJS array frame to :meth:`ResumingSubscriber.count_frame`, which a load
-  client's protocol calls in place of counting (its ``count_messages``); what
-  is delivered goes to :meth:`ResumingSubscriber.delivered`.
+- It asks for positions; each connection after the first resumes after the newest offset
+  it delivered in its epoch, or where its last connection joined, if that is newer.
+- A room message (``{"o": offset, "d": message}``) is delivered once: one at or before the
+  newest offset delivered in the epoch is dropped as a duplicate, unless it is state sent
+  again by design (``replayed``): what follows an ``open`` or a ``gap`` at or before its
+  ``o``, or a counter's total, which every connection's first messages carry again.
+- A ``gap`` is counted by its reason; the state that follows it is delivered. In another
+  epoch every offset starts again.
+- Nothing here touches a socket: a protocol hands each SockJS array frame to
+  :meth:`ResumingSubscriber.count_frame` in place of counting; what is delivered goes to
+  :meth:`ResumingSubscriber.delivered`.
 """
 
 import collections
@@ -51,12 +45,9 @@ def is_counter(message):
 
 
 class ResumingSubscriber:
-    """One subscriber across its connections: ``epoch`` and ``offset`` (the
-    newest delivered), ``gaps`` by reason, ``duplicates`` and ``replayed``
-    dropped, ``announcements`` received; ``starts``: how often it was told where it
-    starts (``open``, ``resumed`` or a gap): once for each connection the broker took,
-    before anything else (and again at a gap a live connection is told of); ``on_start``:
-    None, or what to call at each."""
+    """One subscriber across its connections: ``epoch`` and ``offset`` (the newest delivered), ``gaps``
+    by reason, ``duplicates`` and ``replayed`` dropped; ``starts``: how often it was told where it
+    starts (``open``, ``resumed`` or a gap), ``on_start`` called at each."""
 
     on_start = None
 
@@ -80,12 +71,10 @@ class ResumingSubscriber:
         since = self.joined
         if self.offset is not None and (since is None or offset_key(self.offset) > offset_key(since)):
             since = self.offset
-        return asked + "&" + urllib.parse.urlencode({QUERY_EPOCH: self.epoch,
-                                                    QUERY_SINCE: since})
+        return asked + "&" + urllib.parse.urlencode({QUERY_EPOCH: self.epoch, QUERY_SINCE: since})
 
     def receive(self, envelope):
-        """The room message ``envelope`` (one decoded message of a frame) brings
-        to deliver, as ``(offset, message)``, or None."""
+        """What the decoded message ``envelope`` brings to deliver, as ``(offset, message)``, or None."""
         if "o" in envelope and "d" in envelope:
             offset = envelope["o"]
             key = offset_key(offset)
@@ -116,8 +105,7 @@ class ResumingSubscriber:
         return None
 
     def count_frame(self, buffer, start, end):
-        """The messages delivered from the SockJS array frame ``buffer[start:end]``
-        (``a[...]``), each passed to :meth:`delivered`: a protocol's ``count_messages``."""
+        """The messages delivered from the SockJS array frame ``buffer[start:end]``, each to :meth:`delivered`."""
         count = 0
         for envelope in _decode(buffer[start + 1:end].decode()):
             delivery = self.receive(envelope)

@@ -1,9 +1,7 @@
 """The client side of RFC 6455, without sockets: handshake, masked frames, frame parsing.
 
-The parser does not copy payloads. It reports each complete frame as
-``(opcode, fin, start, end)``, its payload's offsets into the buffer it was
-given, so a caller can count or search inside a frame with
-``bytes.count(sub, start, end)`` at C speed.
+The parser does not copy payloads: each complete frame is ``(opcode, fin, start, end)``, its
+payload's offsets into the buffer given, so a caller can search it at C speed.
 """
 
 import base64
@@ -31,21 +29,13 @@ class ProtocolError(LoadTestError):
 
 
 def new_key():
-    """A fresh ``Sec-WebSocket-Key``."""
     return base64.b64encode(random.getrandbits(128).to_bytes(16, "big"))
 
 
 def handshake_request(host, path, key):
     """The HTTP upgrade request for ``path`` on ``host`` (``"127.0.0.1:8080"``)."""
-    return (
-        b"GET %s HTTP/1.1\r\n"
-        b"Host: %s\r\n"
-        b"Upgrade: websocket\r\n"
-        b"Connection: Upgrade\r\n"
-        b"Sec-WebSocket-Key: %s\r\n"
-        b"Sec-WebSocket-Version: 13\r\n"
-        b"\r\n" % (path.encode(), host.encode(), key)
-    )
+    return (b"GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path.encode(), host.encode(), key))
 
 
 def accept_value(key):
@@ -89,12 +79,7 @@ def client_frame(payload, opcode=OP_TEXT):
 
 
 def parse_frames(buffer, max_payload=1 << 26):
-    """Split ``buffer`` into complete server frames.
-
-    Returns ``(frames, consumed)``: ``frames`` is a list of ``(opcode, fin, start,
-    end)`` with payload offsets into ``buffer``; ``consumed`` is where the first
-    incomplete frame begins (keep ``buffer[consumed:]`` for the next read).
-    """
+    """``(frames, consumed)``: the complete server frames of ``buffer``, and where the rest begins."""
     size = len(buffer)
     if size > 3:
         # A read that holds exactly one whole unmasked frame, the load client's

@@ -2,20 +2,15 @@
 
 Rules (the sans-I/O shape of python-websockets):
 
-- :class:`ClientProtocol` never touches a socket or a clock. The caller feeds it
-  the bytes it read (:meth:`~ClientProtocol.receive_data`), acts on the events it
-  returns, and writes whatever :meth:`~ClientProtocol.data_to_send` gives
-  (the handshake request, messages, pongs). Send times are passed in.
-- Events, in the order they happen: :data:`OPENED` (the handshake is answered
-  and, over SockJS, the open frame ``o`` is in), :class:`Delivered` (one per read:
-  the messages counted, and the client's own messages among them that were
-  still pending, as ``(seq, sent_us)``), :class:`Closed` (with a short reason).
-  A listener (:meth:`ClientProtocol.listener`) sends nothing; its "own"
-  messages are the feed's, every one of them timed.
-  Nothing follows Closed.
-- Messages are counted, never JSON-decoded (:mod:`loadtest.framing.payload`): frames
-  are parsed in place by offsets (:mod:`loadtest.framing.websocket_frames`). This is the load
-  client's hot path: one read, one pass, one Delivered.
+- :class:`ClientProtocol` never touches a socket or a clock: the caller feeds it the bytes it
+  read, acts on the events it returns, and writes what :meth:`~ClientProtocol.data_to_send`
+  gives. Send times are passed in.
+- Events, in order: :data:`OPENED` (the handshake answered and, over SockJS, the open frame
+  in), :class:`Delivered` (one per read: the messages counted, and the client's own still
+  pending, as ``(seq, sent_us)``), :class:`Closed`; nothing follows Closed. A listener sends
+  nothing; its "own" messages are the feed's, every one timed.
+- Messages are counted, never JSON-decoded: frames are parsed in place by offsets. This is
+  the load client's hot path: one read, one pass, one Delivered.
 """
 
 from typing import NamedTuple, Sequence, Tuple
@@ -80,14 +75,10 @@ def _take_pending(pending, found, own):
 
 
 def tally_sockjs_frame(protocol, frame, count, own, events):
-    """Add the SockJS ``frame`` (``(buffer, start, end)``: ``buffer[start:end]``) to one read's
-    ``count`` and ``own`` (a list or None), returned, for ``protocol`` (its ``marker``, ``pending``, ``opened`` and
-    ``count_messages``, which counts positioned messages for a client that asked for them):
-    an array's messages are counted and the client's own taken from ``pending`` (none, for
-    a ``marker`` of None: its ``count_messages`` times them); the first
-    open frame appends :data:`OPENED` to ``events``, after a Delivered of what came before
-    it; a later open frame (a new session under the same id) or a close frame closes
-    ``protocol``. Every transport's protocol reads its frames so."""
+    """Add the SockJS ``frame`` (``buffer[start:end]``) to one read's ``count`` and ``own`` (a list or
+    None), returned: an array's messages counted, ``protocol``'s own taken from ``pending`` (none
+    for a ``marker`` of None); the first open frame appends :data:`OPENED` to ``events`` (after a
+    Delivered of what came before); a later open frame or a close frame closes ``protocol``."""
     buffer, start, end = frame
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
@@ -123,14 +114,29 @@ def events_of_read(protocol, count, own, events):
 
 
 class ClientSide:
-    """What a load client's protocol is, whatever its transport: its own
-    messages ``pending`` (see :class:`ClientProtocol`), ``closed_reason``, and a
-    listener made by :meth:`listener`."""
+    """What a load client's protocol is, whatever its transport: ``pending`` maps the sequence
+    number of each own message not yet back to its send time in microseconds (None for a
+    listener, which times every message of its ``marker``); ``outgoing``, the bytes waiting
+    for :meth:`data_to_send`; ``positions``: messages are counted in position envelopes."""
+
+    def __init__(self, client_id, marker, positions):
+        self.client_id = client_id
+        self.count_messages = payload.count_positioned_messages if positions else payload.count_sockjs_messages
+        self.marker = marker
+        self.pending = {}
+        self.seq = 0
+        self.closed_reason = None
+        self.opened = False
+
+    def data_to_send(self):
+        """The bytes to write (on the receiving connection) now, ``b""`` when there are none."""
+        data = b"".join(self.outgoing)
+        self.outgoing = []
+        return data
 
     @classmethod
     def listener(cls, *args):
-        """A client that only listens, timing every message of the feed
-        (:data:`loadtest.framing.payload.FEED_ID`); ``args``: the constructor's after the client id."""
+        """A client that only listens, timing every message of the feed; ``args``: the constructor's after the id."""
         protocol = cls(payload.FEED_ID, *args)
         protocol.pending = None
         return protocol
@@ -147,40 +153,19 @@ class ClientSide:
 
 
 class ClientProtocol(ClientSide):
-    """Client ``client_id`` of one websocket to ``path`` on ``host`` (``"127.0.0.1:8080"``).
-
-    ``sockjs``: the SockJS websocket transport (an open frame first, messages in
-    ``a[...]`` arrays); otherwise a raw websocket, one message per text frame.
-    ``positions``: the client asked for position envelopes (``?positions=1`` in
-    ``path``), in which its messages are counted.
-    ``pending`` maps the sequence number of every message sent and not yet back
-    to its send time in microseconds (None for a listener, which times every
-    message of its marker); ``outgoing`` holds the bytes waiting for
-    :meth:`data_to_send`.
-    """
+    """Client ``client_id`` of one websocket to ``path`` on ``host`` (``"127.0.0.1:8080"``):
+    ``sockjs``, the SockJS websocket transport (an open frame first, messages in ``a[...]``
+    arrays); otherwise a raw websocket, one message per text frame."""
 
     def __init__(self, client_id, host, path, sockjs=True, positions=False):
-        self.client_id = client_id
+        super().__init__(client_id, payload.sockjs_marker(client_id) if sockjs else payload.raw_marker(client_id),
+                         positions)
         self.sockjs = sockjs
-        self.count_messages = payload.count_positioned_messages if positions else payload.count_sockjs_messages
-        self.marker = payload.sockjs_marker(client_id) if sockjs else payload.raw_marker(client_id)
-        self.pending = {}
-        self.seq = 0
-        self.closed_reason = None
-        self.opened = False
         self._key = websocket_frames.new_key()
         self._handshaken = False
         self._buffer = b""
         self._fragments = None
         self.outgoing = [websocket_frames.handshake_request(host, path, self._key)]
-
-    def data_to_send(self):
-        """The bytes to write now (``b""`` when there are none)."""
-        if not self.outgoing:
-            return b""
-        data = b"".join(self.outgoing)
-        self.outgoing = []
-        return data
 
     def send(self, sent_us):
         """Queue this client's next message, sent at ``sent_us``; returns its sequence number."""

@@ -49,8 +49,7 @@ def admitted_bound(rate, window_s):
 
 
 class Tally:
-    """The answers to a burst's attempts, as they come: outcomes by kind, reasons of errors, statuses
-    of ``other`` answers, the ``Retry-After`` values, and how long answers took (microseconds)."""
+    """The answers to a burst's attempts, as they come: outcomes by kind, errors, statuses, times (microseconds)."""
 
     def __init__(self):
         self.answers = {kind: dict.fromkeys(OUTCOMES, 0) for kind in KINDS}
@@ -73,12 +72,10 @@ class Tally:
         return outcome
 
     def error(self, kind, reason):
-        """An attempt of ``kind`` that got no answer, for ``reason``."""
         self.answers[kind][ERROR] += 1
         self.errors[reason] = self.errors.get(reason, 0) + 1
 
     def totals(self):
-        """Each outcome over every kind."""
         return {outcome: sum(row[outcome] for row in self.answers.values()) for outcome in OUTCOMES}
 
     def sessions_admitted(self):
@@ -86,19 +83,13 @@ class Tally:
         return sum(row[ADMITTED] for kind, row in self.answers.items() if kind not in CHECKS_ONLY)
 
     def figures(self):
-        """The tally as JSON: ``answers`` by kind, ``totals``, ``sessions_admitted``, ``errors``,
-        ``other_statuses``, ``retry_after_s`` (``{"min", "max"}``, None without any) and ``answer_ms``
-        (``{"admitted", "refused"}``, each :func:`loadtest.method.rules.rtt_summary`)."""
+        """The tally as JSON (``retry_after_s``: None without any)."""
         values = self.retry_after_s
-        return {
-            "answers": {kind: dict(row) for kind, row in self.answers.items()},
-            "totals": self.totals(),
-            "sessions_admitted": self.sessions_admitted(),
-            "errors": dict(self.errors),
-            "other_statuses": dict(self.other_statuses),
-            "retry_after_s": {"min": min(values), "max": max(values)} if values else None,
-            "answer_ms": {name: rules.rtt_summary(histogram) for name, histogram in self.answer_us.items()},
-        }
+        return {"answers": {kind: dict(row) for kind, row in self.answers.items()}, "totals": self.totals(),
+                "sessions_admitted": self.sessions_admitted(), "errors": dict(self.errors),
+                "other_statuses": dict(self.other_statuses),
+                "retry_after_s": {"min": min(values), "max": max(values)} if values else None,
+                "answer_ms": {name: rules.rtt_summary(histogram) for name, histogram in self.answer_us.items()}}
 
 
 def p99_bound_ms(quiet_p99_ms):
@@ -107,21 +98,16 @@ def p99_bound_ms(quiet_p99_ms):
 
 
 def verdict(burst, rate, quiet, during, step_s):
-    """The checks of the module's rules. ``burst``: its figures, ``totals`` (outcomes as
-    :meth:`Tally.totals` counts them), ``sessions_admitted`` and ``window_s``; ``quiet`` and
-    ``during``: the canaries' steps, ``{"p99_ms", "max_ms", "lost", "dropped"}`` (None: not
-    measured, and every canary check fails), each ``step_s`` long from the first attempt."""
+    """The checks of the module's rules (a canary step None: not measured, its checks failed)."""
     totals, window_s = burst["totals"], burst["window_s"]
     measured = quiet is not None and during is not None and quiet["p99_ms"] is not None \
         and during["p99_ms"] is not None
-    checks = {
-        "retry_after": totals[BARE_503] == 0,
-        "within_rate": burst["sessions_admitted"] <= admitted_bound(rate, window_s),
-        "answered": totals[OTHER] == 0 and totals[ERROR] == 0,
-        "canary_p99": measured and during["p99_ms"] <= p99_bound_ms(quiet["p99_ms"]),
-        "no_stall": measured and during["max_ms"] <= MAX_RTT_MS,
-        "nothing_lost": measured and not any(step["lost"] or step["dropped"] for step in (quiet, during)),
-        "covered": window_s <= step_s,
-    }
+    checks = {"retry_after": totals[BARE_503] == 0,
+              "within_rate": burst["sessions_admitted"] <= admitted_bound(rate, window_s),
+              "answered": totals[OTHER] == 0 and totals[ERROR] == 0,
+              "canary_p99": measured and during["p99_ms"] <= p99_bound_ms(quiet["p99_ms"]),
+              "no_stall": measured and during["max_ms"] <= MAX_RTT_MS,
+              "nothing_lost": measured and not any(step["lost"] or step["dropped"] for step in (quiet, during)),
+              "covered": window_s <= step_s}
     checks["passed"] = all(checks.values())
     return checks

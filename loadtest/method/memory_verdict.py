@@ -2,14 +2,11 @@
 
 Rules (BENCHMARKS.rst, "Soak"):
 
-- The reference is the first reading at or after the warm-up (the server's
-  steady size); the final reading is the last one.
-- "flat": the final RSS exceeds the reference by at most 10 % of it or 20 MB,
-  whichever is larger; a shrinking RSS is flat. Otherwise "growing".
-- No verdict (None) without a reading after the reference: one reading shows no trend.
-- MB are MiB (1024 KiB, the unit ``/proc`` counts in).
-
-Pure functions on plain numbers: readings are ``(elapsed_s, rss_kb)`` pairs; no I/O.
+- The reference is the first reading at or after the warm-up (the server's steady size);
+  the final reading is the last one. MB are MiB (``/proc`` counts KiB).
+- "flat": the final RSS exceeds the reference by at most 10 % of it or 20 MB, whichever is
+  larger; a shrinking RSS is flat. Otherwise "growing". No verdict (None) without a reading
+  after the reference. Pure functions on ``(elapsed_s, rss_kb)`` pairs; no I/O.
 """
 
 FLAT_SHARE = 0.10
@@ -28,13 +25,7 @@ def verdict(reference_kb, final_kb):
 
 
 def growth(readings, warmup_s):
-    """Growth after the warm-up of ``readings``, ``(elapsed_s, rss_kb)`` in time order (an rss_kb may be None).
-
-    Returns ``rss_after_warmup_kb`` and ``warmup_at_s`` (the reference reading and
-    when it was taken), ``final_rss_kb`` and ``final_at_s``, ``growth_mb``,
-    ``growth_mb_per_h``, ``growth_pct`` and ``verdict``; None where the readings
-    do not tell.
-    """
+    """Growth after the warm-up of ``readings`` (``(elapsed_s, rss_kb)``, in time order): the Soak's figures."""
     readings = [reading for reading in readings if reading[1] is not None]
     after = [reading for reading in readings if reading[0] >= warmup_s]
     figures = dict.fromkeys(("rss_after_warmup_kb", "warmup_at_s", "final_rss_kb", "final_at_s", "growth_mb",
@@ -48,11 +39,8 @@ def growth(readings, warmup_s):
     (start_s, start_kb), (end_s, end_kb) = after[0], after[-1]
     grown_mb = (end_kb - start_kb) / KB_PER_MB
     figures.update(
-        rss_after_warmup_kb=start_kb,
-        warmup_at_s=start_s,
-        growth_mb=round(grown_mb, 2),
+        rss_after_warmup_kb=start_kb, warmup_at_s=start_s, growth_mb=round(grown_mb, 2),
         growth_mb_per_h=round(grown_mb * 3600.0 / (end_s - start_s), 2) if end_s > start_s else None,
         growth_pct=round(100.0 * (end_kb - start_kb) / start_kb, 2) if start_kb else None,
-        verdict=verdict(start_kb, end_kb),
-    )
+        verdict=verdict(start_kb, end_kb))
     return figures

@@ -3,11 +3,9 @@ repeated, did the drain spread the reconnects, did deliveries stay on time?
 
 Rules:
 
-- The restarts last from the first SIGTERM until ``settle_s`` seconds (the clients'
-  longest wait before they reconnect) after the last broker answered ``/healthz``
-  200 again: whole seconds ``floor(start)`` to ``ceil(end) - 1`` of the run
-  (:func:`restart_seconds`). The steady seconds are every one before the first; a run
-  that restarted nothing is steady throughout.
+- The restarts last from the first SIGTERM until ``settle_s`` seconds (the clients' longest
+  wait before they reconnect) after the last broker answered ``/healthz`` 200 again, in
+  whole seconds. The steady seconds are every one before; a run without restarts is steady.
 - Every run: no message lost, none delivered twice, no gap untold; and no gap told but
   through a failover (``--fail redis-primary``).
 - With a drain (``drain_s`` above 0), also: in no second did any broker take more than
@@ -16,11 +14,9 @@ Rules:
   percentile of the lateness of every delivery during the restarts is at most
   :data:`P99_FACTOR` x that of the steady seconds. Without a drain there is no period
   to spread over: its peak and percentiles are shown beside, not judged.
-- A crash (``killed``: each broker killed in turn, with no drain): the 99th percentile of
-  the lateness during the restarts of the deliveries to clients whose connection had
-  never ended (the uncut: those of the brokers still up) is at most :data:`P99_FACTOR` x
-  the steady one. The cut clients get what they missed when they are back, as late as
-  they were away: that is the crash, not the others' service.
+- A crash (``killed``, no drain): the p99 during the restarts of the deliveries to the clients
+  whose connection never ended (those of the brokers still up) is at most :data:`P99_FACTOR` x
+  the steady one; the cut clients' lateness is the crash, not the others' service.
 """
 
 import dataclasses
@@ -34,8 +30,7 @@ P99_FACTOR = 2.0
 
 
 class Load(NamedTuple):
-    """What the cluster held: ``clients`` over ``brokers``, each draining over ``drain_s``
-    seconds, or ``killed``."""
+    """What the cluster held: ``clients`` over ``brokers``, each draining over ``drain_s`` seconds, or ``killed``."""
 
     clients: int
     brokers: int
@@ -44,8 +39,7 @@ class Load(NamedTuple):
 
 
 class Losses(NamedTuple):
-    """Messages the clients did not deliver, delivered again, gaps they were told of where
-    none may be (a failover's are expected: 0), and ``silent`` gaps: numbers skipped untold."""
+    """Messages not delivered, delivered again, gaps told where none may be, ``silent`` gaps (skipped untold)."""
 
     lost: int
     duplicated: int
@@ -55,8 +49,7 @@ class Losses(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """The figures judged (milliseconds, sessions a second) and the ``failures``, each a
-    sentence; None where a figure has nothing to stand on."""
+    """The figures judged and the ``failures``, each a sentence; None where a figure has nothing to stand on."""
 
     steady_p99_ms: Optional[float]
     restart_p99_ms: Optional[float]
@@ -80,12 +73,8 @@ def restart_seconds(first_sigterm_s, last_healthy_s, settle_s):
 
 
 def judge(rows, lateness, window, load, losses, uncut=None):
-    """The :class:`Verdict` of a run: its :class:`loadtest.method.timeline.Second` ``rows`` and
-    ``lateness`` counts by second (:func:`loadtest.method.timeline.merge`), the ``window``
-    of seconds of its restarts (:func:`restart_seconds`; None: it restarted nothing), its
-    :class:`Load` and :class:`Losses`,
-    and the ``uncut`` clients' lateness counts by second
-    (:func:`loadtest.method.timeline.uncut_lateness`), if counted."""
+    """The :class:`Verdict` of a run: its ``rows`` and ``lateness`` (:func:`loadtest.method.timeline.merge`),
+    the ``window`` of its restarts (None: none), and the ``uncut`` clients' lateness, if counted."""
     restarted = window is not None
     if restarted:
         first, last = window
@@ -122,9 +111,8 @@ def judge(rows, lateness, window, load, losses, uncut=None):
 
 
 def _p99_bound(steady, judged, what, unseen, failures):
-    """:data:`P99_FACTOR` x the ``steady`` p99, the bound of the p99 ``judged`` (deliveries
-    ``what``), or None if either has no delivery (``unseen``: where none was); a failure
-    appended to ``failures`` for each of those and for a p99 over the bound."""
+    """:data:`P99_FACTOR` x the ``steady`` p99, the bound of the p99 ``judged``, or None if either has no
+    delivery; a failure appended to ``failures`` for each of those and for a p99 over the bound."""
     if steady is None or judged is None:
         failures.append("no delivery %s to compare" % ("before the restarts" if steady is None else unseen))
         return None

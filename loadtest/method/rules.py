@@ -2,19 +2,17 @@
 
 Rules (docs/load-testing.rst, "The latency sweep"; BENCHMARKS.rst):
 
-- A level holds N connections; its rates (msgs/s in total) rise by ``RATE_RATIO``
-  a step (:func:`rate_schedule`), each held for one step, from where N x rate is
-  about ``FIRST_DELIVERIES_PER_S`` (1 msg/s at least) until a step breaks
-  (see below), or at most to the cap (:func:`rate_cap`): ``MAX_RATE`` msgs/s and
-  ``MAX_DELIVERIES_PER_S``, which bound a step's messages and its deliveries.
-  The level's end says which (:func:`level_end`, :func:`cap_end`).
-- A step ends early when every connection is lost or a message is not back
-  within ``LOSS_AFTER_S`` (:func:`step_end`); a message sent more than that
-  before the step's end and still unanswered is lost (:func:`lost_messages`).
-- A step shows the server overloaded when a connection dropped, a message was
-  lost, or the mean round trip exceeds ``MAX_MEAN_RTT_MS`` (:func:`overload_reason`).
-- A step is client-bound when the client was saturated: its CPU at
-  ``CLIENT_BOUND_CPU`` of a core or its loop ``CLIENT_BOUND_LAG_MS`` late.
+- A level holds N connections; its rates (msgs/s in total) rise by ``RATE_RATIO`` a step,
+  from where N x rate is about ``FIRST_DELIVERIES_PER_S`` (1 msg/s at least) until a step
+  breaks, or at most to the cap: ``MAX_RATE`` msgs/s and ``MAX_DELIVERIES_PER_S``. The
+  level's end says which (:func:`level_end`, :func:`cap_end`).
+- A step ends early when every connection is lost or a message is not back within
+  ``LOSS_AFTER_S``; a message sent more than that before the step's end and still
+  unanswered is lost.
+- A step shows the server overloaded when a connection dropped, a message was lost, or the
+  mean round trip exceeds ``MAX_MEAN_RTT_MS``.
+- A step is client-bound when the client was saturated: its CPU at ``CLIENT_BOUND_CPU`` of a
+  core or its loop ``CLIENT_BOUND_LAG_MS`` late.
 - A step that broke (overloaded, or past realtime: mean round trip above
   ``REALTIME_MS``) is the client's limit, not the server's, when it was
   client-bound and the server was not saturated, its CPU below
@@ -24,10 +22,7 @@ Rules (docs/load-testing.rst, "The latency sweep"; BENCHMARKS.rst):
   not saturated, within realtime or not: the steps after them would measure
   the client (:func:`ends_sweep`). Past the server's realtime it goes on to overload.
 - Round trips go into an HDR histogram, 1 us to 60 s, 3 significant digits.
-- How a step, a level or a soak ended is an :class:`End`, written as the text
-  results files have always carried.
-
-No I/O and no clock here: times are passed in.
+- No I/O and no clock here: times are passed in.
 """
 
 import dataclasses
@@ -55,11 +50,8 @@ RTT_HIGHEST_US = 60 * 1000 * 1000
 
 
 class End(enum.Enum):
-    """Why a step, a level or a soak ended; ``value`` is the text results files carry.
-
-    A level's or a soak's ``end`` field is :meth:`text`: the value, then ``": "``
-    and the detail where there is one (``overloaded: mean round trip 1600 ms > 1500 ms``).
-    """
+    """Why a step, a level or a soak ended: an ``end`` field is :meth:`text`, the ``value`` then
+    ``": "`` and any detail (``overloaded: mean round trip 1600 ms > 1500 ms``)."""
 
     ALL_LOST = "every connection lost"
     LATE = "a message not back within %g s" % LOSS_AFTER_S
@@ -85,7 +77,6 @@ class End(enum.Enum):
 
 
 def new_histogram():
-    """Round trips in microseconds, 1 us to 60 s, 3 significant digits."""
     return HdrHistogram(1, RTT_HIGHEST_US, 3)
 
 
@@ -128,12 +119,8 @@ def split(total, weights):
 
 
 def step_end(clients, sent_log, now_us):
-    """Why a step must stop at ``now_us``, or None.
-
-    ``clients`` have ``alive`` and ``pending`` (see :class:`loadtest.framing.websocket_protocol.ClientProtocol`);
-    ``sent_log`` holds ``(sent_us, client, seq)`` in send order, and loses its
-    answered head here.
-    """
+    """Why a step must stop at ``now_us``, or None; ``sent_log`` (``(sent_us, client, seq)`` in
+    send order, clients with ``alive`` and ``pending``) loses its answered head here."""
     if not any(client.alive for client in clients):
         return End.ALL_LOST
     while sent_log and sent_log[0][2] not in sent_log[0][1].pending:
@@ -152,18 +139,13 @@ def rtt_summary(histogram):
     """Round-trip statistics in milliseconds from an HDR histogram in microseconds."""
     if not histogram.get_total_count():
         return {"mean": None, "p50": None, "p95": None, "p99": None, "max": None}
-    return {
-        "mean": round(histogram.get_mean_value() / 1000, 3),
-        "p50": histogram.get_value_at_percentile(50) / 1000,
-        "p95": histogram.get_value_at_percentile(95) / 1000,
-        "p99": histogram.get_value_at_percentile(99) / 1000,
-        "max": histogram.get_max_value() / 1000,
-    }
+    return dict({"mean": round(histogram.get_mean_value() / 1000, 3)},
+                **{"p%d" % p: histogram.get_value_at_percentile(p) / 1000 for p in (50, 95, 99)},
+                max=histogram.get_max_value() / 1000)
 
 
 class Piped:
-    """A measurement that crosses from a worker process (:mod:`loadtest.client.workers`) with its
-    ``histogram`` HDR-encoded, and comes out whole: pickled, it is its fields."""
+    """A measurement that crosses from a worker process with its ``histogram`` HDR-encoded."""
 
     def __reduce__(self):
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -176,8 +158,7 @@ def _unpiped(kind, fields):
 
 @dataclasses.dataclass(frozen=True)
 class Partial(Piped):
-    """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`);
-    ``reopened``: the streams its clients reopened and the polls they made meanwhile, past each one's first."""
+    """What one client group measured of a step (:meth:`loadtest.client.connections.ClientGroup.run_step`)."""
 
     duration_s: float
     sent: int
@@ -194,11 +175,7 @@ class Partial(Piped):
 
 @dataclasses.dataclass(frozen=True)
 class FeedPartial(Piped):
-    """What one group of listeners had of the feed since its last sample
-    (:meth:`loadtest.client.connections.ClientGroup.take_sample`): messages, their delivery
-    times, connections alive and lost, and at the end how many messages the
-    alive ones lack (``short``) or had twice (``extra``); the CPU seconds its
-    process used meanwhile."""
+    """What one group of listeners had of the feed since its last sample (:meth:`ClientGroup.take_sample`)."""
 
     received: int
     histogram: HdrHistogram
@@ -212,10 +189,8 @@ class FeedPartial(Piped):
 def merge_feed(partials):
     """One :class:`FeedPartial` of every group's: counts and CPU added, histograms merged."""
     histogram, drop_reasons = _merge_histograms_and_drops(partials)
-    return FeedPartial(received=sum(part.received for part in partials), histogram=histogram,
-                       alive=sum(part.alive for part in partials), drop_reasons=drop_reasons,
-                       short=sum(part.short for part in partials), extra=sum(part.extra for part in partials),
-                       cpu_s=sum(part.cpu_s for part in partials))
+    return FeedPartial(histogram=histogram, drop_reasons=drop_reasons, **_added(partials, "received", "alive", "short",
+                                                                                "extra", "cpu_s"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,22 +214,15 @@ def merge_partials(partials):
     """One step's figures from the :class:`Partial` of every client group."""
     histogram, drop_reasons = _merge_histograms_and_drops(partials)
     ends = [part.end for part in partials if part.end is not None]
-    return Merged(
-        duration_s=max(part.duration_s for part in partials),
-        sent=sum(part.sent for part in partials),
-        received=sum(part.received for part in partials),
-        lost=sum(part.lost for part in partials),
-        dropped=sum(part.dropped for part in partials),
-        reopened=sum(part.reopened for part in partials),
-        drop_reasons=drop_reasons,
-        histogram=histogram,
-        client_cpu=max(part.cpu_s / part.duration_s for part in partials),
-        loop_lag_ms={
-            "mean": max(part.loop_lag_ms["mean"] for part in partials),
-            "max": max(part.loop_lag_ms["max"] for part in partials),
-        },
-        end=ends[0] if ends else None,
-    )
+    return Merged(duration_s=max(part.duration_s for part in partials), drop_reasons=drop_reasons, histogram=histogram,
+                  client_cpu=max(part.cpu_s / part.duration_s for part in partials),
+                  loop_lag_ms={key: max(part.loop_lag_ms[key] for part in partials) for key in ("mean", "max")},
+                  end=ends[0] if ends else None, **_added(partials, "sent", "received", "lost", "dropped", "reopened"))
+
+
+def _added(partials, *names):
+    """``{name: the sum of every partial's}`` of ``names``."""
+    return {name: sum(getattr(part, name) for part in partials) for name in names}
 
 
 def _merge_histograms_and_drops(partials):
@@ -287,15 +255,12 @@ def past_realtime(overloaded, mean_rtt_ms):
 
 
 def client_limited(client_bound, server_cpu):
-    """Whether a step that broke shows the client's limit rather than the server's:
-    the client was saturated and the server (its CPU a share of one core, None when unknown) was not."""
+    """Whether a step that broke shows the client's limit: the client saturated, the server (None: unknown) not."""
     return client_bound and (server_cpu is None or server_cpu < SERVER_SATURATED_CPU)
 
 
 def ends_sweep(steps):
-    """Whether a sweep's level ends at the last of ``steps``, the level's :class:`loadtest.records.Step`
-    records so far: overloaded, or with the client, not the server, saturated past realtime or for the
-    last ``CLIENT_BOUND_STEPS`` steps (further steps would measure the client)."""
+    """Whether a sweep's level ends at the last of ``steps``, the level's records so far (the module's rules)."""
     step, recent = steps[-1], steps[-CLIENT_BOUND_STEPS:]
     return step.overloaded or (past_realtime(False, step.rtt_ms["mean"]) and client_limited(
         step.client_bound, step.server_cpu)) or (len(recent) == CLIENT_BOUND_STEPS and all(
@@ -303,8 +268,7 @@ def ends_sweep(steps):
 
 
 def level_end(step):
-    """The ``end`` text of a level whose sweep stops at ``step`` (see :func:`ends_sweep`):
-    client-bound when :func:`client_limited`, otherwise overloaded."""
+    """The ``end`` text of a level whose sweep stops at ``step``: client-bound or overloaded."""
     if not client_limited(step.client_bound, step.server_cpu):
         return End.OVERLOADED.text(step.overload_reason)
     mean = step.rtt_ms["mean"]
@@ -324,10 +288,7 @@ def cap_end(level, rate):
 
 @dataclasses.dataclass(frozen=True)
 class ServerFigures:
-    """The server process over one step: CPU as a share of one core, RSS, CPU per delivered message.
-
-    All None when the server's pid is unknown.
-    """
+    """The server process over one step: CPU (a share of one core), RSS, CPU per delivered message; None unknown."""
 
     cpu: Optional[float] = None
     rss_kb: Optional[int] = None
@@ -341,30 +302,14 @@ class ServerFigures:
 
 
 def step_record(server, transport, level, rate, merged, server_figures):
-    """The :class:`loadtest.records.Step` of one step over ``transport`` from its :class:`Merged` and
-    :class:`ServerFigures`."""
+    """The :class:`loadtest.records.Step` of one step from its :class:`Merged` and :class:`ServerFigures`."""
     rtt = rtt_summary(merged.histogram)
     reason = overload_reason(merged, rtt["mean"])
     return records.Step(
-        server=server,
-        transport=transport,
-        level=level,
-        rate=rate,
-        duration_s=round(merged.duration_s, 3),
-        sent=merged.sent,
-        received=merged.received,
-        server_msgs_per_s=round(merged.received / merged.duration_s, 1),
-        rtt_ms=rtt,
-        lost=merged.lost,
-        dropped=merged.dropped,
-        reopened=merged.reopened,
-        client_cpu=round(merged.client_cpu, 4),
-        loop_lag_ms=merged.loop_lag_ms,
-        server_cpu=server_figures.cpu,
-        server_rss_kb=server_figures.rss_kb,
-        server_cpu_us_per_msg=server_figures.cpu_us_per_msg,
-        client_bound=(merged.client_cpu >= CLIENT_BOUND_CPU
-                      or merged.loop_lag_ms["mean"] >= CLIENT_BOUND_LAG_MS),
-        overloaded=reason is not None,
-        overload_reason=reason,
-    )
+        server=server, transport=transport, level=level, rate=rate, duration_s=round(merged.duration_s, 3),
+        sent=merged.sent, received=merged.received, server_msgs_per_s=round(merged.received / merged.duration_s, 1),
+        rtt_ms=rtt, lost=merged.lost, dropped=merged.dropped, reopened=merged.reopened,
+        client_cpu=round(merged.client_cpu, 4), loop_lag_ms=merged.loop_lag_ms, server_cpu=server_figures.cpu,
+        server_rss_kb=server_figures.rss_kb, server_cpu_us_per_msg=server_figures.cpu_us_per_msg,
+        client_bound=merged.client_cpu >= CLIENT_BOUND_CPU or merged.loop_lag_ms["mean"] >= CLIENT_BOUND_LAG_MS,
+        overloaded=reason is not None, overload_reason=reason)

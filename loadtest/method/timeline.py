@@ -3,22 +3,16 @@
 Rules:
 
 - Seconds count from an ``origin`` on the monotonic clock, which every process of the
-  machine shares: second ``s`` is ``[origin + s, origin + s + 1)``. What happens before
-  the origin is set, or before it, falls in second :data:`BEFORE`: the sessions opened
-  then are there at second 0, and none of them is a new session of any second.
-- Brokers are numbered from 0, as the cluster's list has them.
-- The clients count the sessions each broker took and lost, unless a proxy stood between
-  them, which chose the brokers: then the brokers' own counts, read at the end of each
-  second, stand in the rows (:func:`counted_by_brokers`).
-- A delivery's lateness (microseconds from its publishing to its delivery) is kept to
-  :data:`SIGNIFICANT_BITS` significant bits (:func:`coarse`: less than 0.2 % low) and
-  counted per second, so that recording one costs a dictionary update and the counts of
-  several client processes add up exactly (:func:`merge`). The deliveries to clients
-  whose connection has never ended are also counted apart (``uncut``,
-  :func:`uncut_lateness`): through a crash, whether the clients of the brokers that stayed
-  up kept their lateness.
-- Percentiles are nearest-rank: the p-th of some counts is the smallest value with at
-  least p % of them at or below it (:func:`percentile`).
+  machine shares: second ``s`` is ``[origin + s, origin + s + 1)``. What happens before the
+  origin falls in second :data:`BEFORE`: sessions opened then are there at second 0, and
+  none is a new session of any second. Brokers are numbered from 0.
+- The clients count the sessions each broker took and lost, unless a proxy chose the
+  brokers: then the brokers' own counts stand in the rows (:func:`counted_by_brokers`).
+- A delivery's lateness (microseconds from publishing to delivery) is kept to
+  :data:`SIGNIFICANT_BITS` significant bits (less than 0.2 % low) and counted per second:
+  recording one costs a dictionary update and several processes' counts add up exactly.
+  The deliveries to clients whose connection never ended are also counted apart (``uncut``).
+- Percentiles are nearest-rank: the smallest value with at least p % of the counts at or below it.
 """
 
 import collections
@@ -37,9 +31,8 @@ def coarse(us):
 
 
 class Timeline:
-    """What one client process saw, second by second (see the module's rules): sessions
-    opened and ended at each broker, and the lateness of each delivery. Its
-    ``record_value`` takes a lateness as a histogram's does, so a connection can record into it."""
+    """What one client process saw, second by second: sessions opened and ended at each broker, and each
+    delivery's lateness (``record_value``, as a histogram's, so a connection can record into it)."""
 
     def __init__(self, clock=time.monotonic):
         self.origin = None
@@ -51,7 +44,6 @@ class Timeline:
         self._clock = clock
 
     def start(self, origin):
-        """Count seconds from ``origin`` (seconds on the monotonic clock) from now on."""
         self.origin = origin
 
     def second(self):
@@ -61,11 +53,9 @@ class Timeline:
         return max(BEFORE, math.floor(self._clock() - self.origin))
 
     def open(self, broker):
-        """A session opened at ``broker`` now."""
         self.opened[self.second()][broker] += 1
 
     def end(self, broker):
-        """A session at ``broker`` ended now."""
         self.ended[self.second()][broker] += 1
 
     def record_value(self, us):
@@ -80,8 +70,7 @@ class Timeline:
 
 
 class _UncutClients:
-    """What the connection of a client that has never lost one records into: the
-    timeline's lateness, and its ``uncut`` lateness too."""
+    """What the connection of a client that has never lost one records into: lateness, and ``uncut`` too."""
 
     __slots__ = ("_timeline",)
 
@@ -96,8 +85,7 @@ class _UncutClients:
 
 
 class Second(NamedTuple):
-    """One second of a run, all client processes together: the sessions at each broker
-    at its end, those opened in it at each, the messages delivered in it and their lateness."""
+    """One second of a run, all processes together (:class:`loadtest.records.RollingSecond`)."""
 
     second: int
     connections: Tuple[int, ...]
@@ -109,9 +97,8 @@ class Second(NamedTuple):
 
 
 def merge(reports, brokers, last=None):
-    """The :class:`Second` rows, 0 to ``last`` (default: the last second anything happened
-    in), of the :meth:`Timeline.report` of every client process of a run with ``brokers``
-    brokers; and the lateness counts of each second, ``{second: Counter}``."""
+    """The :class:`Second` rows, 0 to ``last`` (default: the last with anything), of every process's
+    :meth:`Timeline.report`; and the lateness counts of each second, ``{second: Counter}``."""
     opened, ended, lateness = _added(reports, "opened"), _added(reports, "ended"), _added(reports, "lateness")
     if last is None:
         last = max([0] + [second for table in (opened, ended, lateness) for second in table])
@@ -132,14 +119,12 @@ def merge(reports, brokers, last=None):
 
 
 def uncut_lateness(reports):
-    """The lateness counts of the clients never cut, ``{second: Counter}``, of every client
-    process's :meth:`Timeline.report`."""
+    """The lateness counts of the clients never cut, ``{second: Counter}``, of every process's report."""
     return _added(reports, "uncut")
 
 
 class BrokerCount(NamedTuple):
-    """What a broker's ``/stats`` said at the end of a second: the sessions it held, those it
-    has started since it began (a counter, from 0 again in a new process) and its age."""
+    """What a broker's ``/stats`` said at the end of a second: sessions held, started since it began, its age."""
 
     held: int
     started: int
@@ -147,13 +132,10 @@ class BrokerCount(NamedTuple):
 
 
 def counted_by_brokers(rows, counts):
-    """``rows`` (:class:`Second`) with the sessions held and opened at each broker as the brokers
-    counted them: ``counts[second]``, a :class:`BrokerCount` or None (no answer) for each broker,
-    read at the end of that second, and ``counts[BEFORE]`` at the origin. Opened: what the
-    counter went up by since the broker's last answer (all of it where there was none, or
-    where the broker is younger than it was then: a new process), spread evenly over the
-    seconds since that answer (a late read skips seconds), or since the new process began. A broker that did not answer
-    holds none that second; a second without counts keeps the held of the last."""
+    """``rows`` with the sessions held and opened at each broker as the brokers counted them
+    (``counts[second]``: a :class:`BrokerCount` or None for each). Opened: what the counter went up
+    by since the broker's last answer (all of it in a new process), spread evenly over the seconds
+    since then. A broker that did not answer holds none that second."""
     brokers = len(rows[0].connections) if rows else 0
     index = {row.second: n for n, row in enumerate(rows)}
     last = list(counts.get(BEFORE, [None] * brokers))
@@ -180,8 +162,7 @@ def counted_by_brokers(rows, counts):
 
 
 def _spread(total, seconds, broker):
-    """Add ``total`` to column ``broker`` of ``seconds`` (lists of a count per broker), as evenly
-    as whole numbers go."""
+    """Add ``total`` to column ``broker`` of ``seconds``, as evenly as whole numbers go."""
     for n, new in enumerate(seconds):
         new[broker] += total * (n + 1) // len(seconds) - total * n // len(seconds)
 

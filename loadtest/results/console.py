@@ -1,12 +1,8 @@
 """What a person sees: the status line while a sweep or a soak runs, a sweep's header and summary, a feed's lines.
 
-Rules:
-
-- A sweep says before it starts what it will run, against what, for how long at
-  most, and where its results go (:func:`sweep_header`); at the end, or on
-  Ctrl-C, what it found (:func:`sweep_summary`), from the records it wrote.
-- What stopped a level is said as a sentence (:func:`level_end_line`), the
-  client's limit with what to do about it.
+Rules: a sweep says before it starts what it will run, against what, for how long at most and
+where its results go; at the end, or on Ctrl-C, what it found, from the records it wrote. What
+stopped a level is said as a sentence, the client's limit with what to do about it.
 """
 
 import sys
@@ -35,9 +31,7 @@ def level_end_line(end):
 
 
 def sweep_header(url, schedules, step_s, server, out_path):
-    """The lines a sweep prints before it starts: ``url`` and ``server`` (what is measured of it),
-    ``schedules`` (``(level, rates)`` of each level in turn), ``step_s`` (a step and its pause), where
-    the results go."""
+    """The lines a sweep prints before it starts; ``schedules``: ``(level, rates)`` of each level in turn."""
     rates = sorted({tuple(rates) for _, rates in schedules})
     most = sum(len(rates) for _, rates in schedules)
     if len(rates) == 1 and len(rates[0]) == 1:
@@ -60,8 +54,7 @@ def sweep_progress(done, most, step_s):
 
 
 def sweep_summary(records, out_path):
-    """What a sweep found, from the records it wrote to ``out_path``: per level its knee, its round
-    trips at a few rates, the server's cost there, what stopped it; then how to plot the file."""
+    """What a sweep found, per level: its knee, round trips at a few rates, the server's cost, what stopped it."""
     results = summary.Results(records)
     lines = []
     for knee in summary.realtime_capacity(results):
@@ -112,8 +105,7 @@ def feed_sample_line(sample):
 
 
 def feed_verdict_line(record):
-    """The line a person reads when a feed (a :class:`loadtest.records.Feed`) ends: what it
-    published, how fast and answered when, what the servers' CPU cost per publish and per delivery."""
+    """The line a person reads when a feed (a :class:`loadtest.records.Feed`) ends."""
     delivery, answered, cpu_s = record.delivery_ms, record.publish_ms, record.cpu_s
     brokers_s = sum(seconds for name, seconds in cpu_s.items() if name != "redis")
     return ("%s x%d %s: %s listeners, %d published (%.0f/s, answered p50 %s p99 %s ms), delivered p50 %s p99 %s "
@@ -182,11 +174,7 @@ def _pct(value):
 
 
 class StatusLine:
-    """One line on stderr, rewritten in place on a terminal, otherwise printed once per step.
-
-    A progress bar library needs a known total; a sweep ends at overload, so the
-    honest display is the current state: level, rate, time into the step, last figures.
-    """
+    """One line on stderr: rewritten in place on a terminal, else printed once per step."""
 
     def __init__(self, stream=sys.stderr):
         self.stream = stream
@@ -225,12 +213,7 @@ class StatusLine:
             self.stream.flush()
 
     def soak(self, server, left_s, sample, fresh=False):
-        """A soak's state: server, time left and the last ``sample``'s RSS, deliveries/s and p99
-        (a :class:`loadtest.records.SoakSample`, or None before the first).
-
-        ``fresh``: the sample just arrived (a line of its own when not on a
-        terminal); otherwise time passed and the line refreshes on a terminal.
-        """
+        """A soak's state: time left, the last ``sample``; ``fresh``: it just arrived (a line off a terminal)."""
         text = "%s  soak  %s left" % (server, _clock(left_s))
         if sample is not None:
             text += "  RSS %s MB  %s msg/s  p99 %s ms" % (

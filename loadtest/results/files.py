@@ -22,14 +22,10 @@ def default_path(directory="results"):
 
 def run_record(url, transport, command=None):
     """The first line of a results file: now, ``command`` (default: this one), this client and machine."""
-    return records.Run(
-        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        command=list(sys.argv if command is None else command),
-        client={"interpreter": interpreter(), "version": loadtest.__version__},
-        machine=procstat.machine(),
-        url=url,
-        transport=transport,
-    )
+    return records.Run(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                       command=list(sys.argv if command is None else command),
+                       client={"interpreter": interpreter(), "version": loadtest.__version__},
+                       machine=procstat.machine(), url=url, transport=transport)
 
 
 class ResultsFile:
@@ -58,8 +54,7 @@ class ResultsFile:
 
 
 def read(path):
-    """Every record of a results file, in order (:func:`loadtest.records.parse_older`; a line of
-    a type this version does not know is left out)."""
+    """Every record of a results file, in order (:func:`loadtest.records.parse_older`: unknown types left out)."""
     with open(path) as f:
         parsed = [records.parse_older(json.loads(line)) for line in f if line.strip()]
     return [record for record in parsed if record is not None]

@@ -3,17 +3,14 @@ measured from outside (BENCHMARKS.rst, "Hostile clients"; docs/load-testing.rst,
 
 Rules:
 
-- ``flood``: canaries time round trips in three equal steps (the sweep's method): quiet,
-  under one flooder, under one that reconnects each time the broker cuts it.
-- ``stalled``: websockets that never read; a backend publishes until the broker cut them
-  all. Cost: peak RSS less RSS before, against ``stalled x --max-buffer + BOUND_SLACK_MB``;
-  each cut is timed from when the broker began to hold bytes back (:func:`cut_delays`).
-- ``burst``: the broker runs with ``--max-accept-rate``; canaries time round trips quiet,
-  then during ``--burst`` attempts over ``--burst-seconds``
-  (:mod:`loadtest.client.connection_burst`), judged by :func:`loadtest.method.admission.verdict`.
+- ``flood``: canaries time round trips in three equal steps: quiet, under one flooder, under
+  one that reconnects each time the broker cuts it.
+- ``stalled``: websockets that never read; a backend publishes until the broker cut them all.
+  Cost: peak RSS less RSS before, against ``stalled x --max-buffer + BOUND_SLACK_MB``.
+- ``burst``: the broker runs with ``--max-accept-rate``; canaries time round trips quiet, then
+  during ``--burst`` attempts, judged by :func:`loadtest.method.admission.verdict`.
 - An attacker is its own process on the client CPU at the lowest priority: it stands for
-  another machine. Each broker is a fresh process on ``--server-cpu``; every loop ends by
-  a deadline."""
+  another machine. Each broker is a fresh process; every loop ends by a deadline."""
 
 import asyncio
 import json
@@ -113,13 +110,9 @@ class Broker:
 # -- flood -------------------------------------------------------------------------------------------
 
 def flood(url, seconds, cpu, reconnect, results):
-    """The attacker (its own process): chat frames as fast as the socket takes
-    them for ``seconds``; with ``reconnect``, a new connection each time the
-    broker cuts one."""
+    """The attacker (its own process): chat frames as fast as the socket takes them, reconnecting if told to."""
     affinity.pin(0, cpu)
-    # The attacker stands for another machine: the canaries' process, on the
-    # same CPU, comes first, so their round trips measure the broker.
-    os.nice(19)
+    os.nice(19)  # it stands for another machine: the canaries, on its CPU, come first
     service = endpoints.target(url)
     burst = websocket_frames.client_frame(b'["flood"]') * FLOOD_FRAMES_PER_WRITE
     deadline = time.monotonic() + seconds
@@ -166,8 +159,7 @@ def open_websocket(host, port, path, rcvbuf=None):
 
 
 def run_flood(broker, label, args):
-    """Canary round trips in three equal steps: quiet, under one flooding
-    client, under a flooder that reconnects each time it is cut."""
+    """Canary round trips in three equal steps: quiet, under one flooder, under one that reconnects."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     attackers = []
@@ -184,11 +176,8 @@ def run_flood(broker, label, args):
             process.start()
             attackers.append(process)
 
-    options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * FLOOD_STEPS,
-                            duration=args.seconds, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
-                            client_cpus=(args.client_cpu,), stop_at_overload=False)
     before = broker.stats()
-    sweep.run_sweep(options, on_step=on_step)
+    _canaries(broker, label, args, FLOOD_STEPS, args.seconds, on_step)
     outcomes = []
     for process in attackers:
         process.join(ATTACKER_GRACE_S)
@@ -196,12 +185,16 @@ def run_flood(broker, label, args):
     after = broker.stats()
     steps += [None] * (FLOOD_STEPS - len(steps))
     outcomes += [None] * (FLOOD_STEPS - 1 - len(outcomes))
-    return {
-        "quiet": _rtt(steps[0]),
-        "one_flooder": dict(_rtt(steps[1]) or {}, attacker=outcomes[0]),
-        "reconnecting_flooder": dict(_rtt(steps[2]) or {}, attacker=outcomes[1]),
-        "rate_limited_disconnects": after["rate_limited_disconnects"] - before["rate_limited_disconnects"],
-    }
+    return {"quiet": _rtt(steps[0]), "one_flooder": dict(_rtt(steps[1]) or {}, attacker=outcomes[0]),
+            "reconnecting_flooder": dict(_rtt(steps[2]) or {}, attacker=outcomes[1]),
+            "rate_limited_disconnects": after["rate_limited_disconnects"] - before["rate_limited_disconnects"]}
+
+
+def _canaries(broker, label, args, steps, seconds, on_step):
+    """The canaries' sweep of ``steps`` steps of ``seconds`` each, every one to ``on_step``."""
+    sweep.run_sweep(sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * steps,
+                                  duration=seconds, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
+                                  client_cpus=(args.client_cpu,), stop_at_overload=False), on_step=on_step)
 
 
 def _rtt(step):
@@ -253,29 +246,19 @@ def run_stalled(broker, args):
             sock.close()
     elapsed = time.monotonic() - started
     delays = cut_delays(samples)
-    return {
-        "clients": args.stalled,
-        "message_bytes": args.message_bytes,
-        "published": published,
-        "publish_rate": round(published / elapsed, 1),
-        "max_buffer": max_buffer,
-        "write_timeout_s": write_timeout,
-        "rss_before_mb": round(base_mb, 1),
-        "rss_connected_mb": round(connected_mb, 1),
-        "rss_peak_mb": round(peak_mb, 1),
-        "cost_mb": round(peak_mb - base_mb, 1),
-        "bound_mb": round(args.stalled * max_buffer / 2 ** 20 + BOUND_SLACK_MB, 1),
-        "all_behind_s": next((round(t, 2) for t, fell, _ in samples if fell >= args.stalled), None),
-        "cut": samples[-1][2] if samples else 0,
-        "cut_after_behind_s": {"median": _median(delays), "max": max(delays) if delays else None},
-    }
+    return {"clients": args.stalled, "message_bytes": args.message_bytes, "published": published,
+            "publish_rate": round(published / elapsed, 1), "max_buffer": max_buffer, "write_timeout_s": write_timeout,
+            "rss_before_mb": round(base_mb, 1), "rss_connected_mb": round(connected_mb, 1),
+            "rss_peak_mb": round(peak_mb, 1), "cost_mb": round(peak_mb - base_mb, 1),
+            "bound_mb": round(args.stalled * max_buffer / 2 ** 20 + BOUND_SLACK_MB, 1),
+            "all_behind_s": next((round(t, 2) for t, fell, _ in samples if fell >= args.stalled), None),
+            "cut": samples[-1][2] if samples else 0,
+            "cut_after_behind_s": {"median": _median(delays), "max": max(delays) if delays else None}}
 
 
 def cut_delays(samples):
-    """Seconds from the k-th client falling behind to the k-th cut, for every
-    client cut: ``samples`` are (time, fallen behind so far, cut so far), and a
-    client that never reads never catches up, so the k-th to fall behind is
-    the k-th to be cut. Each is exact to the sampling interval."""
+    """Seconds from the k-th client falling behind to the k-th cut (``samples``: (time, fallen behind so
+    far, cut so far)): a client that never reads never catches up, so the k-th behind is the k-th cut."""
     delays = []
     for k in range(1, (samples[-1][2] if samples else 0) + 1):
         fell = next(t for t, fallen, _ in samples if fallen >= k)
@@ -291,8 +274,7 @@ def _median(values):
 # -- burst -------------------------------------------------------------------------------------------
 
 def burst_attacker(plan, cpu, orders, wait_s, results):
-    """The attacker (its own process): waits for the moment to begin (a ``time.monotonic()`` on
-    ``orders``; None: never), then makes the burst ``plan`` (:func:`loadtest.client.connection_burst.burst`)."""
+    """The attacker (its own process): the burst ``plan`` at the ``time.monotonic()`` on ``orders`` (None: never)."""
     affinity.pin(0, cpu)
     os.nice(19)  # as the flooder: the canaries come first
     start_at = orders.get(timeout=wait_s)
@@ -301,8 +283,7 @@ def burst_attacker(plan, cpu, orders, wait_s, results):
 
 
 def run_burst(broker, label, args):
-    """Canary round trips quiet, then during a burst of ``args.burst`` connection attempts; the
-    answers counted, against ``args.accept_rate``."""
+    """Canary round trips quiet, then during a burst of ``args.burst`` connection attempts, counted."""
     context = multiprocessing.get_context("spawn")
     orders, results = context.Queue(), context.Queue()
     step_s = args.burst_seconds + BURST_TAIL_S
@@ -317,12 +298,9 @@ def run_burst(broker, label, args):
         if len(steps) == 1:
             orders.put(time.monotonic() + STEP_PAUSE_S)  # the burst begins with the next step
 
-    options = sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * 2,
-                            duration=step_s, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
-                            client_cpus=(args.client_cpu,), stop_at_overload=False)
     before, tcp_before = broker.stats(), procstat.tcp_counters()
     try:
-        sweep.run_sweep(options, on_step=on_step)
+        _canaries(broker, label, args, 2, step_s, on_step)
     finally:
         if not steps:
             orders.put(None)
@@ -352,8 +330,7 @@ def run_burst(broker, label, args):
 # -- the command -------------------------------------------------------------------------------------
 
 def check_arguments(parser, args):
-    """Refuse what the attacks cannot measure (argparse's exit 2): more burst canaries than open at once under
-    ``--accept-rate``, and CPUs that are not there (:func:`loadtest.contenders.placement.check_cpus`)."""
+    """Refuse (exit 2) more burst canaries than open at once under ``--accept-rate``, and CPUs not there."""
     if "burst" in args.attacks and args.canaries > max(1.0, args.accept_rate):
         parser.error("--canaries %d: the burst's canaries open their sessions under --accept-rate %g, so at "
                      "most that many" % (args.canaries, args.accept_rate))

@@ -5,11 +5,8 @@ What it runs and its options: docs/load-testing.rst, "Comparing servers". Rules:
 - Each contender in turn, pinned to the server CPU: over each transport (or the ``--mix``),
   the sweep then the fixed loads on one server process; then, on a fresh process each,
   its RSS per idle connection over each. Last, the bare send loop (``floor``).
-- One client process holds at most ``placement.CONNECTIONS_PER_PROC`` connections:
-  larger loads are spread over ``--procs`` processes and ``--source-addresses``.
-- A failure skips the rest of its contender's measurements, or over several transports
-  only those of its own transport, its idle connections included; a contender that
-  cannot run here is skipped with the reason.
+- A failure skips the rest of its contender's measurements (over several transports, only
+  those of its own transport); a contender that cannot run here is skipped with the reason.
 - ``--tls``: brokers only, on a certificate made for the run that the client alone
   trusts, labelled ``<name>+tls``; the floor stays plain."""
 
@@ -102,17 +99,16 @@ def add_arguments(parser):
                                               "several: " + arguments.MIX["help"]))
 
 
+@dataclasses.dataclass
 class Compare:
     """One comparison run: the options, the results file, the status line."""
 
-    def __init__(self, args, out, status):
-        self.args = args
-        self.out = out
-        self.status = status
+    args: argparse.Namespace
+    out: files.ResultsFile
+    status: console.StatusLine
 
     def measure(self, contender):
-        """The chosen measurements of one contender; False if one failed along the way. A transport
-        whose measurements under load failed is left out of the idle connections."""
+        """The chosen measurements of one contender; False if one failed along the way."""
         measures = self.args.measure
         under_load = "sweep" in measures or "cpu" in measures
         transports = self._under_load(contender) if under_load else self.args.transport
@@ -125,16 +121,14 @@ class Compare:
         return contender.label if len(self.args.transport) == 1 else "%s over %s" % (contender.label, transport)
 
     def _under_load(self, contender):
-        """Over each transport in turn, the sweep, then the fixed loads, on one server process: the
-        transports measured in full."""
+        """Over each transport in turn, the sweep, then the fixed loads, on one process: those measured in full."""
         args = self.args
         with placement.launched(contender, [args.server_cpu], self.status, args.brokers, out=self.out) as running:
             if running is None:
                 return []
             options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
                                     pause=args.pause, transport=args.transport[0], server=contender.label,
-                                    server_pids=list(running.pids().values()),
-                                    source_addresses=args.source_addresses or (),
+                                    server_pids=running.pids().values(), source_addresses=args.source_addresses,
                                     procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
             return [transport for transport in args.transport
                     if self._over(contender, dataclasses.replace(options, transport=transport))]
@@ -147,8 +141,7 @@ class Compare:
         return "cpu" not in self.args.measure or self._fixed_loads(contender, options)
 
     def _fixed_loads(self, contender, options):
-        """CPU per delivered message at each fixed load over ``options.transport``, after the warm-up;
-        False if one was not measured (said why)."""
+        """CPU per delivered message at each fixed load, after the warm-up; False if one was not measured."""
         args, transport = self.args, options.transport
         who = self._who(contender, transport)
         if args.warm_up and not self._warm_up(who, options):
@@ -230,11 +223,7 @@ class Compare:
         self.status.message("floor: %s us of CPU per send" % record.cpu_us_per_send)
 
     def _run(self, coroutine, transport=None):
-        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted.
-
-        A failure skips the contender's remaining measurements, or only those over ``transport``
-        when it is one of several.
-        """
+        """The value of one measurement, or None (said why) when it failed; Ctrl-C raises Interrupted."""
         outcome = runner.run_interruptible(coroutine)
         if outcome.interrupted:
             raise Interrupted()
@@ -256,9 +245,7 @@ class Compare:
 
 
 async def idle_rss(running, label, spec, procs=1, client_cpu=None):
-    """Open the connections of ``spec`` to a :class:`loadtest.contenders.server_group.Cluster` from ``procs``
-    client processes (pinned to ``client_cpu``), hold them idle until its RSS (all processes summed)
-    settles: the :class:`~loadtest.records.IdleRss`."""
+    """Hold the connections of ``spec`` to ``running`` idle until its RSS settles: the IdleRss."""
     probe = ServerProbe(list(running.pids().values()))
     before = probe.rss_kb()
     groups = workers.make_groups(spec, procs, [client_cpu] if client_cpu is not None else ())

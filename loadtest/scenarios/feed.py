@@ -3,21 +3,19 @@
 Rules (BENCHMARKS.rst, "C100K"):
 
 - Listeners send nothing; if any fails to connect, the run ends there.
-- Each message carries its publish time (sender :data:`loadtest.framing.payload.FEED_ID`):
-  one machine, one monotonic clock. A publish waits in a thread, so the listeners of
-  this process are read meanwhile; one not answered in 10 s ends the run.
+- Each message carries its publish time: one machine, one monotonic clock. A publish waits
+  in a thread, so the listeners of this process are read meanwhile; one not answered in
+  10 s ends the run.
 - After the last publish the listeners get ``LOSS_AFTER_S``; then every connection still
   open must have had every message once (``short``, ``extra``, dropped with reasons).
 - ``--publish keyed`` sends the same messages under ``?key=total``; ``counter`` adds ``1`` to
-  the counter ``total`` (``?key=total&op=add``) instead, and each listener receives the broker's
-  ``{"counter":"total","value":"N"}``: no publish time, so counted but not timed. A listener
-  counts a frame's messages by their quotes (:func:`loadtest.framing.payload.count_sockjs_messages`):
-  ``COUNTED_PER_COUNTER`` for one of these. At the end every broker's ``/stats`` must give the
-  total as the number of adds (``counter_totals``).
-- Each publish's round trip (``publish_ms``) is timed in its thread, and the CPU seconds of
-  every server process (``cpu_s``) are summed from the first publish to the last sample.
-- Publishing stops after ``--duration`` even with messages still due: a publisher behind its
-  rate publishes back to back, and ``published / duration_s`` is the rate it reached."""
+  the counter ``total`` instead: each listener receives the broker's total (untimed, counted
+  by its quotes: ``COUNTED_PER_COUNTER``), and at the end every broker's ``/stats`` must give
+  the number of adds (``counter_totals``).
+- Each publish's round trip (``publish_ms``) and the CPU seconds of every server process
+  (``cpu_s``, first publish to last sample) are measured.
+- Publishing stops after ``--duration`` even with messages still due: ``published /
+  duration_s`` is the rate it reached."""
 
 import asyncio
 import time
@@ -47,12 +45,9 @@ DESCRIPTION = ("Start a broker, or a cluster of brokers joined through Redis, co
 def add_arguments(parser):
     arguments.option(parser, "--clients", type=arguments.positive_int, default=2000,
                      help="listening connections in all")
-    arguments.option(parser, "--rate", type=arguments.positive_float, default=1.0,
-                     help="messages published per second")
-    arguments.option(parser, "--duration", type=arguments.positive_float, default=60.0,
-                     help="seconds of publishing")
-    arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0,
-                     help="seconds per sample")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=1.0, help="messages published per second")
+    arguments.option(parser, "--duration", type=arguments.positive_float, default=60.0, help="seconds of publishing")
+    arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0, help="seconds per sample")
     arguments.option(parser, "--publish", choices=list(QUERIES), default="plain",
                      help="plain messages, the same under ?key=%s, or adds of 1 to the counter %s" % (COUNTER, COUNTER))
     placement.add_broker_run_arguments(parser, registry.BROKERS, registry.CLUSTERS, brokers=2)
@@ -83,9 +78,8 @@ class FeedRun(placement.BrokerRun):
             connect_s = round(time.monotonic() - started, 1)
             connected_rss = self.probe.rss_kb_each()
             if failures:
-                text = ", ".join("%d %s" % (n, r) for r, n in sorted(failures.items()))
-                return await self._summary(End.CONNECTIONS_FAILED.text(text), connect_s, connected_rss, 0, 0.0,
-                                           await _sample(groups))
+                return await self._summary(End.CONNECTIONS_FAILED.text(console.listed(failures)), connect_s,
+                                           connected_rss, 0, 0.0, await _sample(groups))
             self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
                 self.label, args.clients, len(self.cluster.servers), connect_s, console.cluster_rss(connected_rss)))
             published, elapsed = await self._publish(groups)
@@ -96,10 +90,8 @@ class FeedRun(placement.BrokerRun):
                 group.close()
 
     async def _publish(self, groups):
-        """Publish for ``--duration`` seconds, sampling as it goes; ``(published, seconds)``.
-
-        Message ``k`` (from 0) is due ``k / rate`` seconds after the start.
-        """
+        """Publish for ``--duration`` seconds, message ``k`` (from 0) ``k / rate`` seconds after the start,
+        sampling as it goes: ``(published, seconds)``."""
         args = self.args
         services = [endpoints.target(url) for url in self.cluster.urls]
         publishers = [Publisher(service.host, service.port, self.token, ssl_context=tls_context.context_for(service))
@@ -188,8 +180,7 @@ class FeedRun(placement.BrokerRun):
 
     @staticmethod
     def clean(record):
-        """Whether a feed (a :class:`loadtest.records.Feed`) completed with every message once, nobody
-        dropped, and every broker's counter at the number of adds."""
+        """Whether a feed completed with every message once, nobody dropped, every counter at the adds."""
         return record.end == End.COMPLETED.text() and not (record.short or record.extra or record.dropped) and all(
             total == str(record.published) for total in record.counter_totals.values())
 

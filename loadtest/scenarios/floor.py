@@ -52,8 +52,7 @@ def measure(connections, rate, seconds, cpu=None, drain_cpu=None, source_address
 
 
 def _accept(listener, connections, drain_gone, timeout=30.0):
-    """The drain's connections; OSError as soon as the drain has exited (``drain_gone``
-    is the read end of a pipe whose write end only the drain holds)."""
+    """The drain's connections; OSError as soon as the drain has exited (``drain_gone`` is readable)."""
     peers = []
     deadline = time.monotonic() + timeout
     while len(peers) < connections:
@@ -86,19 +85,13 @@ def _send_rounds(peers, frame, rate, seconds):
             time.sleep(pause)
     duration = time.monotonic() - start
     used = cpu_seconds(os.getpid()) - start_cpu
-    return {
-        "duration_s": round(duration, 3),
-        "sends": sends,
-        "blocked": blocked,
-        "sends_per_s": round(sends / duration, 1),
-        "cpu_load": round(used / duration, 3),
-        "cpu_us_per_send": round(used * 1e6 / sends, 3) if sends else None,
-    }
+    return {"duration_s": round(duration, 3), "sends": sends, "blocked": blocked,
+            "sends_per_s": round(sends / duration, 1), "cpu_load": round(used / duration, 3),
+            "cpu_us_per_send": round(used * 1e6 / sends, 3) if sends else None}
 
 
 def _drain(address, connections, cpu, source_addresses=()):
-    """Connect ``connections`` sockets to ``address`` (from ``source_addresses`` in
-    turn, if any) and read until every one is closed."""
+    """Connect ``connections`` sockets to ``address`` and read until every one is closed: the exit status."""
     try:
         affinity.pin(0, cpu)
         selector = selectors.DefaultSelector()
@@ -129,8 +122,7 @@ DESCRIPTION = __doc__.split("\n")[0]
 
 def add_arguments(parser):
     arguments.option(parser, "--connections", type=arguments.positive_int, default=1000, help="loopback connections")
-    arguments.option(parser, "--rate", type=arguments.positive_float, default=100000,
-                     help="sends per second in total")
+    arguments.option(parser, "--rate", type=arguments.positive_float, default=100000, help="sends per second in total")
     arguments.option(parser, "--seconds", type=arguments.positive_float, default=10, help="how long to send")
     arguments.option(parser, "--cpu", type=int, help="pin the sender to this CPU")
     arguments.option(parser, "--drain-cpu", type=int, help="pin the reader to this CPU")

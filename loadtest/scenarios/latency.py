@@ -82,12 +82,10 @@ def run(parser, args):
     label = args.label or ",".join(endpoints.target(url).netloc for url in args.url)
     pids = args.server_pid or server_probe.listening_pids(args.url)
     options = sweep.Options(
-        args.url,
-        levels=[args.clients] if args.clients is not None else (args.levels or rules.DEFAULT_LEVELS),
+        args.url, levels=[args.clients] if args.clients is not None else (args.levels or rules.DEFAULT_LEVELS),
         rates=[args.rate] if args.rate is not None else None, duration=args.duration, pause=args.pause,
         transport=args.mix or args.transport, server=label, server_pids=pids,
-        source_addresses=args.source_addresses or (), procs=args.procs, client_cpus=args.client_cpu or (),
-    )
+        source_addresses=args.source_addresses, procs=args.procs, client_cpus=args.client_cpu)
     out_path = args.out or files.default_path()
     status = console.StatusLine()
     schedules = [(level, options.schedule(level)) for level in options.levels]

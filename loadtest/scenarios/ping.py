@@ -17,8 +17,7 @@ POLL_S = 0.001
 
 
 async def round_trip(url, transport=endpoints.WEBSOCKET, timeout=5.0):
-    """Round trip in seconds of one message through the server at ``url``; ConnectError when
-    the connection fails, or the message is not back within ``timeout``."""
+    """Round trip in seconds of one message through the server at ``url`` (ConnectError if none within ``timeout``)."""
     group = connections.ClientGroup(connections.GroupSpec([url], transport))
     try:
         failures = await group.connect(1, timeout=timeout)

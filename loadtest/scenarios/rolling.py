@@ -2,25 +2,20 @@
 
 What it runs and how to read it: docs/load-testing.rst, "Deploy day". Rules:
 
-- One run per ``--drain-seconds``, each on a fresh cluster; resuming subscribers
-  (:mod:`loadtest.client.rolling_clients`) follow it, directly or through ``--haproxy``
-  processes (then the brokers' own counts say who holds which session,
-  :mod:`loadtest.client.broker_counts`). If any fails to connect, the run ends there.
-- Second 0 is the first publish (:class:`loadtest.client.numbered_feed.NumberedFeed`),
-  never to a broker being restarted. Each restart: SIGTERM (or SIGKILL), the drain plus
-  ``EXIT_GRACE_S`` to exit, start again on the same port, ``/healthz`` 200 within
-  ``HEALTH_TIMEOUT_S``.
-- Records: a ``broker_restart`` per broker, a ``rolling_second`` per second
-  (:mod:`loadtest.method.timeline`), a ``rolling`` with the verdict
-  (:mod:`loadtest.method.rolling_verdict`) plus how the run ended, the clients that never
-  came back and any broker that did not exit as it was stopped. Exit status 0 when every
-  run passed.
-- ``--redis sentinels``: the brokers join a primary, two replicas and three Sentinels
-  (:mod:`loadtest.contenders.redis_sentinel`) and the feed retries refused publishes.
-  ``--fail redis-primary``: no broker is restarted; the primary is SIGKILLed ``--before``
-  seconds in, and ``--after`` seconds of publishing follow the first publish accepted
-  again. The run counts the seconds publishes were refused and, per client, the time
-  from the kill until it delivered the first message published after it.
+- One run per ``--drain-seconds``, each on a fresh cluster; resuming subscribers follow it,
+  directly or through ``--haproxy`` processes (then the brokers' own counts say who holds
+  which session). If any fails to connect, the run ends there.
+- Second 0 is the first publish, never to a broker being restarted. Each restart: SIGTERM
+  (or SIGKILL), the drain plus ``EXIT_GRACE_S`` to exit, start again on the same port,
+  ``/healthz`` 200 within ``HEALTH_TIMEOUT_S``.
+- Records: a ``broker_restart`` per broker, a ``rolling_second`` per second, a ``rolling``
+  with the verdict (:mod:`loadtest.method.rolling_verdict`), how the run ended, the clients
+  that never came back and any broker that did not exit as stopped. Exit 0 when every run passed.
+- ``--fail redis-primary`` (with ``--redis sentinels``, the feed retrying refused publishes):
+  no broker is restarted; the primary is SIGKILLed ``--before`` seconds in, and ``--after``
+  seconds of publishing follow the first publish accepted again. The run counts the seconds
+  publishes were refused and, per client, the time from the kill until it delivered the
+  first message published after it.
 - Without a restart, the brokers' CPU seconds from second 0 to the end are recorded."""
 
 import asyncio
@@ -110,8 +105,7 @@ def add_arguments(parser):
 
 
 class RollingRun(placement.BrokerRun):
-    """One rolling restart of one cluster with brokers draining over ``drain_s`` (its variant's
-    ``--drain-seconds``)."""
+    """One rolling restart of one cluster with brokers draining over ``drain_s`` (its variant's)."""
 
     def __init__(self, started, args, status):
         super().__init__(started, args, status)
@@ -144,8 +138,7 @@ class RollingRun(placement.BrokerRun):
                     group.close()
 
     async def _through_proxies(self, directory):
-        """Start ``--haproxy`` haproxy processes in front of the brokers, each in a folder of
-        ``directory``, and count the sessions at the brokers: the clients' URLs, one a proxy."""
+        """Start ``--haproxy`` proxies in front of the brokers and count at the brokers: the clients' URLs."""
         loop = asyncio.get_running_loop()
         ports = [endpoints.target(url).port for url in self.cluster.urls]
         cpus = self.args.server_cpus
@@ -159,8 +152,7 @@ class RollingRun(placement.BrokerRun):
         return [proxy.origin + prefix for proxy in self.proxies]
 
     async def _restarts(self, groups):
-        """From second 0: publish, restart every broker in turn, stop publishing, let the clients
-        catch up; how the run ended."""
+        """From second 0: publish, restart the brokers in turn, stop, let the clients catch up; how it ended."""
         args = self.args
         self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
             self.label, self.drain_s, args.clients, self.transport))
@@ -320,8 +312,7 @@ class RollingRun(placement.BrokerRun):
             connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
             published=published, complete=total["complete"], lost=total["missing"],
             duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps,
-            never_back=total["never_back"],
-            reconnect_failures=workers.summed(report["failures"] for report in reports),
+            never_back=total["never_back"], reconnect_failures=workers.summed(report["failures"] for report in reports),
             first_connect_failures=workers.summed(report["first_failures"] for report in reports),
             ends=ends, restart_s=list(window) if window else None,
             peak_new_sessions=verdict.peak_new_sessions, peak_second=verdict.peak_second,
@@ -379,7 +370,6 @@ class RollingRun(placement.BrokerRun):
 
     @staticmethod
     def clean(record):
-        """Whether the run passed: no failure."""
         return not record.failures
 
 

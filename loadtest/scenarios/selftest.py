@@ -7,7 +7,7 @@ import os
 import sys
 
 from broker.runtime import interpreter
-from loadtest import affinity, arguments
+from loadtest import affinity, arguments, procstat
 from loadtest.client import connections
 from loadtest.contenders import child_process
 from loadtest.errors import ConnectError, LoadTestError
@@ -23,14 +23,13 @@ async def absorb(url, clients, seconds, warmup):
         await asyncio.sleep(warmup)
         loop = asyncio.get_event_loop()
         received = sum(conn.received for conn in group.connections)
-        cpu = os.times()
+        cpu = procstat.cpu_seconds(os.getpid())
         group.lag.reset()
         started = loop.time()
         await asyncio.sleep(seconds)
         elapsed = loop.time() - started
-        cpu_after = os.times()
         received = sum(conn.received for conn in group.connections) - received
-        used = (cpu_after.user - cpu.user) + (cpu_after.system - cpu.system)
+        used = procstat.cpu_seconds(os.getpid()) - cpu
         return received / elapsed, used / elapsed, group.lag.summary_ms()["mean"]
     finally:
         group.close()
@@ -41,8 +40,7 @@ def measure(args, per_frame):
     source = child_process.launch(
         [sys.executable, "-m", "loadtest.contenders.fanout_source", "--port", "0", "--per-frame", str(per_frame),
          "--connections", str(args.connections)]
-        + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []),
-    )
+        + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []))
     try:
         affinity.pin(source.pid, args.source_cpu)
         return asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
@@ -51,13 +49,11 @@ def measure(args, per_frame):
 
 
 SUMMARY = "how many delivered messages/s this client absorbs on one core"
-DESCRIPTION = (
-    "How many delivered messages/s this client absorbs on one core. A fan-out source, pinned to one CPU, "
-    "sends N connections SockJS frames of K messages (flooding, or paced in rounds like a broadcasting "
-    "server); the client, pinned to another CPU, counts them exactly as in a sweep. Reported: messages/s "
-    "absorbed, the client's CPU use (near 100% means the figure is the client's limit, not the source's) "
-    "and their ratio, the messages/s one full core of this client absorbs."
-)
+DESCRIPTION = ("How many delivered messages/s this client absorbs on one core. A fan-out source, pinned to one CPU, "
+               "sends N connections SockJS frames of K messages (flooding, or paced in rounds like a broadcasting "
+               "server); the client, pinned to another CPU, counts them exactly as in a sweep. Reported: messages/s "
+               "absorbed, the client's CPU use (near 100% means the figure is the client's limit, not the source's) "
+               "and their ratio, the messages/s one full core of this client absorbs.")
 
 
 def add_arguments(parser):
@@ -78,10 +74,8 @@ def run(parser, args):
     affinity.pin(0, args.client_cpu)
     pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
-          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace,
-             args.seconds))
-    print("%10s  %14s  %10s  %14s  %12s" % (
-        "per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
+          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace, args.seconds))
+    print("%10s  %14s  %10s  %14s  %12s" % ("per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
     for per_frame in args.per_frame:
         try:
             rate, cpu, lag_ms = measure(args, per_frame)

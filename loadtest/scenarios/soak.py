@@ -3,12 +3,10 @@
 Rules (BENCHMARKS.rst, "Soak"):
 
 - The load is the sweep's fixed step, run as back-to-back steps of ``--sample`` seconds
-  (the duration rounded up to whole samples), each one ``soak_sample`` record: the step
-  plus ``elapsed_s`` and what ``/stats`` said the server held (:func:`held_figures`).
-  Losses are recorded and the load goes on; it ends early only when every connection is
-  lost or the server dies.
-- One ``soak`` record per server (:func:`loadtest.method.memory_verdict.growth` from the
-  end of ``--warm-up``), also when the soak ends early or is interrupted.
+  (the duration rounded up), each one ``soak_sample`` record with what ``/stats`` said the
+  server held. Losses are recorded and the load goes on; it ends early only when every
+  connection is lost or the server dies.
+- One ``soak`` record per server, also when the soak ends early or is interrupted.
 - ``--churn`` adds, on the same process once the load stopped, the waves of
   :mod:`loadtest.client.churn`."""
 
@@ -50,14 +48,12 @@ def add_arguments(parser):
     parser.add_argument("--server-pid", type=int, help="with --url: the process whose RSS and CPU are sampled")
     parser.add_argument("--label", help="with --url: the server's name in the results (default: host:port)")
     parser.add_argument("--tls-ca", **dict(arguments.TLS_CA, help="with --url: " + arguments.TLS_CA["help"]))
-    arguments.option(parser, "--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS,
-                     help="connections")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=DEFAULT_CLIENTS, help="connections")
     arguments.option(parser, "--rate", type=arguments.positive_float, default=DEFAULT_RATE,
                      help="total msgs/s sent, round-robin over the clients")
     arguments.option(parser, "--duration", type=arguments.positive_float, default=600.0,
                      help="seconds of load per server")
-    arguments.option(parser, "--sample", type=arguments.positive_float, default=5.0,
-                     help="seconds per sample")
+    arguments.option(parser, "--sample", type=arguments.positive_float, default=5.0, help="seconds per sample")
     # --warmup: the spelling before compare and soak shared --warm-up.
     arguments.option(parser, "--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
                      metavar="SECONDS", help="seconds before the reference RSS is taken")
@@ -81,12 +77,9 @@ def samples_for(duration, sample):
 
 
 def held_figures(stats):
-    """What a server's ``/stats`` says it held, in KiB: the websockets behind
-    (``behind``) and the bytes they hold for their clients (``unsent_kb``),
-    and on PyPy the GC's heap after the last minor collection (``gc_used_kb``)
-    and what was live after the last major one (``gc_live_kb``). Memory in
-    the RSS beyond these is neither buffered messages nor the GC's heap.
-    None without ``/stats``; a figure the server does not give is None."""
+    """What a server's ``/stats`` says it held (None without one; None a figure it lacks): the websockets
+    ``behind``, the bytes they hold for their clients, and on PyPy the GC's heap after the last minor
+    collection (``gc_used_kb``) and what was live after the last major one (``gc_live_kb``)."""
     if stats is None:
         return None
     slow = stats.get("slow_consumers") or {}
@@ -100,11 +93,9 @@ def held_figures(stats):
 
 
 async def watch_stats(url, every, latest, stopped):
-    """Keep the server's :func:`held_figures` in ``latest[0]``, read every
-    ``every`` seconds until the event ``stopped`` is set (None while ``/stats``
-    does not answer). The event, not a cancellation, ends it: before Python
-    3.12, ``asyncio.wait_for`` loses a cancellation that comes as what it waits
-    for completes, and the soak then waited for this loop for ever."""
+    """Keep the server's :func:`held_figures` in ``latest[0]``, read every ``every`` seconds until
+    ``stopped`` is set: an event, since before Python 3.12 ``asyncio.wait_for`` loses a
+    cancellation that comes as what it waits for completes."""
     while not stopped.is_set():
         latest[:] = [held_figures(await server_probe.server_stats(url))]
         try:
@@ -116,18 +107,10 @@ async def watch_stats(url, every, latest, stopped):
 def soak_record(server, args, samples, end):
     """The :class:`~loadtest.records.Soak` of one server: the load, what its samples add up to, how it ended."""
     return records.Soak(
-        server=server,
-        clients=args.clients,
-        rate=args.rate,
-        sample_s=args.sample,
-        warmup_s=args.warmup,
-        duration_s=samples[-1].elapsed_s if samples else 0.0,
-        samples=len(samples),
+        server=server, clients=args.clients, rate=args.rate, sample_s=args.sample, warmup_s=args.warmup,
+        duration_s=samples[-1].elapsed_s if samples else 0.0, samples=len(samples),
         **memory_verdict.growth([(s.elapsed_s, s.server_rss_kb) for s in samples], args.warmup),
-        lost=sum(s.lost for s in samples),
-        dropped=sum(s.dropped for s in samples),
-        end=end,
-    )
+        lost=sum(s.lost for s in samples), dropped=sum(s.dropped for s in samples), end=end)
 
 
 def verdict_line(record):
@@ -151,17 +134,15 @@ class SoakRun:
         self.status = status
 
     def server(self, label, url, pid):
-        """Soak the server at ``url`` (process ``pid``); True when it carried the load to the end.
-
-        Raises :class:`loadtest.errors.Interrupted` on Ctrl-C, once its ``soak`` line is written.
-        """
+        """Soak the server at ``url`` (process ``pid``): True when it carried the load to the end;
+        :class:`loadtest.errors.Interrupted` on Ctrl-C, once its ``soak`` line is written."""
         args = self.args
         count = samples_for(args.duration, args.sample)
         planned = count * args.sample
         samples, ends, baseline, held_now = [], [], [], []
         load = sweep.Options([url], levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
                              transport=args.transport, server=label, server_pids=[pid],
-                             source_addresses=args.source_addresses or (), stop_at_overload=False)
+                             source_addresses=args.source_addresses, stop_at_overload=False)
 
         def on_step(step):
             elapsed = (samples[-1].elapsed_s if samples else 0.0) + step.duration_s
@@ -230,12 +211,11 @@ class SoakRun:
                 _count(record.open_cpu_us), sum(record.failed.values()), _count(record.held_connections),
                 record.held_rss_kb / memory_verdict.KB_PER_MB))
         else:
-            self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB "
-                                "(%.1f MB before the waves): %s" % (
-                                    record.server, _count(record.final_connections),
-                                    _count(record.baseline_connections), record.settle_s,
-                                    record.final_rss_kb / memory_verdict.KB_PER_MB,
-                                    record.baseline_rss_kb / memory_verdict.KB_PER_MB, record.verdict))
+            self.status.message("%s: churn over: %s connections (baseline %s) after %gs, RSS %.1f MB (%.1f MB before "
+                                "the waves): %s" % (
+                record.server, _count(record.final_connections), _count(record.baseline_connections), record.settle_s,
+                record.final_rss_kb / memory_verdict.KB_PER_MB, record.baseline_rss_kb / memory_verdict.KB_PER_MB,
+                record.verdict))
 
 
 def _count(value):

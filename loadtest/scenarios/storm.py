@@ -30,8 +30,7 @@ DESCRIPTION = ("Start a broker, or a cluster joined through Redis, connect resum
 
 
 def add_arguments(parser):
-    arguments.option(parser, "--clients", type=arguments.positive_int, default=1000,
-                     help="subscribers in all")
+    arguments.option(parser, "--clients", type=arguments.positive_int, default=1000, help="subscribers in all")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.option(parser, "--rate", type=arguments.positive_float, default=10.0,
                      help="messages published per second")
