@@ -26,7 +26,7 @@ raise_open_files_limit()
 # CPU, memory or rates (the hostile suite's canaries, load runs that judge their own
 # steps, compare, memory plateaus, heartbeats a second, a drain's spread), or install
 # sockjs-node's modules. They are marked ``alone``; tox runs the rest side by side
-# (``pytest -m "not alone" -n 3``: they mostly wait on brokers' timeouts), then these
+# (``pytest -m "not alone" -n 4``: they mostly wait on brokers' timeouts), then these
 # one at a time (``-m alone``).
 ALONE = tuple("tests/" + path for path in (
     "hostile/test_accept_rate.py", "hostile/test_connection_limits.py", "hostile/test_descriptor_exhaustion.py",
@@ -36,13 +36,22 @@ ALONE = tuple("tests/" + path for path in (
     "compare/", "broker/test_churn.py", "broker/test_pypy_environment.py", "broker/test_heartbeats.py",
     "broker/test_shutdown.py", "plots/test_plots_from_compare.py",
     "test_without_server_stack.py"))
-assert all(os.path.exists(os.path.join(ROOT, path)) for path in ALONE), "ALONE names a path that is gone"
+# PyPy's memory plateaus, among those: tox runs them under PyPy with the smallest and a large
+# nursery a machine may give it (``pypy3-nursery*``), and so not a third time in ``pypy3``.
+NURSERY = tuple("tests/" + path for path in (
+    "hostile/test_slow_consumers.py", "hostile/test_slowloris.py", "broker/test_churn.py",
+    "broker/test_pypy_environment.py", "loadtest/test_soak_runs.py"))
+assert all(os.path.exists(os.path.join(ROOT, path)) for path in ALONE + NURSERY), "a path named here is gone"
+assert all(path.startswith(ALONE) for path in NURSERY), "a nursery test runs alone too"
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if os.path.relpath(str(item.fspath), ROOT).startswith(ALONE):
+        path = os.path.relpath(str(item.fspath), ROOT)
+        if path.startswith(ALONE):
             item.add_marker(pytest.mark.alone)
+        if path.startswith(NURSERY):
+            item.add_marker(pytest.mark.nursery)
 
 
 def pytest_sessionfinish(session, exitstatus):
