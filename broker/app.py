@@ -5,6 +5,7 @@ import dataclasses
 import functools
 import logging
 import signal
+import sys
 import time
 
 from tornado.httpserver import HTTPServer
@@ -13,7 +14,7 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker import _internals
-from broker.config import DEFAULTS, http_url, parse_args
+from broker.config import CONFIGURATION_ERROR, DEFAULTS, http_url, parse_args
 from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
@@ -155,15 +156,16 @@ def make_listener(config, router, app, limits, secure=None):
 
 def tls_context(config):
     """The TLS context of ``--certfile``, or None; a certificate that cannot be
-    served stops the broker with a clear error."""
+    served stops the broker with a clear error, as a configuration error."""
     if config.certfile is None:
         return None
     try:
         return tls.server_context(config.certfile, config.keyfile)
     except OSError as error:
-        raise SystemExit("python -m broker: --certfile %s%s: %s" % (
+        print("python -m broker: --certfile %s%s: %s" % (
             config.certfile, "" if config.keyfile is None else " --keyfile " + config.keyfile,
-            file_error(error))) from None
+            file_error(error)), file=sys.stderr)
+        raise SystemExit(CONFIGURATION_ERROR) from None
 
 
 def listen(server, host, port, name, path, https=False):

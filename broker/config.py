@@ -5,7 +5,9 @@ Rules this module keeps:
 * Every flag has a type that checks its value at start, whether it was typed
   or came from its variable (:mod:`broker.flags`): a value outside the range
   the broker works in stops it before anything runs, with argparse's one-line
-  error naming the flag, and exit status 2.
+  error naming the flag, and exit status 2 (:data:`CONFIGURATION_ERROR`), which the
+  systemd unit does not retry. A value checked later, at start (a certificate
+  that cannot be served), exits with the same status.
 * A number's range is one of the few below (:data:`TIMER`, :data:`LONG`, ...),
   stated once and shown at the end of the flag's help, so the configuration
   page, built from that help, shows it too. The bounds are where the broker
@@ -44,6 +46,9 @@ PORT = count(0, 65535)
 # (bursts of at least 1).
 MOST_A_SECOND = 1000000.0
 TOKEN_CHARACTERS = re.compile(r"^[\x21-\x7e]{1,4096}$")
+
+# argparse's status for a bad flag, and the broker's for any setting refused at start.
+CONFIGURATION_ERROR = 2
 
 
 @dataclasses.dataclass(frozen=True)
