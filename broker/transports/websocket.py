@@ -3,7 +3,7 @@
 Tornado's websocket keeps, for a connection's whole life, its request
 handler, the request and its HTTP connection, an IOStream, and a chain of
 seven suspended coroutines from the HTTP server's request loop down to the
-frame reader: about 18 KB a connection on CPython, and over a hundred
+frame reader: about 22 KB a connection on CPython, and over a hundred
 objects for the garbage collector to track (BENCHMARKS.rst, "C10K"). A websocket
 needs none of it once the handshake is answered. Here a request handler
 answers the upgrade (:class:`WebSocketTransport`,
