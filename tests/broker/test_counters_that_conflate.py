@@ -88,7 +88,9 @@ def test_a_viewer_of_a_counter_that_takes_nothing_for_four_write_timeouts_is_gon
     viewer = stalled_websocket(broker.url)
     publishing = time.monotonic()  # it falls behind after this, however long the publishing takes
     publish_all(broker, [(counter(n), "total") for n in range(100)])
-    assert broker.stats()["slow_consumers"]["behind"] == 1
+    # Behind, or already cut when publishing took longer than its four write timeouts (a loaded machine).
+    stats = broker.stats()
+    assert stats["slow_consumers"]["behind"] + stats["slow_consumer_disconnects"] == 1, stats
     wait_until(lambda: broker.stats()["slow_consumer_disconnects"] == 1, timeout=10)
     assert time.monotonic() - publishing > 1.4, "cut before its fourth write timeout"
     viewer.close()
