@@ -24,6 +24,17 @@ def answers(url):
         return False
 
 
+def a_publish_reaches_a_client_through(broker, url, text):
+    """Once ``broker`` is healthy, ``text`` published there reaches its websocket client, and the
+    room's stream in the Redis database at ``url`` holds it."""
+    wait_until(lambda: broker.request("GET", "/healthz")[0] == 200, timeout=20)
+    client = WebSocketClient(broker.url).open()
+    assert publish(broker, text)[0] == 200
+    assert client.receive() == [text]
+    client.close()
+    assert redis.from_url(url).xlen(STREAM) == 1
+
+
 @pytest.fixture
 def start_redis_with(redis_installed):
     """``start(url, *options)``: a redis-server with ``options`` (and nothing kept on disk), ready
@@ -49,12 +60,7 @@ def test_a_broker_on_a_unix_socket_url_publishes_into_the_database_it_names(star
     url = start_redis_with("unix://%s?db=3" % (tmp_path / "redis.sock"), "--port", "0",
                            "--unixsocket", str(tmp_path / "redis.sock"), "--unixsocketperm", "700")
     broker = start_broker("--redis", url, "--publish-token", "t")
-    wait_until(lambda: broker.request("GET", "/healthz")[0] == 200, timeout=20)
-    client = WebSocketClient(broker.url).open()
-    assert publish(broker, "through the socket")[0] == 200
-    assert client.receive() == ["through the socket"]
-    client.close()
-    assert redis.from_url(url).xlen(STREAM) == 1
+    a_publish_reaches_a_client_through(broker, url, "through the socket")
     assert redis.from_url(url.replace("db=3", "db=0")).xlen(STREAM) == 0
 
 
@@ -69,11 +75,6 @@ def test_a_broker_on_a_rediss_url_trusts_the_authority_it_names_and_no_other(sta
                            "--tls-key-file", tls.keyfile, "--tls-auth-clients", "no")
     trusting = start_broker("--redis", url, "--publish-token", "t")
     untrusting = start_broker("--redis", "rediss://127.0.0.1:%d/0" % port)
-    wait_until(lambda: trusting.request("GET", "/healthz")[0] == 200, timeout=20)
-    client = WebSocketClient(trusting.url).open()
-    assert publish(trusting, "over TLS")[0] == 200
-    assert client.receive() == ["over TLS"]
-    client.close()
-    assert redis.from_url(url).xlen(STREAM) == 1
+    a_publish_reaches_a_client_through(trusting, url, "over TLS")
     wait_until(lambda: "CERTIFICATE_VERIFY_FAILED" in str(untrusting.request("GET", "/healthz")[1]), timeout=20)
     assert untrusting.request("GET", "/healthz")[0] == 503
