@@ -59,7 +59,11 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   it, all at once. So every broker adds to one total, a retry finds its key
   on any broker, and the stream carries the totals in the order they were
   made. A broker loads every counter's latest message with the stream's
-  tail, and again when Redis answers after an outage.
+  tail, in one transaction, so never one ahead of that tail. After an outage
+  it reads them from the stream like any message, after the last id it
+  delivered: a counter loaded then could be ahead of everything it has sent,
+  and a viewer opening before it caught up would be sent a total, then
+  older messages.
 * When Redis fails, the backplane is down: messages are refused (the hub's
   publisher sees :class:`broker.core.seams.RelayUnavailable`), clients stay connected,
   and the reader retries with backoff; once Redis answers it resumes after the
@@ -316,8 +320,6 @@ class Backplane:
             LOG.warning("the room's epoch changed in Redis (it lost its data): its history starts again")
             await self._load_tail()
         else:
-            counted = await self._answer(self._redis.hgetall(self.counters_key))
-            self._hub.counters.load(room_in_redis.latest_counters(counted))
             self._hub.confirm_epoch()
             self._came_up()
 
