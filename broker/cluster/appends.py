@@ -18,12 +18,18 @@ queues and answers; this module writes):
   so it is not acknowledged (a retry with its idempotency key appends
   nothing twice).
 * A Redis refusing a write for memory (``maxmemory``, ``noeviction``)
-  applied nothing of it (Redis refuses a transaction whole). The stream is
-  then cut to half its length (exactly, not by whole nodes), and the batch
-  tried again, until it is taken or the stream holds one entry: the
+  applied nothing of it: Redis refuses a transaction whole, or, when it
+  holds only scripts, each of them, which judge the memory as it was before
+  the transaction (what a transaction took before them stays). The room then
+  gives memory back, and the batch is tried again, until it is taken or
+  nothing is left to give (:meth:`Appends.give_memory`): first the oldest half
+  of its idempotency records (a retry after them may publish twice: counted),
+  then half its stream (exactly, not by whole nodes), down to one entry. The
   stream's own trim rides on the next XADD, which Redis refuses, so without
-  this a full Redis would stay full. What is cut is the oldest, as a trim
-  would: a broker that had not read it tells its clients a gap.
+  this a full Redis would stay full; and keys kept for a window would stop
+  every publish, with a key or without, for as long as they live. What is cut
+  of the stream is the oldest, as a trim would: a broker that had not read it
+  tells its clients a gap.
 """
 
 from typing import NamedTuple, Optional
@@ -32,7 +38,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 
 from broker.cluster import room_in_redis
 from broker.cluster.room_in_redis import FIELD, KEY_FIELD
-from broker.core import counters
+from broker.core import counters, idempotency
 
 # How long a transaction's WAIT waits for the replicas.
 REPLICA_WAIT_MS = 1000
@@ -61,22 +67,32 @@ class Appends:
         self.key = room_in_redis.stream_key(prefix)
         self.maxlen = maxlen
         self.min_replicas = min_replicas
-        self.once_prefix = room_in_redis.once_prefix(prefix)
+        self.once_records = room_in_redis.once_records_key(prefix)
+        self.once_order = room_in_redis.once_order_key(prefix)
         self.counters_key = room_in_redis.counters_key(prefix)
         self.memory_trims = 0
+        self.memory_forgotten_keys = 0
         redis = replies.redis
         self._publish_once = redis.register_script(room_in_redis.PUBLISH_ONCE)
         self._count = redis.register_script(room_in_redis.COUNT)
 
     async def write(self, batch):
         """Append ``batch``: one reply for each of its entries; raises what failed it whole."""
+        replies = []
         while True:
             try:
-                replies = await self.replies.answer(self._append(batch))
-                break
+                answered = await self.replies.answer(self._append(batch))
             except OutOfMemoryError:
-                if not await self._trim_for_memory():
+                if not await self.give_memory(self.replies):
                     raise
+                continue
+            taken = next((i for i, reply in enumerate(answered) if isinstance(reply, OutOfMemoryError)), len(answered))
+            replies += answered[:taken]
+            batch, refused = batch[taken:], answered[taken:]
+            if not batch or not all(isinstance(reply, OutOfMemoryError) for reply in refused) or \
+                    not await self.give_memory(self.replies):
+                replies += refused
+                break
         if self.min_replicas:
             reached = await self.replies.answer(
                 self.replies.redis.execute_command("WAIT", self.min_replicas, REPLICA_WAIT_MS))
@@ -85,14 +101,29 @@ class Appends:
                                      % (reached, self.min_replicas, REPLICA_WAIT_MS / 1000))
         return replies
 
-    async def _trim_for_memory(self):
-        """Cut the stream to half its length; False if it holds one entry or none."""
-        redis = self.replies.redis
-        length = await self.replies.answer(redis.xlen(self.key))
+    async def give_memory(self, replies, stream=True):
+        """Through ``replies``, forget the oldest half of the room's idempotency records or, when
+        it keeps none and ``stream``, cut its stream to half its length; False when it had
+        nothing to give. Only commands that Redis runs while it refuses writes for memory."""
+        redis = replies.redis
+        records = await replies.answer(redis.zcard(self.once_order))
+        if records:
+            fields = await replies.answer(redis.zrange(self.once_order, 0, max(1, records // 2) - 1))
+            # Not a transaction: Redis refuses to queue one while it refuses writes for memory.
+            # The record first: an order entry left without it is only forgotten again later.
+            pipe = redis.pipeline(transaction=False)
+            pipe.hdel(self.once_records, *fields)
+            pipe.zrem(self.once_order, *fields)
+            await replies.answer(pipe.execute())
+            self.memory_forgotten_keys += len(fields)
+            return True
+        if not stream:
+            return False
+        length = await replies.answer(redis.xlen(self.key))
         if length <= 1:
             return False
         self.memory_trims += 1
-        await self.replies.answer(redis.xtrim(self.key, maxlen=length // 2, approximate=False))
+        await replies.answer(redis.xtrim(self.key, maxlen=length // 2, approximate=False))
         return True
 
     async def _append(self, batch):
@@ -120,19 +151,19 @@ class Appends:
             return
         idempotency_key, record, window_s = idempotent
         # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
-        await self._publish_once(keys=[self.once_prefix + idempotency_key, self.key],
-                                 args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)), key or ""],
-                                 client=pipe)
+        await self._publish_once(keys=[self.once_records, self.key, self.once_order],
+                                 args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)), key or "",
+                                       idempotency.digest(idempotency_key), idempotency.MAX_KEYS], client=pipe)
 
     async def _queue_count(self, pipe, count):
         """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
-        record, window_ms, once_key = "", 1, self.key
+        record, window_ms, digest = "", 1, ""
         if count.idempotent is not None:
             idempotency_key, record, window_s = count.idempotent
-            once_key, window_ms = self.once_prefix + idempotency_key, max(1, int(window_s * 1000))
+            digest, window_ms = idempotency.digest(idempotency_key), max(1, int(window_s * 1000))
         name = count.name
-        await self._count(keys=[once_key, self.key, self.counters_key],
+        await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
                           args=[count.operation, name, counters.units(count.given.value), count.given.scale,
                                 counters.message_prefix(name), self.maxlen, record, window_ms,
                                 counters.conflating_key(name), counters.MAX_COUNTERS, room_in_redis.COUNTED_DIGITS,
-                                counters.TOO_MANY, counters.OVER_BOUNDS], client=pipe)
+                                counters.TOO_MANY, counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS], client=pipe)

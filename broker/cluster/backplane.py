@@ -222,6 +222,7 @@ class Backplane:
         stats = self.state.stats()
         stats["min_replicas"] = self.appends.min_replicas
         stats["memory_trims"] = self.appends.memory_trims
+        stats["memory_forgotten_keys"] = self.appends.memory_forgotten_keys
         return stats
 
     FIGURES = (Figure("", lambda backplane: backplane.stats(), Metric("backplane", KEYED_GAUGES, "The backplane's")),)
@@ -256,6 +257,15 @@ class Backplane:
                         future.set_result(room_in_redis.written(ids[index]))
         finally:
             self._write_task = None
+
+    async def _give_memory(self):
+        """Redis refused the audience report for memory: give it the room's oldest idempotency
+        records, so that keys kept for their window cannot keep the broker unhealthy while
+        nobody publishes (see :mod:`broker.cluster.appends`)."""
+        try:
+            await self.appends.give_memory(self._replies, stream=False)
+        except FAILURES:
+            pass
 
     def _note_memory(self, error):
         """Redis refused a write for memory (``error``), or did not."""
@@ -356,6 +366,8 @@ class Backplane:
             except FAILURES as error:
                 self._note_memory(error)
                 self.room_audience = self.room_brokers = None
+                if isinstance(error, OutOfMemoryError):
+                    await self._give_memory()
             except Exception:
                 # As for any event-loop callback: log it, and the reporting goes on.
                 LOG.exception("reporting the audience to %s failed", self.audience_key)

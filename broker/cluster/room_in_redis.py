@@ -4,7 +4,16 @@ Rules this module keeps:
 
 * Every key of a room starts with its stream's (:func:`stream_key`): the
   stream, the room's epoch, its counters' hash, its audience's hash, and the
-  idempotency keys of its publishes.
+  two keys of its publishes' idempotency records.
+* Idempotency records are bounded in count and in bytes: one hash holds each
+  record under the digest of its key (:func:`broker.core.idempotency.digest`,
+  whatever the key's length) with the time it expires, by Redis's clock, and
+  a ``sequence`` field; a sorted set orders the digests by that sequence.
+  Keeping one forgets, oldest first, those past
+  :data:`broker.core.idempotency.MAX_KEYS` and the expired (a few each time);
+  both keys expire a window after the last record kept, so an idle room's
+  records go. A Redis refusing writes for memory is given the oldest
+  records before anything else (:mod:`broker.cluster.appends`).
 * A stream entry holds a message's JSON text (:data:`FIELD`) and, for a
   message of a conflating key, that key (:data:`KEY_FIELD`).
 * What must happen in one step happens in one script, which Redis runs
@@ -24,41 +33,80 @@ from broker.core import counters
 
 FIELD = b"m"
 KEY_FIELD = b"k"
+# The idempotency records' two functions, which the scripts that take an idempotency key begin
+# with. ONCE_RECORDS, ONCE_ORDER: the keys of the records' hash and sorted set; ONCE_FIELD: the
+# key's digest; ONCE_WINDOW_MS, ONCE_MOST: the window and the most records. seen() is the record
+# kept, written again as it was (see the rules), or nil; keep() keeps one, and forgets the oldest
+# past the most and, of the 8 oldest, those expired (see the rules).
+_ONCE_FUNCTIONS = """
+local function now_ms()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+end
+local function seen()
+  local kept = redis.call('HGET', ONCE_RECORDS, ONCE_FIELD)
+  if not kept then return nil end
+  local expires, record = string.match(kept, '^(%d+) (.*)$')
+  if tonumber(expires) <= now_ms() then return nil end
+  redis.call('HSET', ONCE_RECORDS, ONCE_FIELD, kept)
+  return record
+end
+local function keep(record)
+  local now = now_ms()
+  redis.call('HSET', ONCE_RECORDS, ONCE_FIELD, (now + tonumber(ONCE_WINDOW_MS)) .. ' ' .. record)
+  redis.call('ZADD', ONCE_ORDER, redis.call('HINCRBY', ONCE_RECORDS, 'sequence', 1), ONCE_FIELD)
+  local over = redis.call('ZCARD', ONCE_ORDER) - tonumber(ONCE_MOST)
+  local gone = {}
+  for _, field in ipairs(redis.call('ZRANGE', ONCE_ORDER, 0, math.max(over, 8) - 1)) do
+    local kept = redis.call('HGET', ONCE_RECORDS, field)
+    if #gone >= over and kept and tonumber(string.match(kept, '^%d+')) > now then break end
+    gone[#gone + 1] = field
+  end
+  if #gone > 0 then
+    redis.call('ZREM', ONCE_ORDER, unpack(gone))
+    redis.call('HDEL', ONCE_RECORDS, unpack(gone))
+  end
+  redis.call('PEXPIRE', ONCE_RECORDS, ONCE_WINDOW_MS)
+  redis.call('PEXPIRE', ONCE_ORDER, ONCE_WINDOW_MS)
+end
+"""
 
-# KEYS[1]: the idempotency key, KEYS[2]: the stream; ARGV: the record to keep (the answer
-# but the id), the message, the stream's MAXLEN, the window in ms, the conflating key or "".
+# KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the records' sorted set;
+# ARGV: the record to keep (the answer but the id), the message, the stream's MAXLEN, the window
+# in ms, the conflating key or "", the key's digest, the most records.
 # Returns {1, id} when appended, {0, record} when the key was seen.
 PUBLISH_ONCE = """
-local seen = redis.call('GET', KEYS[1])
-if seen then
-  redis.call('SET', KEYS[1], seen, 'KEEPTTL')
-  return {0, seen}
-end
+local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[3], ARGV[6]
+local ONCE_WINDOW_MS, ONCE_MOST = ARGV[4], ARGV[7]
+""" + _ONCE_FUNCTIONS + """
+local record = seen()
+if record then return {0, record} end
 local id
 if ARGV[5] == '' then
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
 else
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2], 'k', ARGV[5])
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'PX', ARGV[4])
+keep(ARGV[1] .. ' ' .. id)
 return {1, id}
 """
-# KEYS[1]: the idempotency key (the stream's own when none), KEYS[2]: the stream, KEYS[3]: the
-# counters hash; ARGV: the operation (add, max), the counter's name, the amount in millionths
-# (an integer's text), its scale, the text of its message before the total, the stream's MAXLEN,
-# the record to keep ("" for no idempotency key), the window in ms, the message's conflating key,
-# the most counters, the most digits of a total in millionths, the refusals' texts (too many, too big).
+# KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the counters hash, KEYS[4]:
+# the records' sorted set; ARGV: the operation (add, max), the counter's name, the amount in
+# millionths (an integer's text), its scale, the text of its message before the total, the
+# stream's MAXLEN, the record to keep ("" for no idempotency key), the window in ms, the message's
+# conflating key, the most counters, the most digits of a total in millionths, the refusals' texts
+# (too many, too big), the idempotency key's digest, the most records.
 # The hash holds for counter NAME: v:NAME its total in millionths, s:NAME its scale, o:NAME
 # and m:NAME the id and the text of its latest message. Returns {status, text} (see
 # broker.core.counters: APPENDED, UNCHANGED, SEEN, REFUSED).
 COUNT = """
+local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[4], ARGV[14]
+local ONCE_WINDOW_MS, ONCE_MOST = ARGV[8], ARGV[15]
+""" + _ONCE_FUNCTIONS + """
 local record = ARGV[7]
 if record ~= '' then
-  local seen = redis.call('GET', KEYS[1])
-  if seen then
-    redis.call('SET', KEYS[1], seen, 'KEEPTTL')
-    return {'seen', seen}
-  end
+  local kept = seen()
+  if kept then return {'seen', kept} end
 end
 local hash, name, amount = KEYS[3], ARGV[2], ARGV[3]
 local total = redis.call('HGET', hash, 'v:' .. name)
@@ -96,7 +144,7 @@ elseif greater(amount, total or '0') then
   redis.call('HSET', hash, 'v:' .. name, after)
 else
   local kept = (redis.call('HGET', hash, 'o:' .. name) or '0-0') .. ' ' .. shown(total or '0', scale)
-  if record ~= '' then redis.call('SET', KEYS[1], record .. ' ' .. kept, 'PX', ARGV[8]) end
+  if record ~= '' then keep(record .. ' ' .. kept) end
   return {'unchanged', kept}
 end
 scale = math.max(scale, tonumber(ARGV[4]))
@@ -104,7 +152,7 @@ local value = shown(after, scale)
 local message = ARGV[5] .. value .. '"}'
 local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'm', message, 'k', ARGV[9])
 redis.call('HSET', hash, 's:' .. name, scale, 'o:' .. name, id, 'm:' .. name, message)
-if record ~= '' then redis.call('SET', KEYS[1], record .. ' ' .. id .. ' ' .. value, 'PX', ARGV[8]) end
+if record ~= '' then keep(record .. ' ' .. id .. ' ' .. value) end
 return {'appended', id .. ' ' .. value}
 """
 COUNTED_DIGITS = counters.MAX_INTEGER_DIGITS + counters.MAX_SCALE
@@ -154,9 +202,14 @@ def counters_key(prefix):
     return stream_key(prefix) + ":counters"
 
 
-def once_prefix(prefix):
-    """What the Redis key of each idempotency key of the room served at ``prefix`` starts with."""
-    return stream_key(prefix) + ":once:"
+def once_records_key(prefix):
+    """The Redis key of the hash of the idempotency records of the room served at ``prefix``."""
+    return stream_key(prefix) + ":once"
+
+
+def once_order_key(prefix):
+    """The Redis key of the sorted set that orders those records by when they expire."""
+    return stream_key(prefix) + ":once:order"
 
 
 def audience_key(prefix):

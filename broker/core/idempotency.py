@@ -12,8 +12,10 @@ Rules this module keeps:
 * For a broker alone the keys live here (:class:`Window`), at most
   ``max_keys`` of them: past that the oldest is forgotten before its window
   ends, and counted. In a cluster they live in Redis, beside the stream, set
-  in the same script that appends the message (:mod:`broker.cluster.backplane`),
-  so a publish and its key are never one without the other.
+  in the same script that appends the message (:mod:`broker.cluster.room_in_redis`),
+  so a publish and its key are never one without the other; there too at most
+  :data:`MAX_KEYS` a room, each kept under its :func:`digest`, so that a
+  record's bytes do not depend on its key's length.
 * Nothing here does I/O or reads a clock: the caller gives the time.
 """
 
@@ -52,6 +54,11 @@ class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offs
 def valid_key(key):
     """True for a key this module accepts (see the rules)."""
     return 0 < len(key) <= MAX_KEY_LENGTH and all(" " < c <= "~" for c in key)
+
+
+def digest(key):
+    """What a cluster keeps for ``key``: the same 32 characters for a key of any length."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def fingerprint(body, is_json, conflating_key=None):
