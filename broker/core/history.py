@@ -39,7 +39,6 @@ _KEY = 0
 _OFFSET = 1
 _ENCODED = 2
 _ADDED = 3
-_CONFLATING = 4
 
 
 class History:
@@ -76,10 +75,10 @@ class History:
         if self.count:
             if keys is None:
                 for offset, text in zip(offsets, encoded):
-                    kept.append((offset_key(offset), offset, text, now, None))
+                    kept.append((offset_key(offset), offset, text, now))
             else:
                 for offset, text, key in zip(offsets, encoded, keys):
-                    entry = (offset_key(offset), offset, text, now, key)
+                    entry = (offset_key(offset), offset, text, now)
                     if key is None:
                         kept.append(entry)
                     else:
