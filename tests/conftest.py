@@ -34,7 +34,7 @@ ALONE = tuple("tests/" + path for path in (
     "hostile/test_slowloris.py", "hostile/test_websocket_pings.py",
     "loadtest/test_abuse_runs.py", "loadtest/test_rolling.py", "loadtest/test_soak_runs.py", "loadtest/test_sweep.py",
     "compare/", "broker/test_churn.py", "broker/test_pypy_environment.py", "broker/test_heartbeats.py",
-    "broker/test_shutdown.py", "plots/test_plots_from_compare.py",
+    "broker/test_shutdown.py", "broker/test_start_cost.py", "plots/test_plots_from_compare.py",
     "test_without_server_stack.py"))
 # PyPy's memory plateaus, among those: tox runs them under PyPy with the smallest and a large
 # nursery a machine may give it (``pypy3-nursery*``), and so not a third time in ``pypy3``.

@@ -18,7 +18,12 @@ Rules this module keeps:
 * Adding a message costs the same whatever the history holds: the unkeyed
   ones wait in one queue, the latest of each key in another, ordered by
   offset (an update leaves its key's place for the end), and what leaves is
-  the older of the two heads. Replay and resume merge the two, in offset order.
+  the older of the two heads.
+* Replay and resume read the two queues from their newest ends, merged in
+  offset order, one message at a time (:meth:`History.tail`,
+  :meth:`History.after`): each message given costs O(1), so a start that
+  takes the newest k messages (a first batch is bounded) costs O(k), whatever
+  the history's length and the number of keys.
 * Everything after an offset X is kept exactly when ``horizon <= X``: a
   resume from X is then complete (:meth:`History.after`). A key past the
   newest offset is not judged here: the room decides (a broker behind its
@@ -27,7 +32,6 @@ Rules this module keeps:
 """
 
 import collections
-import itertools
 
 from broker.protocol.positions import offset_key
 
@@ -35,7 +39,6 @@ _KEY = 0
 _OFFSET = 1
 _ENCODED = 2
 _ADDED = 3
-_CONFLATING = 4
 
 
 class History:
@@ -72,10 +75,10 @@ class History:
         if self.count:
             if keys is None:
                 for offset, text in zip(offsets, encoded):
-                    kept.append((offset_key(offset), offset, text, now, None))
+                    kept.append((offset_key(offset), offset, text, now))
             else:
                 for offset, text, key in zip(offsets, encoded, keys):
-                    entry = (offset_key(offset), offset, text, now, key)
+                    entry = (offset_key(offset), offset, text, now)
                     if key is None:
                         kept.append(entry)
                     else:
@@ -119,38 +122,33 @@ class History:
             oldest = self._oldest()
 
     def tail(self, n):
-        """The last ``n`` messages kept, and the latest of every key: ``(offsets, encoded)``."""
-        if n <= 0 or not len(self):
-            return [], []
-        entries = _last(self._kept, n)
-        if self._latest:
-            keyed = list(self._latest.values())
-            last = sorted(entries + keyed[-n:])[-n:]
-            entries = sorted([e for e in last if e[_CONFLATING] is None] + keyed)
-        return [e[_OFFSET] for e in entries], [e[_ENCODED] for e in entries]
+        """The last ``n`` messages kept, and the latest of every key: ``(offset, encoded)``
+        pairs, newest first, one at a time (see the module's rules)."""
+        if n <= 0:
+            return iter(())
+        return self._newest_first(None, n)
 
     def after(self, key):
-        """Every message after ``key``: ``(offsets, encoded)``, or None when some
-        of them are gone (``key`` older than ``horizon``)."""
+        """Every message after ``key``: ``(offset, encoded)`` pairs, newest first, one at a
+        time; None when some of them are gone (``key`` older than ``horizon``)."""
         if key < self.horizon:
             return None
-        entries = _newer(self._kept, key)
-        if self._latest:
-            entries = sorted(entries + _newer(self._latest.values(), key))
-        return [e[_OFFSET] for e in entries], [e[_ENCODED] for e in entries]
+        return self._newest_first(key, None)
 
-
-def _last(entries, n):
-    """The last ``n`` of ``entries`` (a reversible sequence or view), oldest first."""
-    return list(itertools.islice(reversed(entries), n))[::-1]
-
-
-def _newer(entries, key):
-    """The last of ``entries`` (oldest first), those after ``key``, oldest first."""
-    newer = []
-    for entry in reversed(entries):
-        if entry[_KEY] <= key:
-            break
-        newer.append(entry)
-    newer.reverse()
-    return newer
+    def _newest_first(self, after, last):
+        """The messages kept newer than the key ``after`` (None: all), newest first: with
+        ``last``, only the latest of each key once ``last`` messages are given."""
+        unkeyed, keyed = reversed(self._kept), reversed(self._latest.values())
+        next_unkeyed, next_keyed = next(unkeyed, None), next(keyed, None)
+        while next_unkeyed is not None or next_keyed is not None:
+            if next_keyed is None or next_unkeyed is not None and next_keyed[_KEY] < next_unkeyed[_KEY]:
+                entry, next_unkeyed = next_unkeyed, next(unkeyed, None)
+            else:
+                entry, next_keyed = next_keyed, next(keyed, None)
+            if after is not None and entry[_KEY] <= after:
+                return
+            yield entry[_OFFSET], entry[_ENCODED]
+            if last is not None:
+                last -= 1
+                if not last:
+                    next_unkeyed = None  # the unkeyed ones older than the last are not wanted

@@ -19,8 +19,10 @@ this module judges, builds each start's first batch, and keeps who waits):
   counters' latest messages (:mod:`broker.core.counters`), which every first
   batch carries, and the newest messages that fit beside them. A resume whose messages do not all fit is a gap
   (``expired``: more than the client could be sent at once), followed by
-  those that fit. So a client that opens or resumes costs the broker at
-  most its buffer's bound, never a copy of the history of its own.
+  those that fit. A first batch is read from the history's newest end, one
+  message at a time, until the next would not fit (:meth:`Resumes.first_batch`):
+  so a client that opens or resumes costs the broker at most its buffer's
+  bound, whatever the history's length and the number of keys it holds.
 * A waiting subscriber is one :class:`Waiting` record: what it resumes after,
   until when it waits, the writer it will be started with (which may change
   while it waits, :meth:`broker.core.hub.Hub.move`), itself.
@@ -210,8 +212,8 @@ class Resumes:
         ``outcome`` is a resume, else the replay tail after its open or gap."""
         history = self.history
         if outcome == positions.RESUMED:
-            offsets, encoded = history.after(key)
-            if self._fitting(encoded) < len(encoded):
+            offsets, encoded, every = self._newest_fitting(history.after(key))
+            if not every:
                 outcome = positions.EXPIRED
         if outcome == positions.RESUMED:
             lead = positions.control(positions.RESUMED, self.epoch, history.newest_offset)
@@ -224,30 +226,38 @@ class Resumes:
 
     def tail(self):
         """The replay tail, as much of it as fits a first batch: ``(offsets, encoded)``."""
-        offsets, encoded = self.history.tail(self.replay)
-        first = len(encoded) - self._fitting(encoded)
-        return offsets[first:], encoded[first:]
+        offsets, encoded, _ = self._newest_fitting(self.history.tail(self.replay))
+        return offsets, encoded
 
     def epoch_messages(self):
         """What a subscriber from another epoch gets: every message of this
         epoch when the history holds them all and they fit, else the replay tail."""
         history = self.history
         every = history.after(history.start)
-        if every is not None and self._fitting(every[1]) == len(every[1]):
-            return every
+        if every is not None:
+            offsets, encoded, fit = self._newest_fitting(every)
+            if fit:
+                return offsets, encoded
         return self.tail()
 
-    def _fitting(self, encoded):
-        """How many of the last of ``encoded`` fit a first batch."""
-        if self.first_batch_bytes is None:
-            return len(encoded)
-        limit = self.first_batch_bytes - self.counters.size()
+    def _newest_fitting(self, messages):
+        """The newest of ``messages`` (``(offset, encoded)`` pairs, newest first) that fit a
+        first batch, oldest first: ``(offsets, encoded, whether all fit)``. It takes one
+        message past those that fit, at most: a start costs its bound, not the history."""
+        limit = None if self.first_batch_bytes is None else self.first_batch_bytes - self.counters.size()
+        offsets, encoded = [], []
         size = 0
-        for fitting, text in enumerate(reversed(encoded)):
+        every = True
+        for offset, text in messages:
             size += len(text) + 1  # its comma or bracket
-            if size > limit:
-                return fitting
-        return len(encoded)
+            if limit is not None and size > limit:
+                every = False
+                break
+            offsets.append(offset)
+            encoded.append(text)
+        offsets.reverse()
+        encoded.reverse()
+        return offsets, encoded, every
 
     def gap_to_all(self, reason):
         """The batch every subscriber gets when it may have missed messages: what the

@@ -7,6 +7,15 @@ from broker.core.history import History
 from broker.protocol.positions import offset_key
 
 
+def oldest_first(messages):
+    """``(offsets, texts)`` of what :meth:`History.tail` or :meth:`History.after` gives, newest
+    first, oldest first (None stays None)."""
+    if messages is None:
+        return None
+    pairs = list(messages)[::-1]
+    return [offset for offset, _ in pairs], [text for _, text in pairs]
+
+
 def test_offsets_compare_as_numbers_not_text():
     assert offset_key("9") < offset_key("10")
     assert offset_key("1700000000000-9") < offset_key("1700000000000-10") < offset_key("1700000000001-0")
@@ -23,10 +32,10 @@ def test_the_count_bounds_what_is_kept_and_moves_the_horizon():
     history = History(3)
     history.add(range(1, 6), ['"%d"' % n for n in range(1, 6)], now=0)
     assert len(history) == 3 and history.forgotten == 2
-    assert history.tail(2) == ([4, 5], ['"4"', '"5"'])
-    assert history.after(offset_key("2")) == ([3, 4, 5], ['"3"', '"4"', '"5"'])
-    assert history.after(offset_key("5")) == ([], [])
-    assert history.after(offset_key("1")) is None, "message 2 is gone"
+    assert oldest_first(history.tail(2)) == ([4, 5], ['"4"', '"5"'])
+    assert oldest_first(history.after(offset_key("2"))) == ([3, 4, 5], ['"3"', '"4"', '"5"'])
+    assert oldest_first(history.after(offset_key("5"))) == ([], [])
+    assert oldest_first(history.after(offset_key("1"))) is None, "message 2 is gone"
 
 
 def test_seconds_bound_what_is_kept_as_it_ages():
@@ -34,17 +43,17 @@ def test_seconds_bound_what_is_kept_as_it_ages():
     history.add(["1-0"], ['"a"'], now=0)
     history.add(["2-0"], ['"b"'], now=5)
     history.trim(now=12)
-    assert history.tail(5) == (["2-0"], ['"b"'])
-    assert history.after(offset_key("1-0")) == (["2-0"], ['"b"'])
-    assert history.after(offset_key("0-5")) is None
+    assert oldest_first(history.tail(5)) == (["2-0"], ['"b"'])
+    assert oldest_first(history.after(offset_key("1-0"))) == (["2-0"], ['"b"'])
+    assert oldest_first(history.after(offset_key("0-5"))) is None
 
 
 def test_without_a_count_only_the_newest_position_is_known():
     history = History(0)
     history.add(range(1, 4), ['"1"', '"2"', '"3"'], now=0)
     assert len(history) == 0 and history.newest_offset == "3"
-    assert history.after(offset_key("3")) == ([], [])
-    assert history.after(offset_key("2")) is None
+    assert oldest_first(history.after(offset_key("3"))) == ([], [])
+    assert oldest_first(history.after(offset_key("2"))) is None
 
 
 def test_a_restart_forgets_everything_and_starts_after_its_offset():
@@ -52,8 +61,8 @@ def test_a_restart_forgets_everything_and_starts_after_its_offset():
     history.add(range(1, 4), ['"1"', '"2"', '"3"'], now=0)
     history.restart("7-0")
     assert len(history) == 0 and history.newest_offset == "7-0"
-    assert history.after(offset_key("7-0")) == ([], [])
-    assert history.after(offset_key("6-0")) is None
+    assert oldest_first(history.after(offset_key("7-0"))) == ([], [])
+    assert oldest_first(history.after(offset_key("6-0"))) is None
 
 
 class CountedKey(tuple):
@@ -109,9 +118,9 @@ def test_replay_and_resume_give_the_kept_messages_in_offset_order(count):
         history.add([offset], ['"%d"' % offset], now=0, keys=None if key is None else [key])
         kept = replay_model(published, count)
         assert len(history) == len(kept)
-        offsets, texts = history.after(history.horizon)
+        offsets, texts = oldest_first(history.after(history.horizon))
         assert list(zip(offsets, texts)) == kept
         keyed = {o for o, _, key in published if key is not None}
         tail = [(o, t) for o, t in kept[-2:]] + [(o, t) for o, t in kept if o in keyed]
-        assert list(zip(*history.tail(2))) == sorted(set(tail))
-    assert history.after(offset_key("199")) == ([200], ['"200"'])
+        assert list(zip(*oldest_first(history.tail(2)))) == sorted(set(tail))
+    assert oldest_first(history.after(offset_key("199"))) == ([200], ['"200"'])

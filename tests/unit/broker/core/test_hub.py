@@ -1,9 +1,12 @@
 """The hub's fan-out logic, without sockets: subscribers are plain recorders."""
 
+import collections
 import json
+import types
 
 import pytest
 
+from broker.core import history as history_module
 from broker.core.hub import Hub, Keeping
 from broker.core.resumes import AHEAD_WAIT_S
 from broker.core.meters import LatencyHistogram, RateMeter
@@ -656,3 +659,84 @@ def test_a_gap_sends_a_plain_subscriber_only_what_it_was_not_sent(scheduled):
     hub.load("second", "2-5", ["4-0"], ['"4"'])
     hub.tell_gap("expired")
     assert plain.batches[-1] == ['"4"'] and watcher.messages()[-2]["reason"] == "expired"
+
+
+# What a start costs: the messages of the history it reads (broker.core.history, broker.core.resumes).
+
+
+class Reads:
+    """How many messages the history's queues have given since ``count`` was last set to 0."""
+
+    count = 0
+
+
+def _counted(entries):
+    for entry in entries:
+        Reads.count += 1
+        yield entry
+
+
+class CountedQueue(collections.deque):
+    """The history's queue of unkeyed messages, counting each message read from it."""
+
+    def __iter__(self):
+        return _counted(super().__iter__())
+
+    def __reversed__(self):
+        return _counted(super().__reversed__())
+
+
+class CountedLatest(collections.OrderedDict):
+    """The history's latest message of each key, counting each one read from it."""
+
+    def values(self):
+        return CountedValues(self)
+
+
+class CountedValues:
+    def __init__(self, latest):
+        self._values = collections.OrderedDict.values(latest)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __iter__(self):
+        return _counted(iter(self._values))
+
+    def __reversed__(self):
+        return _counted(reversed(self._values))
+
+
+STARTS = {
+    "open without positions": lambda hub: hub.subscribe(Recorder()),
+    "open": lambda hub: hub.subscribe(PositionedRecorder()),
+    "resume from the oldest": lambda hub: hub.subscribe(PositionedRecorder(), (hub.epoch, "1-0")),
+    "another epoch": lambda hub: hub.subscribe(PositionedRecorder(), ("another epoch", "1-0")),
+    "unknown offset": lambda hub: hub.subscribe(PositionedRecorder(), (hub.epoch, "not an offset")),
+    "gap told to all": lambda hub: hub.tell_gap("expired"),
+}
+# A first batch of at most 400 bytes: 100 of the messages below, of 3 bytes and a comma.
+FIRST_BATCH_BYTES = 400
+
+
+def reads_of_a_start(monkeypatch, start, length, keyed):
+    """The messages a ``start`` reads of a history of ``length`` messages: each of a key of its
+    own and ``--replay 1``, or none with a key and ``--replay`` the whole history."""
+    monkeypatch.setattr(history_module, "collections",
+                        types.SimpleNamespace(deque=CountedQueue, OrderedDict=CountedLatest))
+    keeping = Keeping(replay=1 if keyed else length, history=length, first_batch_bytes=FIRST_BATCH_BYTES)
+    hub = Hub(lambda callback: None, keeping, relay=Relay())
+    keys = ["k%d" % n for n in range(length)] if keyed else None
+    hub.load("epoch", "0-0", ["%d-0" % n for n in range(1, length + 1)], ['"v"'] * length, keys)
+    Reads.count = 0
+    start(hub)
+    return Reads.count
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["replay all", "a key each"])
+@pytest.mark.parametrize("start", list(STARTS.values()), ids=list(STARTS))
+def test_a_start_reads_what_its_first_batch_holds_not_the_history(monkeypatch, start, keyed):
+    short, long = (reads_of_a_start(monkeypatch, start, length, keyed) for length in (1000, 20000))
+    # At most twice (a resume that does not fit, then the tail) the messages that fit, the one
+    # past them and the one read ahead in the other queue.
+    assert 0 < short == long <= 2 * (FIRST_BATCH_BYTES // 4 + 2)
