@@ -7,6 +7,9 @@ import decimal
 import http.client
 import threading
 
+import redis as redis_py
+
+from longest_counters import LONGEST_TOTAL, add_counters, counter_path, longest_name
 from live_room import Subscriber
 from sockjs_clients import WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
 
@@ -135,3 +138,25 @@ def test_totals_past_a_double_stay_exact_and_bounds_are_kept_in_redis(start_redi
     for broker in (a, b):
         wait_until(lambda: broker.stats()["counters"] == expected)
     assert sum(broker.stats()["messages_in"] for broker in (a, b)) == 6, "a refusal, a max below, a retry: none"
+
+
+def test_the_counters_redis_holds_are_those_every_first_batch_has_room_for(start_redis, start_cluster):
+    redis = start_redis()
+    a, b = start_cluster(redis, 2, "--max-buffer", "64KiB")
+    taken, refusal = add_counters(a, 1000, AUTH)
+    wait_until(lambda: len(b.stats()["counters"]) == taken)
+    with XhrPollingClient(b.url, query="positions=1") as viewer:
+        assert a.request("POST", "/publish", b"the next message", AUTH)[0] == 200
+        received = viewer.collect(1 + taken + 1)  # its start, every counter, the message
+    assert received[-1]["d"] == "the next message" and b.stats()["slow_consumer_disconnects"] == 0
+    assert refusal is not None and refusal[0] == 400 and "counters already" in refusal[1], (taken, refusal)
+    status, answer = b.request("POST", counter_path(longest_name(taken)), LONGEST_TOTAL.encode(), AUTH)
+    assert status == 400 and answer["error"].endswith("the room has %d counters already, the most whose totals "
+                                                      "fit half of a first batch (--max-buffer)" % taken), answer
+    store = redis_py.Redis.from_url(redis.url)
+    try:
+        fields = store.hgetall("sockjs-broker:/broadcast:counters")
+    finally:
+        store.close()
+    assert len(fields) == 4 * taken, "v:, s:, o: and m: for each counter, nothing for those refused"
+    assert sum(len(field) + len(value) for field, value in fields.items()) < taken * 500
