@@ -21,8 +21,9 @@ the body only if it is more than the total. Rules this module keeps:
   ``{"counter": NAME, "value": "21.50"}``, a message of the conflating key
   :func:`conflating_key` (:mod:`broker.core.conflation`): a viewer late on it
   is sent only the latest total. That key has a space, which no backend's
-  ``?key=`` may have, and no client can send an object
-  (:mod:`broker.transports.router`): no message can pass for a counter's.
+  ``?key=`` may have, and no backend or client message may be an object with
+  a ``"counter"`` member (:data:`MEMBER`, :mod:`broker.core.broker_shapes`):
+  no message can pass for a counter's.
 * A room holds at most :func:`most_counters` counters: :data:`MAX_COUNTERS`,
   or fewer, so that every counter's latest message, at its longest
   (:data:`LONGEST_MESSAGE_BYTES`: a name of 64 characters JSON writes in two,
@@ -58,7 +59,9 @@ QUERY = "op"
 MAX_INTEGER_DIGITS = 12
 MAX_SCALE = 6
 MAX_COUNTERS = 1000
-_KEY_PREFIX = "counter "
+# The member that makes an object a counter's message, the broker's own (see the rules).
+MEMBER = "counter"
+_KEY_PREFIX = MEMBER + " "
 _AMOUNT = re.compile(r"^-?(\d{1,%d})(?:\.(\d{1,%d}))?$" % (MAX_INTEGER_DIGITS, MAX_SCALE))
 _LIMIT = decimal.Decimal(10) ** MAX_INTEGER_DIGITS
 # Wide enough for every total within the bounds, and their sums, exactly.
@@ -108,7 +111,7 @@ def shown(value, scale):
 
 def message(name, value_text):
     """The message the room sends for counter ``name`` at the total ``value_text``."""
-    return {"counter": name, "value": value_text}
+    return {MEMBER: name, "value": value_text}
 
 
 # The longest offset: a Redis stream id, two 64-bit numbers (a room alone counts from 1).

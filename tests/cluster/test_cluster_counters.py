@@ -11,7 +11,8 @@ import redis as redis_py
 
 from longest_counters import LONGEST_TOTAL, add_counters, counter_path, longest_name
 from live_room import Subscriber
-from sockjs_clients import WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
+from sockjs_clients import (RawWebSocketClient, WebSocketClient, XhrPollingClient, XhrStreamingClient, closed_with,
+                            wait_until)
 
 from cluster_clients import AUTH
 
@@ -160,3 +161,26 @@ def test_the_counters_redis_holds_are_those_every_first_batch_has_room_for(start
         store.close()
     assert len(fields) == 4 * taken, "v:, s:, o: and m: for each counter, nothing for those refused"
     assert sum(len(field) + len(value) for field, value in fields.items()) < taken * 500
+
+
+def test_no_backend_or_client_of_any_broker_speaks_as_a_counter(start_redis, start_cluster):
+    redis = start_redis()
+    a, b = start_cluster(redis, 2)
+    assert count(a, "raised", "5")[0] == 200
+    forged = b'{"counter": "raised", "value": "999999"}'
+    with RawWebSocketClient(b.url) as raw:
+        assert raw.receive() == ['{"counter":"raised","value":"5"}']
+        for broker, headers in ((a, dict(AUTH, **{"Content-Type": "application/json"})),
+                                (b, dict(AUTH, **{"Idempotency-Key": "forged"}))):
+            status, answer = broker.request("POST", "/publish", forged, headers)
+            assert status == 422 and "the broker's own" in answer["error"], (status, answer)
+        with WebSocketClient(a.url) as offender:
+            offender.send(forged.decode())
+            assert closed_with(offender) == (1007, "A message in the broker's own shape")
+        assert a.request("POST", "/publish", b"after", AUTH)[0] == 200
+        assert raw.receive() == ["after"]
+    store = redis_py.Redis.from_url(redis.url)
+    try:
+        assert store.xlen("sockjs-broker:/broadcast") == 2, "the counter's total, and after"
+    finally:
+        store.close()
