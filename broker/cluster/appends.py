@@ -45,12 +45,14 @@ REPLICA_WAIT_MS = 1000
 
 
 class Count(NamedTuple):
-    """A counter's operation waiting for the next transaction (see :meth:`broker.cluster.backplane.Backplane.count`)."""
+    """A counter's operation waiting for the next transaction (see :meth:`broker.cluster.backplane.Backplane.count`),
+    in a room of at most ``most`` counters (:func:`broker.core.counters.most_counters`)."""
 
     name: str
     operation: str
     given: counters.Amount
     idempotent: Optional[tuple]
+    most: int
 
 
 class TooFewReplicas(RedisError):
@@ -165,5 +167,6 @@ class Appends:
         await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
                           args=[count.operation, name, counters.units(count.given.value), count.given.scale,
                                 counters.message_prefix(name), self.maxlen, record, window_ms,
-                                counters.conflating_key(name), counters.MAX_COUNTERS, room_in_redis.COUNTED_DIGITS,
-                                counters.TOO_MANY, counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS], client=pipe)
+                                counters.conflating_key(name), count.most, room_in_redis.COUNTED_DIGITS,
+                                counters.too_many(count.most), counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS],
+                          client=pipe)

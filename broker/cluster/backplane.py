@@ -200,7 +200,7 @@ class Backplane:
         :class:`broker.core.counters.Amount`) on counter ``name`` for the next
         transaction, as :meth:`append` queues a message; :meth:`written` then gives
         ``(status, text)``, a status of :mod:`broker.core.counters` (see :data:`room_in_redis.COUNT`)."""
-        self._add_pending(Count(name, operation, given, idempotent))
+        self._add_pending(Count(name, operation, given, idempotent, self._hub.counters.most))
 
     def _add_pending(self, entry):
         if not self.state.is_up:

@@ -21,10 +21,20 @@ the body only if it is more than the total. Rules this module keeps:
   ``{"counter": NAME, "value": "21.50"}``, a message of the conflating key
   :func:`conflating_key` (:mod:`broker.core.conflation`): a viewer late on it
   is sent only the latest total. That key has a space, which no backend's
-  ``?key=`` may have, and no client can send an object
-  (:mod:`broker.transports.router`): no message can pass for a counter's.
-* A room holds at most :data:`MAX_COUNTERS` counters: a new name past that is
-  refused, as an amount out of bounds is, changing nothing.
+  ``?key=`` may have, and no backend or client message may be an object with
+  a ``"counter"`` member (:data:`MEMBER`, :mod:`broker.core.broker_shapes`):
+  no message can pass for a counter's.
+* A room holds at most :func:`most_counters` counters: :data:`MAX_COUNTERS`,
+  or fewer, so that every counter's latest message, at its longest
+  (:data:`LONGEST_MESSAGE_BYTES`: a name of 64 characters JSON writes in two,
+  the longest total, in a position envelope with the longest offset), takes
+  at most half of a first batch (``--max-buffer``, :mod:`broker.core.resumes`),
+  which has the other half for the rest of what it carries. A new name past
+  that is refused (:func:`too_many`), as an amount out of bounds is, changing
+  nothing; a cluster's script is given the same bound. The counters are
+  then bounded in bytes too: at most ``most_counters x LONGEST_MESSAGE_BYTES``
+  in a first batch, and in Redis four fields a counter (``v:``, ``s:``,
+  ``o:``, ``m:``), each at most a name and its longest value.
 * A counter's state is its total and its scale. :class:`Counters` holds them
   for a broker alone (lost when it stops), and the latest message of each
   counter with its offset, for every broker: a viewer that opens, resumes or
@@ -39,7 +49,9 @@ import json
 import re
 from typing import NamedTuple
 
+from broker.core.conflation import MAX_KEY_LENGTH
 from broker.core.figures import GAUGE, Figure, Metric
+from broker.protocol import frames, positions
 from broker.protocol.positions import offset_key
 
 OPERATIONS = ("add", "max", "set")
@@ -47,13 +59,14 @@ QUERY = "op"
 MAX_INTEGER_DIGITS = 12
 MAX_SCALE = 6
 MAX_COUNTERS = 1000
-_KEY_PREFIX = "counter "
+# The member that makes an object a counter's message, the broker's own (see the rules).
+MEMBER = "counter"
+_KEY_PREFIX = MEMBER + " "
 _AMOUNT = re.compile(r"^-?(\d{1,%d})(?:\.(\d{1,%d}))?$" % (MAX_INTEGER_DIGITS, MAX_SCALE))
 _LIMIT = decimal.Decimal(10) ** MAX_INTEGER_DIGITS
 # Wide enough for every total within the bounds, and their sums, exactly.
 _CONTEXT = decimal.Context(prec=MAX_INTEGER_DIGITS + MAX_SCALE + 2, traps=[decimal.Inexact, decimal.Overflow])
 OVER_BOUNDS = "the total would have more than %d digits before the point" % MAX_INTEGER_DIGITS
-TOO_MANY = "the room has %d counters already" % MAX_COUNTERS
 # What a cluster's script made of an operation (:mod:`broker.cluster.backplane`), and the text it gives:
 # its total's message appended ("offset value"), no change ("offset value" of the total kept), the
 # idempotency key seen before (the record kept), or refused, changing nothing (why).
@@ -98,7 +111,27 @@ def shown(value, scale):
 
 def message(name, value_text):
     """The message the room sends for counter ``name`` at the total ``value_text``."""
-    return {"counter": name, "value": value_text}
+    return {MEMBER: name, "value": value_text}
+
+
+# The longest offset: a Redis stream id, two 64-bit numbers (a room alone counts from 1).
+_LONGEST_OFFSET = "%d-%d" % (2 ** 64 - 1, 2 ** 64 - 1)
+# A counter's longest message in a first batch, its comma included (see the rules).
+LONGEST_MESSAGE_BYTES = len(positions.message(_LONGEST_OFFSET, frames.encode_message(message(
+    '"' * MAX_KEY_LENGTH, "-" + "9" * MAX_INTEGER_DIGITS + "." + "9" * MAX_SCALE)))) + 1
+
+
+def most_counters(first_batch_bytes):
+    """How many counters a room holds when a first batch carries at most ``first_batch_bytes``
+    (None: no bound): as many longest messages as half of it holds, at most MAX_COUNTERS."""
+    if first_batch_bytes is None:
+        return MAX_COUNTERS
+    return min(MAX_COUNTERS, first_batch_bytes // 2 // LONGEST_MESSAGE_BYTES)
+
+
+def too_many(most):
+    """The refusal of a new counter in a room that holds ``most`` already."""
+    return "the room has %d counters already, the most whose totals fit half of a first batch (--max-buffer)" % most
 
 
 def message_prefix(name):
@@ -144,10 +177,12 @@ def apply(operation_name, total, scale, given):
 
 
 class Counters:
-    """A room's counters: for a broker alone, each one's total and scale (:meth:`change`);
-    for every broker, each one's latest message and its offset (:meth:`sent`, :meth:`merged`)."""
+    """A room's counters, at most ``most`` (:func:`most_counters`): for a broker alone, each
+    one's total and scale (:meth:`change`); for every broker, each one's latest message and
+    its offset (:meth:`sent`, :meth:`merged`)."""
 
-    def __init__(self):
+    def __init__(self, most=MAX_COUNTERS):
+        self.most = most
         self._totals = {}
         self._latest = {}
 
@@ -158,8 +193,8 @@ class Counters:
         """Apply ``operation_name`` with ``given`` (an :class:`Amount`) to counter ``name`` of a
         broker alone: its :class:`Change`, kept. ValueError, changing nothing, past the bounds."""
         kept = self._totals.get(name)
-        if kept is None and len(self._totals) >= MAX_COUNTERS:
-            raise ValueError(TOO_MANY)
+        if kept is None and len(self._totals) >= self.most:
+            raise ValueError(too_many(self.most))
         total, scale = kept or (decimal.Decimal(0), 0)
         change = apply(operation_name, total, scale, given)
         if change.changed:

@@ -81,7 +81,7 @@ class Hub:
         self._groups = {}
         self._pending = Pending()
         self.history = History(max(keeping.history, keeping.replay), keeping.history_seconds)
-        self.counters = Counters()
+        self.counters = Counters(counters.most_counters(keeping.first_batch_bytes))
         self.resumes = Resumes(self.history, keeping, relay is not None, self.counters)
         self._resuming = self.resumes.waiting
         self._sent_until = (0, 0)

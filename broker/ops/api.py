@@ -2,7 +2,8 @@
 
 ``POST /publish`` takes one message per request. The body is the message: with
 ``Content-Type: application/json`` it is parsed and published as that JSON
-value, otherwise it is published as a UTF-8 string. The answer gives the
+value, otherwise it is published as a UTF-8 string; either in the broker's own
+shape (:mod:`broker.core.broker_shapes`) is refused with 422. The answer gives the
 recipients at this broker and the message's position. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
 ``POST /admin/drain`` takes its own token, the admin token, never the publish
@@ -26,7 +27,7 @@ import time
 from tornado.httputil import responses
 from tornado.web import RequestHandler
 
-from broker.core import conflation, counters, figures, idempotency
+from broker.core import broker_shapes, conflation, counters, figures, idempotency
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames
@@ -111,6 +112,8 @@ class PublishHandler(_JSONHandler):
             message = frames.decode_json(text) if is_json else text
         except ValueError as error:
             return self.reply(400, {"error": "body is not JSON: %s" % error})
+        if broker_shapes.in_broker_shape(message):
+            return self.reply(422, {"error": broker_shapes.REFUSAL})
         try:
             if idempotency_key is None:
                 answer = await self._publish(message, conflating)

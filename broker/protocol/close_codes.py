@@ -26,6 +26,10 @@ code   name                         meaning, and what a client should do
 1007   NOT_A_STRING                 A client's message that is not a JSON
                                     string: only a backend publishes other
                                     JSON values. A client bug.
+1007   BROKER_SHAPE                 A client's message whose text is an
+                                    object in the broker's own shape (a
+                                    counter's total, the audience). A client
+                                    bug.
 1009   MESSAGE_TOO_BIG              Over ``--max-message-size``: send less.
 3008   SLOW_CONSUMER                The client fell ``--max-buffer`` behind or
                                     took nothing for ``--write-timeout``:
@@ -56,6 +60,7 @@ BINARY_FRAME = Close(1003, "Text frames only")
 INVALID_UTF8 = Close(1007, "Invalid UTF-8")
 INVALID_MESSAGE = Close(1007, "Invalid message")
 NOT_A_STRING = Close(1007, "A client's messages are strings")
+BROKER_SHAPE = Close(1007, "A message in the broker's own shape")
 MESSAGE_TOO_BIG = Close(1009, "Message too big")
 SLOW_CONSUMER = Close(3008, "Slow consumer")
 TOO_MANY_MESSAGES = Close(3009, "Too many messages")

@@ -15,6 +15,7 @@ from sockjs.tornado import transports as stock
 from sockjs.tornado.proto import HEARTBEAT
 from sockjs.tornado.util import bytes_to_str
 
+from broker.core.broker_shapes import in_broker_shape
 from broker.core.conflation import bound, replace_queued
 from broker.core.figures import GAUGE, Figure, Metric
 from broker.core.hub import DISCONNECTS
@@ -214,7 +215,9 @@ class BroadcastConnection(SockJSConnection):
     while the broker drains (``RECONNECT``). A client's message is a JSON
     string (sockjs-client sends nothing else); any other JSON value closes its
     session (``NOT_A_STRING``), so that no client can pass for a backend or
-    for the broker's own announcements.
+    for the broker's own announcements; so does a string whose text is in the
+    broker's own shape (``BROKER_SHAPE``, :mod:`broker.core.broker_shapes`),
+    which the plain websocket would send as the broker's bytes.
 
     A client that asks for positions (:mod:`broker.protocol.positions`, in
     its URL's query) is subscribed in a :class:`broker.protocol.batch.Positioned`
@@ -262,6 +265,10 @@ class BroadcastConnection(SockJSConnection):
             # Only a backend (or the broker: {"audience": N}) speaks in other JSON values.
             LOG.debug("closing %s session: a message that is not a string", self.transport)
             self.session.close(*close_codes.NOT_A_STRING)
+            return
+        if in_broker_shape(message):
+            LOG.debug("closing %s session: a message in the broker's own shape", self.transport)
+            self.session.close(*close_codes.BROKER_SHAPE)
             return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)

@@ -130,7 +130,8 @@ def test_a_backend_cannot_publish_as_a_counter(start_broker):
     count(broker, "raised", "5")
     forged = json.dumps({"counter": "raised", "value": "1000000"}).encode()
     assert broker.request("POST", "/publish?key=raised", forged,
-                          dict(AUTH, **{"Content-Type": "application/json"}))[0] == 200
+                          dict(AUTH, **{"Content-Type": "application/json"}))[0] == 422
+    assert broker.request("POST", "/publish?key=raised", b"1000000", AUTH)[0] == 200
     with WebSocketClient(broker.url) as viewer:
         assert viewer.receive() == [{"counter": "raised", "value": "5"}], "the set under ?key=raised is no counter"
     assert broker.stats()["counters"] == {"raised": "5"}

@@ -7,8 +7,12 @@ import decimal
 import http.client
 import threading
 
+import redis as redis_py
+
+from longest_counters import LONGEST_TOTAL, add_counters, counter_path, longest_name
 from live_room import Subscriber
-from sockjs_clients import WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until
+from sockjs_clients import (RawWebSocketClient, WebSocketClient, XhrPollingClient, XhrStreamingClient, closed_with,
+                            wait_until)
 
 from cluster_clients import AUTH
 
@@ -135,3 +139,48 @@ def test_totals_past_a_double_stay_exact_and_bounds_are_kept_in_redis(start_redi
     for broker in (a, b):
         wait_until(lambda: broker.stats()["counters"] == expected)
     assert sum(broker.stats()["messages_in"] for broker in (a, b)) == 6, "a refusal, a max below, a retry: none"
+
+
+def test_the_counters_redis_holds_are_those_every_first_batch_has_room_for(start_redis, start_cluster):
+    redis = start_redis()
+    a, b = start_cluster(redis, 2, "--max-buffer", "64KiB")
+    taken, refusal = add_counters(a, 1000, AUTH)
+    wait_until(lambda: len(b.stats()["counters"]) == taken)
+    with XhrPollingClient(b.url, query="positions=1") as viewer:
+        assert a.request("POST", "/publish", b"the next message", AUTH)[0] == 200
+        received = viewer.collect(1 + taken + 1)  # its start, every counter, the message
+    assert received[-1]["d"] == "the next message" and b.stats()["slow_consumer_disconnects"] == 0
+    assert refusal is not None and refusal[0] == 400 and "counters already" in refusal[1], (taken, refusal)
+    status, answer = b.request("POST", counter_path(longest_name(taken)), LONGEST_TOTAL.encode(), AUTH)
+    assert status == 400 and answer["error"].endswith("the room has %d counters already, the most whose totals "
+                                                      "fit half of a first batch (--max-buffer)" % taken), answer
+    store = redis_py.Redis.from_url(redis.url)
+    try:
+        fields = store.hgetall("sockjs-broker:/broadcast:counters")
+    finally:
+        store.close()
+    assert len(fields) == 4 * taken, "v:, s:, o: and m: for each counter, nothing for those refused"
+    assert sum(len(field) + len(value) for field, value in fields.items()) < taken * 500
+
+
+def test_no_backend_or_client_of_any_broker_speaks_as_a_counter(start_redis, start_cluster):
+    redis = start_redis()
+    a, b = start_cluster(redis, 2)
+    assert count(a, "raised", "5")[0] == 200
+    forged = b'{"counter": "raised", "value": "999999"}'
+    with RawWebSocketClient(b.url) as raw:
+        assert raw.receive() == ['{"counter":"raised","value":"5"}']
+        for broker, headers in ((a, dict(AUTH, **{"Content-Type": "application/json"})),
+                                (b, dict(AUTH, **{"Idempotency-Key": "forged"}))):
+            status, answer = broker.request("POST", "/publish", forged, headers)
+            assert status == 422 and "the broker's own" in answer["error"], (status, answer)
+        with WebSocketClient(a.url) as offender:
+            offender.send(forged.decode())
+            assert closed_with(offender) == (1007, "A message in the broker's own shape")
+        assert a.request("POST", "/publish", b"after", AUTH)[0] == 200
+        assert raw.receive() == ["after"]
+    store = redis_py.Redis.from_url(redis.url)
+    try:
+        assert store.xlen("sockjs-broker:/broadcast") == 2, "the counter's total, and after"
+    finally:
+        store.close()

@@ -56,6 +56,20 @@ def test_a_room_holds_a_bounded_number_of_counters():
     assert room.change("c0", "add", amount("1")).value == "2"
 
 
+def test_the_counters_a_room_holds_take_at_most_half_of_a_first_batch_at_their_longest():
+    longest = json.dumps(counters.message('"' * 64, "-999999999999.999999"), separators=(",", ":"))
+    envelope = '{"o":"18446744073709551615-18446744073709551615","d":%s},' % longest
+    assert counters.LONGEST_MESSAGE_BYTES == len(envelope) == 228
+    assert counters.most_counters(64 * 1024) == 143 and 143 * 228 <= 32 * 1024 < 144 * 228
+    assert counters.most_counters(1024) == 2, "the least --max-buffer holds two"
+    assert counters.most_counters(1 << 20) == counters.most_counters(None) == MAX_COUNTERS
+    room = Counters(counters.most_counters(1024))
+    room.change("a", "add", amount("1"))
+    room.change("b", "add", amount("1"))
+    with pytest.raises(ValueError, match=r"the room has 2 counters already, .* \(--max-buffer\)"):
+        room.change("c", "add", amount("1"))
+
+
 def test_first_batches_get_every_counter_latest_merged_in_offset_order():
     room = Counters()
     room.sent("a", "1700000000000-1", '{"counter":"a","value":"1"}')
