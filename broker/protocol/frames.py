@@ -7,6 +7,16 @@ eventsource) ever carries a raw U+2028 or a lone surrogate, and never as
 ``NaN`` or ``Infinity``, which are not JSON: a browser would drop the whole
 frame, and every message coalesced into it.
 
+Rules this module keeps:
+
+* A message's JSON text is ASCII, so its length is its size in bytes: every
+  bound on what the room keeps and sends (``--max-message-size``,
+  ``--max-buffer``, a first batch) counts ``len()`` of it, escapes included.
+  SockJS wants some characters escaped (an emoji is 12 bytes as
+  ``\\ud83d\\ude00``): the bound is on those escaped bytes, never on the
+  characters a client or a backend sent (:func:`encode_message` refuses a
+  message over it, :class:`MessageTooBig`).
+
 A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
 string literal from :func:`script_string`, which no message can end early.
 
@@ -43,18 +53,26 @@ def decode_json(text):
         raise ValueError("JSON nested too deeply") from None
 
 
-def encode_message(message):
-    """Encode one message (any JSON value; browsers send strings) as JSON text.
+class MessageTooBig(ValueError):
+    """A message whose JSON text, as the room keeps and sends it, is over the bound."""
+
+
+def encode_message(message, max_size=None):
+    """Encode one message (any JSON value; browsers send strings) as JSON text,
+    ASCII, of at most ``max_size`` bytes (None: any).
 
     Raises ValueError for what has no JSON text: NaN, infinities, bytes,
-    values nested too deeply.
+    values nested too deeply; :class:`MessageTooBig` for a text over ``max_size``.
     """
     try:
-        return _encoder.encode(message)
+        encoded = _encoder.encode(message)
     except TypeError as error:
         raise ValueError(str(error)) from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if max_size is not None and len(encoded) > max_size:
+        raise MessageTooBig("its JSON text is %d bytes, escapes included: over %d" % (len(encoded), max_size))
+    return encoded
 
 
 def raw_message(encoded):

@@ -656,3 +656,14 @@ def test_a_gap_sends_a_plain_subscriber_only_what_it_was_not_sent(scheduled):
     hub.load("second", "2-5", ["4-0"], ['"4"'])
     hub.tell_gap("expired")
     assert plain.batches[-1] == ['"4"'] and watcher.messages()[-2]["reason"] == "expired"
+
+
+def test_a_message_over_the_bound_as_kept_is_refused_and_nothing_queued(scheduled):
+    hub = Hub(scheduled.append, max_message_size=13)
+    a = Recorder()
+    hub.subscribe(a)
+    with pytest.raises(frames.MessageTooBig):
+        hub.publish("\U0001f600")  # 4 bytes of UTF-8; "\ud83d\ude00" is 12 bytes, 14 with its quotes
+    assert hub.publish("\u00e9abcde") == 1  # '"\u00e9abcde"' is 13 bytes: at the bound
+    run(scheduled)
+    assert a.batches == [['"\\u00e9abcde"']] and hub.messages_in == 1

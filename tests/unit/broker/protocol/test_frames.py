@@ -26,6 +26,15 @@ def test_websocket_frame_lengths_follow_rfc6455():
     assert frames.websocket_frame(b"", 0x8) == b"\x88\x00"
 
 
+def test_a_message_over_the_bound_is_refused_as_its_escaped_text_counts():
+    emoji = "\U0001f600" * 100  # 400 bytes of UTF-8, 1,200 of JSON text: "\\ud83d\\ude00" each
+    assert len(frames.encode_message(emoji, 1202)) == 1202
+    with pytest.raises(frames.MessageTooBig, match="1202 bytes, escapes included: over 1201"):
+        frames.encode_message(emoji, 1201)
+    with pytest.raises(frames.MessageTooBig):
+        frames.encode_message({"n": "<" * 10}, 17)
+
+
 @pytest.mark.parametrize("text", ['a["</script><script>x()</script>"]', "<!--<script>", "\u2028\u2029&amp;"])
 def test_script_strings_cannot_end_or_change_their_element(text):
     literal = frames.script_string(text)
