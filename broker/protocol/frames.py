@@ -16,9 +16,11 @@ Rules this module keeps:
   ``\\ud83d\\ude00``): the bound is on those escaped bytes, never on the
   characters a client or a backend sent (:func:`encode_message` refuses a
   message over it, :class:`MessageTooBig`).
-
-A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
-string literal from :func:`script_string`, which no message can end early.
+* A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
+  string literal from :func:`script_string`, which no message can end early,
+  and which is still JSON. It escapes what an HTML parser acts on inside a
+  ``<script>`` element (``</`` and ``<!--``), not every ``<``: a literal is
+  at most :data:`SCRIPT_STRING_GROWTH` times its frame, and 2 bytes more.
 
 A streaming HTTP transport wraps each SockJS frame in its own framing
 (:data:`STREAM_FRAMINGS`: a line for xhr-streaming, an event for
@@ -35,7 +37,13 @@ import json
 import struct
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+# What ends a <script> element's text ("</script"), or makes the parser look past its end ("<!--"
+# then "<script"), as JSON escapes: "\/" for "/", "\u003c" for "<".
+_CLOSING_TAG = ("</", "<\\/")
+_COMMENT_OPENING = ("<!--", "\\u003c!--")
+SCRIPT_STRING_GROWTH = len(_COMMENT_OPENING[1]) / len(_COMMENT_OPENING[0])
+"""The most a frame grows as a script string, per byte: 9 bytes for each ``<!--``; a quote or
+a backslash doubles (``\\"``, ``\\\\``), ``</`` takes 3."""
 
 TEXT = 0x1
 _FIN = 0x80
@@ -85,10 +93,12 @@ def raw_message(encoded):
 
 def script_string(text):
     """``text`` as a JavaScript string literal that is safe inside an HTML
-    ``<script>`` element: JSON with ASCII escapes (no raw U+2028 or U+2029),
-    and ``<``, ``>`` and ``&`` as ``\\u`` escapes, so that no ``</script>``,
-    ``<!--`` or entity in a message can end or change the element."""
-    return _encoder.encode(text).translate(_SCRIPT_ESCAPES)
+    ``<script>`` element, and JSON: ASCII escapes (no raw U+2028 or U+2029),
+    ``</`` as ``<\\/`` and ``<!--`` as ``\\u003c!--``, so that no message can
+    end the element or hide its end (an HTML parser reads no entity in a
+    script: ``&`` and ``>`` stay). At most :data:`SCRIPT_STRING_GROWTH`
+    times as long as ``text``, and 2 bytes more."""
+    return _encoder.encode(text).replace(*_CLOSING_TAG).replace(*_COMMENT_OPENING)
 
 
 def websocket_frame(payload, opcode=TEXT):

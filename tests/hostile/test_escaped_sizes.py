@@ -1,12 +1,16 @@
 """--max-message-size holds for the bytes the room keeps and sends, not for the characters a
 client or a backend sent: a message's JSON text, with the escapes SockJS requires (an emoji is
-12 bytes, ``\\ud83d\\ude00``), is at most the limit, or the message is refused as too big."""
+12 bytes, ``\\ud83d\\ude00``), is at most the limit, or the message is refused as too big; and no
+transport sends a kept message grown by more than docs/sizing.rst says (the script transports'
+string literals, frames.SCRIPT_STRING_GROWTH times, where each ``<`` was six bytes)."""
 
 import json
 
 import pytest
 
-from sockjs_clients import Closed, RawWebSocketClient, WebSocketClient, XhrStreamingClient
+from broker.protocol.frames import SCRIPT_STRING_GROWTH
+from sockjs_clients import (Closed, EventSourceClient, HtmlFileClient, RawWebSocketClient, WebSocketClient,
+                            XhrStreamingClient)
 
 MAX = 4096
 AUTH = {"Authorization": "Bearer s3cret"}
@@ -74,6 +78,48 @@ def test_a_publish_kept_over_the_limit_answers_413(small):
     status, answer = small.request("POST", "/publish", body, AUTH)
     assert status == 413 and "12002 bytes" in answer["error"], answer
     assert small.stats()["messages_in"] == 0
+
+
+def raw_frames(viewer):
+    """The next ``a`` frame ``viewer`` receives, as the bytes its transport carries it in (past
+    the HTTP chunk's own header, for a stream)."""
+    while True:
+        if isinstance(viewer, WebSocketClient):
+            frame = viewer.ws.recv_frame().data
+        else:
+            frame = viewer.response.readline()
+            if isinstance(viewer, EventSourceClient):
+                frame += viewer.response.readline()
+        if frame.removeprefix(b"data: ").startswith((b"a", b"p(")):
+            return frame
+
+
+def test_a_message_at_the_limit_reaches_every_viewer_within_its_documented_bound(small):
+    """Every character SockJS or a script escapes, in one message kept at exactly MAX bytes: a
+    websocket, xhr-streaming and eventsource carry it in MAX and a few bytes of framing, htmlfile
+    at most SCRIPT_STRING_GROWTH times that; each decodes it back."""
+    mix = '</<!--<>&"\\\x01\u2028' + EMOJI
+    message = mix + "<!--<>&" * ((MAX - len(kept(mix))) // 7)
+    message += "x" * (MAX - len(kept(message)))
+    assert len(kept(message)) == MAX
+    frame = 3 + MAX  # a[...]
+    viewers = {WebSocketClient: frame, XhrStreamingClient: frame + 1, EventSourceClient: frame + 10,
+               HtmlFileClient: SCRIPT_STRING_GROWTH * frame + 2 + len("p();\n")}
+    opened = [client(small.url).open() for client in viewers]
+    try:
+        sender = WebSocketClient(small.url).open()
+        sender.ws.send(json.dumps([message], ensure_ascii=False))  # under MAX: "\u2028" and the emoji raw
+        for viewer, bound in zip(opened, viewers.values()):
+            data = raw_frames(viewer)
+            assert len(data) <= bound, (viewer.transport, len(data), bound)
+            text = data.decode()
+            if isinstance(viewer, HtmlFileClient):
+                text = json.loads(text[2:text.rindex(")")])
+            assert json.loads(text.removeprefix("data: ").strip()[1:]) == [message], viewer.transport
+        sender.close()
+    finally:
+        for viewer in opened:
+            viewer.close()
 
 
 def test_a_jsonp_send_under_the_limit_whose_message_is_kept_over_it_is_refused(small):
