@@ -198,7 +198,10 @@ class Hub:
         when it cannot take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
         (:mod:`broker.core.idempotency`), counted in once appended (:meth:`appended`).
         ``key``: the message's conflating key."""
-        encoded = frames.encode_message(message, self.max_message_size)
+        return self._publish_encoded(message, frames.encode_message(message, self.max_message_size), idempotent, key)
+
+    def _publish_encoded(self, message, encoded, idempotent=None, key=None):
+        """Queue ``message``, ``encoded``, as :meth:`publish` does."""
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
             if idempotent is None and key is None:
@@ -222,7 +225,10 @@ class Hub:
         value = change.value
         if not change.changed:
             return len(self), value
-        return self.publish(counters.message(name, value), key=counters.conflating_key(name)), value
+        # The broker's own message, bounded by the counters' bounds, not by --max-message-size:
+        # its total has changed, and a cluster's script appends it unchecked too.
+        message = counters.message(name, value)
+        return self._publish_encoded(message, frames.encode_message(message), key=counters.conflating_key(name)), value
 
     def appended(self):
         """The relay appended a message published ``idempotent``: its key was new. Only

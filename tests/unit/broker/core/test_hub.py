@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from broker.core import counters
 from broker.core.hub import Hub, Keeping
 from broker.core.resumes import AHEAD_WAIT_S
 from broker.core.meters import LatencyHistogram, RateMeter
@@ -667,3 +668,12 @@ def test_a_message_over_the_bound_as_kept_is_refused_and_nothing_queued(schedule
     assert hub.publish("\u00e9abcde") == 1  # '"\u00e9abcde"' is 13 bytes: at the bound
     run(scheduled)
     assert a.batches == [['"\\u00e9abcde"']] and hub.messages_in == 1
+
+
+def test_a_counter_s_message_is_the_broker_s_own_and_not_held_to_the_clients_bound(scheduled):
+    hub = Hub(scheduled.append, max_message_size=13)
+    a = KeyedRecorder()
+    hub.subscribe(a)
+    assert hub.count("visits", "add", counters.amount("1")) == (1, "1")
+    run(scheduled)
+    assert a.batches == [(['{"counter":"visits","value":"1"}'], counters.conflating_key("visits"))]
