@@ -276,7 +276,7 @@ async def warm_up_sessions(config):
     sessions = config.warm_up
     loop = asyncio.get_running_loop()
     started = loop.time()
-    hub = Hub(IOLoop.current().add_callback)
+    hub = Hub(IOLoop.current().add_callback, max_message_size=config.max_message_size)
     node = make_node(config, hub, Limits(sessions + 64))
     router = make_router(config, node)
     # No proxy stands before the warm-up's port: its clients are its own, by their address.
@@ -303,7 +303,8 @@ async def run(config, open_files):
         await warm_up_sessions(config)
     backplane = cluster_backplane(config)
     keeping = Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
-    hub = Hub(IOLoop.current().add_callback, keeping, relay=backplane.append if backplane else None)
+    hub = Hub(IOLoop.current().add_callback, keeping, relay=backplane.append if backplane else None,
+              max_message_size=config.max_message_size)
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)

@@ -229,8 +229,10 @@ FLAGS = (
     Flag("--client-rate", "messages a second one client may publish, in bursts of up to 2N; a client over it "
          "is closed with 3009 \"Too many messages\"; 0: no limit", "%g" % DEFAULTS.client_rate,
          rate(0.5, MOST_A_SECOND), "N"),
-    Flag("--max-message-size", "largest websocket frame or send request a client may send; a larger one "
-         "closes that session", str(DEFAULTS.max_message_size), size(1, 64 << 20), "SIZE"),
+    Flag("--max-message-size", "largest websocket frame or send request a client may send, and largest "
+         "message the room keeps and sends, as its JSON text with SockJS's escapes (an emoji is 12 bytes); "
+         "a client over it is closed, a publish over it answers 413", str(DEFAULTS.max_message_size),
+         size(1, 64 << 20), "SIZE"),
     Flag("--max-buffer", "unsent bytes allowed per connection before it is closed as a slow consumer",
          str(DEFAULTS.max_buffer), size(1 << 10, 1 << 30), "SIZE"),
     Flag("--write-timeout", "a streaming client or websocket that has not taken its pending bytes within this "

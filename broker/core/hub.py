@@ -2,7 +2,9 @@
 
 Rules this module keeps:
 
-* A message is JSON-encoded once, when it is published. Everything published
+* A message is JSON-encoded once, when it is published, and refused there if
+  its JSON text, escapes included, is over ``max_message_size``: no message
+  kept (history, a cluster's stream) or sent is larger. Everything published
   before a flush goes out in that flush, as one batch
   (:class:`broker.protocol.batch.Batch`), in publish order; each wire form of
   a batch is built once and shared by every subscriber of that form. The path
@@ -71,12 +73,15 @@ class Hub:
     ``schedule(callback)`` must run ``callback`` soon on the event loop
     (Tornado's ``IOLoop.add_callback``): the hub asks it to run :meth:`flush`,
     at most once per flush. ``relay``, if given, takes every published message
-    instead of the local flush (see the module's rules).
+    instead of the local flush (see the module's rules). ``max_message_size``:
+    the most bytes of JSON text, escapes included, of a message the room keeps
+    and sends (None: no bound; a running broker's is ``--max-message-size``).
     """
 
-    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay=None):
+    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay=None, max_message_size=None):
         self._schedule = schedule
         self._relay = relay
+        self.max_message_size = max_message_size
         self._clock = clock
         self._groups = {}
         self._pending = Pending()
@@ -188,11 +193,15 @@ class Hub:
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or no UTF-8 text
-        (NaN, bytes, a lone surrogate); with a relay, what the relay raises when it cannot
-        take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
+        (NaN, bytes, a lone surrogate), :class:`broker.protocol.frames.MessageTooBig` for one
+        whose JSON text is over ``max_message_size``; with a relay, what the relay raises
+        when it cannot take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
         (:mod:`broker.core.idempotency`), counted in once appended (:meth:`appended`).
         ``key``: the message's conflating key."""
-        encoded = frames.encode_message(message)
+        return self._publish_encoded(message, frames.encode_message(message, self.max_message_size), idempotent, key)
+
+    def _publish_encoded(self, message, encoded, idempotent=None, key=None):
+        """Queue ``message``, ``encoded``, as :meth:`publish` does."""
         raw = (message if isinstance(message, str) else encoded).encode()
         if self._relay is not None:
             if idempotent is None and key is None:
@@ -216,7 +225,10 @@ class Hub:
         value = change.value
         if not change.changed:
             return len(self), value
-        return self.publish(counters.message(name, value), key=counters.conflating_key(name)), value
+        # The broker's own message, bounded by the counters' bounds, not by --max-message-size:
+        # its total has changed, and a cluster's script appends it unchecked too.
+        message = counters.message(name, value)
+        return self._publish_encoded(message, frames.encode_message(message), key=counters.conflating_key(name)), value
 
     def appended(self):
         """The relay appended a message published ``idempotent``: its key was new. Only

@@ -3,7 +3,9 @@
 ``POST /publish`` takes one message per request. The body is the message: with
 ``Content-Type: application/json`` it is parsed and published as that JSON
 value, otherwise it is published as a UTF-8 string; either in the broker's own
-shape (:mod:`broker.core.broker_shapes`) is refused with 422. The answer gives the
+shape (:mod:`broker.core.broker_shapes`) is refused with 422. A body over
+``--max-message-size``, or a message whose JSON text as the room keeps it
+(SockJS's escapes included) is over it, answers 413. The answer gives the
 recipients at this broker and the message's position. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
 ``POST /admin/drain`` takes its own token, the admin token, never the publish
@@ -122,6 +124,8 @@ class PublishHandler(_JSONHandler):
                                                   idempotency.fingerprint(body, is_json, conflating))
         except RelayUnavailable as error:
             return self.unavailable(error)
+        except frames.MessageTooBig as error:
+            return self.reply(413, {"error": "message over %d bytes: %s" % (self.max_message_size, error)})
         except ValueError as error:
             return self.reply(400, {"error": "not a publishable message: %s" % error})
         if answer is not None:

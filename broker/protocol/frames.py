@@ -7,8 +7,20 @@ eventsource) ever carries a raw U+2028 or a lone surrogate, and never as
 ``NaN`` or ``Infinity``, which are not JSON: a browser would drop the whole
 frame, and every message coalesced into it.
 
-A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
-string literal from :func:`script_string`, which no message can end early.
+Rules this module keeps:
+
+* A message's JSON text is ASCII, so its length is its size in bytes: every
+  bound on what the room keeps and sends (``--max-message-size``,
+  ``--max-buffer``, a first batch) counts ``len()`` of it, escapes included.
+  SockJS wants some characters escaped (an emoji is 12 bytes as
+  ``\\ud83d\\ude00``): the bound is on those escaped bytes, never on the
+  characters a client or a backend sent (:func:`encode_message` refuses a
+  message over it, :class:`MessageTooBig`).
+* A frame that lands in HTML or JavaScript (htmlfile, jsonp) travels as a
+  string literal from :func:`script_string`, which no message can end early,
+  and which is still JSON. It escapes what an HTML parser acts on inside a
+  ``<script>`` element (``</`` and ``<!--``), not every ``<``: a literal is
+  at most :data:`SCRIPT_STRING_GROWTH` times its frame, and 2 bytes more.
 
 A streaming HTTP transport wraps each SockJS frame in its own framing
 (:data:`STREAM_FRAMINGS`: a line for xhr-streaming, an event for
@@ -25,7 +37,13 @@ import json
 import struct
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+# What ends a <script> element's text ("</script"), or makes the parser look past its end ("<!--"
+# then "<script"), as JSON escapes: "\/" for "/", "\u003c" for "<".
+_CLOSING_TAG = ("</", "<\\/")
+_COMMENT_OPENING = ("<!--", "\\u003c!--")
+SCRIPT_STRING_GROWTH = len(_COMMENT_OPENING[1]) / len(_COMMENT_OPENING[0])
+"""The most a frame grows as a script string, per byte: 9 bytes for each ``<!--``; a quote or
+a backslash doubles (``\\"``, ``\\\\``), ``</`` takes 3."""
 
 TEXT = 0x1
 _FIN = 0x80
@@ -43,18 +61,26 @@ def decode_json(text):
         raise ValueError("JSON nested too deeply") from None
 
 
-def encode_message(message):
-    """Encode one message (any JSON value; browsers send strings) as JSON text.
+class MessageTooBig(ValueError):
+    """A message whose JSON text, as the room keeps and sends it, is over the bound."""
+
+
+def encode_message(message, max_size=None):
+    """Encode one message (any JSON value; browsers send strings) as JSON text,
+    ASCII, of at most ``max_size`` bytes (None: any).
 
     Raises ValueError for what has no JSON text: NaN, infinities, bytes,
-    values nested too deeply.
+    values nested too deeply; :class:`MessageTooBig` for a text over ``max_size``.
     """
     try:
-        return _encoder.encode(message)
+        encoded = _encoder.encode(message)
     except TypeError as error:
         raise ValueError(str(error)) from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if max_size is not None and len(encoded) > max_size:
+        raise MessageTooBig("its JSON text is %d bytes, escapes included: over %d" % (len(encoded), max_size))
+    return encoded
 
 
 def raw_message(encoded):
@@ -67,10 +93,12 @@ def raw_message(encoded):
 
 def script_string(text):
     """``text`` as a JavaScript string literal that is safe inside an HTML
-    ``<script>`` element: JSON with ASCII escapes (no raw U+2028 or U+2029),
-    and ``<``, ``>`` and ``&`` as ``\\u`` escapes, so that no ``</script>``,
-    ``<!--`` or entity in a message can end or change the element."""
-    return _encoder.encode(text).translate(_SCRIPT_ESCAPES)
+    ``<script>`` element, and JSON: ASCII escapes (no raw U+2028 or U+2029),
+    ``</`` as ``<\\/`` and ``<!--`` as ``\\u003c!--``, so that no message can
+    end the element or hide its end (an HTML parser reads no entity in a
+    script: ``&`` and ``>`` stay). At most :data:`SCRIPT_STRING_GROWTH`
+    times as long as ``text``, and 2 bytes more."""
+    return _encoder.encode(text).replace(*_CLOSING_TAG).replace(*_COMMENT_OPENING)
 
 
 def websocket_frame(payload, opcode=TEXT):

@@ -13,11 +13,11 @@ Rules this module keeps:
 
 * Each answer is an :class:`AnswerForm` (:data:`XHR_POLL_ANSWER`,
   :data:`JSONP_POLL_ANSWER`, :data:`XHR_SEND_ANSWER`,
-  :data:`JSONP_SEND_ANSWER`): its status, and its headers in the order
+  :data:`JSONP_SEND_ANSWER`, :data:`TOO_BIG_SEND_ANSWER`): its status, and its headers in the order
   Tornado writes them; :data:`DATE`, :data:`CORS` and :data:`CONTENT_LENGTH`
   stand for what each answer fills in. Its body is made here too
   (:func:`xhr_poll_body`, :func:`jsonp_poll_body`, :data:`XHR_SEND_BODY`,
-  :data:`JSONP_SEND_BODY`).
+  :data:`JSONP_SEND_BODY`, :data:`TOO_BIG_SEND_BODY`).
 * The kept-alive path writes :meth:`AnswerForm.answer`, the whole answer
   as bytes, formatted from templates made once; Tornado's handler sets
   :meth:`AnswerForm.headers` and the same body, and adds only what Tornado
@@ -131,10 +131,14 @@ JSONP_POLL_ANSWER = AnswerForm(200, ("Content-Type", SCRIPT), DATE, ("Cache-Cont
 XHR_SEND_ANSWER = AnswerForm(204, DATE, CORS, ("Cache-Control", NO_CACHE), ("Content-Type", PLAIN_TEXT))
 JSONP_SEND_ANSWER = AnswerForm(200, ("Content-Type", PLAIN_TEXT), DATE, CORS, ("Cache-Control", NO_CACHE),
                                CONTENT_LENGTH)
+TOO_BIG_SEND_ANSWER = AnswerForm(413, ("Content-Type", PLAIN_TEXT), DATE, CORS, ("Cache-Control", NO_CACHE),
+                                 CONTENT_LENGTH)
 XHR_SEND_BODY = b""
 """The body of an xhr_send's answer: none."""
 JSONP_SEND_BODY = b"ok"
 """The body of a jsonp_send's answer."""
+TOO_BIG_SEND_BODY = b"Message too big."
+"""The body of the answer to a send over ``--max-message-size`` (its body, or a message as the room keeps it)."""
 
 
 def xhr_poll_body(frame):

@@ -17,10 +17,12 @@ Rules this module keeps:
   array. Anything else is None, and goes to Tornado as it was sent: an empty
   body, broken JSON, or JSON that is not an array are answered there with
   their errors, a body over the limit closes the session there.
-* :func:`send_answer` is the complete answer to a send taken, as
+* :func:`send_answer` is the complete answer to a send read, as
   :mod:`broker.protocol.http_answers` states it and Tornado's handler sends
   it (less ``Server``): ``204`` for xhr_send, ``200 ok`` for jsonp_send,
-  with the CORS headers for the request's ``Origin``, which the caller has
+  ``413`` for one whose message the room refused as too big (its JSON
+  text, escaped, over ``max_message_size``, however small the body), with
+  the CORS headers for the request's ``Origin``, which the caller has
   checked against its policy.
 """
 
@@ -28,7 +30,8 @@ import urllib.parse
 from typing import List, NamedTuple, Optional
 
 from broker.protocol import frames
-from broker.protocol.http_answers import JSONP_SEND_ANSWER, JSONP_SEND_BODY, XHR_SEND_ANSWER, XHR_SEND_BODY
+from broker.protocol.http_answers import (JSONP_SEND_ANSWER, JSONP_SEND_BODY, TOO_BIG_SEND_ANSWER, TOO_BIG_SEND_BODY,
+                                          XHR_SEND_ANSWER, XHR_SEND_BODY)
 from broker.protocol.request_heads import session_path
 
 XHR_SEND = "xhr_send"
@@ -104,8 +107,11 @@ def send_of(head, data, prefix, max_size):
     return Send(transport, target[0], end, messages, head.origin, head.host, head.named_client)
 
 
-def send_answer(send, date):
-    """The whole answer (bytes) to ``send``, taken, dated ``date`` (HTTP's form)."""
+def send_answer(send, date, taken=True):
+    """The whole answer (bytes) to ``send``, dated ``date`` (HTTP's form): the one
+    to a send taken, or if not ``taken`` (a message over the size the room keeps), 413."""
+    if not taken:
+        return TOO_BIG_SEND_ANSWER.answer(date, send.origin, TOO_BIG_SEND_BODY)
     if send.transport == XHR_SEND:
         return XHR_SEND_ANSWER.answer(date, send.origin, XHR_SEND_BODY)
     return JSONP_SEND_ANSWER.answer(date, send.origin, JSONP_SEND_BODY)

@@ -146,8 +146,9 @@ class _SendHandler(ServiceHeaders):
     Tornado (:mod:`broker.transports.polling`); this handler answers the rest.
 
     403 for a page of an origin not allowed (:func:`refuse_foreign_origin`);
-    404 for an unknown or closed session; a body over ``max_message_size``
-    closes the session and answers 413; an empty body, or JSON that is not an
+    404 for an unknown or closed session; a body over ``max_message_size``, or
+    a message over it as the room keeps it (its JSON text, escaped), closes the
+    session and answers 413; an empty body, or JSON that is not an
     array, answers 500 "Payload expected."; bad JSON or bad UTF-8, 500
     "Broken JSON encoding.". Nothing else of the session is touched.
     """
@@ -166,15 +167,17 @@ class _SendHandler(ServiceHeaders):
             return
         if len(self.request.body) > self.server.rules.max_message_size:
             session.close(*MESSAGE_TOO_BIG)
-            self._answer(413, "Message too big.")
+            self.give(http_answers.TOO_BIG_SEND_ANSWER, http_answers.TOO_BIG_SEND_BODY)
             return
         try:
             messages = sends.messages_of(self.payload())
         except ValueError as error:
             self._answer(500, str(error))
             return
-        session.on_messages(messages)
-        self.accepted()
+        if session.take_send(messages):
+            self.accepted()
+        else:
+            self.give(http_answers.TOO_BIG_SEND_ANSWER, http_answers.TOO_BIG_SEND_BODY)
 
     def payload(self):
         return self.request.body

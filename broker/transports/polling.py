@@ -162,8 +162,7 @@ class KeptAliveConnection(OwnedSocket):
     def serve_send(self, send, session):
         """Take ``send``, of ``session`` (:func:`open_session`), and answer it. True."""
         if self._take(send):
-            session.on_messages(send.messages)
-            self.write_answer(sends.send_answer(send, http_date()))
+            self.write_answer(sends.send_answer(send, http_date(), session.take_send(send.messages)))
             self._next_request()
         return True
 

@@ -23,7 +23,7 @@ from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.node import ClientRules, Node
 from broker.core.seams import RelayUnavailable
 from broker.core.token_bucket import TokenBucket
-from broker.protocol import close_codes, positions
+from broker.protocol import close_codes, frames, positions
 from broker.protocol.batch import Positioned
 from broker.transports import http_transports, polling, service_pages, streams, websocket
 from broker.transports.owned_socket import lean_connection_info
@@ -161,6 +161,13 @@ class BrokerSession(session.Session):
         else:
             self.handler.send_pack(HEARTBEAT)
 
+    def take_send(self, messages):
+        """Take the ``messages`` of a send (xhr_send, jsonp_send) of this open
+        session; False if one was too big for the room, which closed the session
+        (``MESSAGE_TOO_BIG``): the send is then answered 413, as one over the size."""
+        self.on_messages(messages)
+        return not (self.is_closed and self.close_reason == close_codes.MESSAGE_TOO_BIG)
+
     def send_batch(self, batch, key=None):
         """Send a hub batch, its ``a[...]`` frame built once for all sessions;
         one of a conflating ``key`` replaces the one still queued under it
@@ -217,7 +224,9 @@ class BroadcastConnection(SockJSConnection):
     session (``NOT_A_STRING``), so that no client can pass for a backend or
     for the broker's own announcements; so does a string whose text is in the
     broker's own shape (``BROKER_SHAPE``, :mod:`broker.core.broker_shapes`),
-    which the plain websocket would send as the broker's bytes.
+    which the plain websocket would send as the broker's bytes. One whose JSON
+    text, escaped as the room keeps it, is over ``--max-message-size`` closes
+    it too (``MESSAGE_TOO_BIG``), whatever the size of what the client sent.
 
     A client that asks for positions (:mod:`broker.protocol.positions`, in
     its URL's query) is subscribed in a :class:`broker.protocol.batch.Positioned`
@@ -281,6 +290,9 @@ class BroadcastConnection(SockJSConnection):
             self.hub.publish(message)
         except RelayUnavailable as error:
             LOG.debug("dropped a %s message: %s", self.transport, error)
+        except frames.MessageTooBig as error:
+            LOG.debug("closing %s session: %s", self.transport, error)
+            self.session.close(*close_codes.MESSAGE_TOO_BIG)
         except ValueError as error:
             LOG.debug("closing %s session: %s", self.transport, error)
             self.session.close(*close_codes.INVALID_MESSAGE)

@@ -6,6 +6,7 @@ import types
 
 import pytest
 
+from broker.core import counters
 from broker.core import history as history_module
 from broker.core.hub import Hub, Keeping
 from broker.core.resumes import AHEAD_WAIT_S
@@ -740,3 +741,23 @@ def test_a_start_reads_what_its_first_batch_holds_not_the_history(monkeypatch, s
     # At most twice (a resume that does not fit, then the tail) the messages that fit, the one
     # past them and the one read ahead in the other queue.
     assert 0 < short == long <= 2 * (FIRST_BATCH_BYTES // 4 + 2)
+
+
+def test_a_message_over_the_bound_as_kept_is_refused_and_nothing_queued(scheduled):
+    hub = Hub(scheduled.append, max_message_size=13)
+    a = Recorder()
+    hub.subscribe(a)
+    with pytest.raises(frames.MessageTooBig):
+        hub.publish("\U0001f600")  # 4 bytes of UTF-8; "\ud83d\ude00" is 12 bytes, 14 with its quotes
+    assert hub.publish("\u00e9abcde") == 1  # '"\u00e9abcde"' is 13 bytes: at the bound
+    run(scheduled)
+    assert a.batches == [['"\\u00e9abcde"']] and hub.messages_in == 1
+
+
+def test_a_counter_s_message_is_the_broker_s_own_and_not_held_to_the_clients_bound(scheduled):
+    hub = Hub(scheduled.append, max_message_size=13)
+    a = KeyedRecorder()
+    hub.subscribe(a)
+    assert hub.count("visits", "add", counters.amount("1")) == (1, "1")
+    run(scheduled)
+    assert a.batches == [(['{"counter":"visits","value":"1"}'], counters.conflating_key("visits"))]

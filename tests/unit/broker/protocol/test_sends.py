@@ -119,3 +119,13 @@ def test_the_answers_are_tornado_s_without_its_server_header():
                                         b"Content-Length: 2\r\n"
                                         b"\r\n"
                                         b"ok")
+    assert send_answer(xhr, DATE, taken=False) == (b"HTTP/1.1 413 Request Entity Too Large\r\n"
+                                                   b"Content-Type: text/plain; charset=UTF-8\r\n"
+                                                   b"Date: Thu, 26 Nov 2026 15:25:30 GMT\r\n"
+                                                   b"Vary: Origin\r\n"
+                                                   b"Access-Control-Allow-Origin: *\r\n"
+                                                   b"Cache-Control: no-store, no-cache, no-transform, must-revalidate, "
+                                                   b"max-age=0\r\n"
+                                                   b"Content-Length: 16\r\n"
+                                                   b"\r\n"
+                                                   b"Message too big.")
