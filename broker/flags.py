@@ -8,7 +8,14 @@ Rules this module keeps:
   default 1048576]``, so ``--help`` is the reference and cannot drift from it.
 * Defaults are written as they would be typed, and argparse applies the
   flag's type to them: a bad value in the environment is refused like a bad
-  flag, naming the flag.
+  flag, naming the flag and then the variable the value came from.
+* A refusal is one line, ``prog: error: argument --flag: why``, and exit
+  status 2 (:class:`Parser`): the usage, 20 lines of it, is what ``--help``
+  is for.
+* A number is written in ASCII digits: ``-?D+(.D+)?``, an exponent or a
+  unit where the type takes one. Python's ``int`` and ``float`` would also
+  read the digits of other scripts (``٣`` as 3, ``５`` as 5), which no
+  operator types on purpose.
 * A switch takes no value; it is on when given, or when its variable is 1,
   true, yes or on.
 * A secret's value (a token) never shows in ``--help``, from the environment
@@ -31,31 +38,32 @@ import re
 import ssl
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"\s*([0-9]+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*", re.IGNORECASE | re.ASCII)
+_WHOLE = re.compile(r"\s*[-+]?[0-9]+\s*", re.ASCII)
+_NUMBER = re.compile(r"\s*[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(e[-+]?[0-9]+)?|nan|inf|infinity)\s*",
+                     re.IGNORECASE | re.ASCII)
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
 def parse_size(text):
     """``65536``, ``64KiB``, ``1M``: a byte count (K, M and G are powers of 1024)."""
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     if not match:
         raise argparse.ArgumentTypeError("not a size: %r (try 65536, 64KiB or 1MiB)" % text)
     return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
 
 
 def _whole(text):
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a whole number: %r" % text) from None
+    if not _WHOLE.fullmatch(text):
+        raise argparse.ArgumentTypeError("not a whole number: %r" % text)
+    return int(text)
 
 
 def _number(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError("not a number: %r" % text)
+    return float(text)
 
 
 def _plain(value):
@@ -115,6 +123,45 @@ def rate(least, most):
 def size(least, most, off=False):
     """A byte count, with a unit or not (:func:`parse_size`)."""
     return Bounded(parse_size, least, most, off, shown=_shown_size)
+
+
+def one_line(text):
+    """``text`` on one line: a line break in what it quotes is written ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+# argparse's status for a refusal, kept: a systemd unit's RestartPreventExitStatus names it.
+REFUSED = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose refusal is one line, ``prog: error: why``, without the usage."""
+
+    def error(self, message):
+        self.exit(REFUSED, "%s: error: %s\n" % (self.prog, one_line(message)))
+
+
+class _Variable(str):
+    """A flag's default as the environment gave it: the text, and ``name``, the variable's."""
+
+    name = ""
+
+
+def _naming_variable(read):
+    """``read``, and a refusal of a variable's text names the variable."""
+
+    def parse(text):
+        try:
+            return read(text)
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            if not isinstance(text, _Variable):
+                raise
+            why = error if isinstance(error, argparse.ArgumentTypeError) else "invalid %s value: %r" % (
+                getattr(read, "__name__", "a"), str(text))
+            raise argparse.ArgumentTypeError("%s (from %s)" % (why, text.name)) from None
+
+    parse.__name__ = getattr(read, "__name__", "value")
+    return parse
 
 
 def _chosen(read, choices):
@@ -204,7 +251,10 @@ class Environment:
             default = on if action == "store_true" else not on
             suffix = "%s=1" % name
         else:
-            default = given if given else default
+            if given:
+                default = _Variable(given)
+                default.name = name
+            kwargs["type"] = _naming_variable(kwargs.get("type") or str)
             if secret:
                 shown = None
             elif shown is None and default is not None and "default" not in help:

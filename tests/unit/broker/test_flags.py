@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from broker.flags import Environment, Flag
+from broker.flags import Environment, Flag, Parser
 
 FLAGS = (
     Flag("--max-buffer", "unsent bytes allowed", "1024", int, "SIZE"),
@@ -31,6 +31,19 @@ def test_a_bad_variable_is_refused_like_a_bad_flag(capsys):
     with pytest.raises(SystemExit):
         parse(environ={"DEMO_MAX_BUFFER": "lots"})
     assert "--max-buffer" in capsys.readouterr().err
+
+
+def test_a_refusal_is_one_line_naming_the_variable_its_value_came_from(capsys):
+    """Not argparse's usage first, and the variable an operator's unit file sets, not only
+    the flag it does not; a typed value's refusal names no variable, even when one is set."""
+    parser = Parser(prog="demo")
+    Environment("DEMO_", {"DEMO_MAX_BUFFER": "lots"}).add_flags(parser, FLAGS)
+    for argv, error in (([], "argument --max-buffer: invalid int value: 'lots' (from DEMO_MAX_BUFFER)"),
+                        (["--max-buffer", "a\nlot"], "argument --max-buffer: invalid int value: 'a\\nlot'")):
+        with pytest.raises(SystemExit) as exit:
+            parser.parse_args(argv)
+        assert exit.value.code == 2
+        assert capsys.readouterr().err == "demo: error: %s\n" % error
 
 
 def test_switches_follow_their_variable():
