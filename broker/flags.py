@@ -135,7 +135,21 @@ REFUSED = 2
 
 
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose refusal is one line, ``prog: error: why``, without the usage."""
+    """An argparse parser whose refusal is one line, ``prog: error: why``, without the
+    usage; which takes no abbreviation of a flag (a flag added later would change what
+    one means, and argparse quotes an ambiguous one with its value); and which names a
+    flag it does not know without what follows it (a token, perhaps, mistyped flag and all)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            flags = [text.partition("=")[0] for text in unknown if text.startswith("-")]
+            self.error("no such flag: %s (--help lists them)" % " ".join(flags) if flags else
+                       "a value without its flag: %d of them (--help lists the flags)" % len(unknown))
+        return namespace
 
     def error(self, message):
         self.exit(REFUSED, "%s: error: %s\n" % (self.prog, one_line(message)))

@@ -64,6 +64,8 @@ def password(odd):
     # argparse printed its 22 lines of usage first.
     (["--client-rate", "0.4"], {}, "argument --client-rate: "),
     (["--max-buffer", "lots"], {}, "argument --max-buffer: "),
+    # A mistyped flag was quoted with its value: the token, here.
+    (["--publish-tokn", password("-")], {}, "no such flag: --publish-tokn "),
     # The error named the flag, which the unit's files do not set: the variable is what to fix.
     ([], {"BROKER_CLIENT_RATE": "0.4"}, "(from BROKER_CLIENT_RATE)"),
     ([], {"BROKER_LOG_LEVEL": "verbose"}, "(from BROKER_LOG_LEVEL)"),
@@ -74,7 +76,8 @@ def password(odd):
 ], ids=["slash-in-a-redis-password", "question-mark-in-a-rediss-password", "hash-in-a-unix-password-variable",
         "at-in-a-sentinel-password", "at-in-a-redis-password", "colon-in-a-sentinel-password",
         "unix-db-not-a-number", "redis-py-option-value", "redis-py-option-name-variable",
-        "redis-path-not-a-database", "flag-out-of-range", "flag-not-a-size", "variable-out-of-range",
+        "redis-path-not-a-database", "flag-out-of-range", "flag-not-a-size", "mistyped-flag-and-its-token",
+        "variable-out-of-range",
         "variable-not-a-choice", "variable-in-fullwidth-digits", "certificate-missing", "address-of-no-interface"])
 def test_a_setting_that_cannot_work_is_one_line_naming_it_and_exit_status_2(argv, environ, named):
     assert named in start_up_refusal(argv, environ)

@@ -46,6 +46,18 @@ def test_a_refusal_is_one_line_naming_the_variable_its_value_came_from(capsys):
         assert capsys.readouterr().err == "demo: error: %s\n" % error
 
 
+@pytest.mark.parametrize("argv", [["--tokn", "s3cret"], ["--tokn=s3cret"], ["--tok=s3cret"], ["--to", "s3cret"]])
+def test_a_flag_it_does_not_know_is_named_without_its_value(argv, capsys):
+    """A mistyped flag's value may be a token: argparse quoted it, and took an abbreviation
+    of a flag for the flag (which a flag added later would make mean another, or ambiguous)."""
+    parser = Parser(prog="demo")
+    Environment("DEMO_", {}).add_flags(parser, FLAGS)
+    with pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    error = capsys.readouterr().err
+    assert error.startswith("demo: error: no such flag: --to") and error.count("\n") == 1 and "s3cret" not in error
+
+
 def test_switches_follow_their_variable():
     args = parse()[1]
     assert (args.quiet, args.echo) == (False, True)
