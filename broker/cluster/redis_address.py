@@ -22,6 +22,7 @@ Rules this module keeps:
 * redis-py is imported only when a broker connects, never to read a flag.
 """
 
+import math
 import re
 import urllib.parse
 from typing import NamedTuple, Optional, Tuple
@@ -129,7 +130,9 @@ def _sentinel(part, text):
 def check(address):
     """Raise ValueError, saying what is wrong, if redis-py would refuse the options of
     ``address``'s URL (after ``?``): their names and values, read as it reads them
-    and given to a connection as it gives them, without connecting."""
+    and given to a connection as it gives them, without connecting; or if a timeout
+    among them is not a number of seconds more than 0 (nan or -1 would have every
+    command time out, the backplane down with no setting named)."""
     if address.has_sentinels:
         return
     from redis.asyncio.connection import ConnectionPool
@@ -140,6 +143,9 @@ def check(address):
         pool.connection_class(**pool.connection_kwargs)
     except (TypeError, ValueError, RedisError) as error:
         raise ValueError("%s: %s" % (shown(address.url), error)) from None
+    for name, value in pool.connection_kwargs.items():
+        if isinstance(value, float) and not (math.isfinite(value) and value > 0):
+            raise ValueError("%s: ?%s= is a number of seconds more than 0" % (shown(address.url), name))
 
 
 def connect(address, reply_timeout_s, **options):

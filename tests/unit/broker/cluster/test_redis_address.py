@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.cluster.redis_address import RedisAddress, parse
+from broker.cluster.redis_address import RedisAddress, check, parse
 from broker.config import parse_args
 
 
@@ -78,3 +78,18 @@ def test_what_redis_py_would_read_otherwise_is_refused(text, says):
     with pytest.raises(ValueError) as refused:
         parse(text)
     assert says in str(refused.value)
+
+
+@pytest.mark.parametrize("query, says", [
+    ("db=1&socket_timeout=soon", "Invalid value for 'socket_timeout'"),
+    ("sockettimeout=5", "unexpected keyword argument 'sockettimeout'"),
+    ("socket_timeout=nan", "?socket_timeout= is a number of seconds more than 0"),
+    ("socket_connect_timeout=-1", "?socket_connect_timeout= is a number of seconds more than 0"),
+])
+def test_redis_py_reads_the_options_as_the_broker_starts(query, says):
+    """Not as it connects, where the first two were a traceback, and the last two had every
+    command time out."""
+    check(parse("redis://127.0.0.1:6379/0?socket_timeout=2.5&health_check_interval=10"))
+    with pytest.raises(ValueError) as refused:
+        check(parse("redis://:s3cret@127.0.0.1:6379/0?" + query))
+    assert says in str(refused.value) and "s3cret" not in str(refused.value), str(refused.value)
