@@ -326,6 +326,9 @@ def parse_args(argv=None, environ=os.environ):
     """The :class:`Config` for ``argv`` (default ``sys.argv[1:]``) and ``environ``."""
     parser = build_parser(environ)
     config = Config(**vars(parser.parse_args(argv)))
+    misread = Environment(ENVIRONMENT_PREFIX, environ).misread(FLAGS)
+    if misread is not None:
+        parser.error(misread)
     if config.keyfile is not None and config.certfile is None:
         parser.error("%s needs %s" % (flag_named("--keyfile"), flag_named("--certfile")))
     if config.admin_token is not None and config.admin_token == config.publish_token:

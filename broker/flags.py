@@ -16,8 +16,11 @@ Rules this module keeps:
   unit where the type takes one. Python's ``int`` and ``float`` would also
   read the digits of other scripts (``٣`` as 3, ``５`` as 5), which no
   operator types on purpose.
+* Every variable named with the prefix is a flag's: one that is not (a
+  misspelling, whose setting would not be in force) is refused.
 * A switch takes no value; it is on when given, or when its variable is 1,
-  true, yes or on.
+  true, yes or on; a variable of 0, false, no, off or nothing leaves it off,
+  and any other is refused (``ture`` would have left it off unsaid).
 * A secret's value (a token) never shows in ``--help``, from the environment
   or not: its help names the variable only.
 * A value has a range, checked before anything runs: a number is read by one
@@ -32,6 +35,7 @@ Rules this module keeps:
 
 import argparse
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -237,8 +241,13 @@ def file_error(error):
     return os.strerror(error.errno)
 
 
+# What a switch's variable may say.
+ON = ("1", "true", "yes", "on")
+OFF = ("", "0", "false", "no", "off")
+
+
 def is_on(text):
-    return text.strip().lower() in ("1", "true", "yes", "on")
+    return text.strip().lower() in ON
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,6 +284,23 @@ class Environment:
                 shown = "%(default)s"
             suffix = name + (", default " + shown if shown else "")
         return container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
+
+    def misread(self, flags):
+        """What is wrong with the first variable named ``prefix`` + anything that ``flags``
+        would misread, or None: one that no flag reads (misspelt, its setting not in
+        force), or a switch's that says neither on nor off."""
+        known = {flag.variable(self.prefix): flag for flag in flags}
+        for name in sorted(self.values):
+            if not name.startswith(self.prefix):
+                continue
+            flag = known.get(name)
+            if flag is None:
+                close = difflib.get_close_matches(name, list(known), 1, 0.85)
+                return "%s is no variable of this program%s" % (
+                    name, "; did you mean %s?" % close[0] if close else " (--help lists them)")
+            if flag.switch and self.values[name].strip().lower() not in ON + OFF:
+                return "%s is a switch: on is %s; off is %s or nothing" % (name, ", ".join(ON), ", ".join(OFF[1:]))
+        return None
 
     def add_flags(self, parser, flags):
         """Add every :class:`Flag` of ``flags`` to ``parser``."""

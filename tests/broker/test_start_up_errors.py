@@ -70,6 +70,10 @@ def password(odd):
     ([], {"BROKER_CLIENT_RATE": "0.4"}, "(from BROKER_CLIENT_RATE)"),
     ([], {"BROKER_LOG_LEVEL": "verbose"}, "(from BROKER_LOG_LEVEL)"),
     ([], {"BROKER_MAX_BUFFER": "６４KiB"}, "(from BROKER_MAX_BUFFER)"),  # read as 64 KiB
+    # A misspelt variable was ignored: the broker started without the limit the operator set.
+    ([], {"BROKER_MAX_CONECTIONS": "19000"}, "did you mean BROKER_MAX_CONNECTIONS?"),
+    # A switch that said neither on nor off was off.
+    ([], {"BROKER_NO_CLIENT_PUBLISH": "ture"}, "BROKER_NO_CLIENT_PUBLISH is a switch: "),
     (["--certfile", "/nonexistent/broker.pem"], {}, "--certfile (BROKER_CERTFILE) /nonexistent/broker.pem: "),
     # An address of no interface here: a traceback once everything else had started.
     (["--host", "192.0.2.1", "--port", "8080"], {}, "--host (BROKER_HOST)"),
@@ -78,7 +82,8 @@ def password(odd):
         "unix-db-not-a-number", "redis-py-option-value", "redis-py-option-name-variable",
         "redis-path-not-a-database", "flag-out-of-range", "flag-not-a-size", "mistyped-flag-and-its-token",
         "variable-out-of-range",
-        "variable-not-a-choice", "variable-in-fullwidth-digits", "certificate-missing", "address-of-no-interface"])
+        "variable-not-a-choice", "variable-in-fullwidth-digits", "misspelt-variable",
+        "switch-neither-on-nor-off", "certificate-missing", "address-of-no-interface"])
 def test_a_setting_that_cannot_work_is_one_line_naming_it_and_exit_status_2(argv, environ, named):
     assert named in start_up_refusal(argv, environ)
 

@@ -58,6 +58,24 @@ def test_a_flag_it_does_not_know_is_named_without_its_value(argv, capsys):
     assert error.startswith("demo: error: no such flag: --to") and error.count("\n") == 1 and "s3cret" not in error
 
 
+def test_a_variable_no_flag_reads_is_refused_as_a_misspelling():
+    """Its setting would not be in force, and nothing would say so."""
+    assert Environment("DEMO_", {"DEMO_MAX_BUFFER": "1", "OTHER_MAX_BUFER": "1"}).misread(FLAGS) is None
+    assert Environment("DEMO_", {"DEMO_MAX_BUFER": "1"}).misread(FLAGS) == (
+        "DEMO_MAX_BUFER is no variable of this program; did you mean DEMO_MAX_BUFFER?")
+    assert Environment("DEMO_", {"DEMO_URL": "1"}).misread(FLAGS) == (
+        "DEMO_URL is no variable of this program (--help lists them)")
+
+
+@pytest.mark.parametrize("value", ["ture", "2", "enabled"])
+def test_a_switch_that_says_neither_on_nor_off_is_refused(value):
+    """It left the switch off, unsaid."""
+    for said in ("1", " Yes", "off", "0", ""):
+        assert Environment("DEMO_", {"DEMO_QUIET": said}).misread(FLAGS) is None
+    assert Environment("DEMO_", {"DEMO_QUIET": value}).misread(FLAGS) == (
+        "DEMO_QUIET is a switch: on is 1, true, yes, on; off is 0, false, no, off or nothing")
+
+
 def test_switches_follow_their_variable():
     args = parse()[1]
     assert (args.quiet, args.echo) == (False, True)
