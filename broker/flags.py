@@ -170,7 +170,7 @@ def _naming_variable(read):
 
     def parse(text):
         try:
-            return read(text)
+            return read(str(text))
         except (argparse.ArgumentTypeError, ValueError) as error:
             if not isinstance(text, _Variable):
                 raise
