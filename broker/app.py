@@ -5,7 +5,6 @@ import dataclasses
 import functools
 import logging
 import signal
-import sys
 import time
 
 from tornado.httpserver import HTTPServer
@@ -14,7 +13,8 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application
 
 from broker import _internals
-from broker.config import CONFIGURATION_ERROR, DEFAULTS, http_url, parse_args
+from broker.cluster import redis_address
+from broker.config import DEFAULTS, flag_named, http_url, parse_args, refuse_at_start
 from broker.core.audience import Audience
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
@@ -162,17 +162,37 @@ def tls_context(config):
     try:
         return tls.server_context(config.certfile, config.keyfile)
     except OSError as error:
-        print("python -m broker: --certfile %s%s: %s" % (
-            config.certfile, "" if config.keyfile is None else " --keyfile " + config.keyfile,
-            file_error(error)), file=sys.stderr)
-        raise SystemExit(CONFIGURATION_ERROR) from None
+        refuse_at_start("%s %s%s: %s" % (
+            flag_named("--certfile"), config.certfile,
+            "" if config.keyfile is None else " %s %s" % (flag_named("--keyfile"), config.keyfile),
+            file_error(error)))
 
 
-def listen(server, host, port, name, path, https=False):
-    """Listen on ``host:port`` (``server``: a Tornado TCP server or a
-    :class:`Listener`) and print ``<name> listening on <url of path>`` (the
+def bound_sockets(host, port):
+    """The listening sockets of ``host:port``; an address the broker cannot listen on
+    (another process holds the port, a port under 1024 without the right to it, an
+    address of no interface here) stops it as a configuration error."""
+    try:
+        return bind_sockets(port, host, backlog=LISTEN_BACKLOG)
+    except OSError as error:
+        refuse_at_start("cannot listen on %s, %s and %s: %s" % (
+            http_url(host, port, "")[len("http://"):], flag_named("--host"), flag_named("--port"),
+            file_error(error)))
+
+
+def check_address(host, port):
+    """:func:`bound_sockets`, closed at once: as the broker starts, before its warm-up and
+    its Redis, so that an address it cannot listen on costs nothing else. A port of 0 (any
+    free port) cannot be taken."""
+    if port:
+        for sock in bound_sockets(host, port):
+            sock.close()
+
+
+def listen(server, host, sockets, name, path, https=False):
+    """Listen on ``sockets``, bound to ``host`` (``server``: a Tornado TCP server or a
+    :class:`Listener`), and print ``<name> listening on <url of path>`` (the
     launch contract of ``loadtest.contenders.child_process``)."""
-    sockets = bind_sockets(port, host, backlog=LISTEN_BACKLOG)
     server.add_sockets(sockets)
     print("%s listening on %s" % (name, http_url(host, sockets[0].getsockname()[1], path, https)), flush=True)
 
@@ -188,7 +208,7 @@ async def serve_until_signalled(server, host, port, name, path):
     """:func:`listen`, and stop accepting connections at the first SIGTERM or SIGINT."""
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
-    listen(server, host, port, name, path)
+    listen(server, host, bind_sockets(port, host, backlog=LISTEN_BACKLOG), name, path)
     await stopping.wait()
     server.stop()
 
@@ -249,6 +269,10 @@ def cluster_backplane(config):
     it nothing of Redis is imported."""
     if config.redis is None:
         return None
+    try:
+        redis_address.check(redis_address.parse(config.redis))
+    except ValueError as error:
+        refuse_at_start("%s: %s" % (flag_named("--redis"), error))
     from broker.cluster.backplane import Backplane
     return Backplane(config.redis, config.prefix, max(config.history, config.replay), config.redis_min_replicas)
 
@@ -299,6 +323,7 @@ async def warm_up_sessions(config):
 
 async def run(config, open_files):
     secure = tls_context(config)
+    check_address(config.host, config.port)
     if config.warm_up:
         await warm_up_sessions(config)
     backplane = cluster_backplane(config)
@@ -329,7 +354,7 @@ async def run(config, open_files):
     for timer in timers:
         timer.start()
     on_stop_signals(node.drain.request)
-    listen(listener, config.host, config.port, "broker", config.prefix, secure is not None)
+    listen(listener, config.host, bound_sockets(config.host, config.port), "broker", config.prefix, secure is not None)
     await drain_then_stop(node.drain, hub, listener, node.audience.share)
     for timer in timers:
         timer.stop()

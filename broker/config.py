@@ -4,10 +4,15 @@ Rules this module keeps:
 
 * Every flag has a type that checks its value at start, whether it was typed
   or came from its variable (:mod:`broker.flags`): a value outside the range
-  the broker works in stops it before anything runs, with argparse's one-line
-  error naming the flag, and exit status 2 (:data:`CONFIGURATION_ERROR`), which the
-  systemd unit does not retry. A value checked later, at start (a certificate
-  that cannot be served), exits with the same status.
+  the broker works in stops it before anything runs, with one line naming the
+  flag (and the variable, when the value came from it), and exit status 2
+  (:data:`CONFIGURATION_ERROR`), which the systemd unit does not retry. What
+  can only be checked later, at start (a certificate that cannot be served, a
+  port another process holds, a Redis URL's options), stops it the same way
+  (:func:`refuse_at_start`): one line, the flag and its variable named, never a
+  secret, never a traceback.
+* A text is matched whole (``fullmatch``): a pattern's ``$`` would let a
+  trailing line break through.
 * A number's range is one of the few below (:data:`TIMER`, :data:`LONG`, ...),
   stated once and shown at the end of the flag's help, so the configuration
   page, built from that help, shows it too. The bounds are where the broker
@@ -21,13 +26,14 @@ import ipaddress
 import os
 import re
 import socket
+import sys
 from typing import Optional, Tuple
 
 import broker
 from broker.cluster import redis_address
 from broker.core import origins
 from broker.core.limits import TrustedProxies
-from broker.flags import Environment, Flag, count, rate, seconds, size
+from broker.flags import REFUSED, Environment, Flag, Parser, count, one_line, rate, seconds, size, variable
 from broker.ops import pypy_environment
 
 HOUR, DAY = 3600, 86400
@@ -45,10 +51,12 @@ PORT = count(0, 65535)
 # (broker.core.token_bucket): 0.5 for --client-rate (bursts of 2N), any for --max-accept-rate
 # (bursts of at least 1).
 MOST_A_SECOND = 1000000.0
-TOKEN_CHARACTERS = re.compile(r"^[\x21-\x7e]{1,4096}$")
+TOKEN_CHARACTERS = re.compile(r"[\x21-\x7e]{1,4096}")
+PROGRAM = "python -m broker"
+ENVIRONMENT_PREFIX = "BROKER_"
 
 # argparse's status for a bad flag, and the broker's for any setting refused at start.
-CONFIGURATION_ERROR = 2
+CONFIGURATION_ERROR = REFUSED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +110,7 @@ def http_url(host, port, path, tls=False):
 
 
 def _prefix(text):
-    if not re.match(r"^(/[A-Za-z0-9_.~-]+)+$", text):
+    if not re.fullmatch(r"(/[A-Za-z0-9_.~-]+)+", text):
         raise argparse.ArgumentTypeError("prefix must look like /broadcast, got %r" % text)
     return text
 
@@ -116,7 +124,10 @@ def _redis_url(text):
 
 
 def listen_address(text):
-    """An IP address, or a name the resolver knows, to listen on."""
+    """An IP address, or a name the resolver knows, to listen on, in ASCII (the resolver
+    would read ``127.0.0.１`` as 127.0.0.1)."""
+    if not text.isascii():
+        raise argparse.ArgumentTypeError("cannot listen on %r: an address or a name is ASCII" % text)
     try:
         ipaddress.ip_address(text)
         return text
@@ -133,7 +144,7 @@ def _token(text):
     """A bearer token: 1 to 4096 visible ASCII characters (no space), or nothing (none)."""
     if text == "":
         return None
-    if not TOKEN_CHARACTERS.match(text):
+    if not TOKEN_CHARACTERS.fullmatch(text):
         raise argparse.ArgumentTypeError("a token is 1 to 4096 visible ASCII characters, without spaces")
     return text
 
@@ -161,13 +172,13 @@ def _networks(text):
 
 
 def _header_name(text):
-    if not re.match(r"^[A-Za-z0-9-]+$", text):
+    if not re.fullmatch(r"[A-Za-z0-9-]+", text):
         raise argparse.ArgumentTypeError("not a header name: %r" % text)
     return text
 
 
 def _jit_parameters(text):
-    if not re.match(r"^(off|[a-z_]+=[A-Za-z0-9_:]+(,[a-z_]+=[A-Za-z0-9_:]+)*)$", text):
+    if not re.fullmatch(r"off|[a-z_]+=[A-Za-z0-9_:]+(,[a-z_]+=[A-Za-z0-9_:]+)*", text):
         raise argparse.ArgumentTypeError("not JIT parameters: %r (try threshold=200,trace_limit=2000, or off)" % text)
     unknown = pypy_environment.unknown_jit_parameters(text)
     if unknown:
@@ -303,13 +314,13 @@ FLAGS = (
 
 
 def build_parser(environ=os.environ):
-    parser = argparse.ArgumentParser(
-        prog="python -m broker",
+    parser = Parser(
+        prog=PROGRAM,
         description="SockJS broadcast broker: every message reaches every connected client. "
         "Each flag's default comes from the environment variable named in its help.",
     )
     parser.add_argument("--version", action="version", version="sockjs-broker %s" % broker.__version__)
-    Environment("BROKER_", environ).add_flags(parser, FLAGS)
+    Environment(ENVIRONMENT_PREFIX, environ).add_flags(parser, FLAGS)
     return parser
 
 
@@ -317,8 +328,24 @@ def parse_args(argv=None, environ=os.environ):
     """The :class:`Config` for ``argv`` (default ``sys.argv[1:]``) and ``environ``."""
     parser = build_parser(environ)
     config = Config(**vars(parser.parse_args(argv)))
+    misread = Environment(ENVIRONMENT_PREFIX, environ).misread(FLAGS)
+    if misread is not None:
+        parser.error(misread)
     if config.keyfile is not None and config.certfile is None:
-        parser.error("--keyfile needs --certfile")
+        parser.error("%s needs %s" % (flag_named("--keyfile"), flag_named("--certfile")))
     if config.admin_token is not None and config.admin_token == config.publish_token:
-        parser.error("--admin-token must not be the publish token: a backend that may publish could stop brokers")
+        parser.error("%s must not be the publish token: a backend that may publish could stop brokers"
+                     % flag_named("--admin-token"))
     return config
+
+
+def flag_named(name):
+    """``--redis (BROKER_REDIS)``: a flag, and its variable, as a refusal at start names them."""
+    return "%s (%s)" % (name, variable(ENVIRONMENT_PREFIX, name))
+
+
+def refuse_at_start(reason):
+    """Stop the broker as it starts, for a setting that cannot work: ``reason`` on
+    one line, as argparse refuses a flag, and :data:`CONFIGURATION_ERROR`."""
+    print("%s: error: %s" % (PROGRAM, one_line(reason)), file=sys.stderr)
+    raise SystemExit(CONFIGURATION_ERROR)

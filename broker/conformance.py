@@ -11,7 +11,6 @@ and so through the broker's own transports:
 - ``/cookie_needed_echo``: ``/echo`` with JSESSIONID cookies on.
 """
 
-import argparse
 import asyncio
 
 from sockjs.tornado import SockJSConnection
@@ -21,6 +20,7 @@ from tornado.web import Application
 from broker.app import READ_CHUNK_BYTES, application_settings, max_body_size, serve_until_signalled
 from broker.config import PORT, listen_address
 from broker.core.node import ClientRules
+from broker.flags import Parser
 from broker.transports.router import BrokerRouter
 
 MAX_MESSAGE_SIZE = 64 * 1024
@@ -65,7 +65,7 @@ async def run(host, port):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m broker.conformance",
         description="The SockJS services the sockjs-protocol test suite runs against.")
     parser.add_argument("--host", type=listen_address, default="127.0.0.1", help="address to listen on [%(default)s]")

@@ -8,9 +8,19 @@ Rules this module keeps:
   default 1048576]``, so ``--help`` is the reference and cannot drift from it.
 * Defaults are written as they would be typed, and argparse applies the
   flag's type to them: a bad value in the environment is refused like a bad
-  flag, naming the flag.
+  flag, naming the flag and then the variable the value came from.
+* A refusal is one line, ``prog: error: argument --flag: why``, and exit
+  status 2 (:class:`Parser`): the usage, 20 lines of it, is what ``--help``
+  is for.
+* A number is written in ASCII digits: ``-?D+(.D+)?``, an exponent or a
+  unit where the type takes one. Python's ``int`` and ``float`` would also
+  read the digits of other scripts (``٣`` as 3, ``５`` as 5), which no
+  operator types on purpose.
+* Every variable named with the prefix is a flag's: one that is not (a
+  misspelling, whose setting would not be in force) is refused.
 * A switch takes no value; it is on when given, or when its variable is 1,
-  true, yes or on.
+  true, yes or on; a variable of 0, false, no, off or nothing leaves it off,
+  and any other is refused (``ture`` would have left it off unsaid).
 * A secret's value (a token) never shows in ``--help``, from the environment
   or not: its help names the variable only.
 * A value has a range, checked before anything runs: a number is read by one
@@ -25,37 +35,39 @@ Rules this module keeps:
 
 import argparse
 import dataclasses
+import difflib
 import math
 import os
 import re
 import ssl
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"\s*([0-9]+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*", re.IGNORECASE | re.ASCII)
+_WHOLE = re.compile(r"\s*[-+]?[0-9]+\s*", re.ASCII)
+_NUMBER = re.compile(r"\s*[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(e[-+]?[0-9]+)?|nan|inf|infinity)\s*",
+                     re.IGNORECASE | re.ASCII)
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
 def parse_size(text):
     """``65536``, ``64KiB``, ``1M``: a byte count (K, M and G are powers of 1024)."""
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     if not match:
         raise argparse.ArgumentTypeError("not a size: %r (try 65536, 64KiB or 1MiB)" % text)
     return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
 
 
 def _whole(text):
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a whole number: %r" % text) from None
+    if not _WHOLE.fullmatch(text):
+        raise argparse.ArgumentTypeError("not a whole number: %r" % text)
+    return int(text)
 
 
 def _number(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError("not a number: %r" % text)
+    return float(text)
 
 
 def _plain(value):
@@ -117,6 +129,59 @@ def size(least, most, off=False):
     return Bounded(parse_size, least, most, off, shown=_shown_size)
 
 
+def one_line(text):
+    """``text`` on one line: a line break in what it quotes is written ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+# argparse's status for a refusal, kept: a systemd unit's RestartPreventExitStatus names it.
+REFUSED = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose refusal is one line, ``prog: error: why``, without the
+    usage; which takes no abbreviation of a flag (a flag added later would change what
+    one means, and argparse quotes an ambiguous one with its value); and which names a
+    flag it does not know without what follows it (a token, perhaps, mistyped flag and all)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            flags = [text.partition("=")[0] for text in unknown if text.startswith("-")]
+            self.error("no such flag: %s (--help lists them)" % " ".join(flags) if flags else
+                       "a value without its flag: %d of them (--help lists the flags)" % len(unknown))
+        return namespace
+
+    def error(self, message):
+        self.exit(REFUSED, "%s: error: %s\n" % (self.prog, one_line(message)))
+
+
+class _Variable(str):
+    """A flag's default as the environment gave it: the text, and ``name``, the variable's."""
+
+    name = ""
+
+
+def _naming_variable(read):
+    """``read``, and a refusal of a variable's text names the variable."""
+
+    def parse(text):
+        try:
+            return read(str(text))
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            if not isinstance(text, _Variable):
+                raise
+            why = error if isinstance(error, argparse.ArgumentTypeError) else "invalid %s value: %r" % (
+                getattr(read, "__name__", "a"), str(text))
+            raise argparse.ArgumentTypeError("%s (from %s)" % (why, text.name)) from None
+
+    parse.__name__ = getattr(read, "__name__", "value")
+    return parse
+
+
 def _chosen(read, choices):
     """``read``, and then the value must be one of ``choices``."""
 
@@ -176,8 +241,13 @@ def file_error(error):
     return os.strerror(error.errno)
 
 
+# What a switch's variable may say.
+ON = ("1", "true", "yes", "on")
+OFF = ("", "0", "false", "no", "off")
+
+
 def is_on(text):
-    return text.strip().lower() in ("1", "true", "yes", "on")
+    return text.strip().lower() in ON
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,13 +274,33 @@ class Environment:
             default = on if action == "store_true" else not on
             suffix = "%s=1" % name
         else:
-            default = given if given else default
+            if given:
+                default = _Variable(given)
+                default.name = name
+            kwargs["type"] = _naming_variable(kwargs.get("type") or str)
             if secret:
                 shown = None
             elif shown is None and default is not None and "default" not in help:
                 shown = "%(default)s"
             suffix = name + (", default " + shown if shown else "")
         return container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
+
+    def misread(self, flags):
+        """What is wrong with the first variable named ``prefix`` + anything that ``flags``
+        would misread, or None: one that no flag reads (misspelt, its setting not in
+        force), or a switch's that says neither on nor off."""
+        known = {flag.variable(self.prefix): flag for flag in flags}
+        for name in sorted(self.values):
+            if not name.startswith(self.prefix):
+                continue
+            flag = known.get(name)
+            if flag is None:
+                close = difflib.get_close_matches(name, list(known), 1, 0.85)
+                return "%s is no variable of this program%s" % (
+                    name, "; did you mean %s?" % close[0] if close else " (--help lists them)")
+            if flag.switch and self.values[name].strip().lower() not in ON + OFF:
+                return "%s is a switch: on is %s; off is %s or nothing" % (name, ", ".join(ON), ", ".join(OFF[1:]))
+        return None
 
     def add_flags(self, parser, flags):
         """Add every :class:`Flag` of ``flags`` to ``parser``."""

@@ -8,8 +8,13 @@ Rules this module keeps:
   monitor NAME ...``), its database, and the password of the primary and its
   replicas (Sentinels themselves are asked without one).
 * A text is read once, at start (:func:`parse`), and refused with what is
-  wrong: no Sentinel, a port out of range, no primary's name. A refusal never
-  repeats the password: it goes to the journal.
+  wrong: no Sentinel, a port out of range, no primary's name, a database
+  that is not a number, an ``@`` past the host (a password holding ``/``,
+  ``?`` or ``#``, which must be percent-encoded), digits of another script
+  than ASCII's. A refusal quotes the URL as :func:`shown` writes it, never
+  the password, wherever it stands.
+* What only redis-py knows, its options after ``?``, is checked by redis-py
+  itself as the broker starts (:func:`check`), before it connects.
 * With Sentinels, every new connection asks them for the primary: after a
   failover the broker's next connection reaches the new one
   (:func:`connect`, redis-py's own Sentinel support). A Sentinel that does
@@ -17,14 +22,19 @@ Rules this module keeps:
 * redis-py is imported only when a broker connects, never to read a flag.
 """
 
+import math
 import re
 import urllib.parse
 from typing import NamedTuple, Optional, Tuple
 
 SENTINEL_SCHEME = "redis+sentinel"
-_URL = re.compile(r"^(rediss?|unix)://\S+$")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-_CREDENTIALS = re.compile(r"(?<=://)[^/@]*@")
+_SCHEMES = ("redis", "rediss", "unix", SENTINEL_SCHEME)
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_OPTION = re.compile(r"[a-z_]{1,100}")
+_NUMBER = re.compile(r"[0-9]{1,9}")
+_PORT = re.compile(r"[0-9]{1,5}")
+_SPACE = re.compile(r"\s")
+_EXAMPLES = "redis://127.0.0.1:6379/0 or redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster"
 
 
 class RedisAddress(NamedTuple):
@@ -42,51 +52,100 @@ class RedisAddress(NamedTuple):
         return bool(self.sentinels)
 
 
+def shown(text):
+    """``text`` as a refusal quotes it: what stands between ``://`` and its last ``@``
+    (the credentials, whatever the password holds) and its query (where redis-py
+    takes a ``password=`` too) each written ``***``; nothing of a text that is no URL."""
+    scheme, separator, rest = text.partition("://")
+    if not separator or scheme not in _SCHEMES:
+        return "the text given"
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    rest, query, _ = rest.partition("?")
+    return "%s://%s%s" % (scheme, rest, "?***" if query else "")
+
+
 def parse(text):
     """The :class:`RedisAddress` of ``text``; raises ValueError saying what is wrong,
-    the URL quoted with its credentials masked."""
-    try:
-        return _parse(text)
-    except ValueError as error:
-        raise ValueError(_CREDENTIALS.sub("***@", str(error))) from None
-
-
-def _parse(text):
-    if text.startswith(SENTINEL_SCHEME + "://"):
-        return _sentinels(text)
-    if not _URL.match(text):
-        raise ValueError("not a Redis URL: %r (try redis://127.0.0.1:6379/0 or "
-                         "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster)" % text)
-    try:
-        urllib.parse.urlsplit(text).port
-    except ValueError as error:
-        raise ValueError("not a Redis URL: %r (%s)" % (text, error)) from None
+    the URL quoted as :func:`shown` writes it."""
+    scheme, separator, rest = text.partition("://")
+    if not separator or scheme not in _SCHEMES or not rest or _SPACE.search(text):
+        raise ValueError("not a Redis URL (try %s)" % _EXAMPLES)
+    if any(character.isdecimal() and not character.isascii() for character in rest.rpartition("@")[2]):
+        raise ValueError("%s: digits are ASCII's 0 to 9" % shown(text))
+    if scheme == SENTINEL_SCHEME:
+        return _sentinels(text, rest)
+    split = urllib.parse.urlsplit(text)
+    if "@" in text and "@" not in split.netloc:
+        raise ValueError("%s: an @ past the host: write a / ? # or @ of the password as %%2F %%3F %%23 %%40"
+                         % shown(text))
+    if scheme != "unix":
+        _port(split.netloc.rpartition("@")[2], text)
+        if split.path not in ("", "/") and not _NUMBER.fullmatch(split.path[1:]):
+            raise ValueError("%s: the database after the host is a number, such as /0" % shown(text))
+    _query_options(split.query, text)
     return RedisAddress(url=text)
 
 
-def _sentinels(text):
-    rest = text[len(SENTINEL_SCHEME) + 3:]
+def _query_options(query, text):
+    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        if not _OPTION.fullmatch(name):
+            raise ValueError("%s: not an option's name after ?: %r" % (shown(text), name[:100]))
+        if name == "db" and not _NUMBER.fullmatch(value):
+            raise ValueError("%s: ?db= is a number, such as ?db=0" % shown(text))
+
+
+def _sentinels(text, rest):
     credentials, _, rest = rest.rpartition("@")
     hosts, _, path = rest.partition("/")
     password = urllib.parse.unquote(credentials.partition(":")[2]) or None if credentials else None
-    sentinels = tuple(_host_port(part, text) for part in hosts.split(","))
+    sentinels = tuple(_sentinel(part, text) for part in hosts.split(","))
     primary, _, db = path.partition("/")
-    if not _NAME.match(primary):
-        raise ValueError("%r names no primary: add /NAME, the name its Sentinels monitor" % text)
-    if db and not db.isdigit():
-        raise ValueError("%r: the database after the primary's name is a number, not %r" % (text, db))
+    if not _NAME.fullmatch(primary):
+        raise ValueError("%s names no primary: add /NAME, the name its Sentinels monitor" % shown(text))
+    if db and not _NUMBER.fullmatch(db):
+        raise ValueError("%s: the database after the primary's name is a number" % shown(text))
     return RedisAddress(sentinels=sentinels, primary=primary, db=int(db or 0), password=password)
 
 
-def _host_port(part, text):
+def _port(part, text, whose="the"):
+    """The port of ``part`` (``HOST:PORT``, ``[IPv6]:PORT``, ``HOST``: None): 1 to 5 ASCII
+    digits, at most 65535; a refusal says it is ``whose`` port."""
+    if part.endswith("]") or ":" not in part:
+        return None
+    port = part.rpartition(":")[2]
+    if not _PORT.fullmatch(port) or int(port) > 65535:
+        raise ValueError("%s: %s port is a number from 0 to 65535" % (shown(text), whose))
+    return int(port)
+
+
+def _sentinel(part, text):
+    port = _port(part, text, "a Sentinel's address is HOST:PORT, and its")
+    host = part.rpartition(":")[0].strip("[]")
+    if not host or port is None:
+        raise ValueError("%s: a Sentinel's address is HOST:PORT, not %r" % (shown(text), part))
+    return host, port
+
+
+def check(address):
+    """Raise ValueError, saying what is wrong, if redis-py would refuse the options of
+    ``address``'s URL (after ``?``): their names and values, read as it reads them
+    and given to a connection as it gives them, without connecting; or if a timeout
+    among them is not a number of seconds more than 0 (nan or -1 would have every
+    command time out, the backplane down with no setting named)."""
+    if address.has_sentinels:
+        return
+    from redis.asyncio.connection import ConnectionPool
+    from redis.exceptions import RedisError
+
     try:
-        split = urllib.parse.urlsplit("//" + part)
-        port = split.port
-    except ValueError as error:
-        raise ValueError("%r: a Sentinel's address %r (%s)" % (text, part, error)) from None
-    if not split.hostname or port is None:
-        raise ValueError("%r: a Sentinel's address is HOST:PORT, not %r" % (text, part))
-    return split.hostname, port
+        pool = ConnectionPool.from_url(address.url)
+        pool.connection_class(**pool.connection_kwargs)
+    except (TypeError, ValueError, RedisError) as error:
+        raise ValueError("%s: %s" % (shown(address.url), error)) from None
+    for name, value in pool.connection_kwargs.items():
+        if isinstance(value, float) and not (math.isfinite(value) and value > 0):
+            raise ValueError("%s: ?%s= is a number of seconds more than 0" % (shown(address.url), name))
 
 
 def connect(address, reply_timeout_s, **options):

@@ -62,7 +62,7 @@ MAX_COUNTERS = 1000
 # The member that makes an object a counter's message, the broker's own (see the rules).
 MEMBER = "counter"
 _KEY_PREFIX = MEMBER + " "
-_AMOUNT = re.compile(r"^-?(\d{1,%d})(?:\.(\d{1,%d}))?$" % (MAX_INTEGER_DIGITS, MAX_SCALE))
+_AMOUNT = re.compile(r"-?([0-9]{1,%d})(?:\.([0-9]{1,%d}))?" % (MAX_INTEGER_DIGITS, MAX_SCALE))
 _LIMIT = decimal.Decimal(10) ** MAX_INTEGER_DIGITS
 # Wide enough for every total within the bounds, and their sums, exactly.
 _CONTEXT = decimal.Context(prec=MAX_INTEGER_DIGITS + MAX_SCALE + 2, traps=[decimal.Inexact, decimal.Overflow])
@@ -92,7 +92,7 @@ def operation(text):
 def amount(text):
     """The :class:`Amount` ``text`` writes; ValueError, its text the answer's, for anything else."""
     text = text.strip()
-    match = _AMOUNT.match(text)
+    match = _AMOUNT.fullmatch(text)
     if match is None:
         raise ValueError("an amount is a decimal number such as 25 or -3.50: at most %d digits before the "
                          "point and %d after, no exponent" % (MAX_INTEGER_DIGITS, MAX_SCALE))

@@ -20,7 +20,7 @@ pages may be framed only by allowed origins. No sockets here.
 import re
 
 ANY = "*"
-_ORIGIN = re.compile(r"^(https?)://(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$")
+_ORIGIN = re.compile(r"(https?)://(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::([0-9]{1,5}))?")
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
@@ -29,7 +29,7 @@ def normalize(origin):
     text = origin.strip().lower()
     if text == "null":
         return text
-    match = _ORIGIN.match(text)
+    match = _ORIGIN.fullmatch(text)
     if not match:
         raise ValueError("not an origin: %r (expected scheme://host[:port], null or *)" % origin)
     scheme, host, port = match.groups()

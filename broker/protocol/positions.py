@@ -41,16 +41,19 @@ Rules this module keeps: every envelope is built from a message's JSON text
 by string formatting, never by encoding the message again; the query is
 read once, as a session opens, and a malformed ``since`` is an ``unknown``
 gap, never an error; offsets compare as ``(number, sequence)`` pairs
-(:func:`offset_key`), never as text. It uses the standard library only: the
+(:func:`offset_key`), never as text, and are written in ASCII digits only
+(``int`` would read ``٤١`` as 41). It uses the standard library only: the
 load client reads the envelope by these same rules.
 """
 
 import json
+import re
 from typing import NamedTuple, Optional
 
 QUERY_POSITIONS = "positions"
 QUERY_EPOCH = "epoch"
 QUERY_SINCE = "since"
+_OFFSET = re.compile(r"([0-9]{1,40})(?:-([0-9]{1,40}))?")
 
 OPEN = "open"
 RESUMED = "resumed"
@@ -98,10 +101,10 @@ def offset_key(offset):
         if offset < 0:
             raise ValueError("a negative offset")
         return offset, 0
-    number, dash, sequence = offset.partition("-")
-    if not number.isdigit() or (dash and not sequence.isdigit()) or len(offset) > 40:
+    match = _OFFSET.fullmatch(offset) if len(offset) <= 40 else None
+    if match is None:
         raise ValueError("not an offset: %r" % offset[:40])
-    return int(number), int(sequence) if dash else 0
+    return int(match.group(1)), int(match.group(2) or 0)
 
 
 def message(offset, encoded):

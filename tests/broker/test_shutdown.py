@@ -165,7 +165,7 @@ def test_the_admin_token_cannot_be_the_publish_token():
     done = subprocess.run([sys.executable, "-m", "broker", "--port", "0"], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ, BROKER_PUBLISH_TOKEN="same", BROKER_ADMIN_TOKEN="same"))
     assert done.returncode == 2, done.stderr
-    assert "--admin-token must not be the publish token" in done.stderr and "Traceback" not in done.stderr
+    assert "--admin-token (BROKER_ADMIN_TOKEN) must not be the publish token" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_while_draining_a_session_that_would_open_is_refused_before_anything_of_it_is_made(start_broker):

@@ -25,7 +25,7 @@ def test_trusted_proxies_are_addresses_or_networks(capsys):
 def test_a_key_file_needs_a_certificate(capsys):
     with pytest.raises(SystemExit):
         config.parse_args(["--keyfile", "broker.key"])
-    assert "--keyfile needs --certfile" in capsys.readouterr().err
+    assert "--keyfile (BROKER_KEYFILE) needs --certfile (BROKER_CERTFILE)" in capsys.readouterr().err
     assert config.parse_args(["--certfile", "broker.pem"]).keyfile is None
 
 

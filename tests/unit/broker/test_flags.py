@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from broker.flags import Environment, Flag
+from broker.flags import Environment, Flag, Parser
 
 FLAGS = (
     Flag("--max-buffer", "unsent bytes allowed", "1024", int, "SIZE"),
@@ -31,6 +31,49 @@ def test_a_bad_variable_is_refused_like_a_bad_flag(capsys):
     with pytest.raises(SystemExit):
         parse(environ={"DEMO_MAX_BUFFER": "lots"})
     assert "--max-buffer" in capsys.readouterr().err
+
+
+def test_a_refusal_is_one_line_naming_the_variable_its_value_came_from(capsys):
+    """Not argparse's usage first, and the variable an operator's unit file sets, not only
+    the flag it does not; a typed value's refusal names no variable, even when one is set."""
+    parser = Parser(prog="demo")
+    Environment("DEMO_", {"DEMO_MAX_BUFFER": "lots"}).add_flags(parser, FLAGS)
+    for argv, error in (([], "argument --max-buffer: invalid int value: 'lots' (from DEMO_MAX_BUFFER)"),
+                        (["--max-buffer", "a\nlot"], "argument --max-buffer: invalid int value: 'a\\nlot'")):
+        with pytest.raises(SystemExit) as exit:
+            parser.parse_args(argv)
+        assert exit.value.code == 2
+        assert capsys.readouterr().err == "demo: error: %s\n" % error
+
+
+@pytest.mark.parametrize("argv", [["--tokn", "s3cret"], ["--tokn=s3cret"], ["--tok=s3cret"], ["--to", "s3cret"]])
+def test_a_flag_it_does_not_know_is_named_without_its_value(argv, capsys):
+    """A mistyped flag's value may be a token: argparse quoted it, and took an abbreviation
+    of a flag for the flag (which a flag added later would make mean another, or ambiguous)."""
+    parser = Parser(prog="demo")
+    Environment("DEMO_", {}).add_flags(parser, FLAGS)
+    with pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    error = capsys.readouterr().err
+    assert error.startswith("demo: error: no such flag: --to") and error.count("\n") == 1 and "s3cret" not in error
+
+
+def test_a_variable_no_flag_reads_is_refused_as_a_misspelling():
+    """Its setting would not be in force, and nothing would say so."""
+    assert Environment("DEMO_", {"DEMO_MAX_BUFFER": "1", "OTHER_MAX_BUFER": "1"}).misread(FLAGS) is None
+    assert Environment("DEMO_", {"DEMO_MAX_BUFER": "1"}).misread(FLAGS) == (
+        "DEMO_MAX_BUFER is no variable of this program; did you mean DEMO_MAX_BUFFER?")
+    assert Environment("DEMO_", {"DEMO_URL": "1"}).misread(FLAGS) == (
+        "DEMO_URL is no variable of this program (--help lists them)")
+
+
+@pytest.mark.parametrize("value", ["ture", "2", "enabled"])
+def test_a_switch_that_says_neither_on_nor_off_is_refused(value):
+    """It left the switch off, unsaid."""
+    for said in ("1", " Yes", "off", "0", ""):
+        assert Environment("DEMO_", {"DEMO_QUIET": said}).misread(FLAGS) is None
+    assert Environment("DEMO_", {"DEMO_QUIET": value}).misread(FLAGS) == (
+        "DEMO_QUIET is a switch: on is 1, true, yes, on; off is 0, false, no, off or nothing")
 
 
 def test_switches_follow_their_variable():

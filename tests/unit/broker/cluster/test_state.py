@@ -119,4 +119,4 @@ def test_redis_flag_and_its_environment():
 def test_a_bad_redis_url_is_refused_like_a_bad_flag(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--redis", "127.0.0.1:6379"], environ={})
-    assert "not a Redis URL: '127.0.0.1:6379'" in capsys.readouterr().err
+    assert "argument --redis: not a Redis URL (try redis://" in capsys.readouterr().err
