@@ -16,8 +16,10 @@ Rules this module keeps:
   unit where the type takes one. Python's ``int`` and ``float`` would also
   read the digits of other scripts (``٣`` as 3, ``５`` as 5), which no
   operator types on purpose.
-* Every variable named with the prefix is a flag's: one that is not (a
-  misspelling, whose setting would not be in force) is refused.
+* A variable named with the prefix that is no flag's but close to one's
+  name (a misspelling, whose setting would not be in force) is refused; one
+  far from every flag's is another program's (Celery reads ``BROKER_URL``),
+  and left alone.
 * A switch takes no value; it is on when given, or when its variable is 1,
   true, yes or on; a variable of 0, false, no, off or nothing leaves it off,
   and any other is refused (``ture`` would have left it off unsaid).
@@ -287,8 +289,8 @@ class Environment:
 
     def misread(self, flags):
         """What is wrong with the first variable named ``prefix`` + anything that ``flags``
-        would misread, or None: one that no flag reads (misspelt, its setting not in
-        force), or a switch's that says neither on nor off."""
+        would misread, or None: one that no flag reads but is close to a flag's (misspelt,
+        its setting not in force), or a switch's that says neither on nor off."""
         known = {flag.variable(self.prefix): flag for flag in flags}
         for name in sorted(self.values):
             if not name.startswith(self.prefix):
@@ -296,8 +298,9 @@ class Environment:
             flag = known.get(name)
             if flag is None:
                 close = difflib.get_close_matches(name, list(known), 1, 0.85)
-                return "%s is no variable of this program%s" % (
-                    name, "; did you mean %s?" % close[0] if close else " (--help lists them)")
+                if close:
+                    return "%s is no variable of this program; did you mean %s?" % (name, close[0])
+                continue
             if flag.switch and self.values[name].strip().lower() not in ON + OFF:
                 return "%s is a switch: on is %s; off is %s or nothing" % (name, ", ".join(ON), ", ".join(OFF[1:]))
         return None
