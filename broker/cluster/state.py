@@ -24,7 +24,9 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 * ``position`` is how many entries the stream had ever been given up to
   ``last_id`` (Redis's ``entries-added``): known once the stream's tail was
   loaded, kept by counting what is delivered, and unknown again after an
-  outage (Redis may have come back with another history). Brokers only
+  outage (Redis may have come back with another history), but for a broker
+  that has delivered nothing yet: every entry the stream ever held is after
+  its :data:`BEGINNING`, so a new entry read after the outage is no loss. Brokers only
   append, so the stream holds the last ``length`` of ``entries-added``; with
   the position known, a ``trimmed`` loss counts the entries never read in
   ``trimmed_unread``.
@@ -44,6 +46,8 @@ DOWN = "down"
 TRIMMED = "trimmed"
 FAILOVER = "failover"
 LOSSES = (TRIMMED, FAILOVER)
+# The id before every entry: where a broker that has delivered nothing reads from.
+BEGINNING = "0-0"
 # The greatest sequence number of a stream id.
 _LAST_SEQUENCE = 2 ** 64 - 1
 
@@ -101,6 +105,7 @@ class BackplaneState:
         self.memory = None
         self.lag_ms = None
         self.reconnects = 0
+        self.read_restarts = 0
         self.refused = 0
         self.published = 0
         self.delivered = 0
@@ -120,7 +125,8 @@ class BackplaneState:
             return False
         if self.state == DOWN:
             self.reconnects += 1
-            self.position = None
+            if self.last_id != BEGINNING:
+                self.position = None
         self.state = UP
         self.reason = None
         return True
@@ -182,6 +188,7 @@ class BackplaneState:
             "last_id": self.last_id,
             "lag_ms": self.lag_ms,
             "reconnects": self.reconnects,
+            "read_restarts": self.read_restarts,
             "trimmed_unread": self.trimmed_unread,
             "losses_trimmed": self.losses[TRIMMED],
             "losses_failover": self.losses[FAILOVER],

@@ -102,6 +102,17 @@ def test_after_an_outage_a_trim_past_the_last_entry_is_a_loss_of_a_count_unknown
     assert state.trimmed_unread == 0
 
 
+def test_after_an_outage_a_broker_that_delivered_nothing_misses_nothing_of_a_new_entry(state):
+    """Its last id is the stream's beginning: the first entry published after the outage is
+    delivered, not taken for a trim past it (and lost to clients without positions)."""
+    state.came_up()
+    state.read("0-0", 0)
+    state.went_down("Redis: gone")
+    state.came_up()
+    assert state.missing("7-0", 1, 1) is None
+    assert state.missing("7-0", 3, 1) == TRIMMED and state.trimmed_unread == 2
+
+
 def test_redis_refusing_writes_for_memory_makes_it_unavailable(state):
     state.came_up()
     assert state.unavailable is None
