@@ -21,6 +21,7 @@ from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub, Keeping
 from broker.core.idempotency import Window
+from broker.core.liveness import TICK_S, Liveness
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
@@ -277,19 +278,43 @@ def cluster_backplane(config):
     return Backplane(config.redis, config.prefix, max(config.history, config.replay), config.redis_min_replicas)
 
 
+class LoopWatch:
+    """Ticks every :data:`broker.core.liveness.TICK_S` on the running loop, telling
+    ``liveness`` how late each tick ran; started and stopped like the broker's timers."""
+
+    def __init__(self, liveness):
+        self.liveness = liveness
+        self._handle = None
+
+    def start(self):
+        loop = asyncio.get_running_loop()
+        self._handle = loop.call_at(loop.time() + TICK_S, self._tick, loop, loop.time() + TICK_S)
+
+    def _tick(self, loop, due):
+        now = loop.time()
+        self.liveness.ticked(now - due, time.monotonic())
+        self._handle = loop.call_at(now + TICK_S, self._tick, loop, now + TICK_S)
+
+    def stop(self):
+        self._handle.cancel()
+
+
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
-    """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for."""
+    """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for; its
+    liveness is told by the ``backplane``, if any, of its round trips."""
+    liveness = Liveness(time.monotonic(), round_trips=backplane is not None)
     if backplane is None:
         audience = Audience(hub.__len__, every=config.announce_audience)
     else:
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
+        backplane.liveness = liveness
     return Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=audience,
                 collection=collection, backplane=backplane,
-                idempotency=Window(config.idempotency_window), tls=tls_failures)
+                idempotency=Window(config.idempotency_window), tls=tls_failures, liveness=liveness)
 
 
 async def warm_up_sessions(config):
@@ -341,7 +366,7 @@ async def run(config, open_files):
     listener = make_listener(config, router, make_app(config, router), limits, secure)
     listener.handshake_failures = node.tls
     hub.sample()
-    timers = [PeriodicCallback(hub.sample, 1000)]
+    timers = [PeriodicCallback(hub.sample, 1000), LoopWatch(node.liveness)]
     for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))

@@ -1,9 +1,11 @@
 """A TCP proxy of the tests' own, on loopback, between a broker and a real server (Redis).
 
-It forwards both ways as it is; a test can make it refuse (every connection it
-holds cut, every new one closed at once, as a restarted or unreachable server
-does), or slow what the server sends to ``bytes_per_second``, so that a reply
-the broker waits on arrives over seconds while the connection stays up.
+It forwards both ways as it is; a test can make it hold (forward nothing either
+way, its connections and new ones open, no FIN, no RST: a network partition or
+a firewall's dropped state), refuse (every connection it holds cut, every new
+one closed at once, as a restarted or unreachable server does), or slow what
+the server sends to ``bytes_per_second``, so that a reply the broker waits on
+arrives over seconds while the connection stays up.
 Threads, plain sockets, nothing of the broker's.
 """
 
@@ -24,6 +26,8 @@ class TcpProxy:
         self.port = free_port()
         self.bytes_per_second = None
         self._refusing = False
+        self._flowing = threading.Event()
+        self._flowing.set()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._sockets = set()
@@ -35,6 +39,10 @@ class TcpProxy:
     def url(self):
         return "redis://127.0.0.1:%d" % self.port
 
+    def hold(self):
+        """Forward nothing, either way, until :meth:`forward`; close nothing."""
+        self._flowing.clear()
+
     def refuse(self):
         """Cut every connection, and close every new one at once, until :meth:`forward`."""
         with self._lock:
@@ -44,11 +52,13 @@ class TcpProxy:
             self._sockets.clear()
 
     def forward(self):
-        """Take connections again."""
+        """Take connections and forward again."""
         self._refusing = False
+        self._flowing.set()
 
     def close(self):
         self._stopping.set()
+        self._flowing.set()
         self.refuse()
         self._listener.close()
 
@@ -72,9 +82,11 @@ class TcpProxy:
     def _pump(self, source, destination, from_server):
         try:
             while True:
+                self._flowing.wait()
                 data = source.recv(16384)
                 if not data:
                     break
+                self._flowing.wait()
                 rate = self.bytes_per_second if from_server else None
                 if rate is None:
                     destination.sendall(data)

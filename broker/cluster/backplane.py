@@ -47,7 +47,13 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   which every other broker reads back within AUDIENCE_REPORT_S and follows.
   Nothing missed goes unsaid, and no offset silently jumps.
 * Calls are timed (:mod:`broker.cluster.replies`): a Redis silent for
-  REPLY_TIMEOUT_S has failed.
+  REPLY_TIMEOUT_S has failed, its connections are dropped and opened again
+  (through the Sentinels, where they are named). The read loop itself cannot
+  stop quietly: a failure of its own is logged, counted and reading starts
+  again after the last id delivered.
+* Its audience report (:mod:`broker.cluster.audience_report`), a write of
+  its own every second, is asked for by its reads: one that comes back is
+  the round trip ``/healthz`` asks for (:mod:`broker.core.liveness`).
 * A publish with an idempotency key (:mod:`broker.core.idempotency`) is
   appended by one script that looks for the key and sets it with the
   message's id: a retry finds it on any broker, and nothing is appended
@@ -70,15 +76,11 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   last id it delivered, so what Redis still holds is neither lost nor
   delivered twice. A transaction that fails fails the ``POST /publish`` requests
   waiting on it; whether Redis applied it first cannot be known.
-* Every AUDIENCE_REPORT_S each broker reports how many it serves to one hash
-  beside the stream and reads back the room's total, how many brokers
-  make it and the room's epoch, in one script that also
-  drops the brokers silent for AUDIENCE_STALE_MS (one that died, or lost
-  Redis) and times them by Redis's clock, not the brokers'. Until a report
+* The audience report (:mod:`broker.cluster.audience_report`): until one
   succeeds, and while Redis is down, the room's total and its brokers are
-  unknown (None). The report is a write: one Redis refuses for memory says
-  so (``/healthz`` and ``/stats``) until one succeeds, even while nobody
-  publishes.
+  unknown (None). It is a write: one Redis refuses for memory says so
+  (``/healthz`` and ``/stats``) until one succeeds, even while nobody
+  publishes, and gives Redis the room's oldest idempotency records.
 
 The stream is trusted: only brokers write to it, and an entry's text goes to
 every client as it is.
@@ -95,6 +97,7 @@ from redis.exceptions import OutOfMemoryError
 
 from broker.cluster import redis_address, room_in_redis
 from broker.cluster.appends import Appends, Count
+from broker.cluster.audience_report import AUDIENCE_REPORT_S, AudienceReport
 from broker.cluster.replies import BLOCK_MS, FAILURES, REPLY_TIMEOUT_S, Replies
 from broker.cluster.room_in_redis import FIELD
 from broker.cluster.state import FAILOVER, TRIMMED, Backoff, BackplaneState, before
@@ -105,8 +108,6 @@ LOG = logging.getLogger("broker.cluster.backplane")
 
 STREAM_MAXLEN = 10000
 READ_COUNT = 1000
-AUDIENCE_REPORT_S = 1.0
-AUDIENCE_STALE_MS = 3000
 
 
 def _text(value):
@@ -121,7 +122,8 @@ def _redis_failure(error):
 class Backplane:
     """The room's stream at the Redis ``--redis`` names (``address``, its text); the hub's
     relay once :meth:`start` ran. ``min_replicas``: ``--redis-min-replicas`` (None: 1
-    with Sentinels, else 0)."""
+    with Sentinels, else 0). Its ``liveness`` (a :class:`broker.core.liveness.Liveness`, once
+    given) is told each time the broker's own audience report comes back through the read loop."""
 
     def __init__(self, address, prefix, history=0, min_replicas=None):
         self.state = BackplaneState(room_in_redis.stream_key(prefix), lambda: int(time.time() * 1000))
@@ -140,12 +142,11 @@ class Backplane:
         self._redis = self._replies.redis
         writes = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, max_connections=1, **options))
         self.appends = Appends(writes, prefix, self.maxlen, min_replicas)
-        self.audience_key = room_in_redis.audience_key(prefix)
         self.counters_key = room_in_redis.counters_key(prefix)
-        self.broker_id = secrets.token_hex(8)
+        self.report = AudienceReport(self._replies, prefix)
+        self.liveness = None
         self.room_audience = None
         self.room_brokers = None
-        self._report = self._redis.register_script(room_in_redis.AUDIENCE_REPORT)
         self._new_epoch = self._redis.register_script(room_in_redis.NEW_EPOCH)
         self._report_task = None
         self._reconnect_backoff = Backoff()
@@ -179,8 +180,8 @@ class Backplane:
         if self._write_task is not None:
             await asyncio.gather(self._write_task, return_exceptions=True)
         await asyncio.gather(self._report_task, return_exceptions=True)
-        try:  # leave the count at once, rather than after AUDIENCE_STALE_MS
-            await self._answer(self._redis.hdel(self.audience_key, self.broker_id))
+        try:
+            await self.report.leave()
         except FAILURES:
             pass
         await self.appends.replies.redis.aclose()
@@ -334,6 +335,19 @@ class Backplane:
             self._came_up()
 
     async def _read_forever(self):
+        """Read until stopped. A failure of the loop's own, not Redis's, is logged and
+        counted (``read_restarts``), and reading starts again as after an outage: after the
+        last id delivered, the broker unhealthy meanwhile."""
+        while not self._stopping.is_set():
+            try:
+                await self._read_until_stopped()
+            except Exception as error:
+                LOG.exception("the backplane's read loop failed; it reads again after %s", self.state.last_id)
+                self.state.read_restarts += 1
+                self._went_down(error, "the read loop failed: %r" % error)
+                await self._pause()
+
+    async def _read_until_stopped(self):
         while not self._stopping.is_set():
             try:
                 if self.state.last_id is None or self._reload is not None:
@@ -345,23 +359,24 @@ class Backplane:
                 if self._stopping.is_set():
                     return
                 self._went_down(error)
-                try:
-                    await asyncio.wait_for(self._stopping.wait(), self._reconnect_backoff.next())
-                except asyncio.TimeoutError:
-                    pass
+                await self._pause()
                 continue
             if entries:
                 self._deliver(entries)
 
+    async def _pause(self):
+        """Wait before the next attempt (the reconnect backoff), or until stopped."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), self._reconnect_backoff.next())
+        except asyncio.TimeoutError:
+            pass
+
     async def _report_forever(self):
         while not self._stopping.is_set():
             try:
-                total, brokers, epoch = await self._answer(self._report(
-                    keys=[self.audience_key, self.epoch_key], args=[self.broker_id, len(self._hub),
-                                                                    AUDIENCE_STALE_MS]))
-                self.room_audience, self.room_brokers = int(total), int(brokers)
+                self.room_audience, self.room_brokers, epoch = await self.report.send(len(self._hub))
                 self.state.memory = None
-                if epoch is not None and epoch.decode() != self._hub.epoch and self._reload is None:
+                if epoch is not None and epoch != self._hub.epoch and self._reload is None:
                     self._reload = positions.EPOCH
             except FAILURES as error:
                 self._note_memory(error)
@@ -370,7 +385,7 @@ class Backplane:
                     await self._give_memory()
             except Exception:
                 # As for any event-loop callback: log it, and the reporting goes on.
-                LOG.exception("reporting the audience to %s failed", self.audience_key)
+                LOG.exception("reporting the audience to %s failed", self.report.key)
                 self.room_audience = self.room_brokers = None
             try:
                 await asyncio.wait_for(self._stopping.wait(), AUDIENCE_REPORT_S)
@@ -383,8 +398,11 @@ class Backplane:
         last_id = self.state.last_id
         pipe = self._redis.pipeline(transaction=False)
         pipe.xrange(self.key, last_id, last_id, count=1)
+        asking = self.liveness is not None and self.report.ask(pipe, time.monotonic())
         pipe.xread({self.key: last_id}, count=READ_COUNT, block=BLOCK_MS)
-        held, reply = await self._answer(pipe.execute())
+        held, *report, reply = await self._answer(pipe.execute())
+        if asking and self.report.came_back(report[0]):
+            self.liveness.came_back(time.monotonic())
         entries = reply[0][1] if reply else []
         if held or not entries:
             return entries
@@ -412,8 +430,8 @@ class Backplane:
         if self.state.came_up():
             LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
 
-    def _went_down(self, error):
+    def _went_down(self, error, reason=None):
         self._hub.doubt_epoch()
-        reason = _redis_failure(error)
+        reason = reason or _redis_failure(error)
         if self.state.went_down(reason):
             LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)

@@ -30,6 +30,7 @@ from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub
 from broker.core.idempotency import Window
 from broker.core.limits import Limits
+from broker.core.liveness import Liveness
 from broker.core.origins import OriginPolicy
 
 
@@ -92,7 +93,8 @@ class Node:
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
     the count of who watches (``audience``); the idempotency keys of
-    ``POST /publish`` (``idempotency``);
+    ``POST /publish`` (``idempotency``); whether a message would get through
+    now (``liveness``, :mod:`broker.core.liveness`);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`), the cluster ``backplane``
     (:class:`broker.cluster.backplane.Backplane`) and, over TLS, the count of
@@ -111,6 +113,7 @@ class Node:
     collection: Optional[Reporting] = None
     backplane: Optional[ClusterLink] = None
     tls: Optional[HandshakeCount] = None
+    liveness: Optional[Liveness] = None
 
     @property
     def ping_timeouts(self) -> int:

@@ -231,18 +231,23 @@ class StatsHandler(_JSONHandler):
 
 
 class HealthHandler(_JSONHandler):
-    """200 "ok"; 503 with the reason while the broker drains, or its backplane is down or
-    its Redis refuses writes for memory."""
+    """200 "ok" when a message would get through now; 503 with the reason while the broker
+    drains, or its backplane is down or its Redis refuses writes for memory, or its event
+    loop lagged or its own writes stopped coming back (:mod:`broker.core.liveness`)."""
 
     def initialize(self, node):
         self.drain = node.drain
         self.backplane = node.backplane
+        self.liveness = node.liveness
 
     def get(self):
         if self.drain.draining:
             return self.reply(503, {"status": "draining"})
-        if self.backplane is not None and self.backplane.state.unavailable:
-            return self.reply(503, {"status": "unavailable", "reason": self.backplane.state.unavailable})
+        unavailable = self.backplane.state.unavailable if self.backplane is not None else None
+        if unavailable is None and self.liveness is not None:
+            unavailable = self.liveness.problem(time.monotonic())
+        if unavailable:
+            return self.reply(503, {"status": "unavailable", "reason": unavailable})
         self.reply(200, {"status": "ok"})
 
 

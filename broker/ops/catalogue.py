@@ -37,6 +37,6 @@ def parts(node, router):
     ``router`` (:class:`broker.transports.router.BrokerRouter`), in the order of ``/stats``;
     place ``""``: its figures at the top."""
     every = (("", node.hub), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
-             ("backplane", node.backplane), ("drain", node.drain), ("max_connection_age", node.ages),
+             ("backplane", node.backplane), ("liveness", node.liveness), ("drain", node.drain), ("max_connection_age", node.ages),
              ("audience", node.audience), ("idempotency", node.idempotency), ("tls", node.tls), ("", Release))
     return [(place, part) for place, part in every if part is not None]

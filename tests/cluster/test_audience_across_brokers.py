@@ -8,7 +8,7 @@ import redis
 
 from sockjs_clients import WebSocketClient, XhrStreamingClient, wait_until
 
-from broker.cluster.backplane import AUDIENCE_STALE_MS
+from broker.cluster.audience_report import AUDIENCE_STALE_MS
 from broker.cluster.room_in_redis import audience_key
 
 

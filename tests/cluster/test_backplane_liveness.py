@@ -1,0 +1,101 @@
+"""A broker is healthy while a message would get through it, not while its process answers.
+
+Its connection to Redis black-holed (no FIN, no RST: a partition) by a proxy of the test's own
+(:mod:`tcp_proxy`): ``/healthz`` turns 503 within the documented bound, and back to 200 once
+the path heals, every message acknowledged meanwhile delivered to its clients in order; the
+same when the proxy closes every connection. A read loop that fails on a defect of its own
+reads on, counted."""
+
+import asyncio
+import time
+
+import pytest
+
+from broker.cluster import backplane as backplane_module
+from broker.cluster.replies import REPLY_TIMEOUT_S, SILENCE_CHECK_S
+from broker.core.hub import Hub
+from loadtest.contenders import redis_server
+from sockjs_clients import WebSocketClient, wait_until
+from tcp_proxy import TcpProxy
+
+from cluster_clients import TOKEN, publish, receive_until
+
+# A silent Redis is found out within its reply timeout, and the health check says so at once.
+UNHEALTHY_WITHIN_S = REPLY_TIMEOUT_S + SILENCE_CHECK_S + 1.0
+
+
+def health(broker):
+    status, answer = broker.request("GET", "/healthz")
+    return status, answer.get("reason")
+
+
+def seconds_until_unhealthy(broker):
+    started = time.monotonic()
+    wait_until(lambda: health(broker)[0] == 503, timeout=UNHEALTHY_WITHIN_S + 5)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("cut", ["hold", "refuse"], ids=["black-holed", "closed"])
+def test_a_broker_whose_redis_path_is_cut_is_unhealthy_in_time_and_delivers_once_healed(
+        start_redis, start_broker, cut):
+    redis = start_redis()
+    proxy = TcpProxy(redis.port)
+    try:
+        flags = ("--publish-token", TOKEN, "--client-rate", "0")
+        publisher = start_broker("--redis", redis.url, *flags)
+        cut_off = start_broker("--redis", proxy.url, *flags)
+        wait_until(lambda: health(cut_off)[0] == 200, timeout=10)
+        with WebSocketClient(cut_off.url, timeout=20) as viewer:
+            assert publish(publisher, "before")[0] == 200
+            receive_until(viewer, "before")
+
+            getattr(proxy, cut)()
+            took = seconds_until_unhealthy(cut_off)
+            assert took <= UNHEALTHY_WITHIN_S, "503 after %.1f s" % took
+            during = ["during %d" % n for n in range(20)]
+            assert [publish(publisher, message)[0] for message in during] == [200] * 20
+
+            proxy.forward()
+            wait_until(lambda: health(cut_off)[0] == 200, timeout=15)
+            assert receive_until(viewer, during[-1]) == during
+    finally:
+        proxy.close()
+
+
+def test_a_read_loop_that_fails_on_its_own_defect_reads_on_and_is_counted(redis_installed, monkeypatch):
+    server = redis_server.RedisServer()
+    real_read = backplane_module.Backplane._read
+    failures = []
+
+    async def read_once_failing(self):
+        if not failures:
+            failures.append(True)
+            raise RuntimeError("a defect")
+        return await real_read(self)
+
+    monkeypatch.setattr(backplane_module.Backplane, "_read", read_once_failing)
+
+    async def run():
+        backplane = backplane_module.Backplane(server.url, "/broadcast")
+        hub = Hub(asyncio.get_running_loop().call_soon, relay=backplane.append)
+        await backplane.start(hub)
+        try:
+            for _ in range(100):
+                if backplane.state.read_restarts and backplane.state.is_up:
+                    break
+                await asyncio.sleep(0.05)
+            backplane.append('"after"')
+            assert await backplane.written()
+            for _ in range(100):
+                if backplane.state.delivered:
+                    break
+                await asyncio.sleep(0.05)
+            return backplane.stats()
+        finally:
+            await backplane.stop()
+
+    try:
+        stats = asyncio.run(run())
+    finally:
+        server.stop()
+    assert stats["read_restarts"] == 1 and stats["delivered"] == 1 and stats["state"] == "up"
