@@ -104,7 +104,7 @@ def make_app(config, router):
     """The Tornado application: the SockJS service of ``router`` (:func:`make_router`)
     and the API, all served by its node's parts (a :class:`broker.core.node.Node`)."""
     node = router.node
-    routes = router.urls + demo_page.routes(config.prefix) + [
+    routes = router.urls + demo_page.routes(config.prefix, config.heartbeat_delay) + [
         (r"/publish", api.PublishHandler,
          dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(node=node, router=router)),

@@ -52,8 +52,9 @@ def find_sockjs_client():
 class DemoPageHandler(RequestHandler):
     """The demo page, under a content security policy that allows only the broker itself."""
 
-    def initialize(self, prefix, sockjs_client_installed):
+    def initialize(self, prefix, heartbeat_delay, sockjs_client_installed):
         self.prefix = prefix
+        self.heartbeat_delay = heartbeat_delay
         self.sockjs_client_installed = sockjs_client_installed
 
     def get_template_path(self):
@@ -63,12 +64,14 @@ class DemoPageHandler(RequestHandler):
         self.set_header("Content-Security-Policy", DEMO_PAGE_POLICY)
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Cache-Control", "no-cache")
-        self.render("index.html", prefix=self.prefix, sockjs_url=SOCKJS_URL,
+        self.render("index.html", prefix=self.prefix, heartbeat_ms=round(self.heartbeat_delay * 1000),
+                    sockjs_url=SOCKJS_URL,
                     sockjs_client_installed=self.sockjs_client_installed)
 
 
-def routes(prefix):
-    """Routes for ``/`` (the demo of the SockJS service at ``prefix``), its script and
+def routes(prefix, heartbeat_delay):
+    """Routes for ``/`` (the demo of the SockJS service at ``prefix``, whose client is told the
+    broker's ``heartbeat_delay``, the seconds between its heartbeats), its script and
     style sheet and the broker's browser client (``broker-client.js``) under
     ``/static/``, and sockjs-client under ``SOCKJS_CLIENT_PATH``."""
     sockjs_client = find_sockjs_client()
@@ -77,7 +80,8 @@ def routes(prefix):
                     "transports will not work; run `npm ci` in the broker's checkout",
                     " and ".join(sockjs_client_candidates()))
     return [
-        (r"/", DemoPageHandler, {"prefix": prefix, "sockjs_client_installed": bool(sockjs_client)}),
+        (r"/", DemoPageHandler, {"prefix": prefix, "heartbeat_delay": heartbeat_delay,
+                                 "sockjs_client_installed": bool(sockjs_client)}),
         (r"/static/(demo\.(?:js|css)|broker-client\.js)", StaticFileHandler, {"path": DEMO_DIR}),
         (SOCKJS_CLIENT_PATH + r"(.*)", StaticFileHandler,
          {"path": sockjs_client or sockjs_client_candidates()[0]}),

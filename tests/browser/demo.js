@@ -2,7 +2,7 @@
 // A newcomer's tour of the demo page on a broker started with --replay 1 after a backend
 // added 40.5 and 0.50 to the counter "raised" (op=add) and published a chat line after it: the
 // counter shows 41.00 at once; switch to xhr-streaming; chat; a backend adds 1 over HTTP and
-// the counter moves to 42.00.
+// the counter moves to 42.00. Also reports the silence bound (silenceMs) of the page's client.
 'use strict';
 
 const { launch, newPage, run } = require('./chromium');
@@ -23,6 +23,21 @@ async function main() {
   try {
     const page = await newPage(browser, logs);
     await page.setViewportSize({ width: 1100, height: 640 });
+    // Keep every BrokerClient the page makes, as window.clients, to read what it was given.
+    await page.addInitScript(() => {
+      let wrapped;
+      Object.defineProperty(window, 'BrokerClient', {
+        configurable: true,
+        get: () => wrapped,
+        set: (BrokerClient) => {
+          wrapped = function (url, options) {
+            const client = new BrokerClient(url, options);
+            window.clients = (window.clients || []).concat([client]);
+            return client;
+          };
+        },
+      });
+    });
     await page.goto(`${origin}/`);
     const seen = {};
     const step = async (name, action) => {
@@ -55,6 +70,7 @@ async function main() {
     });
 
     await step('audience', () => page.locator('#audience', { hasText: /^1 watching$/ }).textContent());
+    await step('silence bound', () => page.evaluate(() => window.clients[window.clients.length - 1].silenceMs));
 
     await page.screenshot({ path: screenshot });
     seen.transport = await page.locator('#transport').textContent();

@@ -1,12 +1,14 @@
-"""A broker killed under its pages is noticed at once on every transport, at the default
-heartbeat (25 s) and the shipped client's default silence timer (60 s).
+"""A broker killed under its pages is noticed at once on every transport; one that hangs
+(SIGSTOP: it closes nothing) within the client's silence bound, derived from the heartbeat.
 
 The shipped browser client, broker-client.js, in Chromium, a page per transport, through the
 shipped haproxy config in front of two brokers run by the systemd unit, sharing the room
 through Redis. Every page opens while the second broker is down, so that all are held by the
 first; the second comes back, numbered messages go out at 10 a second, and the first is
-killed with SIGKILL. Every page must reopen on the second within a few seconds, far inside
-its silence timer, and deliver every message once, in order, without a gap.
+killed with SIGKILL, or stopped with SIGSTOP. Every page must reopen on the second, within a
+few seconds of a kill, far inside its silence timer, or of a stop, within its silence bound
+(the broker's heartbeat, which the page is told, plus 10 s: docs/protocol.rst), and deliver
+every message once, in order, without a gap.
 
 This is what an htmlfile page missed when the broker chunked its body: the kill cut the body
 short, Chromium left the iframe's document loading for good, firing nothing, and the page
@@ -21,6 +23,7 @@ import time
 
 import pytest
 
+from broker.config import DEFAULTS
 from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
@@ -28,13 +31,21 @@ from test_transports import TRANSPORTS
 HERE = os.path.dirname(os.path.abspath(__file__))
 RATE = 10
 TOKEN = "t"
-MARKER = "after-the-kill"
+MARKER = "after-the-fault"
+# How long a heartbeat may be late before broker-client.js takes the connection as dead.
+LATE_HEARTBEAT_S = 10
 # How soon a page must be open again after the kill: a reconnect takes a second or less
-# (its random wait is up to 0.5 s); the silence timer would take 60 s.
+# (its random wait is up to 0.5 s); the silence timer would take 35 s.
 REOPEN_S = 10
 # How long the pages get to deliver the marker: less than the silence timer, so that a page
 # that missed the kill fails here rather than recover by it.
 WAIT_MS = 25000
+# The stopped broker's pages: heartbeats every second, so that their silence bound is 11 s.
+HEARTBEAT_S = 1
+# How late a page may notice the stop beyond its bound (timers, a loaded machine), and how
+# long its reconnect may take after that (its random wait, haproxy, the resume).
+NOTICE_SLACK_S = 3
+RESUME_S = 3
 
 
 def down_in_haproxy(proxy, port):
@@ -42,16 +53,18 @@ def down_in_haproxy(proxy, port):
     return all(states.get((backend, "broker%d" % port)) not in (None, "UP") for backend in ("brokers", "sessions"))
 
 
-def test_every_transport_notices_its_broker_killed_within_seconds(start_redis, start_cluster):
-    redis = start_redis()
-    cluster = start_cluster(2, "--redis", redis.url, "--publish-token", TOKEN)
+def pages_through_a_fault(cluster, fault, wait_ms, options=None):
+    """Open every transport's page on the first broker of ``cluster``, publish at RATE, apply
+    ``fault(first_broker)`` and publish on for 3 s, then MARKER; returns (when the fault came,
+    the pages' report, the messages every page must have delivered)."""
     first, second = cluster.brokers
     os.kill(second.server.pid, signal.SIGKILL)
     second.server.process.wait(5)
     wait_until(lambda: down_in_haproxy(cluster.proxy, cluster.proxy.broker_ports[1]), timeout=15)
 
-    browser = subprocess.Popen(["node", os.path.join(HERE, "dead_broker.js"), cluster.origin, ",".join(TRANSPORTS),
-                                str(WAIT_MS), MARKER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = ["node", os.path.join(HERE, "dead_broker.js"), cluster.origin, ",".join(TRANSPORTS), str(wait_ms), MARKER]
+    browser = subprocess.Popen(argv + ([json.dumps(options)] if options else []),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready = browser.stdout.readline()
         if not ready:
@@ -64,25 +77,71 @@ def test_every_transport_notices_its_broker_killed_within_seconds(start_redis, s
         publisher = Publisher([second], RATE, TOKEN)
         publisher.start()
         wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)
-        killed_at = time.time()
-        os.kill(first.server.pid, signal.SIGKILL)
-        first.server.process.wait(5)
+        fault_at = time.time()
+        fault(first)
         wait_until(lambda: publisher.sent >= 5 * RATE, timeout=20)
         sent = publisher.stop()
         publisher.publish(MARKER)
-        out, err = browser.communicate(timeout=WAIT_MS / 1000 + 30)
+        out, err = browser.communicate(timeout=wait_ms / 1000 + 30)
     finally:
         if browser.poll() is None:
             browser.kill()
             browser.wait()
     assert browser.returncode == 0, err[-8000:]
     pages = json.loads(out.rstrip("\n").split("\n")[-1])["pages"]
+    return fault_at, pages, [str(n) for n in range(sent)] + [MARKER]
 
-    expected = [str(n) for n in range(sent)] + [MARKER]
+
+def assert_complete(transport, page, expected):
+    assert page["gaps"] == [], (transport, page["gaps"])
+    assert page["log"] == expected, (transport, sorted(set(expected) ^ set(page["log"]))[:20],
+                                     len(page["log"]) - len(set(page["log"])))
+
+
+def after(times, moment):
+    """The seconds from ``moment`` (time.time()) to each of the page's ``times`` (Date.now()) after it."""
+    return [at / 1000 - moment for at in times if at / 1000 > moment]
+
+
+def test_every_transport_notices_its_broker_killed_within_seconds(start_redis, start_cluster):
+    redis = start_redis()
+    cluster = start_cluster(2, "--redis", redis.url, "--publish-token", TOKEN)
+
+    def kill(broker):
+        os.kill(broker.server.pid, signal.SIGKILL)
+        broker.server.process.wait(5)
+
+    killed_at, pages, expected = pages_through_a_fault(cluster, kill, WAIT_MS)
     for transport, page in pages.items():
-        reopened = [(at / 1000 - killed_at) for at in page["opens"] if at / 1000 > killed_at]
+        reopened = after(page["opens"], killed_at)
         assert reopened, (transport, "never reopened after the kill", page["closes"], page["log"][-3:])
         assert reopened[0] < REOPEN_S, (transport, "reopened %.1f s after the kill" % reopened[0])
-        assert page["gaps"] == [], (transport, page["gaps"])
-        assert page["log"] == expected, (transport, sorted(set(expected) ^ set(page["log"]))[:20],
-                                         len(page["log"]) - len(set(page["log"])))
+        assert_complete(transport, page, expected)
+        default = (DEFAULTS.heartbeat_delay + LATE_HEARTBEAT_S) * 1000
+        assert page.get("silenceMs") == default, (transport, page.get("silenceMs"))
+
+
+def test_every_transport_notices_its_broker_hung_within_the_heartbeat_bound(start_redis, start_cluster):
+    redis = start_redis()
+    cluster = start_cluster(2, "--redis", redis.url, "--publish-token", TOKEN, "--heartbeat-delay", str(HEARTBEAT_S))
+    bound = HEARTBEAT_S + LATE_HEARTBEAT_S
+    stopped = []
+
+    def stop(broker):
+        os.kill(broker.server.pid, signal.SIGSTOP)
+        stopped.append(broker)
+
+    try:
+        stopped_at, pages, expected = pages_through_a_fault(
+            cluster, stop, (bound + RESUME_S + 15) * 1000, {"heartbeatMs": HEARTBEAT_S * 1000})
+    finally:
+        for broker in stopped:
+            os.kill(broker.server.pid, signal.SIGCONT)
+    for transport, page in pages.items():
+        closes = [(at / 1000 - stopped_at, why) for at, why in page["closes"] if at / 1000 > stopped_at]
+        assert closes and closes[0][1] == "4000 No heartbeat", (transport, "not closed for its silence", closes)
+        assert closes[0][0] < bound + NOTICE_SLACK_S, (transport, "noticed %.1f s after the stop" % closes[0][0])
+        reopened = after(page["opens"], stopped_at + closes[0][0])
+        assert reopened and reopened[0] < RESUME_S, (transport, "reopened %s s after noticing" % reopened[:1])
+        assert_complete(transport, page, expected)
+        assert page.get("silenceMs") == bound * 1000, (transport, page.get("silenceMs"))

@@ -15,7 +15,8 @@ TOKEN = "demo-token"
 
 def test_demo_page_chats_and_follows_a_counter_added_to_over_http(start_broker, browser_script,
                                                                     tmp_path):
-    demo = start_broker("--publish-token", TOKEN, "--replay", "1", "--announce-audience", "1")
+    demo = start_broker("--publish-token", TOKEN, "--replay", "1", "--announce-audience", "1",
+                        "--heartbeat-delay", "40")
     for amount in (b"40.5", b"0.50"):
         status, _ = demo.request("POST", "/publish?key=raised&op=add", amount,
                                  {"Authorization": "Bearer " + TOKEN})
@@ -29,6 +30,8 @@ def test_demo_page_chats_and_follows_a_counter_added_to_over_http(start_broker, 
     assert seen["chat"].endswith(": hello from the demo test")
     assert seen["published counter"] == "42.00"
     assert seen["audience"] == "1 watching"
+    # The page's client is told the broker's heartbeat: its silence bound is that plus 10 s.
+    assert seen["silence bound"] == 50000
     assert seen["errors"] == []
 
 

@@ -9,7 +9,8 @@
        onannouncement: function (message) { ... },      // the broker's own, e.g. {audience: 12345}
        onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
        transports: ['websocket', 'xhr-streaming'],      // optional, as for SockJS
-       silenceMs: 60000                                 // optional, see below
+       heartbeatMs: 25000,                              // optional: the broker's --heartbeat-delay
+       silenceMs: 35000                                 // optional, see below
      });
      client.send('hello');
      client.close();
@@ -36,10 +37,15 @@
      the delay starts again once a connection has opened and been told where it starts.
      Close code 3012 (a broker draining for a deploy, or a connection at its age limit)
      on a connection that was serving reconnects within 1 s, to any broker.
-   - A connection that brings nothing for silenceMs (60 s by default: the broker sends a
-     heartbeat every 25 s, --heartbeat-delay) is taken as dead and replaced, since
-     sockjs-client notices a dead stream on some transports only when the browser does,
-     which may be never (a proxy or a server gone without closing it).
+   - A connection that brings nothing, not even a heartbeat, for silenceMs is taken as dead:
+     it is closed at once, without waiting for the broker, and replaced as after any close
+     (a new session, which a proxy may send to another broker, resuming). silenceMs is by
+     default the broker's heartbeat, heartbeatMs (25 s, as --heartbeat-delay by default),
+     plus 10 s for a late one (a stream's next request, a busy broker or network): 35 s.
+     Pages of a broker run with another --heartbeat-delay are given it as heartbeatMs. This
+     is how a hung broker (stopped, swapping, its machine gone) is noticed: it closes
+     nothing, and sockjs-client notices a dead stream on some transports only when the
+     browser does, which may be never.
    - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
      message, 1009 message too big) stop it: state "stopped", and no reconnect.
 */
@@ -51,7 +57,9 @@
   var RECONNECT_NOW_MS = 1000;
   var RECONNECT_NOW = 3012;
   var STOP_CODES = [1003, 1007, 1009];
-  var SILENCE_MS = 60000;
+  // The broker's heartbeat by default (--heartbeat-delay), and how late one may be beyond it.
+  var HEARTBEAT_MS = 25000;
+  var LATE_HEARTBEAT_MS = 10000;
   var SILENT = 4000;
 
   function offsetKey(offset) {
@@ -73,6 +81,7 @@
   function BrokerClient(url, options) {
     this.url = url;
     this.options = options || {};
+    this.silenceMs = this.options.silenceMs || (this.options.heartbeatMs || HEARTBEAT_MS) + LATE_HEARTBEAT_MS;
     this.epoch = null;
     this.offset = null;
     this._counters = {};
@@ -117,7 +126,7 @@
       clearTimeout(self._watchdog);
       self._watchdog = setTimeout(function () {
         if (self._sock === sock) sock.close(SILENT, 'No heartbeat');
-      }, self.options.silenceMs || SILENCE_MS);
+      }, self.silenceMs);
     };
     alive();
     sock.addEventListener('heartbeat', alive);

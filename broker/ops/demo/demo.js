@@ -7,6 +7,8 @@
 
   var $ = function (id) { return document.getElementById(id); };
   var prefix = document.querySelector('meta[name="sockjs-prefix"]').content;
+  // The broker's --heartbeat-delay, from which the client's silence bound follows.
+  var heartbeatMs = Number(document.querySelector('meta[name="sockjs-heartbeat-ms"]').content);
   var nickname = 'guest-' + Math.floor(1000 + Math.random() * 9000);
   var forced = new URLSearchParams(location.search).get('transport') || '';
   var client = null;
@@ -74,6 +76,7 @@
     }
     client = new BrokerClient(location.origin + prefix, {
       transports: forced ? [forced] : undefined,
+      heartbeatMs: heartbeatMs,
       onmessage: receive,
       oncounter: showCounter,
       onannouncement: announced,
