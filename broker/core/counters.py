@@ -52,7 +52,7 @@ from typing import NamedTuple
 from broker.core.conflation import MAX_KEY_LENGTH
 from broker.core.figures import GAUGE, Figure, Metric
 from broker.protocol import frames, positions
-from broker.protocol.positions import offset_key
+from broker.protocol.positions import offset_key, sent_size
 
 OPERATIONS = ("add", "max", "set")
 QUERY = "op"
@@ -219,8 +219,8 @@ class Counters:
         self._latest.clear()
 
     def size(self):
-        """The bytes the counters' latest messages take in a first batch, a comma each."""
-        return sum(len(encoded) + 1 for _, encoded in self._latest.values())
+        """The bytes the counters' latest messages take in a first batch sent with positions."""
+        return sum(sent_size(offset, encoded) for offset, encoded in self._latest.values())
 
     def merged(self, offsets, encoded):
         """``(offsets, encoded)``, the messages of a first batch, with every counter's latest

@@ -15,7 +15,9 @@ this module judges, builds each start's first batch, and keeps who waits):
   AHEAD_WAIT_S past this broker's wall clock is ``unknown`` at once). While
   the cluster's epoch is in doubt every resume waits.
 * A first batch carries at most ``first_batch_bytes`` of messages (a
-  client's ``--max-buffer``), however long the history and the replay: the
+  client's ``--max-buffer``), each counted as a client with positions is
+  sent it, in its envelope (:func:`broker.protocol.positions.sent_size`),
+  however long the history and the replay: the
   counters' latest messages (:mod:`broker.core.counters`), which every first
   batch carries, and the newest messages that fit beside them. A resume whose messages do not all fit is a gap
   (``expired``: more than the client could be sent at once), followed by
@@ -249,7 +251,7 @@ class Resumes:
         size = 0
         every = True
         for offset, text in messages:
-            size += len(text) + 1  # its comma or bracket
+            size += positions.sent_size(offset, text)
             if limit is not None and size > limit:
                 every = False
                 break

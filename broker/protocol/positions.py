@@ -112,6 +112,16 @@ def message(offset, encoded):
     return '{"o":"%s","d":%s}' % (offset, encoded)
 
 
+# What :func:`message` adds to a message beside its offset, with the comma that follows it.
+ENVELOPE_BYTES = len(message("", "")) + 1
+
+
+def sent_size(offset, encoded):
+    """The bytes ``encoded`` at ``offset`` takes in a batch sent with positions, the larger of
+    its two forms: its envelope, and the comma after it."""
+    return len(encoded) + len(str(offset)) + ENVELOPE_BYTES
+
+
 def announcement(encoded):
     """The broker's announcement ``encoded`` (its JSON text)."""
     return '{"a":%s}' % encoded

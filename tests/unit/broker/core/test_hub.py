@@ -711,13 +711,15 @@ class CountedValues:
 STARTS = {
     "open without positions": lambda hub: hub.subscribe(Recorder()),
     "open": lambda hub: hub.subscribe(PositionedRecorder()),
-    "resume from the oldest": lambda hub: hub.subscribe(PositionedRecorder(), (hub.epoch, "1-0")),
-    "another epoch": lambda hub: hub.subscribe(PositionedRecorder(), ("another epoch", "1-0")),
+    "resume from the oldest": lambda hub: hub.subscribe(PositionedRecorder(), (hub.epoch, "1000001-0")),
+    "another epoch": lambda hub: hub.subscribe(PositionedRecorder(), ("another epoch", "1000001-0")),
     "unknown offset": lambda hub: hub.subscribe(PositionedRecorder(), (hub.epoch, "not an offset")),
     "gap told to all": lambda hub: hub.tell_gap("expired"),
 }
-# A first batch of at most 400 bytes: 100 of the messages below, of 3 bytes and a comma.
+# A first batch of at most 400 bytes: 12 of the messages below, each 3 bytes in an envelope of
+# 14 and an offset of 9 ("1000001-0": every offset of the same length, whatever the history's).
 FIRST_BATCH_BYTES = 400
+FIRST_OFFSET = 10 ** 6
 
 
 def reads_of_a_start(monkeypatch, start, length, keyed):
@@ -728,7 +730,8 @@ def reads_of_a_start(monkeypatch, start, length, keyed):
     keeping = Keeping(replay=1 if keyed else length, history=length, first_batch_bytes=FIRST_BATCH_BYTES)
     hub = Hub(lambda callback: None, keeping, relay=Relay())
     keys = ["k%d" % n for n in range(length)] if keyed else None
-    hub.load("epoch", "0-0", ["%d-0" % n for n in range(1, length + 1)], ['"v"'] * length, keys)
+    hub.load("epoch", "%d-0" % FIRST_OFFSET, ["%d-0" % (FIRST_OFFSET + n) for n in range(1, length + 1)],
+             ['"v"'] * length, keys)
     Reads.count = 0
     start(hub)
     return Reads.count
@@ -740,7 +743,7 @@ def test_a_start_reads_what_its_first_batch_holds_not_the_history(monkeypatch, s
     short, long = (reads_of_a_start(monkeypatch, start, length, keyed) for length in (1000, 20000))
     # At most twice (a resume that does not fit, then the tail) the messages that fit, the one
     # past them and the one read ahead in the other queue.
-    assert 0 < short == long <= 2 * (FIRST_BATCH_BYTES // 4 + 2)
+    assert 0 < short == long <= 2 * (FIRST_BATCH_BYTES // (3 + 14 + 9) + 2)
 
 
 def test_a_message_over_the_bound_as_kept_is_refused_and_nothing_queued(scheduled):

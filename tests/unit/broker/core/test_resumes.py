@@ -2,11 +2,17 @@ from broker.core.counters import Counters
 from broker.core.history import History
 from broker.core.hub import Keeping
 from broker.core.resumes import Resumes, Waiting, WaitingResumes
+from broker.protocol import positions
 
 
 def waiting(name, deadline=10.0):
     return Waiting(("e", "1"), deadline, None, name)
 
+
+
+def sent_with_positions(offsets, encoded):
+    """The bytes of a first batch's messages as a client with positions is sent them."""
+    return len(",".join(positions.message(offset, text) for offset, text in zip(offsets, encoded))) + 1
 
 def test_the_records_due_come_lowest_offset_first_and_once():
     resumes = WaitingResumes()
@@ -64,10 +70,10 @@ def test_a_first_batch_carries_at_most_its_bound_of_messages():
     history.add([str(n) for n in range(1, 101)], ['"%s"' % ("x" * 98) for _ in range(100)], 0.0)
     resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False, counters=Counters())
     offsets, encoded = resumes.tail()
-    assert offsets == [str(n) for n in range(92, 101)] and sum(len(e) + 1 for e in encoded) <= 1000
+    assert offsets == [str(n) for n in range(93, 101)] and sent_with_positions(offsets, encoded) <= 1000
     # A resume whose messages do not fit is a gap, then the newest that do.
     batch = resumes.first_batch(*resumes.judge((resumes.epoch, "50")))
-    assert '"reason":"expired"' in batch.lead and len(batch.encoded) == 9
+    assert '"reason":"expired"' in batch.lead and len(batch.encoded) == 8
     assert resumes.starts == {"expired": 1}
     assert resumes.first_batch(*resumes.judge((resumes.epoch, "95"))).offsets == [str(n) for n in range(96, 101)]
 
@@ -79,5 +85,16 @@ def test_a_first_batch_keeps_room_for_the_counters_it_carries():
     counters.sent("raised", "7", '{"counter":"raised","value":"%s"}' % ("9" * 460))
     resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False, counters=counters)
     offsets, encoded = resumes.tail()
-    assert counters.size() + sum(len(e) + 1 for e in encoded) <= 1000
-    assert offsets == [str(n) for n in range(96, 101)]
+    assert sent_with_positions(*counters.merged(offsets, encoded)) <= 1000
+    assert offsets == [str(n) for n in range(97, 101)]
+
+
+def test_a_first_batch_of_small_messages_holds_its_bound_as_sent_with_positions():
+    """Each message's envelope counts: 1,000 one-character messages are sent to a client with
+    positions as about 20 bytes each, and only as many as fit go."""
+    history = History(1000)
+    history.add([str(n) for n in range(1, 1001)], ['"x"'] * 1000, 0.0)
+    resumes = Resumes(history, Keeping(replay=1000, first_batch_bytes=1000), in_cluster=False, counters=Counters())
+    batch = resumes.first_batch(*resumes.judge(None))
+    sent = "[%s]" % ",".join(positions.message(o, e) for o, e in zip(batch.offsets, batch.encoded))
+    assert 1000 - 2 * len('{"o":"1000","d":"x"},') < len(sent) <= 1000
