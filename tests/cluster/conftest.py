@@ -6,6 +6,7 @@ import pytest
 
 from cluster_clients import TOKEN
 from loadtest.contenders import redis_sentinel
+from tcp_proxy import TcpProxy
 
 
 @pytest.fixture
@@ -32,3 +33,17 @@ def sentinel_group(redis_installed, tmp_path):
         yield group
     finally:
         group.stop()
+
+
+@pytest.fixture
+def proxied_pair(start_redis, start_cluster):
+    """Two brokers on one real Redis, the second through a :class:`tcp_proxy.TcpProxy` the test
+    cuts and heals: ``(publisher, proxied, proxy)``."""
+    redis = start_redis()
+    proxy = TcpProxy(redis.port)
+    try:
+        publisher, = start_cluster(redis, 1)
+        proxied, = start_cluster(proxy, 1)
+        yield publisher, proxied, proxy
+    finally:
+        proxy.close()

@@ -16,9 +16,8 @@ from broker.cluster.replies import REPLY_TIMEOUT_S, SILENCE_CHECK_S
 from broker.core.hub import Hub
 from loadtest.contenders import redis_server
 from sockjs_clients import WebSocketClient, wait_until
-from tcp_proxy import TcpProxy
 
-from cluster_clients import TOKEN, publish, receive_until
+from cluster_clients import publish, receive_until
 
 # A silent Redis is found out within its reply timeout, and the health check says so at once.
 UNHEALTHY_WITHIN_S = REPLY_TIMEOUT_S + SILENCE_CHECK_S + 1.0
@@ -36,30 +35,22 @@ def seconds_until_unhealthy(broker):
 
 
 @pytest.mark.parametrize("cut", ["hold", "refuse"], ids=["black-holed", "closed"])
-def test_a_broker_whose_redis_path_is_cut_is_unhealthy_in_time_and_delivers_once_healed(
-        start_redis, start_broker, cut):
-    redis = start_redis()
-    proxy = TcpProxy(redis.port)
-    try:
-        flags = ("--publish-token", TOKEN, "--client-rate", "0")
-        publisher = start_broker("--redis", redis.url, *flags)
-        cut_off = start_broker("--redis", proxy.url, *flags)
-        wait_until(lambda: health(cut_off)[0] == 200, timeout=10)
-        with WebSocketClient(cut_off.url, timeout=20) as viewer:
-            assert publish(publisher, "before")[0] == 200
-            receive_until(viewer, "before")
+def test_a_broker_whose_redis_path_is_cut_is_unhealthy_in_time_and_delivers_once_healed(proxied_pair, cut):
+    publisher, cut_off, proxy = proxied_pair
+    wait_until(lambda: health(cut_off)[0] == 200, timeout=10)
+    with WebSocketClient(cut_off.url, timeout=20) as viewer:
+        assert publish(publisher, "before")[0] == 200
+        receive_until(viewer, "before")
 
-            getattr(proxy, cut)()
-            took = seconds_until_unhealthy(cut_off)
-            assert took <= UNHEALTHY_WITHIN_S, "503 after %.1f s" % took
-            during = ["during %d" % n for n in range(20)]
-            assert [publish(publisher, message)[0] for message in during] == [200] * 20
+        getattr(proxy, cut)()
+        took = seconds_until_unhealthy(cut_off)
+        assert took <= UNHEALTHY_WITHIN_S, "503 after %.1f s" % took
+        during = ["during %d" % n for n in range(20)]
+        assert [publish(publisher, message)[0] for message in during] == [200] * 20
 
-            proxy.forward()
-            wait_until(lambda: health(cut_off)[0] == 200, timeout=15)
-            assert receive_until(viewer, during[-1]) == during
-    finally:
-        proxy.close()
+        proxy.forward()
+        wait_until(lambda: health(cut_off)[0] == 200, timeout=15)
+        assert receive_until(viewer, during[-1]) == during
 
 
 def test_a_read_loop_that_fails_on_its_own_defect_reads_on_and_is_counted(redis_installed, monkeypatch):

@@ -10,9 +10,8 @@ add, then lets it back with what Redis sends it slowed, so its catching up takes
 
 from broker.protocol.positions import offset_key
 from sockjs_clients import WebSocketClient, wait_until
-from tcp_proxy import TcpProxy
 
-from cluster_clients import AUTH, TOKEN, receive_until
+from cluster_clients import AUTH, receive_until
 
 BACKLOG = 3000  # messages missed: well within the stream's length, so nothing is trimmed
 BATCH = 100
@@ -30,35 +29,28 @@ def add(broker, amount):
     return answer["position"]["offset"]
 
 
-def test_a_viewer_opening_while_its_broker_catches_up_is_sent_nothing_ahead(start_redis, start_broker):
-    redis = start_redis()
-    proxy = TcpProxy(redis.port)
-    try:
-        flags = ("--publish-token", TOKEN, "--client-rate", "0")
-        publisher = start_broker("--redis", redis.url, *flags)
-        catching_up = start_broker("--redis", proxy.url, *flags)
-        first = add(publisher, "1")
-        with WebSocketClient(catching_up.url, query="positions=1") as viewer:
-            wait_until(lambda: any(m.get("o") == first for m in viewer.receive()), timeout=10)
+def test_a_viewer_opening_while_its_broker_catches_up_is_sent_nothing_ahead(proxied_pair):
+    publisher, catching_up, proxy = proxied_pair
+    first = add(publisher, "1")
+    with WebSocketClient(catching_up.url, query="positions=1") as viewer:
+        wait_until(lambda: any(m.get("o") == first for m in viewer.receive()), timeout=10)
 
-        proxy.refuse()
-        wait_until(lambda: healthz(catching_up) == 503, timeout=10)
-        with WebSocketClient(publisher.url, timeout=20) as sender:
-            for n in range(0, BACKLOG, BATCH):
-                sender.send(*("%d %s" % (i, PAD) for i in range(n, n + BATCH)))
-            receive_until(sender, "%d %s" % (BACKLOG - 1, PAD))
-        newest = add(publisher, "1")
+    proxy.refuse()
+    wait_until(lambda: healthz(catching_up) == 503, timeout=10)
+    with WebSocketClient(publisher.url, timeout=20) as sender:
+        for n in range(0, BACKLOG, BATCH):
+            sender.send(*("%d %s" % (i, PAD) for i in range(n, n + BATCH)))
+        receive_until(sender, "%d %s" % (BACKLOG - 1, PAD))
+    newest = add(publisher, "1")
 
-        proxy.bytes_per_second = SLOWED_TO
-        proxy.forward()
-        wait_until(lambda: healthz(catching_up) == 200, timeout=20)
-        last = "%d %s" % (BACKLOG - 1, PAD)
-        with WebSocketClient(catching_up.url, query="positions=1", timeout=20) as viewer:
-            received = []
-            while not (any(m["o"] == newest for m in received) and any(m["d"] == last for m in received)):
-                received.extend(m for m in viewer.receive() if "d" in m)
-    finally:
-        proxy.close()
+    proxy.bytes_per_second = SLOWED_TO
+    proxy.forward()
+    wait_until(lambda: healthz(catching_up) == 200, timeout=20)
+    last = "%d %s" % (BACKLOG - 1, PAD)
+    with WebSocketClient(catching_up.url, query="positions=1", timeout=20) as viewer:
+        received = []
+        while not (any(m["o"] == newest for m in received) and any(m["d"] == last for m in received)):
+            received.extend(m for m in viewer.receive() if "d" in m)
     offsets = [m["o"] for m in received]
     assert offsets == sorted(offsets, key=offset_key), "a message ahead of what was sent after it"
     assert len(set(offsets)) == len(offsets)
