@@ -251,8 +251,9 @@ def test_a_draining_broker_closes_its_websockets_and_streams_itself_spread_over_
     client reconnects elsewhere at its own time, not all at once."""
     drain_seconds = 6
     cluster = start_cluster(2, "--drain-seconds", str(drain_seconds), "--heartbeat-delay", "1")
-    clients = [placed(cluster, lambda: WebSocketClient(cluster.url, timeout=10).open()) for _ in range(8)]
-    clients += [placed(cluster, lambda: XhrStreamingClient(cluster.url, 10, "%03d" % n).open()) for n in range(8)]
+    # The drain closes its clients in the order they came: the websockets last, after haproxy's checks.
+    clients = [placed(cluster, lambda: XhrStreamingClient(cluster.url, 10, "%03d" % n).open()) for n in range(8)]
+    clients += [placed(cluster, lambda: WebSocketClient(cluster.url, timeout=10).open()) for _ in range(8)]
     draining = [client for client, holder in clients if holder == 0]
     assert {client.transport for client in draining} == {"websocket", "xhr_streaming"}, clients
     began = time.monotonic()
