@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -16,10 +17,11 @@ import websocket
 
 import deployment
 import result_lines
+from broker.protocol.close_codes import RECONNECT
 from checkout import ROOT
 from loadtest.contenders import haproxy
-from sockjs_clients import (ALL, EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
-                            WebSocketClient, XhrPollingClient, XhrStreamingClient, wait_until)
+from sockjs_clients import (ALL, Closed, EventSourceClient, HtmlFileClient, JsonpClient, RawWebSocketClient,
+                            WebSocketClient, XhrPollingClient, XhrStreamingClient, closed_with, wait_until)
 
 # Every transport at once, through one proxy: sockjs-client's order of preference, weighted.
 MIX = "websocket=40,xhr-streaming=20,eventsource=10,htmlfile=10,xhr-polling=10,jsonp-polling=10"
@@ -141,15 +143,18 @@ def test_the_brokers_count_clients_by_the_address_haproxy_saw(start_cluster):
     other.close()
 
 
+def placed(cluster, open_client):
+    """``(client, the index of the broker that holds its session)`` for the client ``open_client()`` opens."""
+    before = cluster.sessions()
+    client = open_client()
+    return client, [a - b for a, b in zip(cluster.sessions(), before)].index(1)
+
+
 def placed_sessions(cluster, count, timeout=5.0):
     """``count`` polling sessions opened through haproxy, with the server ids "000",
     "001", ...: ``{client: the index of the broker that holds its session}``."""
-    placed = {}
-    for n in range(count):
-        before = cluster.sessions()
-        client = XhrPollingClient(cluster.url, timeout=timeout, server_id="%03d" % n).open()
-        placed[client] = [a - b for a, b in zip(cluster.sessions(), before)].index(1)
-    return placed
+    return dict(placed(cluster, lambda: XhrPollingClient(cluster.url, timeout=timeout, server_id="%03d" % n).open())
+                for n in range(count))
 
 
 def states(cluster, n):
@@ -175,6 +180,94 @@ def test_a_broker_failing_its_health_check_is_taken_out(start_cluster):
         hung.send_signal(signal.SIGCONT)
 
 
+# A broker that stops answering is marked down, and its connections shut, 2.5 to 3.5 s after it
+# stops (docs/deployment.rst, "Health checks and their timings"): a page's first reconnect waits
+# up to 0.5 s more (broker-client.js), within 5 s of the stop with a second to spare here.
+HUNG_CUT_S = 4.5
+
+
+def on_broker(cluster, n, open_client, most=30):
+    """A client opened by ``open_client(server_id)`` whose session broker ``n`` holds, by server ids "000", ...;
+    the clients that landed elsewhere are closed."""
+    for server_id in range(most):
+        client, holder = placed(cluster, lambda: open_client("%03d" % server_id))
+        if holder == n:
+            return client
+        client.close()
+    raise AssertionError("no session of %d landed on broker %d" % (most, n))
+
+
+def first_event(client):
+    """``(when, what)``: the monotonic time and the first thing ``client`` reads, a frame or its end."""
+    try:
+        frame = client.read_frame()
+    except (Closed, OSError, http.client.HTTPException, websocket.WebSocketException) as error:
+        return time.monotonic(), type(error).__name__
+    return time.monotonic(), frame
+
+
+def test_a_hung_broker_is_taken_out_and_its_connections_shut_within_the_bound(start_cluster):
+    """SIGSTOP: a hung process, a blocked event loop, a paused VM. It still accepts connections
+    (the kernel does) and answers nothing, so nothing ends its clients' connections but haproxy,
+    whose checks find it silent: its websocket and its stream are cut, and its pending poll is
+    sent to another broker, which answers with a new session (sockjs-client then reconnects),
+    each within the bound of the stop. A broker that drains is not cut so (below)."""
+    cluster = start_cluster(3)
+    slow = HUNG_CUT_S + 3  # a client that is never cut reads no longer
+    websocket_client, hung = placed(cluster, lambda: WebSocketClient(cluster.url, timeout=slow).open())
+    stream = on_broker(cluster, hung, lambda server_id: XhrStreamingClient(cluster.url, slow, server_id).open())
+    poll = on_broker(cluster, hung, lambda server_id: XhrPollingClient(cluster.url, slow, server_id).open())
+    process = cluster.brokers[hung].server.process
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        try:
+            events = [pool.submit(first_event, client) for client in (websocket_client, stream, poll)]
+            wait_until(lambda: cluster.brokers[hung].stats()["connections"].get("xhr") == 1)  # the poll waits there
+            stopped = time.monotonic()
+            process.send_signal(signal.SIGSTOP)
+            cuts = {client.transport: (event.result()[0] - stopped, event.result()[1])
+                    for client, event in zip((websocket_client, stream, poll), events)}
+            out = states(cluster, hung)
+        finally:
+            process.send_signal(signal.SIGCONT)
+    assert {transport: what for transport, (_, what) in cuts.items()} == {
+        "websocket": "Closed", "xhr_streaming": "Closed", "xhr": "o"}, cuts
+    assert all(seconds < HUNG_CUT_S for seconds, _ in cuts.values()), cuts
+    assert set(out.values()) == {"DOWN"}, out
+    websocket_client.close()
+    stream.close()
+    poll.close()
+
+
+def closed_after(client, began):
+    """``(seconds after began, close code)`` of the end of ``client``'s session."""
+    code, _ = closed_with(client)
+    return time.monotonic() - began, code
+
+
+def test_a_draining_broker_closes_its_websockets_and_streams_itself_spread_over_its_drain(start_cluster):
+    """Its checks say "draining": haproxy sends it no new websocket, but a broker that drains
+    is not marked down, so haproxy cuts none of its connections (it cuts those of a hung one,
+    above): each is closed by the drain, with 3012, spread over --drain-seconds, and its
+    client reconnects elsewhere at its own time, not all at once."""
+    drain_seconds = 6
+    cluster = start_cluster(2, "--drain-seconds", str(drain_seconds), "--heartbeat-delay", "1")
+    # The drain closes its clients in the order they came: the websockets last, after haproxy's checks.
+    clients = [placed(cluster, lambda: XhrStreamingClient(cluster.url, 10, "%03d" % n).open()) for n in range(8)]
+    clients += [placed(cluster, lambda: WebSocketClient(cluster.url, timeout=10).open()) for _ in range(8)]
+    draining = [client for client, holder in clients if holder == 0]
+    assert {client.transport for client in draining} == {"websocket", "xhr_streaming"}, clients
+    began = time.monotonic()
+    cluster.brokers[0].server.process.send_signal(signal.SIGTERM)
+    with concurrent.futures.ThreadPoolExecutor(len(draining)) as pool:
+        ends = sorted(pool.map(lambda client: closed_after(client, began), draining))
+    assert {code for _, code in ends} == {RECONNECT[0]}, ends
+    # Closed at ceil(clients * t / drain_seconds), they leave over (clients - 1) / clients of it;
+    # cut at once, within a fraction of a second.
+    assert ends[-1][0] - ends[0][0] >= drain_seconds / 3, ends
+    for client, _ in clients:
+        client.close()
+
+
 def test_a_broker_whose_redis_is_away_is_taken_out_of_both_backends(start_redis, start_cluster):
     """Its 503 says "unavailable", not "draining": its sessions would hear nothing the
     other brokers publish, so haproxy sends new ones elsewhere."""
@@ -195,8 +288,8 @@ def polled_until_its_session_ends(client, most=100):
 
 
 def test_a_draining_broker_gets_the_polls_of_its_sessions_until_it_has_closed_them(start_cluster):
-    """A draining broker is out of the brokers backend at its first failed checks (no
-    new websocket goes to it) but not out of the sessions backend: each of its polling
+    """A draining broker is out of the brokers backend's balancing at its first check (no
+    new websocket goes to it) but not out of the sessions backend's: each of its polling
     sessions ends as its drain closes it, with 3012, spread over the drain; not all at
     once as haproxy takes it out, a poll sent to the other broker opening a new session
     there."""

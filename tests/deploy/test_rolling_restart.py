@@ -42,7 +42,7 @@ CLIENTS_PER_TRANSPORT = 3
 BROKERS = 3
 RATE = 5
 TOKEN = "t"
-# Longer than haproxy takes to see a draining broker's 503s (2 checks, 2 s apart).
+# Longer than haproxy takes to see a draining broker's 503s (its next check, within a second).
 DRAIN_SECONDS = 6.0
 # Heartbeats every second: a subscriber stops within a second of being told to. The
 # polling sessions opened while a broker is away wait for their next poll however long
