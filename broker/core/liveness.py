@@ -13,9 +13,11 @@ Rules this module keeps:
   :data:`ROUND_TRIP_BOUND_S`, or the broker is not healthy: a read loop that
   stopped, a connection that answers nothing, a Redis that takes no writes
   all stop that round trip, whatever else still answers.
-* :meth:`Liveness.problem` is what ``/healthz`` answers with (None:
-  healthy); the figures are the lag and the round trip's age, for
-  ``/stats`` and ``/metrics``.
+* Two verdicts, for ``/healthz``: :meth:`Liveness.lagging` (the loop was
+  held up: the broker may take no new client for a while, and keeps those it
+  has, which it serves again) and :meth:`Liveness.stalled` (its clients get
+  nothing through it: a proxy should move them). None: healthy. The figures
+  are the lag and the round trip's age, for ``/stats`` and ``/metrics``.
 * No I/O: the caller gives the time, ``time.monotonic()``.
 """
 
@@ -55,14 +57,18 @@ class Liveness:
         """Seconds since the last round trip (None for a broker alone)."""
         return None if self._came_back_at is None else max(0.0, now - self._came_back_at)
 
-    def problem(self, now):
-        """Why a message would not get through now, or None."""
+    def lagging(self, now):
+        """Why the event loop held messages up, lately or now, or None."""
         late_s = now - self._next_tick
         if late_s > LAG_BOUND_S:
             return "the event loop is %.1f s late (over %g s)" % (late_s, LAG_BOUND_S)
         if self._lagged_at is not None and now - self._lagged_at <= LAG_WINDOW_S:
             return "the event loop lagged by %.1f s (over %g s) %.0f s ago" % (
                 self._worst_lag_s, LAG_BOUND_S, now - self._lagged_at)
+        return None
+
+    def stalled(self, now):
+        """Why nothing gets through the broker's read loop now, or None."""
         age = self.round_trip_age(now)
         if age is not None and age > ROUND_TRIP_BOUND_S:
             return "no write of this broker came back through its read loop for %.0f s (over %g s)" % (

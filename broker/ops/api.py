@@ -231,9 +231,11 @@ class StatsHandler(_JSONHandler):
 
 
 class HealthHandler(_JSONHandler):
-    """200 "ok" when a message would get through now; 503 with the reason while the broker
-    drains, or its backplane is down or its Redis refuses writes for memory, or its event
-    loop lagged or its own writes stopped coming back (:mod:`broker.core.liveness`)."""
+    """200 "ok" when a message would get through now; 503 "draining" while the broker drains;
+    503 "unavailable", with the reason, while its backplane is down or its Redis refuses writes
+    for memory, or its event loop lagged: it keeps its clients, and should get no new ones;
+    503 "stalled", with the reason, while its own writes do not come back through its read
+    loop: its clients get nothing, and a proxy should move them (:mod:`broker.core.liveness`)."""
 
     def initialize(self, node):
         self.drain = node.drain
@@ -243,11 +245,15 @@ class HealthHandler(_JSONHandler):
     def get(self):
         if self.drain.draining:
             return self.reply(503, {"status": "draining"})
+        now = time.monotonic()
         unavailable = self.backplane.state.unavailable if self.backplane is not None else None
         if unavailable is None and self.liveness is not None:
-            unavailable = self.liveness.problem(time.monotonic())
+            unavailable = self.liveness.lagging(now)
         if unavailable:
             return self.reply(503, {"status": "unavailable", "reason": unavailable})
+        stalled = self.liveness.stalled(now) if self.liveness is not None else None
+        if stalled:
+            return self.reply(503, {"status": "stalled", "reason": stalled})
         self.reply(200, {"status": "ok"})
 
 

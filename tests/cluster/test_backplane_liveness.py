@@ -4,7 +4,8 @@ Its connection to Redis black-holed (no FIN, no RST: a partition) by a proxy of 
 (:mod:`tcp_proxy`): ``/healthz`` turns 503 within the documented bound, and back to 200 once
 the path heals, every message acknowledged meanwhile delivered to its clients in order; the
 same when the proxy closes every connection. A read loop that fails on a defect of its own
-reads on, counted."""
+reads on, counted; a broker whose own writes stop coming back is "stalled", though Redis
+answers (broker.core.liveness)."""
 
 import asyncio
 import time
@@ -12,7 +13,9 @@ import time
 import pytest
 
 from broker.cluster import backplane as backplane_module
+from broker.cluster.audience_report import AudienceReport
 from broker.cluster.replies import REPLY_TIMEOUT_S, SILENCE_CHECK_S
+from broker.core.liveness import ROUND_TRIP_BOUND_S, Liveness
 from broker.core.hub import Hub
 from loadtest.contenders import redis_server
 from sockjs_clients import WebSocketClient, wait_until
@@ -53,8 +56,32 @@ def test_a_broker_whose_redis_path_is_cut_is_unhealthy_in_time_and_delivers_once
         assert receive_until(viewer, during[-1]) == during
 
 
+def in_process(server, test):
+    """Run ``test(backplane)`` on a backplane of ``server`` and a room, in this process, with
+    the liveness a broker gives it: what it returns."""
+
+    async def run():
+        backplane = backplane_module.Backplane(server.url, "/broadcast")
+        backplane.liveness = Liveness(time.monotonic(), round_trips=True)
+        await backplane.start(Hub(asyncio.get_running_loop().call_soon, relay=backplane.append))
+        try:
+            return await test(backplane)
+        finally:
+            await backplane.stop()
+
+    try:
+        return asyncio.run(run())
+    finally:
+        server.stop()
+
+
+async def until(condition, seconds):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
 def test_a_read_loop_that_fails_on_its_own_defect_reads_on_and_is_counted(redis_installed, monkeypatch):
-    server = redis_server.RedisServer()
     real_read = backplane_module.Backplane._read
     failures = []
 
@@ -66,27 +93,35 @@ def test_a_read_loop_that_fails_on_its_own_defect_reads_on_and_is_counted(redis_
 
     monkeypatch.setattr(backplane_module.Backplane, "_read", read_once_failing)
 
-    async def run():
-        backplane = backplane_module.Backplane(server.url, "/broadcast")
-        hub = Hub(asyncio.get_running_loop().call_soon, relay=backplane.append)
-        await backplane.start(hub)
-        try:
-            for _ in range(100):
-                if backplane.state.read_restarts and backplane.state.is_up:
-                    break
-                await asyncio.sleep(0.05)
-            backplane.append('"after"')
-            assert await backplane.written()
-            for _ in range(100):
-                if backplane.state.delivered:
-                    break
-                await asyncio.sleep(0.05)
-            return backplane.stats()
-        finally:
-            await backplane.stop()
+    async def publish_after_the_failure(backplane):
+        await until(lambda: backplane.state.read_restarts and backplane.state.is_up, 5)
+        backplane.append('"after"')
+        assert await backplane.written()
+        await until(lambda: backplane.state.delivered, 5)
+        return backplane.stats()
 
-    try:
-        stats = asyncio.run(run())
-    finally:
-        server.stop()
+    stats = in_process(redis_server.RedisServer(), publish_after_the_failure)
     assert stats["read_restarts"] == 1 and stats["delivered"] == 1 and stats["state"] == "up"
+
+
+def test_a_broker_whose_own_writes_stop_coming_back_is_stalled_while_redis_answers(redis_installed, monkeypatch):
+    """Its audience report stuck (a task that does not return until the test ends): nothing
+    proves its read loop delivers, though every call to Redis is answered."""
+    released = []
+
+    async def stuck(self, count):
+        released.append(asyncio.Event())
+        await released[-1].wait()
+        return count, 1, None
+
+    async def stalled_after_the_bound(backplane):
+        await until(lambda: backplane.state.is_up and backplane.liveness.round_trip_age(time.monotonic()) < 1, 5)
+        assert backplane.liveness.stalled(time.monotonic()) is None
+        monkeypatch.setattr(AudienceReport, "send", stuck)
+        await until(lambda: backplane.liveness.stalled(time.monotonic()), ROUND_TRIP_BOUND_S + 3)
+        for event in released:
+            event.set()
+        return backplane.state.is_up, backplane.liveness.stalled(time.monotonic())
+
+    up, stalled = in_process(redis_server.RedisServer(), stalled_after_the_bound)
+    assert up and "came back through its read loop" in stalled
