@@ -213,13 +213,15 @@ class Cluster:
         self.backend_side = Origin(proxy.publish_origin)
         self._launch = launch
 
-    def start_again(self, n, timeout=30.0):
-        """Broker ``n``, whose process has exited, started again on its port as it was
-        first started, as a deploy restarts it; returns it once haproxy has every broker UP."""
-        assert self.brokers[n].server.process.poll() is not None, "broker %d is still running" % n
-        self.brokers[n] = self._launch(self.proxy.broker_ports[n])
+    def start_again(self, *numbers, timeout=30.0):
+        """Brokers ``numbers``, whose processes have exited, started again on their ports as
+        they were first started, as a deploy restarts them; returns the last once haproxy has
+        every broker UP."""
+        for n in numbers:
+            assert self.brokers[n].server.process.poll() is not None, "broker %d is still running" % n
+            self.brokers[n] = self._launch(self.proxy.broker_ports[n])
         self.proxy.wait_ready(timeout)
-        return self.brokers[n]
+        return self.brokers[numbers[-1]]
 
     def request(self, method, path, body=None, headers=None):
         """(status, parsed JSON or text body) of one HTTP request through haproxy."""

@@ -4,9 +4,9 @@ proxy to do so, a page notices a hung broker within its silence bound, derived f
 heartbeat.
 
 The shipped browser client, broker-client.js, in Chromium, a page per transport, through the
-shipped haproxy config in front of two brokers run by the systemd unit, sharing the room
-through Redis. Every page opens while the second broker is down, so that all are held by the
-first; the second comes back, numbered messages go out at 10 a second, and the first is
+shipped haproxy config in front of brokers run by the systemd unit (two; three for the hang,
+stopped for 30 s), sharing the room through Redis. Every page opens while the others are
+down, so that all are held by the first; the others come back, numbered messages go out at 10 a second, and the first is
 killed with SIGKILL, or stopped with SIGSTOP (haproxy's checks mark it down and shut its
 connections: docs/deployment.rst, "Health checks and their timings"). Every page must reopen
 on the second within a few seconds, far inside its silence bound, and deliver every message
@@ -41,9 +41,12 @@ MARKER = "after-the-fault"
 LATE_HEARTBEAT_S = 10
 # How soon a page must be open again after the kill: a reconnect takes a second or less
 # (its random wait is up to 0.5 s); the silence bound would take 35 s. After a stop, haproxy
-# shuts the broker's connections 2.5 to 3.5 s later: the page is open again within 5 s.
+# shuts the broker's connections 2.5 to 3.5 s later: the page is open again within 5 s on a
+# quiet machine (3.0 to 4.4 s measured), within 6 on a loaded one.
 REOPEN_AFTER_KILL_S = 10
-REOPEN_AFTER_STOP_S = 5
+REOPEN_AFTER_STOP_S = 6
+# How long the drill keeps a broker stopped (SIGSTOP), publishing on, before it runs again.
+STOP_S = 30
 # How long the pages get to deliver the marker: less than the silence timer, so that a page
 # that missed the kill fails here rather than recover by it.
 WAIT_MS = 25000
@@ -58,15 +61,16 @@ def down_in_haproxy(proxy, port):
     return all(states.get((backend, "broker%d" % port)) not in (None, "UP") for backend in ("brokers", "sessions"))
 
 
-def pages_through_a_fault(cluster, fault, wait_ms, options=None, direct=False):
+def pages_through_a_fault(cluster, fault, wait_ms, options=None, direct=False, after_s=3):
     """Open every transport's page on the first broker of ``cluster`` (through haproxy, or
-    ``direct``), publish at RATE, apply ``fault(first_broker)`` and publish on for 3 s, then
-    MARKER; returns (when the fault came, the pages' report, the messages every page must have
-    delivered). A broker stopped by the fault runs again before this returns."""
-    first, second = cluster.brokers
-    os.kill(second.server.pid, signal.SIGKILL)
-    second.server.process.wait(5)
-    wait_until(lambda: down_in_haproxy(cluster.proxy, cluster.proxy.broker_ports[1]), timeout=15)
+    ``direct``), publish at RATE, apply ``fault(first_broker)`` and publish on for ``after_s``,
+    then MARKER; returns (when the fault came, the pages' report, the messages every page must
+    have delivered). A broker stopped by the fault runs again before this returns."""
+    first, *others = cluster.brokers
+    for n, other in enumerate(others, 1):
+        os.kill(other.server.pid, signal.SIGKILL)
+        other.server.process.wait(5)
+        wait_until(lambda: down_in_haproxy(cluster.proxy, cluster.proxy.broker_ports[n]), timeout=15)
 
     origin = first.origin if direct else cluster.origin
     argv = ["node", os.path.join(HERE, "dead_broker.js"), origin, ",".join(TRANSPORTS), str(wait_ms), MARKER]
@@ -78,15 +82,16 @@ def pages_through_a_fault(cluster, fault, wait_ms, options=None, direct=False):
             browser.wait(10)
             pytest.fail("dead_broker.js ended: %s" % browser.stderr.read()[-8000:], pytrace=False)
         assert json.loads(ready) == {"ready": True}
-        second = cluster.start_again(1)
-        assert second.stats()["sessions"] == 0, "a page is held by the second broker already"
+        cluster.start_again(*range(1, len(cluster.brokers)))
+        others = cluster.brokers[1:]
+        assert all(other.stats()["sessions"] == 0 for other in others), "a page is held by another broker already"
 
-        publisher = Publisher([second], RATE, TOKEN)
+        publisher = Publisher(others, RATE, TOKEN)
         publisher.start()
         wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)
         fault_at = time.time()
         fault(first)
-        wait_until(lambda: publisher.sent >= 5 * RATE, timeout=20)
+        wait_until(lambda: publisher.sent >= (2 + after_s) * RATE, timeout=after_s + 20)
         sent = publisher.stop()
         publisher.publish(MARKER)
         out, err = browser.communicate(timeout=wait_ms / 1000 + 30)
@@ -130,14 +135,24 @@ def test_every_transport_notices_its_broker_killed_within_seconds(start_redis, s
 
 
 def test_every_transport_leaves_its_hung_broker_within_seconds_through_haproxy(start_redis, start_cluster):
+    """The deploy drill: three brokers, one stopped for STOP_S under every transport's page
+    (the figures of docs/deployment.rst, "Health checks and their timings", print with -s)."""
     redis = start_redis()
-    cluster = start_cluster(2, "--redis", redis.url, "--publish-token", TOKEN)
-    stopped_at, pages, expected = pages_through_a_fault(
-        cluster, lambda broker: os.kill(broker.server.pid, signal.SIGSTOP), WAIT_MS)
+    cluster = start_cluster(3, "--redis", redis.url, "--publish-token", TOKEN)
+
+    def stop_for_a_while(broker):
+        os.kill(broker.server.pid, signal.SIGSTOP)
+        threading.Timer(STOP_S, broker.server.process.send_signal, (signal.SIGCONT,)).start()
+
+    stopped_at, pages, expected = pages_through_a_fault(cluster, stop_for_a_while, WAIT_MS + STOP_S * 1000,
+                                                        after_s=STOP_S + 3)
+    reopened = {transport: after(page["opens"], stopped_at) for transport, page in pages.items()}
+    print("reopened elsewhere, seconds after the stop:",
+          ", ".join("%s %.2f" % (transport, times[0]) for transport, times in sorted(reopened.items()) if times))
     for transport, page in pages.items():
-        reopened = after(page["opens"], stopped_at)
-        assert reopened, (transport, "never reopened after the stop", page["closes"], page["log"][-3:])
-        assert reopened[0] < REOPEN_AFTER_STOP_S, (transport, "reopened %.1f s after the stop" % reopened[0])
+        assert reopened[transport], (transport, "never reopened after the stop", page["closes"], page["log"][-3:])
+        assert reopened[transport][0] < REOPEN_AFTER_STOP_S, (
+            transport, "reopened %.1f s after the stop" % reopened[transport][0])
         assert_complete(transport, page, expected)
 
 
