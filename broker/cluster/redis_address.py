@@ -34,6 +34,9 @@ _OPTION = re.compile(r"[a-z_]{1,100}")
 _NUMBER = re.compile(r"[0-9]{1,9}")
 _PORT = re.compile(r"[0-9]{1,5}")
 _SPACE = re.compile(r"\s")
+# What a refusal quotes of a URL: hosts (names, IPv4, [IPv6]) with their ports, comma-separated
+# (Sentinels), and a path of names (a database, a primary's name, a Unix socket's file).
+_SHOWN_PLACE = re.compile(r"(?:(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?,?)*(?:/[A-Za-z0-9._-]*)*")
 _EXAMPLES = "redis://127.0.0.1:6379/0 or redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster"
 
 
@@ -53,16 +56,19 @@ class RedisAddress(NamedTuple):
 
 
 def shown(text):
-    """``text`` as a refusal quotes it: what stands between ``://`` and its last ``@``
-    (the credentials, whatever the password holds) and its query (where redis-py
-    takes a ``password=`` too) each written ``***``; nothing of a text that is no URL."""
+    """``text`` as a refusal quotes it: its scheme, and its hosts, ports and path only
+    where they read as nothing else (:data:`_SHOWN_PLACE`); its credentials and its query
+    (where redis-py takes a ``password=`` too) each written ``***``, and all of it past the
+    scheme when a password's ``@``, ``?`` or ``/`` leaves where the host is in doubt;
+    nothing of a text that is no URL."""
     scheme, separator, rest = text.partition("://")
     if not separator or scheme not in _SCHEMES:
         return "the text given"
-    if "@" in rest:
-        rest = "***@" + rest.rpartition("@")[2]
-    rest, query, _ = rest.partition("?")
-    return "%s://%s%s" % (scheme, rest, "?***" if query else "")
+    before_query, query, _ = rest.partition("?")
+    credentials, at, place = before_query.rpartition("@")
+    if not _SHOWN_PLACE.fullmatch(place):
+        return "%s://***" % scheme
+    return "%s://%s%s%s" % (scheme, "***@" if at else "", place, "?***" if query else "")
 
 
 def parse(text):
@@ -76,7 +82,7 @@ def parse(text):
     if scheme == SENTINEL_SCHEME:
         return _sentinels(text, rest)
     split = urllib.parse.urlsplit(text)
-    if "@" in text and "@" not in split.netloc:
+    if "@" in text.partition("?")[0] and "@" not in split.netloc:
         raise ValueError("%s: an @ past the host: write a / ? # or @ of the password as %%2F %%3F %%23 %%40"
                          % shown(text))
     if scheme != "unix":
@@ -90,12 +96,16 @@ def parse(text):
 def _query_options(query, text):
     for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
         if not _OPTION.fullmatch(name):
-            raise ValueError("%s: not an option's name after ?: %r" % (shown(text), name[:100]))
+            raise ValueError("%s: not an option's name after ? (lower case letters and _; a ? of the "
+                             "password is %%3F)" % shown(text))
         if name == "db" and not _NUMBER.fullmatch(value):
             raise ValueError("%s: ?db= is a number, such as ?db=0" % shown(text))
 
 
 def _sentinels(text, rest):
+    if "?" in rest:
+        raise ValueError("%s: redis+sentinel:// takes no options after ? (a ? of the password is %%3F)"
+                         % shown(text))
     credentials, _, rest = rest.rpartition("@")
     hosts, _, path = rest.partition("/")
     password = urllib.parse.unquote(credentials.partition(":")[2]) or None if credentials else None
@@ -123,7 +133,7 @@ def _sentinel(part, text):
     port = _port(part, text, "a Sentinel's address is HOST:PORT, and its")
     host = part.rpartition(":")[0].strip("[]")
     if not host or port is None:
-        raise ValueError("%s: a Sentinel's address is HOST:PORT, not %r" % (shown(text), part))
+        raise ValueError("%s: a Sentinel's address is HOST:PORT" % shown(text))
     return host, port
 
 

@@ -56,13 +56,19 @@ def test_the_flag_refuses_a_bad_address_and_defaults_the_replicas_by_it(capsys):
     "redis+sentinel://:s3cret@127.0.0.1/mymaster",
 ] + ["%s:s3%scret@%s" % (scheme, odd, rest) for odd in "/@:?#" for scheme, rest in (
     ("redis://", "127.0.0.1:99999/0"), ("rediss://user", "127.0.0.1:6379/zero"),
-    ("unix://", "/run/redis.sock?db=x"), ("redis+sentinel://", "127.0.0.1:26379/"))])
+    ("unix://", "/run/redis.sock?db=x"), ("redis+sentinel://", "127.0.0.1:26379/"))] + [
+    "redis://127.0.0.1:99999/0?password=s3@cret", "redis+sentinel://127.0.0.1:26379/m?password=s3@cret",
+    "rediss://127.0.0.1:6379/zero?password=s3/cre?t"])
 def test_a_refused_url_is_quoted_without_its_password(text):
-    """Nor any part of it, whatever character of a URL it holds."""
+    """Nor any part of it, whatever character of a URL it holds, in its credentials or its query."""
     with pytest.raises(ValueError) as refused:
         parse(text)
     refusal = str(refused.value)
-    assert "s3" not in refusal and "cret" not in refusal and "***@" in refusal, refusal
+    assert "s3" not in refusal and "cret" not in refusal and "***" in refusal, refusal
+
+
+def test_a_password_in_the_query_may_hold_an_at():
+    assert parse("redis://127.0.0.1:6379/0?password=s3@cret").url == "redis://127.0.0.1:6379/0?password=s3@cret"
 
 
 @pytest.mark.parametrize("text, says", [
