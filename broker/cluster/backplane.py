@@ -93,7 +93,7 @@ import time
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import OutOfMemoryError
+from redis.exceptions import OutOfMemoryError, ResponseError
 
 from broker.cluster import redis_address, room_in_redis
 from broker.cluster.appends import Appends, Count
@@ -238,13 +238,13 @@ class Backplane:
                 try:
                     ids = await self.appends.write(batch)
                 except FAILURES as error:
-                    self._note_memory(error)
+                    self._note_refusal(error)
                     LOG.warning("%d messages not published: %s", len(batch), error)
                     refused = self.state.refuse(len(batch), _redis_failure(error))
                     for _, future in waiting:
                         future.set_exception(refused)
                     continue
-                self.state.memory = None
+                self._writes_taken()
                 errors = {i: reply for i, reply in enumerate(ids) if isinstance(reply, Exception)}
                 self.state.published += len(batch) - len(errors)
                 if errors:
@@ -259,21 +259,25 @@ class Backplane:
         finally:
             self._write_task = None
 
-    async def _give_memory(self):
-        """Redis refused the audience report for memory: give it the room's oldest idempotency
-        records, so that keys kept for their window cannot keep the broker unhealthy while
-        nobody publishes (see :mod:`broker.cluster.appends`)."""
-        try:
-            await self.appends.give_memory(self._replies, stream=False)
-        except FAILURES:
-            pass
+    def _writes_taken(self):
+        """Redis took a write: it refuses none now. After a refusal, the round trip's age counts
+        from now (what Redis refused did not come back; that was no stall)."""
+        if (self.state.memory or self.state.refusal) and self.liveness is not None:
+            self.liveness.wait_from(time.monotonic())
+        self.state.memory = self.state.refusal = None
 
-    def _note_memory(self, error):
-        """Redis refused a write for memory (``error``), or did not."""
+    def _note_refusal(self, error):
+        """Redis answered a write with ``error``: one refusing it (for memory, or another
+        reason: MISCONF, READONLY, NOPERM) makes the broker unavailable until a write is
+        taken; one that is no answer of Redis's is the state's (:meth:`_went_down`)."""
         if isinstance(error, OutOfMemoryError):
             if self.state.memory is None:
                 LOG.warning("Redis refuses writes for memory: %s", error)
             self.state.memory = "Redis refuses writes for memory: %s" % error
+        elif isinstance(error, ResponseError):
+            if self.state.refusal is None:
+                LOG.warning("Redis refuses writes: %s", error)
+            self.state.refusal = "Redis refuses writes: %s" % error
 
     async def _answer(self, call):
         return await self._replies.answer(call)
@@ -336,15 +340,15 @@ class Backplane:
 
     async def _read_forever(self):
         """Read until stopped. A failure of the loop's own, not Redis's, is logged and
-        counted (``read_restarts``), and reading starts again as after an outage: after the
-        last id delivered, the broker unhealthy meanwhile."""
+        counted (``read_restarts``), and reading starts again after the last id delivered;
+        one that lasts stops the broker's own writes coming back: it is ``stalled``
+        (:mod:`broker.core.liveness`), its clients better elsewhere."""
         while not self._stopping.is_set():
             try:
                 await self._read_until_stopped()
-            except Exception as error:
+            except Exception:
                 LOG.exception("the backplane's read loop failed; it reads again after %s", self.state.last_id)
                 self.state.read_restarts += 1
-                self._went_down(error, "the read loop failed: %r" % error)
                 await self._pause()
 
     async def _read_until_stopped(self):
@@ -375,14 +379,17 @@ class Backplane:
         while not self._stopping.is_set():
             try:
                 self.room_audience, self.room_brokers, epoch = await self.report.send(len(self._hub))
-                self.state.memory = None
+                self._writes_taken()
                 if epoch is not None and epoch != self._hub.epoch and self._reload is None:
                     self._reload = positions.EPOCH
             except FAILURES as error:
-                self._note_memory(error)
+                self._note_refusal(error)
                 self.room_audience = self.room_brokers = None
-                if isinstance(error, OutOfMemoryError):
-                    await self._give_memory()
+                if isinstance(error, OutOfMemoryError):  # keys kept for a window must not keep it unhealthy
+                    try:
+                        await self.appends.give_memory(self._replies, stream=False)
+                    except FAILURES:
+                        pass
             except Exception:
                 # As for any event-loop callback: log it, and the reporting goes on.
                 LOG.exception("reporting the audience to %s failed", self.report.key)
@@ -429,9 +436,11 @@ class Backplane:
         self._reconnect_backoff.reset()
         if self.state.came_up():
             LOG.info("backplane up: stream %s, resuming after %s", self.key, self.state.last_id)
+            if self.liveness is not None:  # its first report since is on its way
+                self.liveness.wait_from(time.monotonic())
 
-    def _went_down(self, error, reason=None):
+    def _went_down(self, error):
         self._hub.doubt_epoch()
-        reason = reason or _redis_failure(error)
+        reason = _redis_failure(error)
         if self.state.went_down(reason):
             LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)

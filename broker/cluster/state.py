@@ -103,6 +103,7 @@ class BackplaneState:
         self.trimmed_unread = 0
         self.losses = collections.Counter()
         self.memory = None
+        self.refusal = None
         self.lag_ms = None
         self.reconnects = 0
         self.read_restarts = 0
@@ -116,8 +117,9 @@ class BackplaneState:
 
     @property
     def unavailable(self):
-        """Why the backplane cannot publish, or None: it is not up, or Redis refuses writes for memory."""
-        return self.reason if self.state != UP else self.memory
+        """Why the backplane cannot publish, or None: it is not up, or Redis refuses writes
+        (for memory, or another reason)."""
+        return self.reason if self.state != UP else self.memory or self.refusal
 
     def came_up(self):
         """A command succeeded: returns True if this ends an outage or the first connect."""

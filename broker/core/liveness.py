@@ -36,7 +36,7 @@ class Liveness:
     def __init__(self, now, round_trips=False):
         self.lag_s = 0.0
         self._lagged_at = None
-        self._worst_lag_s = 0.0
+        self._lagged_by = 0.0
         self._came_back_at = now if round_trips else None
         self.ticked_at = now
         self._next_tick = now + TICK_S
@@ -47,10 +47,15 @@ class Liveness:
         self.ticked_at = now
         self._next_tick = now + TICK_S
         if late_s > LAG_BOUND_S:
-            self._lagged_at, self._worst_lag_s = now, late_s
+            self._lagged_at, self._lagged_by = now, late_s
 
     def came_back(self, now):
         """The broker's own latest write came back through its read loop at ``now``."""
+        self._came_back_at = now
+
+    def wait_from(self, now):
+        """Count the round trip's age from ``now``: the backplane is up again, and the first
+        write of its own since is on its way (an outage is not a stall)."""
         self._came_back_at = now
 
     def round_trip_age(self, now):
@@ -64,7 +69,7 @@ class Liveness:
             return "the event loop is %.1f s late (over %g s)" % (late_s, LAG_BOUND_S)
         if self._lagged_at is not None and now - self._lagged_at <= LAG_WINDOW_S:
             return "the event loop lagged by %.1f s (over %g s) %.0f s ago" % (
-                self._worst_lag_s, LAG_BOUND_S, now - self._lagged_at)
+                self._lagged_by, LAG_BOUND_S, now - self._lagged_at)
         return None
 
     def stalled(self, now):

@@ -11,6 +11,7 @@ import asyncio
 import time
 
 import pytest
+import redis
 
 from broker.cluster import backplane as backplane_module
 from broker.cluster.audience_report import AudienceReport
@@ -27,14 +28,22 @@ UNHEALTHY_WITHIN_S = REPLY_TIMEOUT_S + SILENCE_CHECK_S + 1.0
 
 
 def health(broker):
+    """(HTTP status, the answer's status) of ``broker``'s ``/healthz``."""
     status, answer = broker.request("GET", "/healthz")
-    return status, answer.get("reason")
+    return status, answer["status"]
 
 
 def seconds_until_unhealthy(broker):
     started = time.monotonic()
     wait_until(lambda: health(broker)[0] == 503, timeout=UNHEALTHY_WITHIN_S + 5)
     return time.monotonic() - started
+
+
+def statuses_until_healthy(broker, timeout):
+    """Every status ``broker``'s ``/healthz`` answers until it is ``ok``."""
+    seen = []
+    wait_until(lambda: seen.append(health(broker)[1]) or seen[-1] == "ok", timeout=timeout)
+    return set(seen)
 
 
 @pytest.mark.parametrize("cut", ["hold", "refuse"], ids=["black-holed", "closed"])
@@ -52,8 +61,25 @@ def test_a_broker_whose_redis_path_is_cut_is_unhealthy_in_time_and_delivers_once
         assert [publish(publisher, message)[0] for message in during] == [200] * 20
 
         proxy.forward()
-        wait_until(lambda: health(cut_off)[0] == 200, timeout=15)
+        assert "stalled" not in statuses_until_healthy(cut_off, 15), "an outage is not a stall"
         assert receive_until(viewer, during[-1]) == during
+
+
+def test_a_redis_that_refuses_writes_keeps_its_brokers_unavailable_never_stalled(start_redis, start_cluster):
+    """NOREPLICAS here (MISCONF, READONLY and NOPERM alike): Redis answers, and refuses every
+    write, the audience report's included, whose round trip then stops: the brokers keep
+    their clients, which a stall would send away, and nothing else would take."""
+    server = start_redis()
+    broker, = start_cluster(server, 1)
+    store = redis.Redis.from_url(server.url)
+    wait_until(lambda: health(broker)[0] == 200, timeout=10)
+    store.config_set("min-replicas-to-write", 1)
+    wait_until(lambda: health(broker)[1] == "unavailable", timeout=5)
+    time.sleep(ROUND_TRIP_BOUND_S + 1)  # past the round trip's bound, which a stall would answer
+    assert health(broker)[1] == "unavailable" and "NOREPLICAS" in broker.request("GET", "/healthz")[1]["reason"]
+    store.config_set("min-replicas-to-write", 0)
+    assert statuses_until_healthy(broker, 10) <= {"unavailable", "ok"}
+    store.close()
 
 
 def in_process(server, test):
