@@ -32,6 +32,7 @@ queues and answers; this module writes):
   tells its clients a gap.
 """
 
+import asyncio
 from typing import NamedTuple, Optional
 
 from redis.exceptions import OutOfMemoryError, RedisError
@@ -74,6 +75,8 @@ class Appends:
         self.counters_key = room_in_redis.counters_key(prefix)
         self.memory_trims = 0
         self.memory_forgotten_keys = 0
+        self._giving = asyncio.Lock()
+        self._given = 0
         redis = replies.redis
         self._publish_once = redis.register_script(room_in_redis.PUBLISH_ONCE)
         self._count = redis.register_script(room_in_redis.COUNT)
@@ -106,7 +109,17 @@ class Appends:
     async def give_memory(self, replies, stream=True):
         """Through ``replies``, forget the oldest half of the room's idempotency records or, when
         it keeps none and ``stream``, cut its stream to half its length; False when it had
-        nothing to give. Only commands that Redis runs while it refuses writes for memory."""
+        nothing to give. Only commands that Redis runs while it refuses writes for memory. One
+        at a time: a caller that waited for another's gives nothing more, and is told it was given."""
+        asked = self._given
+        async with self._giving:
+            if self._given != asked:
+                return True
+            given = await self._give_memory(replies, stream)
+            self._given += given
+            return given
+
+    async def _give_memory(self, replies, stream):
         redis = replies.redis
         records = await replies.answer(redis.zcard(self.once_order))
         if records:
@@ -116,8 +129,8 @@ class Appends:
             pipe = redis.pipeline(transaction=False)
             pipe.hdel(self.once_records, *fields)
             pipe.zrem(self.once_order, *fields)
-            await replies.answer(pipe.execute())
-            self.memory_forgotten_keys += len(fields)
+            forgotten, _ = await replies.answer(pipe.execute())
+            self.memory_forgotten_keys += forgotten
             return True
         if not stream:
             return False

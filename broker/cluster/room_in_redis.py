@@ -11,8 +11,8 @@ Rules this module keeps:
   a ``sequence`` field; a sorted set orders the digests by that sequence.
   Keeping one forgets, oldest first, those past
   :data:`broker.core.idempotency.MAX_KEYS` and the expired (a few each time);
-  both keys expire a window after the last record kept, so an idle room's
-  records go. A Redis refusing writes for memory is given the oldest
+  both keys expire a window after the last record kept (the longest window,
+  where brokers are given different ones), so an idle room's records go. A Redis refusing writes for memory is given the oldest
   records before anything else (:mod:`broker.cluster.appends`).
 * A stream entry holds a message's JSON text (:data:`FIELD`) and, for a
   message of a conflating key, that key (:data:`KEY_FIELD`).
@@ -66,8 +66,10 @@ local function keep(record)
     redis.call('ZREM', ONCE_ORDER, unpack(gone))
     redis.call('HDEL', ONCE_RECORDS, unpack(gone))
   end
-  redis.call('PEXPIRE', ONCE_RECORDS, ONCE_WINDOW_MS)
-  redis.call('PEXPIRE', ONCE_ORDER, ONCE_WINDOW_MS)
+  for _, key in ipairs({ONCE_RECORDS, ONCE_ORDER}) do
+    redis.call('PEXPIRE', key, ONCE_WINDOW_MS, 'NX')
+    redis.call('PEXPIRE', key, ONCE_WINDOW_MS, 'GT')
+  end
 end
 """
 
@@ -203,13 +205,14 @@ def counters_key(prefix):
 
 
 def once_records_key(prefix):
-    """The Redis key of the hash of the idempotency records of the room served at ``prefix``."""
-    return stream_key(prefix) + ":once"
+    """The Redis key of the hash of the idempotency records of the room served at ``prefix``
+    (no key of the one-key-a-record form before it, ``:once:KEY``, can take its name)."""
+    return stream_key(prefix) + ":idempotency"
 
 
 def once_order_key(prefix):
-    """The Redis key of the sorted set that orders those records by when they expire."""
-    return stream_key(prefix) + ":once:order"
+    """The Redis key of the sorted set that orders those records by the sequence they were kept in."""
+    return stream_key(prefix) + ":idempotency:order"
 
 
 def audience_key(prefix):
