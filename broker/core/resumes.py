@@ -14,9 +14,10 @@ this module judges, builds each start's first batch, and keeps who waits):
   stream id's number is the millisecond Redis added it: one more than
   AHEAD_WAIT_S past this broker's wall clock is ``unknown`` at once). While
   the cluster's epoch is in doubt every resume waits.
-* A first batch carries at most ``first_batch_bytes`` of messages (a
-  client's ``--max-buffer``), each counted as a client with positions is
-  sent it, in its envelope (:func:`broker.protocol.positions.sent_size`),
+* A first batch carries at most ``first_batch_bytes`` (a client's
+  ``--max-buffer``): its lead and its messages, each counted as a client
+  with positions is sent it, in its envelope
+  (:func:`broker.protocol.positions.sent_size`),
   however long the history and the replay: the
   counters' latest messages (:mod:`broker.core.counters`), which every first
   batch carries, and the newest messages that fit beside them. A resume whose messages do not all fit is a gap
@@ -246,7 +247,11 @@ class Resumes:
         """The newest of ``messages`` (``(offset, encoded)`` pairs, newest first) that fit a
         first batch, oldest first: ``(offsets, encoded, whether all fit)``. It takes one
         message past those that fit, at most: a start costs its bound, not the history."""
-        limit = None if self.first_batch_bytes is None else self.first_batch_bytes - self.counters.size()
+        limit = None
+        if self.first_batch_bytes is not None:
+            # The longest lead a first batch may start with, its comma, and the frame's brackets.
+            lead = positions.control(positions.GAP, self.epoch, self.history.newest_offset, positions.EXPIRED)
+            limit = self.first_batch_bytes - self.counters.size() - len(lead) - 3
         offsets, encoded = [], []
         size = 0
         every = True

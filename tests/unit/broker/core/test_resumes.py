@@ -86,15 +86,15 @@ def test_a_first_batch_keeps_room_for_the_counters_it_carries():
     resumes = Resumes(history, Keeping(replay=100, first_batch_bytes=1000), in_cluster=False, counters=counters)
     offsets, encoded = resumes.tail()
     assert sent_with_positions(*counters.merged(offsets, encoded)) <= 1000
-    assert offsets == [str(n) for n in range(97, 101)]
+    assert offsets == [str(n) for n in range(98, 101)]
 
 
 def test_a_first_batch_of_small_messages_holds_its_bound_as_sent_with_positions():
-    """Each message's envelope counts: 1,000 one-character messages are sent to a client with
-    positions as about 20 bytes each, and only as many as fit go."""
+    """Each message's envelope counts, and the batch's lead: 1,000 one-character messages are
+    sent to a client with positions as about 20 bytes each, and only as many as fit go."""
     history = History(1000)
     history.add([str(n) for n in range(1, 1001)], ['"x"'] * 1000, 0.0)
     resumes = Resumes(history, Keeping(replay=1000, first_batch_bytes=1000), in_cluster=False, counters=Counters())
     batch = resumes.first_batch(*resumes.judge(None))
-    sent = "[%s]" % ",".join(positions.message(o, e) for o, e in zip(batch.offsets, batch.encoded))
+    sent = "[%s]" % ",".join([batch.lead] + [positions.message(o, e) for o, e in zip(batch.offsets, batch.encoded)])
     assert 1000 - 2 * len('{"o":"1000","d":"x"},') < len(sent) <= 1000
