@@ -209,7 +209,7 @@ async def serve_until_signalled(server, host, port, name, path):
     """:func:`listen`, and stop accepting connections at the first SIGTERM or SIGINT."""
     stopping = asyncio.Event()
     on_stop_signals(stopping.set)
-    listen(server, host, bind_sockets(port, host, backlog=LISTEN_BACKLOG), name, path)
+    listen(server, host, bound_sockets(host, port), name, path)
     await stopping.wait()
     server.stop()
 

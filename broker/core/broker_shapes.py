@@ -13,7 +13,8 @@ Rules this module keeps:
 * So is a string whose text is such an object: the plain websocket sends a
   string as its text, which its page reads as JSON, the broker's own bytes.
   A string is read as JSON only when it starts with ``{`` (after JSON's
-  whitespace), so any other costs one match; a text nested too deeply to
+  whitespace) and holds a member's name or a backslash (which could escape
+  one), so any other costs a match and a search; a text nested too deeply to
   read here counts as in the broker's shape, since a page's parser may read it.
 * What else the broker says is never a room message: with positions every
   room message is under ``"d"`` and the broker's start, gap and announcement
@@ -33,13 +34,14 @@ REFUSAL = ("a JSON object with a top-level %s member, or a text that is one, is 
            "(a counter's total, the audience): change a counter with ?key=NAME&op=add"
            % " or ".join('"%s"' % member for member in MEMBERS))
 _OBJECT_TEXT = re.compile(r"[ \t\n\r]*\{")
+_READ_FOR = MEMBERS + ("\\",)
 
 
 def in_broker_shape(message):
     """Whether ``message`` (a JSON value) is, or is a string whose text is, an object
     with a member of :data:`MEMBERS` at its top level."""
     if type(message) is str:
-        if _OBJECT_TEXT.match(message) is None:
+        if _OBJECT_TEXT.match(message) is None or not any(word in message for word in _READ_FOR):
             return False
         try:
             message = json.loads(message)

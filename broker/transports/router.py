@@ -275,16 +275,16 @@ class BroadcastConnection(SockJSConnection):
             LOG.debug("closing %s session: a message that is not a string", self.transport)
             self.session.close(*close_codes.NOT_A_STRING)
             return
-        if in_broker_shape(message):
-            LOG.debug("closing %s session: a message in the broker's own shape", self.transport)
-            self.session.close(*close_codes.BROKER_SHAPE)
-            return
         if self.bucket is not None and not self.bucket.take(time.monotonic()):
             LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
             handler = self.session.handler
             self.hub.drop(self, close_codes.TOO_MANY_MESSAGES)
             if (self.form.inner if self.positioned else self.form) is not None:
                 handler.cut()  # a websocket or a stream: its socket is the broker's
+            return
+        if in_broker_shape(message):
+            LOG.debug("closing %s session: a message in the broker's own shape", self.transport)
+            self.session.close(*close_codes.BROKER_SHAPE)
             return
         try:
             self.hub.publish(message)
