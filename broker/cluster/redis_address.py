@@ -145,7 +145,9 @@ def check(address):
     command time out, the backplane down with no setting named)."""
     if address.has_sentinels:
         return
-    from redis.asyncio.connection import ConnectionPool
+    # redis-py's synchronous pool reads a URL as its asyncio pool does (one parse_url), and
+    # needs no event loop to be made (the asyncio one does, on Python 3.9).
+    from redis.connection import ConnectionPool
     from redis.exceptions import RedisError
 
     try:
