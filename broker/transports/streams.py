@@ -17,7 +17,7 @@ Rules this module keeps:
   (:class:`broker.protocol.batch.Streamed`) and written as the same bytes to
   every stream of that kind: while a stream serves a session, the session's
   connection takes the room's batches in the stream's form, straight
-  through :meth:`Stream.write_framed` (:meth:`broker.core.hub.Hub.move`).
+  through :meth:`Stream.write_batch` (:meth:`broker.core.hub.Hub.move`).
   Only the session's own frames (open, heartbeat, close) are framed per
   stream. Messages that arrive while a session has no
   stream wait in its queue (bounded by ``max_buffer``) and go out in one
@@ -98,13 +98,13 @@ class Stream(OwnedSocket):
 
     active = True
 
-    def __init__(self, server, sock, release, opening):
-        super().__init__(server, sock, release)
+    def __init__(self, router, sock, release, opening):
+        super().__init__(router, sock, release)
         self.name = opening.transport
         self.client = opening.client
         self._chunked = opening.chunked
-        limit = server.settings["response_limit"]
-        self._left = drawn_limit(limit) if server.settings["draw_response_limit"] else limit
+        limit = router.settings["response_limit"]
+        self._left = drawn_limit(limit) if router.settings["draw_response_limit"] else limit
         self._ending = False
         self._info = opening.info
 
@@ -132,10 +132,10 @@ class Stream(OwnedSocket):
 
     def join(self, session_id):
         """Serve the session ``session_id``, opening it if new."""
-        server = self.server
-        session = server.get_session(session_id)
+        router = self.router
+        session = router.get_session(session_id)
         if session is None:
-            session = server.create_session(session_id)
+            session = router.create_session(session_id)
         if not session.set_handler(self, False):
             self.end()  # the session has written why
             return
@@ -147,10 +147,10 @@ class Stream(OwnedSocket):
             session.flush()
             self._deliver_to(session, self)
 
-    def write_framed(self, data, key=None):
-        """Send ``data``, a batch in this stream's form (of a conflating ``key``);
-        False when over ``max_buffer``."""
-        if not self.write_prebuilt(data, key):
+    def write_batch(self, data, key):
+        """Send ``data``, a batch in this stream's form (of a conflating ``key``),
+        counted against the response limit; False when over ``max_buffer``."""
+        if not OwnedSocket.write_batch(self, data, key):
             return False
         self._count(data)
         return True
