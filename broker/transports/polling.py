@@ -65,7 +65,7 @@ from broker import _internals
 from broker.protocol import http_answers, polls, sends
 from broker.protocol.close_codes import INTERRUPTED
 from broker.protocol.request_heads import MAX_HEAD_BYTES, read_head
-from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.http_transports import NewSessions, ServiceHeaders, callback_name
 from broker.transports.owned_socket import OwnedSocket
 
 # What is peeked at of a connection's next request: a head and a send's body. A longer send
@@ -290,10 +290,12 @@ def answer_first_send(router, sock, handover):
     return True
 
 
-class PollHandler:
-    """Mixin for the polling transports' request handlers: a poll carries one
-    frame (see the module's rules), and once it is answered its connection
-    goes on as a :class:`KeptAliveConnection` if it may."""
+class PollHandler(NewSessions, ServiceHeaders):
+    """Base of the polling transports' request handlers, which open sessions
+    and answer as every handler of the service does (:class:`NewSessions`,
+    :class:`ServiceHeaders`): a poll carries one frame (see the module's
+    rules), and once it is answered its connection goes on as a
+    :class:`KeptAliveConnection` if it may."""
 
     session_ended = False
 
@@ -340,7 +342,7 @@ class PollHandler:
         return hand_over()
 
 
-class XhrPollingTransport(PollHandler, NewSessions, ServiceHeaders, base.XhrPollingTransport):
+class XhrPollingTransport(PollHandler, base.XhrPollingTransport):
     """xhr-polling's request handler: a connection's first poll, and any a
     :class:`KeptAliveConnection` gives back."""
 
@@ -349,12 +351,12 @@ class XhrPollingTransport(PollHandler, NewSessions, ServiceHeaders, base.XhrPoll
             self.answer(http_answers.XHR_POLL_ANSWER, http_answers.xhr_poll_body(message))
 
 
-class JSONPTransport(PollHandler, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
+class JSONPTransport(PollHandler, base.JSONPTransport):
     """jsonp-polling's request handler: one ``/**/callback("frame");`` script
     per request (:func:`broker.protocol.http_answers.jsonp_poll_body`)."""
 
     def get(self, session_id):
-        if self.callback_name() is not None:
+        if callback_name(self) is not None:
             super().get(session_id)
 
     def send_pack(self, message, binary=False):

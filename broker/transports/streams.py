@@ -69,7 +69,7 @@ from broker import _internals
 from broker.protocol import frames
 from broker.protocol.batch import Streamed
 from broker.protocol.close_codes import INTERRUPTED
-from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.http_transports import NewSessions, ServiceHeaders, callback_name
 from broker.transports.owned_socket import OwnedSocket, opening_info
 
 # What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
@@ -254,7 +254,7 @@ class EventSourceTransport(_StreamOpening, base.EventSourceTransport):
         await self.start_stream(session_id, "text/event-stream", "\r\n")
 
 
-class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTransport):
+class HtmlFileTransport(_StreamOpening, base.HtmlFileTransport):
     """Streaming into a hidden iframe; the page calls ``parent.<callback>``. Its body
     ends with its connection, unchunked (see the module's rules)."""
 
@@ -262,7 +262,7 @@ class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTranspor
         return not self.server.settings.get("chunked_htmlfile", False)
 
     async def get(self, session_id):
-        callback = self.callback_name()
+        callback = callback_name(self)
         if callback is None:
             return
         self.set_header("X-Content-Type-Options", "nosniff")
