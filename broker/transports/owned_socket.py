@@ -81,9 +81,10 @@ class OwnedSocket:
     """One client's socket, written to directly.
 
     ``router`` is the router (:class:`broker.transports.router.BrokerRouter`);
-    ``release`` (or None) is called once the socket is closed. Subclasses say what the client's bytes mean (:meth:`received`)
-    and what ending means for the session (:meth:`ended`), and may act once a
-    backlog is written (:meth:`caught_up`) or the socket closed (:meth:`closed`).
+    ``release`` (or None) is called once the socket is closed. Subclasses say
+    what the client's bytes mean (:meth:`received`) and what ending means for
+    the session (:meth:`ended`), and may act once a backlog is written
+    (:meth:`caught_up`) or the socket closed (:meth:`closed`).
     """
 
     __slots__ = ("router", "session", "_room", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
