@@ -34,7 +34,8 @@ from broker.transports import polling, tls
 from broker.transports.client_address import ClientAddressCheck
 from broker.transports.listener import Listener
 from broker.transports.request_timeouts import RequestTimeouts
-from broker.transports.router import BroadcastConnection, BrokerRouter, FeedConnection
+from broker.transports.router import BrokerRouter
+from broker.transports.subscriber import BroadcastConnection, FeedConnection
 
 LOG = logging.getLogger("broker")
 

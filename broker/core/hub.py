@@ -42,13 +42,14 @@ Rules this module keeps:
 * Its figures (``FIGURES``) are read when ``/stats`` or ``/metrics`` asks.
 
 No socket, no HTTP: the room delivers to a :class:`broker.core.seams.Subscriber`
-through the :data:`broker.core.seams.Writer` it joined with, kept beside it by form
+through the :class:`broker.core.seams.Writer` it joined with, kept beside it by form
 (a flush builds each form once, one call a subscriber); it relays through a
 :class:`broker.core.seams.Relay`.
 """
 
 import collections
 import time
+from typing import Tuple
 
 from broker.core import conflation, counters, figures
 from broker.core.announcement import Announcement
@@ -58,6 +59,7 @@ from broker.core.history import History
 from broker.core.meters import LatencyHistogram, RateMeter
 from broker.core.pending import Pending
 from broker.core.resumes import AHEAD_WAIT_S, Keeping, Resumes, Waiting
+from broker.core.seams import Subscriber, Writer
 from broker.protocol import frames, positions
 from broker.protocol.batch import Batch, Positioned
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
@@ -119,26 +121,26 @@ class Hub:
         self.by_transport[subscriber.transport] += 1
         if type(subscriber.form) is not Positioned:
             offsets, encoded = self.resumes.tail()
-            self._join(subscriber, subscriber.write, Batch(encoded, None, offsets))
+            self._join(subscriber, subscriber.writer, Batch(encoded, None, offsets))
             return
         outcome, key = self.resumes.judge(since)
         if outcome is None:
-            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.write, subscriber), key)
+            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.writer, subscriber), key)
         else:
-            self._start(subscriber, subscriber.write, outcome, key)
+            self._start(subscriber, subscriber.writer, outcome, key)
 
-    def _start(self, subscriber, write, outcome, key):
+    def _start(self, subscriber, writer, outcome, key):
         """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`)."""
-        self._join(subscriber, write, self.resumes.first_batch(outcome, key))
+        self._join(subscriber, writer, self.resumes.first_batch(outcome, key))
 
-    def _join(self, subscriber, write, batch):
-        self._groups.setdefault(subscriber.form, {})[subscriber] = write
+    def _join(self, subscriber, writer, batch):
+        self._groups.setdefault(subscriber.form, {})[subscriber] = writer
         batch = self._with_counters(batch)
         sent = len(batch)
         batch = self.announcement.for_newcomer(batch)
         if not batch.encoded and batch.lead is None:
             return
-        if write(batch.form(subscriber.form)):
+        if writer.write_batch(batch.form(subscriber.form), None):
             self.messages_out += sent
         else:
             self.drop(subscriber, SLOW_CONSUMER)
@@ -170,17 +172,17 @@ class Hub:
             elif key is not None:
                 resuming.wait_for(key, record)
 
-    def move(self, subscriber, old_form, write):
+    def move(self, subscriber, old_form, writer):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
-        through ``write`` from now on (a stream attached to its session, or
+        through ``writer`` from now on (a stream attached to its session, or
         gone); nothing for one not subscribed. Never called from a flush."""
         waiting = self._resuming.get(subscriber)
         if waiting is not None:
-            waiting.write = write
+            waiting.write = writer
             return
         group = self._groups.get(old_form)
         if group is not None and group.pop(subscriber, None) is not None:
-            self._groups.setdefault(subscriber.form, {})[subscriber] = write
+            self._groups.setdefault(subscriber.form, {})[subscriber] = writer
 
     def unsubscribe(self, subscriber):
         """Remove ``subscriber``; unknown subscribers are ignored."""
@@ -341,11 +343,8 @@ class Hub:
             if not group or not sent.encoded and type(form) is not Positioned:
                 continue
             data = sent.form(form)
-            writers = tuple(group.items())
-            if key is None:
-                slow += [s for s, write in writers if not write(data)]
-            else:
-                slow += [s for s, write in writers if not write(data, key)]
+            writers: Tuple[Tuple[Subscriber, Writer], ...] = tuple(group.items())
+            slow += [s for s, writer in writers if not writer.write_batch(data, key)]
             reached += len(writers)
         for subscriber in slow:
             self.drop(subscriber, SLOW_CONSUMER)

@@ -1,18 +1,26 @@
 """The room's two seams: what it delivers to, and what it relays through.
 
 The room (:class:`broker.core.hub.Hub`) knows no socket and no Redis: it
-writes each batch to a :class:`Subscriber` through a :data:`Writer`, and,
+writes each batch to a :class:`Subscriber` through a :class:`Writer`, and,
 when brokers share a room, hands every published message to a
 :class:`Relay` (:class:`broker.cluster.backplane.Backplane`), which raises
 :class:`RelayUnavailable` when it cannot take one.
 """
 
-from typing import Callable, Optional, Protocol
+from typing import Optional, Protocol
 
-Writer = Callable[..., bool]
-"""How the room writes one batch, in a subscriber's form, to it: ``write(data)``, or
-``write(data, key)`` for a batch of one message of a conflating ``key``; False when it is over
-its bound (see :meth:`Subscriber.write`)."""
+
+class Writer(Protocol):
+    """How the room writes its batches to one subscriber: a websocket's or a
+    stream's socket (:class:`broker.transports.owned_socket.OwnedSocket`), or
+    a session's queue (:class:`broker.transports.session.BrokerSession`): a
+    method a reader follows from :meth:`broker.core.hub.Hub._write_all` to the
+    socket, not a callable kept."""
+
+    def write_batch(self, data, key: Optional[str]) -> bool:
+        """Take one batch in the subscriber's form (see :mod:`broker.protocol.batch`);
+        ``key``: the batch is one message of that conflating key (None: it is not).
+        False when over its bound: the room then drops the subscriber."""
 
 
 class RelayUnavailable(Exception):
@@ -26,10 +34,8 @@ class Subscriber(Protocol):
     """A name for the counters (``"websocket"``, ``"xhr_streaming"``...)."""
     form: object
     """The wire form it takes (see :mod:`broker.protocol.batch`), or None for the batch itself."""
-
-    def write(self, data, key=None) -> bool:
-        """Take one batch in its form; False when over its bound (the room then
-        drops it). ``key``: the batch is one message of that conflating key."""
+    writer: Writer
+    """What it takes the room's batches through as it joins (:meth:`broker.core.hub.Hub.move` changes it)."""
 
     def disconnect(self, code: int, reason: str) -> None:
         """Close the client with ``code`` and ``reason`` (see :mod:`broker.protocol.close_codes`)."""

@@ -132,7 +132,7 @@ class Batch:
     def sockjs_frame(self):
         """The SockJS ``a[...]`` frame."""
         if self._sockjs_frame is None:
-            self._sockjs_frame = "a[" + self.sockjs_body + "]"
+            self._sockjs_frame = frames.message_frame(self.sockjs_body)
         return self._sockjs_frame
 
     @property

@@ -1,9 +1,10 @@
 """Wire encodings, as pure functions: SockJS frames and RFC 6455 server frames.
 
 SockJS (protocol 0.3.3) sends text frames: ``o`` open, ``h`` heartbeat,
-``a[...]`` a JSON array of messages, ``c[code,"reason"]`` close. Messages are
-JSON-encoded with ``ensure_ascii`` so that no transport (htmlfile, jsonp,
-eventsource) ever carries a raw U+2028 or a lone surrogate, and never as
+``a[...]`` a JSON array of messages (built here only, :func:`message_frame`),
+``c[code,"reason"]`` close. Messages are JSON-encoded with ``ensure_ascii``
+so that no transport (htmlfile, jsonp, eventsource) ever carries a raw
+U+2028 or a lone surrogate, and never as
 ``NaN`` or ``Infinity``, which are not JSON: a browser would drop the whole
 frame, and every message coalesced into it.
 
@@ -81,6 +82,12 @@ def encode_message(message, max_size=None):
     if max_size is not None and len(encoded) > max_size:
         raise MessageTooBig("its JSON text is %d bytes, escapes included: over %d" % (len(encoded), max_size))
     return encoded
+
+
+def message_frame(body):
+    """The SockJS ``a[...]`` frame of ``body``: messages' JSON texts (:func:`encode_message`)
+    joined by commas, or runs of them so joined, joined by commas in turn."""
+    return "a[" + body + "]"
 
 
 def raw_message(encoded):

@@ -212,21 +212,19 @@ class JSONPSendHandler(_SendHandler, base.JSONPSendHandler):
         self.give(http_answers.JSONP_SEND_ANSWER, http_answers.JSONP_SEND_BODY)
 
 
-class CallbackTransport:
-    """jsonp and htmlfile: the ``c`` parameter names the page's JavaScript
-    function that receives the frames. A name outside ``[A-Za-z0-9_.]`` is
-    refused with a 500, never used as given nor rewritten."""
-
-    def callback_name(self):
-        """The validated callback name, or None once a 500 has been sent."""
-        callback = self.get_argument("c", None, strip=False)
-        if not callback:
-            error = '"callback" parameter required'
-        elif not CALLBACK_NAME.match(callback):
-            error = 'invalid "callback" parameter'
-        else:
-            return callback
-        self.set_status(500)
-        self.set_header("Content-Type", "text/plain; charset=UTF-8")
-        self.finish(error)
-        return None
+def callback_name(handler):
+    """The validated name in the ``c`` parameter of ``handler``'s request (jsonp,
+    htmlfile): the page's JavaScript function that receives the frames; None
+    once a 500 has been sent. A name outside ``[A-Za-z0-9_.]`` is refused, never
+    used as given nor rewritten."""
+    callback = handler.get_argument("c", None, strip=False)
+    if not callback:
+        error = '"callback" parameter required'
+    elif not CALLBACK_NAME.match(callback):
+        error = 'invalid "callback" parameter'
+    else:
+        return callback
+    handler.set_status(500)
+    handler.set_header("Content-Type", "text/plain; charset=UTF-8")
+    handler.finish(error)
+    return None

@@ -13,16 +13,19 @@ Rules this module keeps:
   handed to :meth:`OwnedSocket.received`; the end of the client's side
   closes the socket.
 * Writing: everything goes out in the order written, through
-  :meth:`OwnedSocket.write_prebuilt` (bounded: the broadcasts) or
+  :meth:`OwnedSocket.write_batch` (bounded: the room's batches, this
+  socket being the subscriber's :class:`broker.core.seams.Writer`) or
   :meth:`OwnedSocket.write_unbounded` (the session's own frames, even past
   the bound), until :meth:`OwnedSocket.write_last` (a close frame, the end
-  of a body): what comes after it is dropped. What the kernel does not take waits in a backlog, written with
-  one ``sendmsg`` per writable event (over TLS, one ``send`` of the head:
+  of a body): what comes after it is dropped. What the kernel does not take
+  waits in a :class:`broker.core.backlog.Backlog`, written with one
+  ``sendmsg`` per writable event (over TLS, one ``send`` of the head:
   :mod:`broker.transports.tls`); a backlog over the router's
-  ``max_buffer`` refuses more (the hub drops the slow consumer), and one not
+  ``max_buffer`` refuses more (the room drops the slow consumer), and one not
   emptied within ``write_timeout`` seconds of holding a message without a
   conflating key (or the last bytes, :meth:`OwnedSocket.write_last`) is
-  dropped as a slow consumer too, and its socket closed. A viewer late on
+  dropped as a slow consumer too, from the room it was given as it was made,
+  and its socket closed. A viewer late on
   nothing but a counter's values (each the latest of its key) and the
   session's own frames is waited for, its backlog held to one value per key
   (:mod:`broker.core.conflation`), unless it takes nothing at all for
@@ -42,7 +45,7 @@ import types
 from sockjs.tornado.session import ConnectionInfo
 from tornado.ioloop import IOLoop
 
-from broker.core.conflation import bound, replace_queued
+from broker.core.backlog import Backlog
 from broker.protocol.close_codes import SLOW_CONSUMER
 from broker.transports import tls
 from broker.transports.tls import WOULD_BLOCK
@@ -77,28 +80,30 @@ def lean_connection_info(info):
 class OwnedSocket:
     """One client's socket, written to directly.
 
-    ``server`` is the router; ``release`` (or None) is called once the socket
-    is closed. Subclasses say what the client's bytes mean (:meth:`received`)
-    and what ending means for the session (:meth:`ended`), and may act once a
-    backlog is written (:meth:`caught_up`) or the socket closed (:meth:`closed`).
+    ``router`` is the router (:class:`broker.transports.router.BrokerRouter`);
+    ``release`` (or None) is called once the socket is closed. Subclasses say
+    what the client's bytes mean (:meth:`received`) and what ending means for
+    the session (:meth:`ended`), and may act once a backlog is written
+    (:meth:`caught_up`) or the socket closed (:meth:`closed`).
     """
 
-    __slots__ = ("server", "session", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
-                 "_backlog", "_backlog_bytes", "_keyed", "_unkeyed_queued", "_idle_timeouts", "_deadline",
-                 "_last_written", "_tls")
+    __slots__ = ("router", "session", "_room", "_sock", "_send", "_fd", "_release", "_reading", "_watching",
+                 "_backlog", "_unkeyed_queued", "_idle_timeouts", "_deadline", "_last_written", "_tls")
 
-    def __init__(self, server, sock, release):
-        self.server = server
+    def __init__(self, router, sock, release):
+        self.router = router
         self.session = None
+        # The room (a broker.core.hub.Hub, or None) that drops its session's connection when it is too slow.
+        self._room = router.node.hub
         self._sock = sock
+        # socket.socket.send, bound once: the write of every batch not queued.
         self._send = sock.send
         self._fd = sock.fileno()
         self._release = release
         self._reading = True
         self._watching = 0
+        # What the kernel has not taken yet (a Backlog), or None.
         self._backlog = None
-        self._backlog_bytes = 0
-        self._keyed = None
         # Messages without a key queued since the backlog began: the write timeout's business.
         self._unkeyed_queued = 0
         # Write timeouts passed with only conflated values waiting and nothing taken.
@@ -106,7 +111,7 @@ class OwnedSocket:
         self._deadline = None
         self._last_written = False
         self._tls = isinstance(sock, ssl.SSLSocket)
-        if server.settings["disable_nagle"]:
+        if router.settings["disable_nagle"]:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # reset already: the first read or write finds out and closes
@@ -122,27 +127,20 @@ class OwnedSocket:
         """Whether bytes wait for the kernel to take them."""
         return self._backlog is not None
 
-    def write_prebuilt(self, data, key=None):
-        """Send ``data`` (bytes); False when the connection's unsent bytes are
-        over the router's ``max_buffer``. Once the last bytes are written
-        (:meth:`write_last`), ``data`` is dropped. ``data`` of a conflating
-        ``key`` replaces the one still queued under it, and is held to twice
-        the bound (:mod:`broker.core.conflation`)."""
+    def write_batch(self, data, key):
+        """Send ``data`` (bytes), a batch in this connection's form, of a
+        conflating ``key`` (None: none); False when the backlog is over the
+        router's ``max_buffer`` (:meth:`broker.core.backlog.Backlog.offer`,
+        which replaces the ``data`` still queued under ``key``). Once the last
+        bytes are written (:meth:`write_last`), ``data`` is dropped."""
         if self._last_written:
             return True
         backlog = self._backlog
         if backlog is not None:
-            if self._backlog_bytes > bound(self.server.rules.max_buffer, key):
+            if not backlog.offer(data, key, self.router.rules.max_buffer):
                 return False
-            if key is not None:
-                if self._keyed is None:
-                    self._keyed = {}
-                replaced = replace_queued(backlog, self._keyed, key, data)
-                self._backlog_bytes += len(data) - (len(replaced) if replaced is not None else 0)
-                return True
-            backlog.append(data)
-            self._backlog_bytes += len(data)
-            self._queued_unkeyed()
+            if key is None:
+                self._queued_unkeyed()
             return True
         try:
             sent = self._send(data)
@@ -160,10 +158,9 @@ class OwnedSocket:
         backlog holds: all of it is due within ``write_timeout``, as a
         message is, however much of the backlog is conflated values."""
         if self._backlog is None:
-            self.write_prebuilt(data)
+            OwnedSocket.write_batch(self, data, None)
         elif not self._last_written:
             self._backlog.append(data)
-            self._backlog_bytes += len(data)
             self._queued_unkeyed()
 
     def write_unbounded(self, data):
@@ -172,9 +169,8 @@ class OwnedSocket:
             return
         if self._backlog is not None:
             self._backlog.append(data)
-            self._backlog_bytes += len(data)
         else:
-            self.write_prebuilt(data)
+            OwnedSocket.write_batch(self, data, None)  # this socket's, whatever a subclass adds to the room's
             self._unkeyed_queued = 0  # if it fell behind, on the session's own frame, not a message
 
     def write_last(self, data):
@@ -190,7 +186,7 @@ class OwnedSocket:
         return self._sock is not None
 
     def unsent_bytes(self):
-        return self._backlog_bytes
+        return 0 if self._backlog is None else self._backlog.size
 
     def leave_session(self):
         """Stop being the SockJS session's handler."""
@@ -287,12 +283,12 @@ class OwnedSocket:
                 loop.remove_writer(self._fd)
 
     def _fall_behind(self, rest, unkeyed):
-        self._backlog = [rest]
-        self._backlog_bytes = len(rest)
+        self._backlog = Backlog()
+        self._backlog.append(rest)
         self._unkeyed_queued = unkeyed
         self._idle_timeouts = 0
-        self.server.behind.add(self)
-        self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
+        self.router.behind.add(self)
+        self._deadline = IOLoop.current().call_later(self.router.rules.write_timeout, self._timed_out)
         self.watch()
 
     def _write_backlog(self):
@@ -301,32 +297,20 @@ class OwnedSocket:
             return
         try:
             if self._tls:
-                sent = tls.send_backlog(self._sock, backlog)
+                sent = tls.send_backlog(self._sock, backlog.chunks)
             else:
-                sent = self._sock.sendmsg(backlog[:SENDMSG_BUFFERS])
+                sent = self._sock.sendmsg(backlog.chunks[:SENDMSG_BUFFERS])
         except WOULD_BLOCK:
             return
         except OSError:
             self.cut()
             return
-        self._backlog_bytes -= sent
         if sent:
             self._idle_timeouts = 0
-        done = 0
-        for buffer in backlog:
-            size = len(buffer)
-            if sent < size:
-                if sent:
-                    backlog[done] = memoryview(buffer)[sent:]
-                break
-            sent -= size
-            done += 1
-        del backlog[:done]
-        if not backlog:
+        backlog.written(sent)
+        if not backlog.chunks:
             self._backlog = None
-            self._backlog_bytes = 0
-            self._keyed = None
-            self.server.behind.discard(self)
+            self.router.behind.discard(self)
             IOLoop.current().remove_timeout(self._deadline)
             self._deadline = None
             self.watch()
@@ -339,7 +323,7 @@ class OwnedSocket:
             loop = IOLoop.current()
             if self._deadline is not None:  # None while the timeout itself closes it
                 loop.remove_timeout(self._deadline)
-            self._deadline = loop.call_later(self.server.rules.write_timeout, self._timed_out)
+            self._deadline = loop.call_later(self.router.rules.write_timeout, self._timed_out)
         self._unkeyed_queued += 1
 
     def _timed_out(self):
@@ -350,11 +334,11 @@ class OwnedSocket:
         if not self._unkeyed_queued:
             self._idle_timeouts += 1
             if self._idle_timeouts < IDLE_TIMEOUTS:
-                self._deadline = IOLoop.current().call_later(self.server.rules.write_timeout, self._timed_out)
+                self._deadline = IOLoop.current().call_later(self.router.rules.write_timeout, self._timed_out)
                 return
         self._deadline = None
-        if self.session is not None and self.server.node.hub is not None:
-            self.server.node.hub.drop(self.session.conn, SLOW_CONSUMER)
+        if self.session is not None and self._room is not None:
+            self._room.drop(self.session.conn, SLOW_CONSUMER)
         self.cut()
 
     def cut(self):
@@ -372,9 +356,7 @@ class OwnedSocket:
             loop.remove_timeout(self._deadline)
         self._deadline = None
         self._backlog = None
-        self._backlog_bytes = 0
-        self._keyed = None
-        self.server.behind.discard(self)
-        self.server.stats.on_conn_closed()
+        self.router.behind.discard(self)
+        self.router.stats.on_conn_closed()
         self.closed()
         loop.add_callback(self.ended)

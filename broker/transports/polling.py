@@ -65,7 +65,7 @@ from broker import _internals
 from broker.protocol import http_answers, polls, sends
 from broker.protocol.close_codes import INTERRUPTED
 from broker.protocol.request_heads import MAX_HEAD_BYTES, read_head
-from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.http_transports import NewSessions, ServiceHeaders, callback_name
 from broker.transports.owned_socket import OwnedSocket
 
 # What is peeked at of a connection's next request: a head and a send's body. A longer send
@@ -80,14 +80,14 @@ class KeptAliveConnection(OwnedSocket):
 
     __slots__ = ("active", "_handover", "_poll", "_head")
 
-    def __init__(self, server, sock, handover):
+    def __init__(self, router, sock, handover):
         self.active = False
         self._handover = handover
         self._poll = None
         # The last poll's head: a client sends the same bytes again and again.
         self._head = None
-        super().__init__(server, sock, handover.release)
-        server.stats.on_conn_opened()
+        super().__init__(router, sock, handover.release)
+        router.stats.on_conn_opened()
         self._time_next_head()
 
     # What the SockJS session calls.
@@ -128,21 +128,21 @@ class KeptAliveConnection(OwnedSocket):
     def _serve(self, data):
         """Answer the request ``data`` begins with, or start to; False, having
         read nothing, if it is not this connection's to answer."""
-        server = self.server
+        router = self.router
         head = read_head(data, self._handover.client_header)
         if head is None:
             return False
-        poll = polls.poll_of(head, server.prefix)
+        poll = polls.poll_of(head, router.prefix)
         if poll is not None:
             return self._serve_poll(poll, data)
-        send = sends.send_of(head, data, server.prefix, server.rules.max_message_size)
+        send = sends.send_of(head, data, router.prefix, router.rules.max_message_size)
         if send is None:
             return False
-        session = open_session(server, send)
+        session = open_session(router, send)
         return session is not None and self.serve_send(send, session)
 
     def _serve_poll(self, poll, data):
-        session = open_session(self.server, poll)
+        session = open_session(self.router, poll)
         if session is None or session.handler is not None:
             return False
         if not self._take(poll):
@@ -209,7 +209,7 @@ class KeptAliveConnection(OwnedSocket):
         timeouts = self._handover.timeouts
         deadline = None if timeouts is None else timeouts.deadline(self)
         self._forget_timeout()
-        self.server.stats.on_conn_closed()
+        self.router.stats.on_conn_closed()
         self._handover.serve_again(sock, deadline)
 
     def close(self):
@@ -251,19 +251,19 @@ def http_date():
     return _date[1]
 
 
-def open_session(server, request):
-    """The open session of ``request`` (a poll or a send) on ``server`` (the
-    router), if its page's origin is allowed; None otherwise."""
-    session = server.get_session(request.session_id)
+def open_session(router, request):
+    """The open session of ``request`` (a poll or a send) on ``router``, if
+    its page's origin is allowed; None otherwise."""
+    session = router.get_session(request.session_id)
     if session is None or session.is_closed:
         return None
-    if request.origin is not None and not server.rules.origins.allows(request.origin, request.host):
+    if request.origin is not None and not router.rules.origins.allows(request.origin, request.host):
         return None
     return session
 
 
-def answer_first_send(server, sock, handover):
-    """Take ``sock``, a new plain connection to ``server`` (the router), as a
+def answer_first_send(router, sock, handover):
+    """Take ``sock``, a new plain connection to ``router``, as a
     :class:`KeptAliveConnection`: if its first request is a send of an open
     session, there whole, answered at once; if nothing of it is there yet, to
     wait for it. False, having read nothing, if its first request is anything
@@ -279,21 +279,23 @@ def answer_first_send(server, sock, handover):
         if b"_send" not in data[:data.find(b"\r\n")]:
             return False
         head = read_head(data, handover.client_header)
-        send = None if head is None else sends.send_of(head, data, server.prefix, server.rules.max_message_size)
-        session = None if send is None else open_session(server, send)
+        send = None if head is None else sends.send_of(head, data, router.prefix, router.rules.max_message_size)
+        session = None if send is None else open_session(router, send)
         if session is None:
             return False
     sock.setblocking(False)
-    connection = KeptAliveConnection(server, sock, handover)
+    connection = KeptAliveConnection(router, sock, handover)
     if data is not None:
         connection.serve_send(send, session)
     return True
 
 
-class PollHandler:
-    """Mixin for the polling transports' request handlers: a poll carries one
-    frame (see the module's rules), and once it is answered its connection
-    goes on as a :class:`KeptAliveConnection` if it may."""
+class PollHandler(NewSessions, ServiceHeaders):
+    """Base of the polling transports' request handlers, which open sessions
+    and answer as every handler of the service does (:class:`NewSessions`,
+    :class:`ServiceHeaders`): a poll carries one frame (see the module's
+    rules), and once it is answered its connection goes on as a
+    :class:`KeptAliveConnection` if it may."""
 
     session_ended = False
 
@@ -340,7 +342,7 @@ class PollHandler:
         return hand_over()
 
 
-class XhrPollingTransport(PollHandler, NewSessions, ServiceHeaders, base.XhrPollingTransport):
+class XhrPollingTransport(PollHandler, base.XhrPollingTransport):
     """xhr-polling's request handler: a connection's first poll, and any a
     :class:`KeptAliveConnection` gives back."""
 
@@ -349,12 +351,12 @@ class XhrPollingTransport(PollHandler, NewSessions, ServiceHeaders, base.XhrPoll
             self.answer(http_answers.XHR_POLL_ANSWER, http_answers.xhr_poll_body(message))
 
 
-class JSONPTransport(PollHandler, NewSessions, ServiceHeaders, CallbackTransport, base.JSONPTransport):
+class JSONPTransport(PollHandler, base.JSONPTransport):
     """jsonp-polling's request handler: one ``/**/callback("frame");`` script
     per request (:func:`broker.protocol.http_answers.jsonp_poll_body`)."""
 
     def get(self, session_id):
-        if self.callback_name() is not None:
+        if callback_name(self) is not None:
             super().get(session_id)
 
     def send_pack(self, message, binary=False):

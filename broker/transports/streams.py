@@ -17,7 +17,7 @@ Rules this module keeps:
   (:class:`broker.protocol.batch.Streamed`) and written as the same bytes to
   every stream of that kind: while a stream serves a session, the session's
   connection takes the room's batches in the stream's form, straight
-  through :meth:`Stream.write_framed` (:meth:`broker.core.hub.Hub.move`).
+  through :meth:`Stream.write_batch` (:meth:`broker.core.hub.Hub.move`).
   Only the session's own frames (open, heartbeat, close) are framed per
   stream. Messages that arrive while a session has no
   stream wait in its queue (bounded by ``max_buffer``) and go out in one
@@ -69,7 +69,7 @@ from broker import _internals
 from broker.protocol import frames
 from broker.protocol.batch import Streamed
 from broker.protocol.close_codes import INTERRUPTED
-from broker.transports.http_transports import CallbackTransport, NewSessions, ServiceHeaders
+from broker.transports.http_transports import NewSessions, ServiceHeaders, callback_name
 from broker.transports.owned_socket import OwnedSocket, opening_info
 
 # What an xhr-streaming response opens with (protocol 0.3.3): 2 KiB that push
@@ -98,13 +98,13 @@ class Stream(OwnedSocket):
 
     active = True
 
-    def __init__(self, server, sock, release, opening):
-        super().__init__(server, sock, release)
+    def __init__(self, router, sock, release, opening):
+        super().__init__(router, sock, release)
         self.name = opening.transport
         self.client = opening.client
         self._chunked = opening.chunked
-        limit = server.settings["response_limit"]
-        self._left = drawn_limit(limit) if server.settings["draw_response_limit"] else limit
+        limit = router.settings["response_limit"]
+        self._left = drawn_limit(limit) if router.settings["draw_response_limit"] else limit
         self._ending = False
         self._info = opening.info
 
@@ -132,10 +132,10 @@ class Stream(OwnedSocket):
 
     def join(self, session_id):
         """Serve the session ``session_id``, opening it if new."""
-        server = self.server
-        session = server.get_session(session_id)
+        router = self.router
+        session = router.get_session(session_id)
         if session is None:
-            session = server.create_session(session_id)
+            session = router.create_session(session_id)
         if not session.set_handler(self, False):
             self.end()  # the session has written why
             return
@@ -147,10 +147,10 @@ class Stream(OwnedSocket):
             session.flush()
             self._deliver_to(session, self)
 
-    def write_framed(self, data, key=None):
-        """Send ``data``, a batch in this stream's form (of a conflating ``key``);
-        False when over ``max_buffer``."""
-        if not self.write_prebuilt(data, key):
+    def write_batch(self, data, key):
+        """Send ``data``, a batch in this stream's form (of a conflating ``key``),
+        counted against the response limit; False when over ``max_buffer``."""
+        if not OwnedSocket.write_batch(self, data, key):
             return False
         self._count(data)
         return True
@@ -254,7 +254,7 @@ class EventSourceTransport(_StreamOpening, base.EventSourceTransport):
         await self.start_stream(session_id, "text/event-stream", "\r\n")
 
 
-class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTransport):
+class HtmlFileTransport(_StreamOpening, base.HtmlFileTransport):
     """Streaming into a hidden iframe; the page calls ``parent.<callback>``. Its body
     ends with its connection, unchunked (see the module's rules)."""
 
@@ -262,7 +262,7 @@ class HtmlFileTransport(_StreamOpening, CallbackTransport, base.HtmlFileTranspor
         return not self.server.settings.get("chunked_htmlfile", False)
 
     async def get(self, session_id):
-        callback = self.callback_name()
+        callback = callback_name(self)
         if callback is None:
             return
         self.set_header("X-Content-Type-Options", "nosniff")

@@ -223,8 +223,8 @@ class WebSocket(OwnedSocket):
         if self._closing is not None:
             IOLoop.current().remove_timeout(self._closing)
             self._closing = None
-        if self.server.node.pings is not None:
-            self.server.node.pings.discard(self)
+        if self.router.node.pings is not None:
+            self.router.node.pings.discard(self)
 
 
 class SockJSWebSocket(WebSocket):
@@ -236,7 +236,7 @@ class SockJSWebSocket(WebSocket):
     prebuilt_form = SOCKJS_WEBSOCKET
 
     def open(self, session_id):
-        self._join(self.server.create_session(session_id, register=False))
+        self._join(self.router.create_session(session_id, register=False))
         if self.session is not None:
             self.session.flush()
 
@@ -264,7 +264,7 @@ class RawWebSocket(WebSocket):
     prebuilt_form = RAW_WEBSOCKET
 
     def open(self):
-        self._join(RawSession(self.server.get_connection_class(), self.server))
+        self._join(RawSession(self.router.get_connection_class(), self.router))
 
     def on_text(self, text):
         if self.session is not None:

@@ -25,7 +25,11 @@ class Recorder:
         self.batches = []
         self.closed = None
 
-    def write(self, data):
+    @property
+    def writer(self):
+        return self
+
+    def write_batch(self, data, key):
         if self.accept:
             self.batches.append(list(data.encoded) if self.form is None else data)
         return self.accept
@@ -81,7 +85,7 @@ def test_batch_builds_each_wire_form_once_for_all():
     hub_batches = []
 
     class Keeper(Recorder):
-        def write(self, batch):
+        def write_batch(self, batch, key):
             hub_batches.append(batch)
             return True
 
@@ -108,17 +112,17 @@ def test_batch_builds_each_wire_form_once_for_all():
 def test_a_moved_subscriber_takes_its_new_form_through_its_new_writer(hub, scheduled):
     viewer = Recorder("xhr_streaming")
     hub.subscribe(viewer)
-    stream = []
-    viewer.form = Streamed("xhr_streaming", True)
-    hub.move(viewer, None, lambda data: stream.append(data) or True)
+    stream = FormRecorder(Streamed("xhr_streaming", True))
+    viewer.form = stream.form
+    hub.move(viewer, None, stream)
     hub.publish("1")
     run(scheduled)
-    assert (viewer.batches, stream) == ([], [b'7\r\na["1"]\n\r\n'])
+    assert (viewer.batches, stream.batches) == ([], [b'7\r\na["1"]\n\r\n'])
     viewer.form = None
-    hub.move(viewer, Streamed("xhr_streaming", True), viewer.write)
+    hub.move(viewer, Streamed("xhr_streaming", True), viewer.writer)
     hub.publish("2")
     run(scheduled)
-    assert viewer.batches == [['"2"']] and len(stream) == 1
+    assert viewer.batches == [['"2"']] and len(stream.batches) == 1
     assert hub.stats()["connections"] == {"xhr_streaming": 1}
 
 
@@ -126,7 +130,7 @@ def test_moving_a_subscriber_that_left_subscribes_nothing(hub, scheduled):
     gone = Recorder()
     hub.subscribe(gone)
     hub.unsubscribe(gone)
-    hub.move(gone, None, gone.write)
+    hub.move(gone, None, gone.writer)
     hub.publish("1")
     run(scheduled)
     assert gone.batches == [] and len(hub) == 0
@@ -369,7 +373,7 @@ class PositionedRecorder(Recorder):
         super().__init__()
         self.form = Positioned(inner)
 
-    def write(self, data):
+    def write_batch(self, data, key):
         if self.accept:
             self.batches.append([json.loads(text) for text in data.encoded])
         return self.accept
@@ -439,7 +443,7 @@ def test_positioned_envelopes_are_built_once_per_batch_for_all(scheduled):
     seen = []
 
     class Keeper(PositionedRecorder):
-        def write(self, data):
+        def write_batch(self, data, key):
             seen.append(data)
             return True
 
@@ -591,7 +595,7 @@ def test_after_a_lost_history_a_subscriber_gets_all_of_the_new_epoch_it_holds(sc
 class KeyedRecorder(Recorder):
     """Keeps each batch's messages and the key it was written with."""
 
-    def write(self, data, key=None):
+    def write_batch(self, data, key):
         self.batches.append((list(data.encoded), key))
         return True
 

@@ -64,3 +64,9 @@ def test_each_stream_carries_a_frame_in_its_own_framing_chunked_or_not():
 def test_a_chunk_tells_the_size_of_the_data_it_carries():
     for size in (1, 15, 16, 255, 256, 70000):
         assert frames.chunk_size(frames.http_chunk(b"x" * size)) == size
+
+
+def test_a_message_frame_is_the_json_array_of_its_texts():
+    body = ",".join([frames.encode_message("hi"), frames.encode_message(7)])
+    assert frames.message_frame(body) == 'a["hi",7]'
+    assert frames.decode_json(frames.message_frame(body)[1:]) == ["hi", 7]

@@ -6,7 +6,8 @@ import types
 
 from broker.core.heartbeats import HeartbeatWheel
 from broker.core.node import Node
-from broker.transports.router import BroadcastConnection, BrokerRouter
+from broker.transports.router import BrokerRouter
+from broker.transports.subscriber import BroadcastConnection
 
 
 def test_a_session_is_in_the_wheel_only_while_a_request_is_attached():

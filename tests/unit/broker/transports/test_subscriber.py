@@ -9,7 +9,7 @@ import pytest
 
 from broker.core.hub import Hub
 from broker.core.node import ClientRules, Node
-from broker.transports.router import BroadcastConnection
+from broker.transports.subscriber import BroadcastConnection
 
 
 def session_of(transport, hub):
@@ -17,7 +17,7 @@ def session_of(transport, hub):
     reads as it opens: a polling or streaming handler (no prebuilt form)."""
     server = types.SimpleNamespace(node=Node(hub=hub), rules=ClientRules())
     return types.SimpleNamespace(server=server, handler=types.SimpleNamespace(), transport_name=transport,
-                                 is_closed=False, queued_bytes=0, send_batch=lambda batch, key=None: None)
+                                 is_closed=False, write_batch=lambda batch, key: True)
 
 
 @pytest.mark.skipif(platform.python_implementation() != "CPython", reason="reference counting is CPython's")
