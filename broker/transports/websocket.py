@@ -24,9 +24,10 @@ Rules this module keeps:
   one client holds the loop for one budget at a time, and its buffer holds
   at most a budget and a frame.
 * Every frame, the broadcasts' prebuilt ones and the session's own (open,
-  heartbeat, close), pongs and close frames, goes out in the order written;
-  what the protocol has due is written as soon as it is due, and a pong
-  that waited while a backlog did, once the backlog is written.
+  heartbeat, close), pongs and close frames, goes out in the order written.
+  What the protocol has due is written as soon as it is due (but the answer
+  to a close frame, see Closing), a pong that waited while a backlog did
+  once the backlog is written.
 * Closing: the protocol's close frame is the socket's last bytes; then only the
   client's close frame is awaited, CLOSE_TIMEOUT seconds at most. A client's
   close frame is answered, and the socket closed once the answer is written
