@@ -1,12 +1,16 @@
-"""The server's side of RFC 6455, without I/O: the handshake's answer and the client's frames.
+"""The server's side of RFC 6455, without I/O: the handshake's answer, the client's frames, and the answers to them.
 
 Rules this module keeps:
 
 * Nothing here touches a socket or a clock. :func:`handshake_refusal` and
   :func:`accept_value` decide the answer to an upgrade request from its
   headers; a :class:`ServerProtocol` is fed the bytes read from one
-  connection (:meth:`~ServerProtocol.receive_data`) and returns what they
-  mean as events (:meth:`~ServerProtocol.events`). The caller does the I/O.
+  connection (:meth:`~ServerProtocol.receive_data`), returns what they
+  mean as events (:meth:`~ServerProtocol.events_received`), and keeps the
+  control frames due in answer, or sent on its own (``send_close``,
+  ``send_ping``, ``send_pong``), until the caller takes them
+  (:meth:`~ServerProtocol.data_to_send`, :meth:`~ServerProtocol.close_to_send`),
+  as python-websockets' ``Protocol`` does. The caller does the I/O.
 * Events are ``(kind, value)`` tuples, in the order the frames came: TEXT
   with the message as ``str``, BINARY with ``bytes``, PING and PONG with
   their payload, CLOSE with ``(code, reason)`` (code 1005 when the client
@@ -28,10 +32,29 @@ Rules this module keeps:
   ``max_size`` bytes, however many fragments there are (empty ones too).
   Text checked before its message is complete is checked once (one
   incremental decoder per message, fed each byte once) and decoded once, whole.
-* :meth:`~ServerProtocol.events` parses at most ``budget`` bytes' worth of
+* :meth:`~ServerProtocol.events_received` parses at most ``budget`` bytes' worth of
   frames per call, each frame counting FRAME_COST more, so one connection
   flooding small frames gets no more of the event loop than one sending
   large ones; ``more`` says that whole frames may be left for the next call.
+* Each event's answer is due as the caller takes the event, not before: so
+  what the caller sends while handling the events before it goes out first,
+  as it would had the frames come one by one. A PING is answered with a PONG
+  of its payload; a PONG ends ``awaiting_pong`` (which ``send_ping`` sets); a
+  CLOSE with a close frame of its code (without its reason; none for 1005),
+  and a FAIL with one of its code and reason (RFC 6455 sections 5.5.1, 7.1.7).
+* The server's data frames are not this class's: the broadcasts' frames are
+  built once for every subscriber (:mod:`broker.protocol.batch`) and the
+  session's own by :func:`broker.protocol.frames.websocket_frame`, and both
+  go straight to the socket, which writes nothing after the close frame.
+* The state: OPEN; CLOSING once the server's close frame is due
+  (:meth:`~ServerProtocol.send_close`), the client's awaited; CLOSED once the
+  client's side has ended (its CLOSE or a FAIL, taken) and the answer, if one
+  was owed, is due. One close frame at most is ever sent, and nothing after
+  it: a ping, a pong or another close is then dropped.
+* A pong waits while the caller's writes are behind (the ``behind`` of
+  :meth:`~ServerProtocol.data_to_send`), and a later ping's replaces it: one
+  answer for the latest ping, once the writes have caught up (RFC 6455
+  section 5.5.3), so a client that pings without reading queues nothing.
 """
 
 import base64
@@ -40,6 +63,7 @@ import hashlib
 import struct
 
 from broker.protocol.close_codes import INVALID_UTF8, MESSAGE_TOO_BIG, PROTOCOL_ERROR
+from broker.protocol.frames import websocket_frame
 
 TEXT = 0x1
 BINARY = 0x2
@@ -47,6 +71,10 @@ CLOSE = 0x8
 PING = 0x9
 PONG = 0xA
 FAIL = -1
+
+OPEN = "open"
+CLOSING = "closing"
+CLOSED = "closed"
 
 NO_STATUS = 1005
 FRAME_COST = 512
@@ -99,6 +127,9 @@ def close_payload(code, reason=""):
     return struct.pack("!H", code) + encoded
 
 
+_PING_FRAME = websocket_frame(b"", PING)
+
+
 def _unmask(payload, mask):
     length = len(payload)
     if not length:
@@ -108,15 +139,18 @@ def _unmask(payload, mask):
 
 
 class ServerProtocol:
-    """The frames of one client, as events; see the module's rules."""
+    """One client's frames as events, and the server's control frames; see the module's rules."""
 
-    __slots__ = ("max_size", "more", "ended", "_buffer", "_fragments", "_fragment_opcode", "_fragment_size",
-                 "_checker", "_checked")
+    __slots__ = ("max_size", "more", "ended", "state", "awaiting_pong", "_buffer", "_fragments",
+                 "_fragment_opcode", "_fragment_size", "_checker", "_checked", "_writes", "_pong", "_close_frame")
 
     def __init__(self, max_size):
         self.max_size = max_size
         self.more = False
+        # How the client's side ended: CLOSE (its close frame) or FAIL; None while it has not.
         self.ended = None
+        self.state = OPEN
+        self.awaiting_pong = False
         self._buffer = bytearray()
         self._fragments = None
         self._fragment_opcode = 0
@@ -126,6 +160,12 @@ class ServerProtocol:
         # frame at the buffer's head it has taken.
         self._checker = None
         self._checked = 0
+        # What is due to the client: pings, the payload of the ping to answer, the close frame.
+        self._writes = []
+        self._pong = None
+        self._close_frame = None
+
+    # The client's side.
 
     def receive_data(self, data):
         """Take ``data``, bytes read from the client; after CLOSE or FAIL they are dropped."""
@@ -137,8 +177,72 @@ class ServerProtocol:
         """Bytes received and not parsed yet."""
         return len(self._buffer)
 
-    def events(self, budget):
-        """The events of the whole frames received, up to ``budget`` (see the rules)."""
+    def events_received(self, budget):
+        """The events of the whole frames received, up to ``budget``, in order;
+        each one's answer is due as the caller takes it (see the rules)."""
+        return self._answered(self._parse(budget))
+
+    def _answered(self, events):
+        for event in events:
+            kind = event[0]
+            if kind == PING:
+                self.send_pong(event[1])
+            elif kind == PONG:
+                self.awaiting_pong = False
+            elif kind == CLOSE:
+                self._answer(event[1][0], "")
+            elif kind == FAIL:
+                self._answer(*event[1])
+            yield event
+
+    def _answer(self, code, reason):
+        """The client's side has ended: a close frame is due unless the server's was sent."""
+        self.send_close(code, reason)
+        self.state = CLOSED
+
+    # The server's side.
+
+    def send_close(self, code=1000, reason=""):
+        """Make the close frame of ``code`` and ``reason`` due, unless one was
+        (a reason too long is cut: :func:`close_payload`); a pong still due is dropped."""
+        if self.state != OPEN:
+            return
+        self.state = CLOSING
+        self._close_frame = websocket_frame(close_payload(code, reason), CLOSE)
+        self._pong = None
+
+    def send_ping(self):
+        """Make an empty ping due, and await its pong; once a close frame is
+        due, only await: a client that answers nothing is cut by the ping
+        timeout as by the close's."""
+        self.awaiting_pong = True
+        if self.state == OPEN:
+            self._writes.append(_PING_FRAME)
+
+    def send_pong(self, payload):
+        """Make a pong of ``payload`` due, in place of one still due; nothing once a close frame is."""
+        if self.state == OPEN:
+            self._pong = payload
+
+    def data_to_send(self, behind=False):
+        """The pings and the pong due, as frames to write in this order, and
+        forgotten; the pong stays due while the caller's writes are ``behind``."""
+        writes = self._writes
+        self._writes = []
+        if self._pong is not None and not behind:
+            writes.append(websocket_frame(self._pong, PONG))
+            self._pong = None
+        return writes
+
+    def close_to_send(self):
+        """The close frame due, once (then None): the last frame the server writes."""
+        frame = self._close_frame
+        self._close_frame = None
+        return frame
+
+    # Parsing.
+
+    def _parse(self, budget):
         buffer = self._buffer
         size = len(buffer)
         pos = 0

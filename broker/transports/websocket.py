@@ -12,8 +12,11 @@ to a :class:`WebSocket`: the socket, a :class:`broker.protocol.rfc6455.ServerPro
 and the SockJS session, which the event loop calls when the socket is
 readable, or writable while the connection is behind.
 
-Writing, the backlog, the slow-consumer bound and closing at once are
-:class:`broker.transports.owned_socket.OwnedSocket`'s. Rules this module keeps:
+What the frames mean and what answers them (pongs, close frames, which
+code) is the protocol's; a :class:`WebSocket` pumps bytes between it and
+the socket, and acts on its events. Writing, the backlog, the slow-consumer
+bound and closing at once are :class:`broker.transports.owned_socket.OwnedSocket`'s.
+Rules this module keeps:
 
 * Reading: frames parsed up to READ_BUDGET per event-loop turn (see
   :mod:`broker.protocol.rfc6455`); a connection that has whole frames left
@@ -22,10 +25,10 @@ Writing, the backlog, the slow-consumer bound and closing at once are
   at most a budget and a frame.
 * Every frame, the broadcasts' prebuilt ones and the session's own (open,
   heartbeat, close), pongs and close frames, goes out in the order written.
-  While a backlog waits, pings are not answered one by one: the latest is
-  answered once it is written (RFC 6455 section 5.5.3), so a client that
-  pings without reading queues nothing.
-* Closing: nothing is written after the server's close frame; then only the
+  What the protocol has due is written as soon as it is due (but the answer
+  to a close frame, see Closing), a pong that waited while a backlog did
+  once the backlog is written.
+* Closing: the protocol's close frame is the socket's last bytes; then only the
   client's close frame is awaited, CLOSE_TIMEOUT seconds at most. A client's
   close frame is answered, and the socket closed once the answer is written
   (after the backlog, if any). What the client published just before its
@@ -55,7 +58,6 @@ from broker.transports.owned_socket import READ_BUDGET, OwnedSocket, lean_connec
 LOG = logging.getLogger("broker.transports.websocket")
 
 CLOSE_TIMEOUT = 5.0
-PING_FRAME = frames.websocket_frame(b"", rfc6455.PING)
 
 
 class WebSocket(OwnedSocket):
@@ -66,7 +68,7 @@ class WebSocket(OwnedSocket):
     takes whole when it opens and the connection then forgets.
     """
 
-    __slots__ = ("awaiting_pong", "_protocol", "_info", "_closing", "_pong_owed")
+    __slots__ = ("_protocol", "_info", "_closing")
 
     name = None
     prebuilt_form = None
@@ -74,11 +76,9 @@ class WebSocket(OwnedSocket):
 
     def __init__(self, server, sock, release, info):
         super().__init__(server, sock, release)
-        self.awaiting_pong = False
         self._protocol = rfc6455.ServerProtocol(server.rules.max_message_size)
         self._info = info
         self._closing = None
-        self._pong_owed = None
         if server.node.pings is not None:
             server.node.pings.add(self)
         server.stats.on_conn_opened()
@@ -128,19 +128,20 @@ class WebSocket(OwnedSocket):
 
     def close(self, code=1000, reason=""):
         """Send a close frame, once, and wait at most CLOSE_TIMEOUT for the client's."""
-        if self._write_close(code, reason):
-            self._closing = IOLoop.current().call_later(CLOSE_TIMEOUT, self.cut)
+        self._protocol.send_close(code, reason)
+        self._send_close()
 
-    def _write_close(self, code, reason):
-        """Write the close frame unless one was; whether the socket is still open after writing it."""
-        return self.write_last(frames.websocket_frame(rfc6455.close_payload(code, reason), rfc6455.CLOSE))
+    @property
+    def awaiting_pong(self):
+        return self._protocol.awaiting_pong
 
     def ping_due(self):
-        self.awaiting_pong = True
-        self.write_unbounded(PING_FRAME)
+        self._protocol.send_ping()
+        self._send_data()
 
     def ping_timed_out(self):
-        self._write_close(*PING_TIMEOUT)
+        self._protocol.send_close(*PING_TIMEOUT)
+        self._send_close()
         self.cut()
 
     # The event loop's side.
@@ -153,39 +154,37 @@ class WebSocket(OwnedSocket):
     def _parse(self):
         protocol = self._protocol
         published = False
-        for kind, value in protocol.events(READ_BUDGET):
+        for kind, value in protocol.events_received(READ_BUDGET):
             if not self.is_open:
                 return
             if kind == rfc6455.TEXT:
-                if not self._last_written:
+                if protocol.state == rfc6455.OPEN:
                     self.on_text(value)
                     published = True
             elif kind == rfc6455.BINARY:
-                if not self._last_written:
+                if protocol.state == rfc6455.OPEN:
                     self.on_binary(value)
             elif kind == rfc6455.PING:
-                self._pong(value)
-            elif kind == rfc6455.PONG:
-                self.awaiting_pong = False
-            elif published:
-                # The hub flushes what this client just published once the
-                # loop's current callbacks have run: the close goes after it.
-                IOLoop.current().add_callback(self._client_ended, kind, value)
-            else:
-                self._client_ended(kind, value)
+                self._send_data()
+            elif kind == rfc6455.CLOSE or kind == rfc6455.FAIL:
+                if published:
+                    # The hub flushes what this client just published once the
+                    # loop's current callbacks have run: the close goes after it.
+                    IOLoop.current().add_callback(self._client_ended, value)
+                else:
+                    self._client_ended(value)
         if protocol.more and self.is_open:
             self.pause_reading(True)
             IOLoop.current().add_callback(self._resume)
 
-    def _client_ended(self, kind, value):
-        """Answer the client's close frame, or the frame that broke the protocol."""
+    def _client_ended(self, value):
+        """Write the protocol's answer to the client's close frame, or to the
+        frame that broke the protocol (``value``, its code and reason)."""
         if not self.is_open:
             return
-        if kind == rfc6455.CLOSE:
-            self.close(value[0])
-        else:
+        if self._protocol.ended == rfc6455.FAIL:
             LOG.debug("closing websocket: %s", value[1])
-            self.close(*value)
+        self._send_close()
         self._end_when_written()
 
     def _resume(self):
@@ -194,6 +193,18 @@ class WebSocket(OwnedSocket):
         self._parse()
         if not self._protocol.more and self.is_open:
             self.pause_reading(False)
+
+    def _send_data(self):
+        """Write the protocol's pings and pong due; a pong waits while the socket is behind."""
+        for data in self._protocol.data_to_send(self.behind):
+            self.write_unbounded(data)
+
+    def _send_close(self):
+        """Write the protocol's close frame, if one is due, as the socket's
+        last bytes; then the client's end is awaited CLOSE_TIMEOUT at most."""
+        data = self._protocol.close_to_send()
+        if data is not None and self.write_last(data):
+            self._closing = IOLoop.current().call_later(CLOSE_TIMEOUT, self.cut)
 
     def _end_when_written(self):
         """The client's side has ended (its close frame, or a broken one):
@@ -206,18 +217,11 @@ class WebSocket(OwnedSocket):
         else:
             self.shutdown_writing()
 
-    def _pong(self, payload):
-        if self.behind:
-            self._pong_owed = payload
-        else:
-            self.write_unbounded(frames.websocket_frame(payload, rfc6455.PONG))
-
     def caught_up(self):
         if self._protocol.ended is not None:
             self._end_when_written()
-        elif self._pong_owed is not None:
-            payload, self._pong_owed = self._pong_owed, None
-            self._pong(payload)
+        else:
+            self._send_data()
 
     def closed(self):
         if self._closing is not None:

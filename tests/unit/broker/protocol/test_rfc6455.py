@@ -17,7 +17,7 @@ def events(*chunks, max_size=1024, budget=1 << 20):
     out = []
     for chunk in chunks:
         protocol.receive_data(chunk)
-        out += protocol.events(budget)
+        out += protocol.events_received(budget)
     return out
 
 
@@ -99,13 +99,13 @@ def test_empty_fragments_cost_no_memory():
     try:
         for _ in range(5):
             protocol.receive_data(empties)
-            assert protocol.events(1 << 30) == []
+            assert list(protocol.events_received(1 << 30)) == []
         grown = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     assert grown < 100 * 1024, "50,000 empty fragments kept %d bytes" % grown
     protocol.receive_data(frame(b"b", 0x0))
-    assert protocol.events(1 << 20) == [(rfc6455.TEXT, "ab")]
+    assert list(protocol.events_received(1 << 20)) == [(rfc6455.TEXT, "ab")]
 
 
 def test_a_long_close_reason_is_cut_at_a_character():
@@ -122,17 +122,17 @@ def test_an_oversized_message_fails_from_its_header_alone():
 def test_nothing_is_parsed_after_a_failure():
     protocol = rfc6455.ServerProtocol(1024)
     protocol.receive_data(b"\x81\x05hello")
-    assert protocol.events(1 << 20)[0][0] == rfc6455.FAIL
+    assert list(protocol.events_received(1 << 20))[0][0] == rfc6455.FAIL
     protocol.receive_data(frame(b"late"))
-    assert protocol.events(1 << 20) == [] and protocol.buffered == 0
+    assert list(protocol.events_received(1 << 20)) == [] and protocol.buffered == 0
 
 
 def test_the_budget_bounds_the_frames_parsed_per_call():
     protocol = rfc6455.ServerProtocol(1024)
     protocol.receive_data(frame(b"") * 100)
-    first = protocol.events(10 * rfc6455.FRAME_COST)
+    first = list(protocol.events_received(10 * rfc6455.FRAME_COST))
     assert len(first) == 10 and protocol.more
-    rest = protocol.events(1 << 20)
+    rest = list(protocol.events_received(1 << 20))
     assert len(rest) == 90 and not protocol.more
     assert rest[0] == (rfc6455.TEXT, "")
 
