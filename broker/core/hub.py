@@ -49,6 +49,7 @@ through the :data:`broker.core.seams.Writer` it joined with, kept beside it by f
 
 import collections
 import time
+from typing import Optional
 
 from broker.core import conflation, counters, figures
 from broker.core.announcement import Announcement
@@ -58,6 +59,7 @@ from broker.core.history import History
 from broker.core.meters import LatencyHistogram, RateMeter
 from broker.core.pending import Pending
 from broker.core.resumes import AHEAD_WAIT_S, Keeping, Resumes, Waiting
+from broker.core.seams import Relay
 from broker.protocol import frames, positions
 from broker.protocol.batch import Batch, Positioned
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
@@ -78,7 +80,8 @@ class Hub:
     and sends (None: no bound; a running broker's is ``--max-message-size``).
     """
 
-    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay=None, max_message_size=None):
+    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay: Optional[Relay] = None,
+                 max_message_size=None):
         self._schedule = schedule
         self._relay = relay
         self.max_message_size = max_message_size
@@ -189,27 +192,29 @@ class Hub:
                 or self._resuming.remove(subscriber)):
             self.by_transport[subscriber.transport] -= 1
 
-    def publish(self, message, idempotent=None, key=None):
+    def publish(self, message, key=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or no UTF-8 text
         (NaN, bytes, a lone surrogate), :class:`broker.protocol.frames.MessageTooBig` for one
         whose JSON text is over ``max_message_size``; with a relay, what the relay raises
-        when it cannot take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
-        (:mod:`broker.core.idempotency`), counted in once appended (:meth:`appended`).
-        ``key``: the message's conflating key."""
-        return self._publish_encoded(message, frames.encode_message(message, self.max_message_size), idempotent, key)
+        when it cannot take it. ``key``: the message's conflating key."""
+        return self._publish_encoded(*self.encode(message), key)
 
-    def _publish_encoded(self, message, encoded, idempotent=None, key=None):
-        """Queue ``message``, ``encoded``, as :meth:`publish` does."""
-        raw = (message if isinstance(message, str) else encoded).encode()
+    def encode(self, message):
+        """``message``'s JSON text as the room keeps and sends it, and the bytes the raw websocket
+        sends; ValueError, and :class:`broker.protocol.frames.MessageTooBig`, as :meth:`publish` raises them."""
+        encoded = frames.encode_message(message, self.max_message_size)
+        return encoded, (message if isinstance(message, str) else encoded).encode()
+
+    def _publish_encoded(self, encoded, raw, key=None):
+        """Queue a message, ``encoded`` and ``raw``, as :meth:`publish` does."""
         if self._relay is not None:
-            if idempotent is None and key is None:
+            if key is None:
                 self._relay(encoded)
             else:
-                self._relay(encoded, idempotent, key)
-            if idempotent is None:
-                self.messages_in += 1
+                self._relay(encoded, key=key)
+            self.messages_in += 1
             return len(self)
         self.messages_in += 1
         if self._pending.add(encoded, raw, key, self._clock):
@@ -227,13 +232,13 @@ class Hub:
             return len(self), value
         # The broker's own message, bounded by the counters' bounds, not by --max-message-size:
         # its total has changed, and a cluster's script appends it unchecked too.
-        message = counters.message(name, value)
-        return self._publish_encoded(message, frames.encode_message(message), key=counters.conflating_key(name)), value
+        encoded = frames.encode_message(counters.message(name, value))
+        return self._publish_encoded(encoded, encoded.encode(), counters.conflating_key(name)), value
 
     def appended(self):
-        """The relay appended a message published ``idempotent``: its key was new. Only
-        then is it counted among the messages in (a retry appends nothing), so that
-        the count never goes back."""
+        """An Engine appended a message it published in this room, not through :meth:`publish`
+        (:mod:`broker.core.engines`): one of an idempotency key, counted in only once its key
+        proved new (a retry appends nothing), so that the count never goes back."""
         self.messages_in += 1
 
     def pending_offset(self):
