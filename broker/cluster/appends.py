@@ -206,6 +206,6 @@ class Appends:
         await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
                           args=[count.operation, name, counters.units(count.given.value), count.given.scale,
                                 counters.message_prefix(name), self.maxlen, record, window_ms,
-                                counters.conflating_key(name), count.most, room_in_redis.COUNTED_DIGITS,
+                                counters.conflating_key(name).text, count.most, room_in_redis.COUNTED_DIGITS,
                                 counters.too_many(count.most), counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS],
                           client=pipe)

@@ -53,6 +53,7 @@ from typing import Optional
 
 from broker.core import conflation, counters, figures
 from broker.core.announcement import Announcement
+from broker.core.conflation import ConflatingKey
 from broker.core.counters import Counters
 from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.history import History
@@ -124,15 +125,16 @@ class Hub:
             offsets, encoded = self.resumes.tail()
             self._join(subscriber, subscriber.write, Batch(encoded, None, offsets))
             return
-        outcome, key = self.resumes.judge(since)
+        outcome, place = self.resumes.judge(since)
         if outcome is None:
-            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.write, subscriber), key)
+            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.write, subscriber), place)
         else:
-            self._start(subscriber, subscriber.write, outcome, key)
+            self._start(subscriber, subscriber.write, outcome, place)
 
-    def _start(self, subscriber, write, outcome, key):
-        """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`)."""
-        self._join(subscriber, write, self.resumes.first_batch(outcome, key))
+    def _start(self, subscriber, write, outcome, place):
+        """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`) after
+        ``place``, an offset's place in the room's order (:func:`broker.protocol.positions.offset_key`)."""
+        self._join(subscriber, write, self.resumes.first_batch(outcome, place))
 
     def _join(self, subscriber, write, batch):
         self._groups.setdefault(subscriber.form, {})[subscriber] = write
@@ -153,25 +155,25 @@ class Hub:
 
     def _start_reached(self):
         """Start the waiting subscribers whose offset the room has reached."""
-        for record, key in self._resuming.reached(self.history.newest):
-            self._start(record.subscriber, record.write, self.resumes.outcome(key), key)
+        for record, place in self._resuming.reached(self.history.newest):
+            self._start(record.subscriber, record.write, self.resumes.outcome(place), place)
 
     def _start_expired(self, now):
         """Start, as an unknown offset, the waiting subscribers that waited AHEAD_WAIT_S."""
         for record in self._resuming.expired(now):
-            outcome, key = self.resumes.judge(record.since)
-            self._start(record.subscriber, record.write, outcome or positions.UNKNOWN, key)
+            outcome, place = self.resumes.judge(record.since)
+            self._start(record.subscriber, record.write, outcome or positions.UNKNOWN, place)
 
     def _judge_waiting(self):
         """Start every waiting subscriber that can be judged now; the others wait on for their offset."""
         resuming = self._resuming
         for record in resuming.every():
-            outcome, key = self.resumes.judge(record.since)
+            outcome, place = self.resumes.judge(record.since)
             if outcome is not None:
                 resuming.take(record)
-                self._start(record.subscriber, record.write, outcome, key)
-            elif key is not None:
-                resuming.wait_for(key, record)
+                self._start(record.subscriber, record.write, outcome, place)
+            elif place is not None:
+                resuming.wait_for(place, record)
 
     def move(self, subscriber, old_form, write):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
@@ -198,8 +200,10 @@ class Hub:
         Raises ValueError, and queues nothing, for a message with no JSON or no UTF-8 text
         (NaN, bytes, a lone surrogate), :class:`broker.protocol.frames.MessageTooBig` for one
         whose JSON text is over ``max_message_size``; with a relay, what the relay raises
-        when it cannot take it. ``key``: the message's conflating key."""
-        return self._publish_encoded(*self.encode(message), key)
+        when it cannot take it. ``key``: the message's conflating key (a backend's or a client's,
+        never a counter's: :meth:`count`)."""
+        encoded, raw = self.encode(message)
+        return self._publish_encoded(encoded, raw, None if key is None else ConflatingKey(key))
 
     def encode(self, message):
         """``message``'s JSON text as the room keeps and sends it, and the bytes the raw websocket
@@ -208,12 +212,13 @@ class Hub:
         return encoded, (message if isinstance(message, str) else encoded).encode()
 
     def _publish_encoded(self, encoded, raw, key=None):
-        """Queue a message, ``encoded`` and ``raw``, as :meth:`publish` does."""
+        """Queue a message, ``encoded`` and ``raw``, of the :class:`broker.core.conflation.ConflatingKey`
+        ``key`` if any, as :meth:`publish` does."""
         if self._relay is not None:
             if key is None:
                 self._relay(encoded)
             else:
-                self._relay(encoded, key=key)
+                self._relay(encoded, key=key.text)
             self.messages_in += 1
             return len(self)
         self.messages_in += 1
@@ -259,15 +264,17 @@ class Hub:
     def deliver(self, encoded, offsets, age=0.0, keys=None):
         """Send ``encoded`` (a list of JSON texts, in the relay's order) at
         ``offsets`` now, as one batch (and one more for each message with a
-        conflating key, ``keys``: each one's or None); ``age``: seconds since
-        the first of them was published."""
+        conflating key, ``keys``: the text of each one's, or None); ``age``: seconds
+        since the first of them was published."""
         if keys is None:
             self._send(Batch(encoded, None, offsets), self._clock() - age)
         else:
-            self._send_keyed(Batch(encoded, None, offsets), keys, self._clock() - age)
+            self._send_keyed(Batch(encoded, None, offsets), [None if text is None else counters.key_of(text)
+                                                             for text in keys], self._clock() - age)
 
     def _send_keyed(self, messages, keys, oldest):
-        """Send ``messages``, a batch some of whose messages have a conflating key (``keys``)."""
+        """Send ``messages``, a batch some of whose messages have a conflating key (``keys``: each
+        one's :class:`broker.core.conflation.ConflatingKey`, or None)."""
         for batch in conflation.batches(messages, keys):
             self._send(batch, oldest)
 
@@ -325,10 +332,9 @@ class Hub:
         if key is None:
             self.history.add(offsets, encoded, now)
         else:
-            self.history.add(offsets, encoded, now, [key])
-            name = counters.counter_name(key)
-            if name is not None:
-                self.counters.sent(name, offsets[0], encoded[0])
+            self.history.add(offsets, encoded, now, [key.text])
+            if key.counter is not None:
+                self.counters.sent(key.counter, offsets[0], encoded[0])
         if oldest is not None:
             self.latency.observe(now - oldest, messages)
         if self._resuming.due(self.history.newest) and self.resumes.epoch_known:
@@ -340,7 +346,7 @@ class Hub:
         cannot take it; returns how many took it."""
         slow = []
         reached = 0
-        key = batch.key
+        key = None if batch.key is None else batch.key.text
         for form, group in tuple(self._groups.items()):
             sent = batch if unpositioned is None or type(form) is Positioned else unpositioned
             if not group or not sent.encoded and type(form) is not Positioned:

@@ -141,9 +141,10 @@ def test_a_counter_adds_takes_a_greater_maximum_and_sends_each_change(in_a_room)
         for step in ("add", "25"), ("add", "-3.50"), ("max", "10"), ("max", "30"):
             results.append(await engine.publish(room, change(*step)))
             await delivered(room, results[-1].offset)  # each in a batch of its own: none conflated
-        return watcher, results
+        return watcher, results, room.counters.stats()
 
-    watcher, results = in_a_room(test)
+    watcher, results, sent = in_a_room(test)
+    assert sent == {"raised": "30.00"}, "the room knows a counter's message as the counter's"
     assert [result.value for result in results] == ["25", "21.50", "21.50", "30.00"]
     assert results[2].offset == results[1].offset, "a maximum not above the total changes nothing"
     assert [message["value"] for message in watcher.data()] == ["25", "21.50", "30.00"]
