@@ -20,12 +20,13 @@ the body only if it is more than the total. Rules this module keeps:
 * What viewers receive is the broker's own object, :func:`message`:
   ``{"counter": NAME, "value": "21.50"}``, a message of the conflating key
   :func:`conflating_key` (:mod:`broker.core.conflation`): a viewer late on it
-  is sent only the latest total. In the room that key is a
-  :class:`broker.core.conflation.ConflatingKey` that names its counter; its
-  text (``counter NAME``) is read back only where it comes from Redis (:func:`key_of`). That key has a space, which no backend's
-  ``?key=`` may have, and no backend or client message may be an object with
-  a ``"counter"`` member (:data:`MEMBER`, :mod:`broker.core.broker_shapes`):
-  no message can pass for a counter's.
+  is sent only the latest total. That key's text has a space, which no
+  backend's ``?key=`` may have, and no backend or client message may be an
+  object with a ``"counter"`` member (:data:`MEMBER`,
+  :mod:`broker.core.broker_shapes`): no message can pass for a counter's. In
+  the room the key is a :class:`broker.core.conflation.ConflatingKey` that
+  names its counter; its text is read back (:func:`key_of`) only where it
+  comes from Redis.
 * A room holds at most :func:`most_counters` counters: :data:`MAX_COUNTERS`,
   or fewer, so that every counter's latest message, at its longest
   (:data:`LONGEST_MESSAGE_BYTES`: a name of 64 characters JSON writes in two,

@@ -241,9 +241,10 @@ class Hub:
         return self._publish_encoded(encoded, encoded.encode(), counters.conflating_key(name)), value
 
     def appended(self):
-        """An Engine appended a message it published in this room, not through :meth:`publish`
-        (:mod:`broker.core.engines`): one of an idempotency key, counted in only once its key
-        proved new (a retry appends nothing), so that the count never goes back."""
+        """An Engine appended a message in this room's cluster stream, not through :meth:`publish`
+        (:mod:`broker.cluster.redis_engine`): it counts among the messages in. One with an
+        idempotency key counts only once Redis appended it (a retry appends nothing), so that
+        the count never goes back."""
         self.messages_in += 1
 
     def pending_offset(self):
