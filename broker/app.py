@@ -22,6 +22,7 @@ from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub, Keeping
 from broker.core.idempotency import Window
 from broker.core.liveness import TICK_S, Liveness
+from broker.core.memory_engine import MemoryEngine
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
@@ -302,11 +303,16 @@ class LoopWatch:
 
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
     """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for; its
+    Engine in memory or, with a ``backplane``, through it (:mod:`broker.core.engines`); its
     liveness is told by the ``backplane``, if any, of its round trips."""
     liveness = Liveness(time.monotonic(), round_trips=backplane is not None)
+    window = Window(config.idempotency_window)
     if backplane is None:
         audience = Audience(hub.__len__, every=config.announce_audience)
+        engine = MemoryEngine(window)
     else:
+        from broker.cluster.redis_engine import RedisEngine
+        engine = RedisEngine(backplane, window)
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
         backplane.liveness = liveness
@@ -314,8 +320,8 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=audience,
-                collection=collection, backplane=backplane,
-                idempotency=Window(config.idempotency_window), tls=tls_failures, liveness=liveness)
+                collection=collection, backplane=backplane, engine=engine,
+                idempotency=window, tls=tls_failures, liveness=liveness)
 
 
 async def warm_up_sessions(config):

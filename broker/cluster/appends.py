@@ -7,8 +7,8 @@ queues and answers; this module writes):
   Redis appends its entries at once, so the blocked XREAD of every broker
   gets them in one reply. Each entry has its own reply: Redis applies the
   others of a transaction when one fails at run time.
-* An entry is a JSON text, ``(text, idempotent, key)`` for a message with an
-  idempotency key or a conflating key (:data:`broker.cluster.room_in_redis.PUBLISH_ONCE`),
+* An entry is a JSON text, an :class:`Append` for a message with a conflating
+  key or an idempotency key (with one, :data:`broker.cluster.room_in_redis.PUBLISH_ONCE`),
   or a :class:`Count` (:data:`broker.cluster.room_in_redis.COUNT`).
 * Writes go through a client of one connection, so that the WAIT after a
   transaction (``min_replicas`` above 0) waits for that transaction's
@@ -45,14 +45,40 @@ from broker.core import counters, idempotency
 REPLICA_WAIT_MS = 1000
 
 
+class OnceRecord(NamedTuple):
+    """What a script keeps for an idempotency ``key`` seen first: ``record`` (an
+    :meth:`broker.core.idempotency.Answer.record`, the script adds the rest), for ``window_s``."""
+
+    key: str
+    record: str
+    window_s: float
+
+    def digest(self):
+        """The key as Redis keeps it (:func:`broker.core.idempotency.digest`)."""
+        return idempotency.digest(self.key)
+
+    def window_ms(self):
+        return max(1, int(self.window_s * 1000))
+
+
+class Append(NamedTuple):
+    """A message to append, ``encoded``, of the conflating ``key`` (or None); with ``once``
+    (a :class:`OnceRecord`), only if its idempotency key was not seen."""
+
+    encoded: str
+    key: Optional[str]
+    once: Optional[OnceRecord] = None
+
+
 class Count(NamedTuple):
-    """A counter's operation waiting for the next transaction (see :meth:`broker.cluster.backplane.Backplane.count`),
-    in a room of at most ``most`` counters (:func:`broker.core.counters.most_counters`)."""
+    """A counter's operation waiting for the next transaction (see :class:`broker.cluster.redis_engine.RedisEngine`),
+    once for an idempotency key if ``once`` (a :class:`OnceRecord`), in a room of at most ``most``
+    counters (:func:`broker.core.counters.most_counters`)."""
 
     name: str
     operation: str
     given: counters.Amount
-    idempotent: Optional[tuple]
+    once: Optional[OnceRecord]
     most: int
 
 
@@ -152,7 +178,7 @@ class Appends:
             elif type(entry) is Count:
                 await self._queue_count(pipe, entry)
             else:
-                await self._queue_message(pipe, *entry)
+                await self._queue_append(pipe, entry)
         try:
             return await pipe.execute(raise_on_error=False)
         finally:
@@ -160,26 +186,26 @@ class Appends:
             # or the writes' pool of one would have none left.
             await pipe.reset()
 
-    async def _queue_message(self, pipe, encoded, idempotent, key):
-        if idempotent is None:
-            pipe.xadd(self.key, {FIELD: encoded, KEY_FIELD: key}, maxlen=self.maxlen, approximate=True)
+    async def _queue_append(self, pipe, append):
+        """Queue ``append`` (an :class:`Append`) on ``pipe``: an XADD, or the script
+        :data:`room_in_redis.PUBLISH_ONCE`."""
+        once = append.once
+        if once is None:
+            pipe.xadd(self.key, {FIELD: append.encoded, KEY_FIELD: append.key}, maxlen=self.maxlen, approximate=True)
             return
-        idempotency_key, record, window_s = idempotent
         # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
         await self._publish_once(keys=[self.once_records, self.key, self.once_order],
-                                 args=[record, encoded, self.maxlen, max(1, int(window_s * 1000)), key or "",
-                                       idempotency.digest(idempotency_key), idempotency.MAX_KEYS], client=pipe)
+                                 args=[once.record, append.encoded, self.maxlen, once.window_ms(), append.key or "",
+                                       once.digest(), idempotency.MAX_KEYS], client=pipe)
 
     async def _queue_count(self, pipe, count):
         """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
-        record, window_ms, digest = "", 1, ""
-        if count.idempotent is not None:
-            idempotency_key, record, window_s = count.idempotent
-            digest, window_ms = idempotency.digest(idempotency_key), max(1, int(window_s * 1000))
+        once = count.once
+        record, window_ms, digest = ("", 1, "") if once is None else (once.record, once.window_ms(), once.digest())
         name = count.name
         await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
                           args=[count.operation, name, counters.units(count.given.value), count.given.scale,
                                 counters.message_prefix(name), self.maxlen, record, window_ms,
-                                counters.conflating_key(name), count.most, room_in_redis.COUNTED_DIGITS,
+                                counters.conflating_key(name).text, count.most, room_in_redis.COUNTED_DIGITS,
                                 counters.too_many(count.most), counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS],
                           client=pipe)

@@ -96,7 +96,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from broker.cluster import redis_address, room_in_redis
-from broker.cluster.appends import Appends, Count
+from broker.cluster.appends import Append, Appends
 from broker.cluster.audience_report import AUDIENCE_REPORT_S, AudienceReport
 from broker.cluster.replies import BLOCK_MS, FAILURES, REPLY_TIMEOUT_S, Replies
 from broker.cluster.room_in_redis import FIELD
@@ -188,22 +188,14 @@ class Backplane:
         await self._redis.aclose()
         await asyncio.gather(self._read_task, return_exceptions=True)
 
-    def append(self, encoded, idempotent=None, key=None):
-        """Queue one JSON text for the next transaction (the hub's relay); raises
-        :class:`broker.core.seams.RelayUnavailable` while Redis is not up.
-        ``idempotent``: ``(idempotency key, record, window_s)`` to append it only if
-        that key was not seen, keeping ``record`` and its id; ``key``: its
-        conflating key."""
-        self._add_pending(encoded if idempotent is None and key is None else (encoded, idempotent, key))
+    def append(self, encoded, key=None):
+        """Queue one JSON text, of the conflating ``key`` if any, for the next transaction (the
+        hub's relay); raises :class:`broker.core.seams.RelayUnavailable` while Redis is not up."""
+        self.queue(encoded if key is None else Append(encoded, key))
 
-    def count(self, name, operation, given, idempotent=None):
-        """Queue ``operation`` (``add``, ``max``) with ``given`` (a
-        :class:`broker.core.counters.Amount`) on counter ``name`` for the next
-        transaction, as :meth:`append` queues a message; :meth:`written` then gives
-        ``(status, text)``, a status of :mod:`broker.core.counters` (see :data:`room_in_redis.COUNT`)."""
-        self._add_pending(Count(name, operation, given, idempotent, self._hub.counters.most))
-
-    def _add_pending(self, entry):
+    def queue(self, entry):
+        """Queue ``entry`` (a JSON text, an :class:`broker.cluster.appends.Append` or a
+        :class:`broker.cluster.appends.Count`) for the next transaction, as :meth:`append` does."""
         if not self.state.is_up:
             raise self.state.refuse()
         self._pending.append(entry)
@@ -211,10 +203,8 @@ class Backplane:
             self._write_task = asyncio.ensure_future(self._write())
 
     def written(self):
-        """A future of the stream id (its offset) of the message appended last,
-        done once it is in the stream, or failing with
-        :class:`broker.core.seams.RelayUnavailable`; for one appended with
-        ``idempotent``, ``(True, id)``, or ``(False, "record id")`` when the key was seen."""
+        """A future of what Redis made of the entry queued last (:func:`broker.cluster.room_in_redis.written`),
+        done once it is in the stream, or failing with :class:`broker.core.seams.RelayUnavailable`."""
         future = asyncio.get_running_loop().create_future()
         self._waiting_ids.append((len(self._pending) - 1, future))
         return future

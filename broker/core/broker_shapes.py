@@ -9,7 +9,7 @@ Rules this module keeps:
   message that is such an object, whatever else it holds, is in the broker's
   shape (:func:`in_broker_shape`): a backend's is refused with 422
   (:mod:`broker.ops.api`), a client's closes its session with 1007
-  (:mod:`broker.transports.router`), before it costs anything else.
+  (:mod:`broker.transports.subscriber`), before it costs anything else.
 * So is a string whose text is such an object: the plain websocket sends a
   string as its text, which its page reads as JSON, the broker's own bytes.
   A string is read as JSON only when it starts with ``{`` (after JSON's

@@ -24,13 +24,26 @@ unsent items a client has (a socket's backlog, a polling session's queue):
   written with its key, so that a client's queue can replace it; of two
   with one key in one flush only the later goes out, and the messages around
   it keep their batches and their order.
+* In the room a key is a :class:`ConflatingKey`, which knows whether its
+  messages are a counter's; a client's queue, the history and a cluster's
+  stream entry hold its text only.
 """
 
+from typing import NamedTuple, Optional
 
 QUERY = "key"
 MAX_KEY_LENGTH = 64
 # Keys remembered beyond twice the items queued before those of items gone are forgotten.
 FORGET_SLACK = 16
+
+
+class ConflatingKey(NamedTuple):
+    """A message's conflating key in the room: its ``text``, what a client's queue, the history
+    and a cluster's stream entry hold, and ``counter``, the name of the counter whose totals its
+    messages carry (:mod:`broker.core.counters`), or None for a backend's or a client's key."""
+
+    text: str
+    counter: Optional[str] = None
 
 
 def bound(max_buffer, key):

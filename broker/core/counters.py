@@ -20,10 +20,13 @@ the body only if it is more than the total. Rules this module keeps:
 * What viewers receive is the broker's own object, :func:`message`:
   ``{"counter": NAME, "value": "21.50"}``, a message of the conflating key
   :func:`conflating_key` (:mod:`broker.core.conflation`): a viewer late on it
-  is sent only the latest total. That key has a space, which no backend's
-  ``?key=`` may have, and no backend or client message may be an object with
-  a ``"counter"`` member (:data:`MEMBER`, :mod:`broker.core.broker_shapes`):
-  no message can pass for a counter's.
+  is sent only the latest total. That key's text has a space, which no
+  backend's ``?key=`` may have, and no backend or client message may be an
+  object with a ``"counter"`` member (:data:`MEMBER`,
+  :mod:`broker.core.broker_shapes`): no message can pass for a counter's. In
+  the room the key is a :class:`broker.core.conflation.ConflatingKey` that
+  names its counter; its text is read back (:func:`key_of`) only where it
+  comes from Redis.
 * A room holds at most :func:`most_counters` counters: :data:`MAX_COUNTERS`,
   or fewer, so that every counter's latest message, at its longest
   (:data:`LONGEST_MESSAGE_BYTES`: a name of 64 characters JSON writes in two,
@@ -49,7 +52,7 @@ import json
 import re
 from typing import NamedTuple
 
-from broker.core.conflation import MAX_KEY_LENGTH
+from broker.core.conflation import MAX_KEY_LENGTH, ConflatingKey
 from broker.core.figures import GAUGE, Figure, Metric
 from broker.protocol import frames, positions
 from broker.protocol.positions import offset_key, sent_size
@@ -140,13 +143,15 @@ def message_prefix(name):
 
 
 def conflating_key(name):
-    """The conflating key of counter ``name``'s messages: one no backend can give (see the rules)."""
-    return _KEY_PREFIX + name
+    """The conflating key of counter ``name``'s messages, a :class:`ConflatingKey` that knows its
+    counter, whose text no backend can give (see the rules)."""
+    return ConflatingKey(_KEY_PREFIX + name, name)
 
 
-def counter_name(key):
-    """The counter whose messages have conflating ``key``, or None for a key of no counter."""
-    return key[len(_KEY_PREFIX):] if key.startswith(_KEY_PREFIX) else None
+def key_of(text):
+    """The :class:`ConflatingKey` whose text is ``text`` (as a cluster's stream entry holds it):
+    a counter's when it is one's, no backend's key having its space."""
+    return ConflatingKey(text, text[len(_KEY_PREFIX):] if text.startswith(_KEY_PREFIX) else None)
 
 
 class Change(NamedTuple):

@@ -9,7 +9,7 @@ generations and pile up where a full collection walks them (see
 heartbeat is the same story (a timer object per session and a new timer handle,
 partial and context every 25 s), so a :class:`HeartbeatWheel` sends SockJS sessions theirs while a
 websocket or a request of theirs is attached (see
-:class:`broker.transports.router.BrokerSession`).
+:class:`broker.transports.session.BrokerSession`).
 
 Rules this module keeps:
 

@@ -49,17 +49,18 @@ through the :class:`broker.core.seams.Writer` it joined with, kept beside it by 
 
 import collections
 import time
-from typing import Tuple
+from typing import Optional, Tuple
 
 from broker.core import conflation, counters, figures
 from broker.core.announcement import Announcement
+from broker.core.conflation import ConflatingKey
 from broker.core.counters import Counters
 from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.history import History
 from broker.core.meters import LatencyHistogram, RateMeter
 from broker.core.pending import Pending
 from broker.core.resumes import AHEAD_WAIT_S, Keeping, Resumes, Waiting
-from broker.core.seams import Subscriber, Writer
+from broker.core.seams import Relay, Subscriber, Writer
 from broker.protocol import frames, positions
 from broker.protocol.batch import Batch, Positioned
 from broker.protocol.close_codes import SLOW_CONSUMER, TOO_MANY_MESSAGES
@@ -80,7 +81,8 @@ class Hub:
     and sends (None: no bound; a running broker's is ``--max-message-size``).
     """
 
-    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay=None, max_message_size=None):
+    def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay: Optional[Relay] = None,
+                 max_message_size=None):
         self._schedule = schedule
         self._relay = relay
         self.max_message_size = max_message_size
@@ -123,15 +125,16 @@ class Hub:
             offsets, encoded = self.resumes.tail()
             self._join(subscriber, subscriber.writer, Batch(encoded, None, offsets))
             return
-        outcome, key = self.resumes.judge(since)
+        outcome, place = self.resumes.judge(since)
         if outcome is None:
-            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.writer, subscriber), key)
+            self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.writer, subscriber), place)
         else:
-            self._start(subscriber, subscriber.writer, outcome, key)
+            self._start(subscriber, subscriber.writer, outcome, place)
 
-    def _start(self, subscriber, writer, outcome, key):
-        """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`)."""
-        self._join(subscriber, writer, self.resumes.first_batch(outcome, key))
+    def _start(self, subscriber, writer, outcome, place):
+        """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`) after
+        ``place``, an offset's place in the room's order (:func:`broker.protocol.positions.offset_key`)."""
+        self._join(subscriber, writer, self.resumes.first_batch(outcome, place))
 
     def _join(self, subscriber, writer, batch):
         self._groups.setdefault(subscriber.form, {})[subscriber] = writer
@@ -152,25 +155,25 @@ class Hub:
 
     def _start_reached(self):
         """Start the waiting subscribers whose offset the room has reached."""
-        for record, key in self._resuming.reached(self.history.newest):
-            self._start(record.subscriber, record.write, self.resumes.outcome(key), key)
+        for record, place in self._resuming.reached(self.history.newest):
+            self._start(record.subscriber, record.writer, self.resumes.outcome(place), place)
 
     def _start_expired(self, now):
         """Start, as an unknown offset, the waiting subscribers that waited AHEAD_WAIT_S."""
         for record in self._resuming.expired(now):
-            outcome, key = self.resumes.judge(record.since)
-            self._start(record.subscriber, record.write, outcome or positions.UNKNOWN, key)
+            outcome, place = self.resumes.judge(record.since)
+            self._start(record.subscriber, record.writer, outcome or positions.UNKNOWN, place)
 
     def _judge_waiting(self):
         """Start every waiting subscriber that can be judged now; the others wait on for their offset."""
         resuming = self._resuming
         for record in resuming.every():
-            outcome, key = self.resumes.judge(record.since)
+            outcome, place = self.resumes.judge(record.since)
             if outcome is not None:
                 resuming.take(record)
-                self._start(record.subscriber, record.write, outcome, key)
-            elif key is not None:
-                resuming.wait_for(key, record)
+                self._start(record.subscriber, record.writer, outcome, place)
+            elif place is not None:
+                resuming.wait_for(place, record)
 
     def move(self, subscriber, old_form, writer):
         """``subscriber``, whose form was ``old_form``, takes its new ``form``
@@ -178,7 +181,7 @@ class Hub:
         gone); nothing for one not subscribed. Never called from a flush."""
         waiting = self._resuming.get(subscriber)
         if waiting is not None:
-            waiting.write = writer
+            waiting.writer = writer
             return
         group = self._groups.get(old_form)
         if group is not None and group.pop(subscriber, None) is not None:
@@ -191,27 +194,32 @@ class Hub:
                 or self._resuming.remove(subscriber)):
             self.by_transport[subscriber.transport] -= 1
 
-    def publish(self, message, idempotent=None, key=None):
+    def publish(self, message, key=None):
         """Queue ``message`` for every subscriber; returns how many it will reach.
 
         Raises ValueError, and queues nothing, for a message with no JSON or no UTF-8 text
         (NaN, bytes, a lone surrogate), :class:`broker.protocol.frames.MessageTooBig` for one
         whose JSON text is over ``max_message_size``; with a relay, what the relay raises
-        when it cannot take it. ``idempotent`` goes to the relay with it: a cluster's idempotency key
-        (:mod:`broker.core.idempotency`), counted in once appended (:meth:`appended`).
-        ``key``: the message's conflating key."""
-        return self._publish_encoded(message, frames.encode_message(message, self.max_message_size), idempotent, key)
+        when it cannot take it. ``key``: the message's conflating key (a backend's or a client's,
+        never a counter's: :meth:`count`)."""
+        encoded, raw = self.encode(message)
+        return self._publish_encoded(encoded, raw, None if key is None else ConflatingKey(key))
 
-    def _publish_encoded(self, message, encoded, idempotent=None, key=None):
-        """Queue ``message``, ``encoded``, as :meth:`publish` does."""
-        raw = (message if isinstance(message, str) else encoded).encode()
+    def encode(self, message):
+        """``message``'s JSON text as the room keeps and sends it, and the bytes the raw websocket
+        sends; ValueError, and :class:`broker.protocol.frames.MessageTooBig`, as :meth:`publish` raises them."""
+        encoded = frames.encode_message(message, self.max_message_size)
+        return encoded, (message if isinstance(message, str) else encoded).encode()
+
+    def _publish_encoded(self, encoded, raw, key=None):
+        """Queue a message, ``encoded`` and ``raw``, of the :class:`broker.core.conflation.ConflatingKey`
+        ``key`` if any, as :meth:`publish` does."""
         if self._relay is not None:
-            if idempotent is None and key is None:
+            if key is None:
                 self._relay(encoded)
             else:
-                self._relay(encoded, idempotent, key)
-            if idempotent is None:
-                self.messages_in += 1
+                self._relay(encoded, key=key.text)
+            self.messages_in += 1
             return len(self)
         self.messages_in += 1
         if self._pending.add(encoded, raw, key, self._clock):
@@ -229,12 +237,13 @@ class Hub:
             return len(self), value
         # The broker's own message, bounded by the counters' bounds, not by --max-message-size:
         # its total has changed, and a cluster's script appends it unchecked too.
-        message = counters.message(name, value)
-        return self._publish_encoded(message, frames.encode_message(message), key=counters.conflating_key(name)), value
+        encoded = frames.encode_message(counters.message(name, value))
+        return self._publish_encoded(encoded, encoded.encode(), counters.conflating_key(name)), value
 
     def appended(self):
-        """The relay appended a message published ``idempotent``: its key was new. Only
-        then is it counted among the messages in (a retry appends nothing), so that
+        """An Engine appended a message in this room's cluster stream, not through :meth:`publish`
+        (:mod:`broker.cluster.redis_engine`): it counts among the messages in. One with an
+        idempotency key counts only once Redis appended it (a retry appends nothing), so that
         the count never goes back."""
         self.messages_in += 1
 
@@ -256,15 +265,17 @@ class Hub:
     def deliver(self, encoded, offsets, age=0.0, keys=None):
         """Send ``encoded`` (a list of JSON texts, in the relay's order) at
         ``offsets`` now, as one batch (and one more for each message with a
-        conflating key, ``keys``: each one's or None); ``age``: seconds since
-        the first of them was published."""
+        conflating key, ``keys``: the text of each one's, or None); ``age``: seconds
+        since the first of them was published."""
         if keys is None:
             self._send(Batch(encoded, None, offsets), self._clock() - age)
         else:
-            self._send_keyed(Batch(encoded, None, offsets), keys, self._clock() - age)
+            self._send_keyed(Batch(encoded, None, offsets), [None if text is None else counters.key_of(text)
+                                                             for text in keys], self._clock() - age)
 
     def _send_keyed(self, messages, keys, oldest):
-        """Send ``messages``, a batch some of whose messages have a conflating key (``keys``)."""
+        """Send ``messages``, a batch some of whose messages have a conflating key (``keys``: each
+        one's :class:`broker.core.conflation.ConflatingKey`, or None)."""
         for batch in conflation.batches(messages, keys):
             self._send(batch, oldest)
 
@@ -322,10 +333,9 @@ class Hub:
         if key is None:
             self.history.add(offsets, encoded, now)
         else:
-            self.history.add(offsets, encoded, now, [key])
-            name = counters.counter_name(key)
-            if name is not None:
-                self.counters.sent(name, offsets[0], encoded[0])
+            self.history.add(offsets, encoded, now, [key.text])
+            if key.counter is not None:
+                self.counters.sent(key.counter, offsets[0], encoded[0])
         if oldest is not None:
             self.latency.observe(now - oldest, messages)
         if self._resuming.due(self.history.newest) and self.resumes.epoch_known:
@@ -337,7 +347,7 @@ class Hub:
         cannot take it; returns how many took it."""
         slow = []
         reached = 0
-        key = batch.key
+        key = None if batch.key is None else batch.key.text
         for form, group in tuple(self._groups.items()):
             sent = batch if unpositioned is None or type(form) is Positioned else unpositioned
             if not group or not sent.encoded and type(form) is not Positioned:

@@ -34,12 +34,6 @@ MAX_KEYS = 100000
 class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offset value", defaults=(None,))):
     """What a publish answered: kept for its retries; ``value``: a counter's total after it, if any."""
 
-    def body(self):
-        body = {"recipients": self.recipients, "position": {"epoch": self.epoch, "offset": self.offset}}
-        if self.value is not None:
-            body["value"] = self.value
-        return body
-
     def record(self):
         """The text a cluster keeps for it, but the offset (Redis appends it)."""
         return "%s %d %s" % (self.fingerprint, self.recipients, self.epoch)
@@ -49,6 +43,13 @@ class Answer(collections.namedtuple("Answer", "fingerprint recipients epoch offs
         """The answer kept as ``text``: a :meth:`record`, its offset and, for a counter's, its total."""
         fingerprint, recipients, epoch, offset, *value = text.split(" ")
         return cls(fingerprint, int(recipients), epoch, offset, *value)
+
+
+class KeyReused(Exception):
+    """An idempotency key given again with another request (another fingerprint): refused."""
+
+    def __init__(self):
+        super().__init__("this %s was used with another request" % HEADER)
 
 
 def valid_key(key):
@@ -109,6 +110,16 @@ class Window:
         while len(self._answers) > self.max_keys:
             self._answers.popitem(last=False)
             self.evicted += 1
+
+    def again(self, kept, fingerprint):
+        """``kept``, the :class:`Answer` to a key's first request, for a retry with that key
+        (``fingerprint``: the retry's): counted among the ``replayed``; raises :class:`KeyReused`,
+        counted among the ``refused``, when the retry is another request."""
+        if kept.fingerprint != fingerprint:
+            self.refused += 1
+            raise KeyReused()
+        self.replayed += 1
+        return kept
 
     def _expire(self, now):
         answers = self._answers

@@ -20,9 +20,10 @@ Rules this module keeps:
 """
 
 import dataclasses
-from typing import Awaitable, Optional, Protocol
+from typing import Optional, Protocol
 
 from broker.core.audience import Audience
+from broker.core.engines import Engine
 from broker.core.connection_age import AgeLimit
 from broker.core.drain import Drain
 from broker.core.figures import Reporting
@@ -60,19 +61,12 @@ class LinkState(Protocol):
 
 class ClusterLink(Reporting, Protocol):
     """The cluster backplane as the node's users see it (:class:`broker.cluster.backplane.Backplane`):
-    its state, the room's count and the brokers reporting it (None until Redis gave them), the
-    counters' operations, and the future of the message appended last."""
+    its state, and the room's count and the brokers reporting it (None until Redis gave them).
+    Publishing through it is the :attr:`Node.engine`'s business."""
 
     state: LinkState
     room_audience: Optional[int]
     room_brokers: Optional[int]
-
-    def count(self, name: str, operation: str, given: object, once: Optional[tuple] = None) -> None:
-        """Queue a counter's operation for Redis (:mod:`broker.core.counters`); :meth:`written` then gives
-        what the backplane's script made of it."""
-
-    def written(self) -> Awaitable:
-        """Done once the message appended last is in the stream (see the backplane)."""
 
 
 class HandshakeCount(Reporting, Protocol):
@@ -92,8 +86,9 @@ class Node:
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
-    the count of who watches (``audience``); the idempotency keys of
-    ``POST /publish`` (``idempotency``); whether a message would get through
+    the count of who watches (``audience``); what publishes in the room (``broker``: a
+    :class:`broker.core.engines.Engine`, in memory or through the backplane's Redis) and the
+    idempotency keys of ``POST /publish`` (``idempotency``); whether a message would get through
     now (``liveness``, :mod:`broker.core.liveness`);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`), the cluster ``backplane``
@@ -112,6 +107,7 @@ class Node:
     idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
     collection: Optional[Reporting] = None
     backplane: Optional[ClusterLink] = None
+    engine: Optional[Engine] = None
     tls: Optional[HandshakeCount] = None
     liveness: Optional[Liveness] = None
 

@@ -73,14 +73,14 @@ class Keeping(NamedTuple):
 
 class Waiting:
     """A subscriber waiting to resume after ``since`` (the ``(epoch, offset)`` texts it gave),
-    until ``deadline``, to be started through ``write``."""
+    until ``deadline``, to be started through ``writer``."""
 
-    __slots__ = ("since", "deadline", "write", "subscriber")
+    __slots__ = ("since", "deadline", "writer", "subscriber")
 
-    def __init__(self, since, deadline, write, subscriber):
+    def __init__(self, since, deadline, writer, subscriber):
         self.since = since
         self.deadline = deadline
-        self.write = write
+        self.writer = writer
         self.subscriber = subscriber
 
 

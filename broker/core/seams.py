@@ -42,11 +42,11 @@ class Subscriber(Protocol):
 
 
 class Relay(Protocol):
-    """What the room hands published messages to when brokers share it: the
-    cluster backplane (:class:`broker.cluster.backplane.Backplane`). Without a
-    relay the room is its own, in this process."""
+    """What the room hands the messages its clients publish to when brokers share it: the
+    cluster backplane (:meth:`broker.cluster.backplane.Backplane.append`). Without a relay the
+    room is its own, in this process. (``POST /publish`` publishes through a
+    :class:`broker.core.engines.Engine` instead.)"""
 
-    def __call__(self, encoded: str, idempotent: Optional[tuple] = None, key: Optional[str] = None) -> None:
+    def __call__(self, encoded: str, key: Optional[str] = None) -> None:
         """Take one message's JSON text for every broker's room, or raise
-        :class:`RelayUnavailable`; ``idempotent``: the idempotency key under which
-        to take it at most once, ``key``: its conflating key (see :meth:`broker.core.hub.Hub.publish`)."""
+        :class:`RelayUnavailable`; ``key``: its conflating key (see :meth:`broker.core.hub.Hub.publish`)."""

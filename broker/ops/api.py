@@ -10,16 +10,18 @@ recipients at this broker and the message's position. The token is compared in
 constant time; with no token configured the endpoint answers 404, never open.
 ``POST /admin/drain`` takes its own token, the admin token, never the publish
 token: a backend that may publish may not stop brokers.
-In a cluster (``backplane`` given) the answer waits until the message is in
-Redis's stream; while the backplane is not up, publish and health answer 503
-with the reason. A request with an ``Idempotency-Key`` publishes once within
-the window (:mod:`broker.core.idempotency`); one with ``?key=NAME`` publishes
-the latest value of a conflating key (:mod:`broker.core.conflation`); one with
-``?key=NAME&op=add`` (or ``op=max``) and an amount as its body changes the
-counter NAME (:mod:`broker.core.counters`): in a room alone here, in a cluster
-by the backplane's script, in Redis. Its answer adds the total after it
-(``"value"``); a retry with its ``Idempotency-Key`` changes nothing and gets
-that answer again.
+A publish is a typed request to the node's Engine (:mod:`broker.core.engines`),
+in memory for a broker alone, through Redis in a cluster: the handler checks
+the request, builds it, and turns the result or the refusal into the answer,
+never asking which Engine it has. In a cluster the answer waits until the
+message is in Redis's stream; while the backplane is not up, publish and
+health answer 503 with the reason. A request with an ``Idempotency-Key``
+publishes once within the window (:mod:`broker.core.idempotency`); one with
+``?key=NAME`` publishes the latest value of a conflating key
+(:mod:`broker.core.conflation`); one with ``?key=NAME&op=add`` (or ``op=max``)
+and an amount as its body changes the counter NAME (:mod:`broker.core.counters`).
+Its answer adds the total after it (``"value"``); a retry with its
+``Idempotency-Key`` changes nothing and gets that answer again.
 """
 
 import hmac
@@ -30,6 +32,7 @@ from tornado.httputil import responses
 from tornado.web import RequestHandler
 
 from broker.core import broker_shapes, conflation, counters, figures, idempotency
+from broker.core.engines import CounterChange, Once, PublishRequest
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames
@@ -75,16 +78,40 @@ class _JSONHandler(RequestHandler):
 
 
 class PublishHandler(_JSONHandler):
+    """``POST /publish`` (see the module's rules): the request, checked, published through the
+    node's :class:`broker.core.engines.Engine`, whichever it is."""
+
     def initialize(self, node, token, max_message_size):
         self.hub = node.hub
-        self.backplane = node.backplane
-        self.idempotency = node.idempotency
+        self.engine = node.engine
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
 
     async def post(self):
         if self.refused(self.token, "publish", ("publishing", "--publish-token")):
             return
+        request = self._request()
+        if request is None:
+            return
+        try:
+            result = await self.engine.publish(self.hub, request)
+        except RelayUnavailable as error:
+            return self.unavailable(error)
+        except idempotency.KeyReused as error:
+            return self.reply(422, {"error": str(error)})
+        except frames.MessageTooBig as error:
+            return self.reply(413, {"error": "message over %d bytes: %s" % (self.max_message_size, error)})
+        except ValueError as error:
+            if request.counter is not None:
+                return self.reply(400, {"error": "counter %s not changed: %s" % (request.counter.name, error)})
+            return self.reply(400, {"error": "not a publishable message: %s" % error})
+        if result.replayed:
+            self.set_header(idempotency.REPLAYED_HEADER, "true")
+        self.reply(200, result.body())
+
+    def _request(self):
+        """The :class:`broker.core.engines.PublishRequest` the request makes, or None once it
+        answered why it makes none."""
         body = self.request.body
         if not body:
             return self.reply(400, {"error": "empty body: the body is the message"})
@@ -107,7 +134,7 @@ class PublishHandler(_JSONHandler):
         except UnicodeDecodeError:
             return self.reply(400, {"error": "body is not UTF-8"})
         if operation != "set":
-            return await self._count(conflating, operation, text, idempotency_key)
+            return self._counter_change(conflating, operation, text, idempotency_key)
         content_type = self.request.headers.get("Content-Type", "")
         is_json = content_type.split(";")[0].strip().lower() == "application/json"
         try:
@@ -116,101 +143,27 @@ class PublishHandler(_JSONHandler):
             return self.reply(400, {"error": "body is not JSON: %s" % error})
         if broker_shapes.in_broker_shape(message):
             return self.reply(422, {"error": broker_shapes.REFUSAL})
-        try:
-            if idempotency_key is None:
-                answer = await self._publish(message, conflating)
-            else:
-                answer = await self._publish_once(message, conflating, idempotency_key,
-                                                  idempotency.fingerprint(body, is_json, conflating))
-        except RelayUnavailable as error:
-            return self.unavailable(error)
-        except frames.MessageTooBig as error:
-            return self.reply(413, {"error": "message over %d bytes: %s" % (self.max_message_size, error)})
-        except ValueError as error:
-            return self.reply(400, {"error": "not a publishable message: %s" % error})
-        if answer is not None:
-            self.reply(200, answer)
+        return PublishRequest(message, conflating, once=self._once(idempotency_key, is_json, conflating))
 
-    async def _publish(self, message, conflating):
-        recipients = self.hub.publish(message, key=conflating)
-        offset = self.hub.pending_offset() if self.backplane is None else await self.backplane.written()
-        return {"recipients": recipients, "position": {"epoch": self.hub.epoch, "offset": offset}}
-
-    async def _publish_once(self, message, conflating, idempotency_key, fingerprint):
-        """The answer to a publish with an ``idempotency_key``: the first
-        answer again for a retry; None once it refused a key reused."""
-        window = self.idempotency
-        if self.backplane is None:
-            now = time.monotonic()
-            kept = window.get(idempotency_key, now)
-            if kept is None:
-                recipients = self.hub.publish(message, key=conflating)
-                kept = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset())
-                window.put(idempotency_key, kept, now)
-                return kept.body()
-        else:
-            first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
-            self.hub.publish(message, (idempotency_key, first.record(), window.seconds), conflating)
-            appended, text = await self.backplane.written()
-            if appended:
-                self.hub.appended()
-                return first._replace(offset=text).body()
-            kept = idempotency.Answer.parse(text)
-        return self._again(kept, fingerprint)
-
-    async def _count(self, name, operation, text, idempotency_key):
-        """Answer a counter ``operation`` (``add``, ``max``) with the amount ``text`` on
-        counter ``name``, once for an ``idempotency_key`` (see :mod:`broker.core.counters`)."""
+    def _counter_change(self, name, operation, text, idempotency_key):
+        """The request of a counter ``operation`` (``add``, ``max``) with the amount ``text``
+        on counter ``name`` (see :mod:`broker.core.counters`), or None once it answered why not."""
         if name is None:
             return self.reply(400, {"error": "?%s=%s changes a counter: name it with ?%s=NAME"
                                     % (counters.QUERY, operation, conflation.QUERY)})
-        fingerprint = idempotency.fingerprint(self.request.body, False, operation + " " + name)
         try:
             given = counters.amount(text)
-            answer = await (self._count_alone if self.backplane is None else self._count_in_cluster)(
-                name, operation, given, idempotency_key, fingerprint)
-        except RelayUnavailable as error:
-            return self.unavailable(error)
         except ValueError as error:
             return self.reply(400, {"error": "counter %s not changed: %s" % (name, error)})
-        if answer is not None:
-            self.reply(200, answer)
+        return PublishRequest(counter=CounterChange(name, operation, given),
+                              once=self._once(idempotency_key, False, operation + " " + name))
 
-    async def _count_alone(self, name, operation, given, idempotency_key, fingerprint):
-        now = time.monotonic()
-        kept = None if idempotency_key is None else self.idempotency.get(idempotency_key, now)
-        if kept is not None:
-            return self._again(kept, fingerprint)
-        recipients, value = self.hub.count(name, operation, given)
-        answer = idempotency.Answer(fingerprint, recipients, self.hub.epoch, self.hub.pending_offset(), value)
-        if idempotency_key is not None:
-            self.idempotency.put(idempotency_key, answer, now)
-        return answer.body()
-
-    async def _count_in_cluster(self, name, operation, given, idempotency_key, fingerprint):
-        first = idempotency.Answer(fingerprint, len(self.hub), self.hub.epoch, None)
-        idempotent = None if idempotency_key is None else (idempotency_key, first.record(), self.idempotency.seconds)
-        self.backplane.count(name, operation, given, idempotent)
-        outcome, text = await self.backplane.written()
-        if outcome == counters.REFUSED:
-            raise ValueError(text)
-        if outcome == counters.SEEN:
-            return self._again(idempotency.Answer.parse(text), fingerprint)
-        if outcome == counters.APPENDED:
-            self.hub.appended()
-        offset, value = text.split(" ")
-        return first._replace(offset=offset, value=value).body()
-
-    def _again(self, kept, fingerprint):
-        """The answer ``kept`` for a retry with its idempotency key, or None once it
-        refused the key used with another request (``fingerprint``)."""
-        if kept.fingerprint != fingerprint:
-            self.idempotency.refused += 1
-            self.reply(422, {"error": "this %s was used with another request" % idempotency.HEADER})
+    def _once(self, idempotency_key, is_json, conflating):
+        """The request's :class:`broker.core.engines.Once` (its body ``is_json`` or not, of the
+        conflating key ``conflating``), or None without an ``idempotency_key``."""
+        if idempotency_key is None:
             return None
-        self.idempotency.replayed += 1
-        self.set_header(idempotency.REPLAYED_HEADER, "true")
-        return kept.body()
+        return Once(idempotency_key, idempotency.fingerprint(self.request.body, is_json, conflating))
 
 
 class StatsHandler(_JSONHandler):

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from broker.core import counters
-from broker.core.counters import MAX_COUNTERS, Counters, amount, apply, conflating_key, counter_name
+from broker.core.counters import MAX_COUNTERS, Counters, amount, apply, conflating_key, key_of
 from broker.core.conflation import valid_key
 
 
@@ -44,7 +44,12 @@ def test_units_are_whole_millionths():
 
 def test_a_counter_key_is_one_no_backend_can_give():
     key = conflating_key("raised")
-    assert not valid_key(key) and counter_name(key) == "raised" and counter_name("raised") is None
+    assert not valid_key(key.text) and key.counter == "raised"
+
+
+def test_a_key_read_back_from_its_text_knows_its_counter_and_a_backend_s_names_none():
+    assert key_of(conflating_key("raised").text) == conflating_key("raised")
+    assert key_of("raised").counter is None and key_of("counter").counter is None
 
 
 def test_a_room_holds_a_bounded_number_of_counters():

@@ -767,4 +767,4 @@ def test_a_counter_s_message_is_the_broker_s_own_and_not_held_to_the_clients_bou
     hub.subscribe(a)
     assert hub.count("visits", "add", counters.amount("1")) == (1, "1")
     run(scheduled)
-    assert a.batches == [(['{"counter":"visits","value":"1"}'], counters.conflating_key("visits"))]
+    assert a.batches == [(['{"counter":"visits","value":"1"}'], counters.conflating_key("visits").text)]

@@ -1,0 +1,72 @@
+"""The Engine of brokers sharing a room through Redis: the room's order is its stream's.
+
+Rules this module keeps (the seam is :mod:`broker.core.engines`; the writes are the
+backplane's, :mod:`broker.cluster.backplane` and :mod:`broker.cluster.appends`):
+
+* A request is queued for the backplane's next transaction, and answered once
+  Redis took it: a message's offset is its stream id. Nothing is sent to the
+  room from here: every broker sends what its read loop gives back.
+* A message with an idempotency key, and every counter's change, is one
+  script in that transaction (:mod:`broker.cluster.room_in_redis`), which
+  keeps the key's record beside the stream: a retry finds it on any broker.
+  A record is what :meth:`broker.core.idempotency.Answer.record` writes,
+  followed by the id, and for a counter the total; a counter's script
+  answers ``"id total"``. Both are read here, nowhere else.
+* A message counts among the room's messages in (:meth:`broker.core.hub.Hub.appended`)
+  as it is queued; one with an idempotency key, or a counter's, once Redis
+  appended it (a retry appends nothing).
+"""
+
+from broker.cluster.appends import Append, Count, OnceRecord
+from broker.core import counters
+from broker.core.engines import PublishResult, first_answer
+from broker.core.idempotency import Answer
+
+
+class RedisEngine:
+    """The :class:`broker.core.engines.Engine` of a cluster: writes through ``backplane``
+    (a :class:`broker.cluster.backplane.Backplane`), its idempotency keys kept in Redis for
+    ``window``'s seconds and counted in ``window`` (a :class:`broker.core.idempotency.Window`)."""
+
+    def __init__(self, backplane, window):
+        self.backplane = backplane
+        self.window = window
+
+    async def publish(self, room, request):
+        """Publish ``request`` in ``room`` (see :mod:`broker.core.engines`)."""
+        once = request.once
+        first = first_answer(room, request)
+        record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
+        counter = request.counter
+        if counter is not None:
+            self.backplane.queue(Count(counter.name, counter.operation, counter.amount, record, room.counters.most))
+            return await self._counted(room, first)
+        encoded, _ = room.encode(request.message)
+        if once is None:
+            self.backplane.append(encoded, request.key)
+            room.appended()
+            offset = await self.backplane.written()
+            return PublishResult(first.recipients, room.epoch, offset)
+        self.backplane.queue(Append(encoded, request.key, record))
+        appended, text = await self.backplane.written()
+        if not appended:
+            return self._again(text, once.fingerprint)
+        room.appended()
+        return PublishResult.of(first._replace(offset=text))
+
+    async def _counted(self, room, first):
+        """The result of the counter's change queued last, ``first`` its answer but the position."""
+        outcome, text = await self.backplane.written()
+        if outcome == counters.REFUSED:
+            raise ValueError(text)
+        if outcome == counters.SEEN:
+            return self._again(text, first.fingerprint)
+        if outcome == counters.APPENDED:
+            room.appended()
+        offset, value = text.split(" ")
+        return PublishResult.of(first._replace(offset=offset, value=value))
+
+    def _again(self, text, fingerprint):
+        """The answer Redis kept, ``text``, to a retry of ``fingerprint`` (see
+        :meth:`broker.core.idempotency.Window.again`)."""
+        return PublishResult.of(self.window.again(Answer.parse(text), fingerprint), replayed=True)
