@@ -33,7 +33,11 @@ class Watcher:
         self.form = Positioned(None)
         self.messages = []
 
-    def write(self, data, key=None):
+    @property
+    def writer(self):
+        return self
+
+    def write_batch(self, data, key):
         self.messages += [json.loads(text) for text in data.encoded]
         return True
 
