@@ -425,7 +425,7 @@ class Backplane:
         return self._lifecycle.handle(LifecycleEvent.DELIVERED)
 
     def _deliver(self, entries):
-        age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
+        age = self.state.read_through(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
         try:
             self._hub.deliver([fields[FIELD].decode() for _, fields in entries],
                               [entry_id.decode() for entry_id, _ in entries], age, room_in_redis.keys_of(entries))

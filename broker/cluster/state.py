@@ -169,8 +169,8 @@ class BackplaneState:
         self.losses[why] += 1
         return why
 
-    def deliver(self, first_id, last_id, count):
-        """``count`` entries from ``first_id`` to ``last_id`` are delivered:
+    def read_through(self, first_id, last_id, count):
+        """``count`` entries from ``first_id`` through ``last_id`` were read, and go to the hub:
         returns the age of the first in seconds (when it was added to the stream)."""
         now_ms = self._clock_ms()
         self.last_id = last_id

@@ -60,10 +60,10 @@ def test_a_failed_write_is_refused_with_its_own_reason_while_up(state):
 
 def test_delivery_moves_the_cursor_and_measures_lag(state):
     state.read("0-0", 0)
-    assert state.deliver("900-0", "940-2", 3) == 0.1
+    assert state.read_through("900-0", "940-2", 3) == 0.1
     stats = state.stats()
     assert (stats["last_id"], stats["delivered"], stats["lag_ms"]) == ("940-2", 3, 60)
-    assert state.deliver("1200-0", "1200-0", 1) == 0
+    assert state.read_through("1200-0", "1200-0", 1) == 0
     assert state.lag_ms == 0
     assert state.position == 4
 
