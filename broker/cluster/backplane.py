@@ -32,20 +32,19 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   the entry before that tail; when the stream holds no more than the tail,
   after the newest entry trimmed from it (XINFO STREAM), or at its
   beginning if none was.
-* A read is one blocking XREAD after the last entry delivered, pipelined
-  after an XRANGE that asks whether the stream still holds that entry
-  (Redis runs the two back to back; while the broker keeps up, the XREAD
-  waits, and a trim takes the oldest entries, never the newest). When it
-  does not, the stream lost it: if entries after it were trimmed before
-  this broker read them (it fell more than the stream's length behind), or
-  it is not in the stream at all (a failover's new primary, or a Redis
-  restarted from its disk, lacks what this broker delivered), its clients
-  may have missed messages (:mod:`broker.cluster.state` judges). Then the
-  broker loads the stream's tail as at start and tells every client a
-  ``gap``, before anything after the loss: ``expired`` when trimmed; for a
-  lost history, a new epoch for the room (:data:`room_in_redis.NEW_EPOCH`),
-  which every other broker reads back within AUDIENCE_REPORT_S and follows.
-  Nothing missed goes unsaid, and no offset silently jumps.
+* A read is one blocking XREAD after the last entry delivered, pipelined after an XRANGE that
+  asks whether the stream still holds that entry (Redis runs the two back to back; while the
+  broker keeps up, the XREAD waits, and a trim takes the oldest entries, never the newest). When
+  it does not, the stream lost it: if entries after it were trimmed before this broker read them
+  (it fell more than the stream's length behind), or it is not in the stream at all (a
+  failover's new primary, or a Redis restarted from its disk, lacks what this broker delivered),
+  its clients may have missed messages (:mod:`broker.cluster.state` judges). Then the broker
+  loads the stream's tail as at start and tells every client a ``gap``, before anything after
+  the loss: ``expired`` when trimmed; for a lost history, a new epoch for the room
+  (:data:`room_in_redis.NEW_EPOCH`), which every other broker reads back within
+  AUDIENCE_REPORT_S and follows. Nothing missed goes unsaid, and no offset silently jumps. What
+  the read loop does next is :mod:`broker.cluster.lifecycle`'s answer to how its last step
+  ended.
 * Calls are timed (:mod:`broker.cluster.replies`): a Redis silent for
   REPLY_TIMEOUT_S has failed, its connections are dropped and opened again
   (through the Sentinels, where they are named). The read loop itself cannot
@@ -98,9 +97,10 @@ from redis.exceptions import OutOfMemoryError, ResponseError
 from broker.cluster import redis_address, room_in_redis
 from broker.cluster.appends import Append, Appends
 from broker.cluster.audience_report import AUDIENCE_REPORT_S, AudienceReport
+from broker.cluster.lifecycle import Lifecycle, LifecycleAction, LifecycleEvent
 from broker.cluster.replies import BLOCK_MS, FAILURES, REPLY_TIMEOUT_S, Replies
 from broker.cluster.room_in_redis import FIELD
-from broker.cluster.state import FAILOVER, TRIMMED, Backoff, BackplaneState, before
+from broker.cluster.state import Backoff, BackplaneState, before
 from broker.core.figures import KEYED_GAUGES, Figure, Metric
 from broker.protocol import positions
 
@@ -150,7 +150,7 @@ class Backplane:
         self._new_epoch = self._redis.register_script(room_in_redis.NEW_EPOCH)
         self._report_task = None
         self._reconnect_backoff = Backoff()
-        self._reload = None
+        self._lifecycle = Lifecycle()
         self._hub = None
         self._pending = []
         self._waiting_ids = []
@@ -279,11 +279,10 @@ class Backplane:
         pipe.get(self.epoch_key)
         return (await self._answer(pipe.execute()))[1].decode()
 
-    async def _load_tail(self, loss=None):
-        """Load the stream's tail into the hub; after a ``loss`` (:data:`TRIMMED`,
-        :data:`FAILOVER`) or another broker's (:data:`positions.EPOCH`), the hub tells
-        its clients a gap (see the module's rules)."""
-        if loss == FAILOVER:
+    async def _load_tail(self, action=LifecycleAction.LOAD_TAIL):
+        """Load the stream's tail into the hub as ``action`` asks (after a trim, its clients are told
+        ``expired``; after a failover, in a new epoch; see the module's rules): returns the next."""
+        if action is LifecycleAction.NEW_EPOCH:
             await self._answer(self._new_epoch(keys=[self.epoch_key], args=[self._hub.epoch,
                                                                              secrets.token_urlsafe(6)]))
         epoch = await self._epoch()
@@ -312,21 +311,21 @@ class Backplane:
         self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
                        [fields[FIELD].decode() for _, fields in kept], room_in_redis.keys_of(kept),
                        room_in_redis.latest_counters(counted))
-        if loss == TRIMMED and not changed:
+        if action is LifecycleAction.LOAD_TAIL_TELL_EXPIRED and not changed:
             self._hub.tell_gap(positions.EXPIRED)
         self._came_up()
         self.state.read(entries[-1][0].decode() if entries else "0-0", info["entries-added"])
-        self._reload = None
+        return self._lifecycle.handle(LifecycleEvent.TAIL_LOADED)
 
     async def _resume(self):
-        """Redis answers again: read on after the last id delivered, unless its
-        epoch changed (its data was lost), and then from its stream's tail."""
+        """Redis answers again: read on after the last id delivered, unless its epoch changed
+        (its data was lost), and then from its stream's tail: returns the lifecycle's next action."""
         if await self._epoch() != self._hub.epoch:
             LOG.warning("the room's epoch changed in Redis (it lost its data): its history starts again")
-            await self._load_tail()
-        else:
-            self._hub.confirm_epoch()
-            self._came_up()
+            return self._lifecycle.handle(LifecycleEvent.EPOCH_CHANGED)
+        self._hub.confirm_epoch()
+        self._came_up()
+        return self._lifecycle.handle(LifecycleEvent.SAME_EPOCH)
 
     async def _read_forever(self):
         """Read until stopped. A failure of the loop's own, not Redis's, is logged and
@@ -342,21 +341,23 @@ class Backplane:
                 await self._pause()
 
     async def _read_until_stopped(self):
-        while not self._stopping.is_set():
+        """Ask the lifecycle what to do, do it; each step tells it how it ended, until it says stop."""
+        action = self._lifecycle.handle(LifecycleEvent.READY)
+        while action is not LifecycleAction.STOP:
             try:
-                if self.state.last_id is None or self._reload is not None:
-                    await self._load_tail(self._reload)
-                elif not self.state.is_up:
-                    await self._resume()
-                entries = await self._read()
-            except FAILURES as error:
                 if self._stopping.is_set():
-                    return
-                self._went_down(error)
-                await self._pause()
-                continue
-            if entries:
-                self._deliver(entries)
+                    action = self._lifecycle.handle(LifecycleEvent.STOPPED)
+                elif action is LifecycleAction.READ:
+                    action = await self._read()
+                elif action is LifecycleAction.RESUME:
+                    action = await self._resume()
+                elif action is LifecycleAction.PAUSE:
+                    await self._pause()
+                    action = self._lifecycle.handle(LifecycleEvent.READY)
+                else:  # LOAD_TAIL, LOAD_TAIL_TELL_EXPIRED, NEW_EPOCH
+                    action = await self._load_tail(action)
+            except FAILURES as error:
+                action = self._went_down(error)
 
     async def _pause(self):
         """Wait before the next attempt (the reconnect backoff), or until stopped."""
@@ -370,8 +371,8 @@ class Backplane:
             try:
                 self.room_audience, self.room_brokers, epoch = await self.report.send(len(self._hub))
                 self._writes_taken()
-                if epoch is not None and epoch != self._hub.epoch and self._reload is None:
-                    self._reload = positions.EPOCH
+                if epoch is not None and epoch != self._hub.epoch:
+                    self._lifecycle.handle(LifecycleEvent.EPOCH_SEEN)
             except FAILURES as error:
                 self._note_refusal(error)
                 self.room_audience = self.room_brokers = None
@@ -390,8 +391,8 @@ class Backplane:
                 pass
 
     async def _read(self):
-        """The entries after ``last_id``, or none when the stream lost ``last_id``
-        and what follows it must wait for a reload (see the module's rules)."""
+        """Deliver the entries after ``last_id``, or none when the stream lost ``last_id`` and what
+        follows it must wait for a reload (see the module's rules): returns the next action."""
         last_id = self.state.last_id
         pipe = self._redis.pipeline(transaction=False)
         pipe.xrange(self.key, last_id, last_id, count=1)
@@ -401,20 +402,20 @@ class Backplane:
         if asking and self.report.came_back(report[0]):
             self.liveness.came_back(time.monotonic())
         entries = reply[0][1] if reply else []
-        if held or not entries:
-            return entries
-        info = await self._answer(self._redis.xinfo_stream(self.key))
-        loss = self.state.missing(_text(info["first-entry"][0]), info["entries-added"], info["length"])
-        if loss is None:
-            return entries
-        LOG.warning("stream %s no longer holds %s, the last entry this broker delivered (%s): its clients are "
-                    "told a gap", self.key, last_id, "it fell more than %d behind" % self.maxlen
-                    if loss == TRIMMED else "the primary lost it")
-        self._reload = loss
-        return []
+        if entries and not held:
+            info = await self._answer(self._redis.xinfo_stream(self.key))
+            loss = self.state.missing(_text(info["first-entry"][0]), info["entries-added"], info["length"])
+            if loss is not None:
+                LOG.warning("stream %s no longer holds %s, the last entry this broker delivered (%s): its clients "
+                            "are told a gap", self.key, last_id, "it fell more than %d behind" % self.maxlen
+                            if loss is LifecycleEvent.TRIMMED else "the primary lost it")
+                return self._lifecycle.handle(loss)
+        if entries:
+            self._deliver(entries)
+        return self._lifecycle.handle(LifecycleEvent.DELIVERED)
 
     def _deliver(self, entries):
-        age = self.state.deliver(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
+        age = self.state.read_through(entries[0][0].decode(), entries[-1][0].decode(), len(entries))
         try:
             self._hub.deliver([fields[FIELD].decode() for _, fields in entries],
                               [entry_id.decode() for entry_id, _ in entries], age, room_in_redis.keys_of(entries))
@@ -430,7 +431,10 @@ class Backplane:
                 self.liveness.wait_from(time.monotonic())
 
     def _went_down(self, error):
+        if self._stopping.is_set():
+            return self._lifecycle.handle(LifecycleEvent.STOPPED)
         self._hub.doubt_epoch()
         reason = _redis_failure(error)
         if self.state.went_down(reason):
             LOG.warning("backplane down (%s); clients stay connected, publishing is refused", reason)
+        return self._lifecycle.handle(LifecycleEvent.FAILED)

@@ -5,7 +5,7 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 * The backplane is ``connecting`` until its first successful command, ``up``
   while Redis answers, ``down`` (with the reason) from the first failure until
   a command succeeds again; each return to ``up`` after ``down`` counts as a
-  reconnect.
+  reconnect. (What the read loop does meanwhile is :mod:`broker.cluster.lifecycle`'s.)
 * While it is not up, a message offered to it is refused with
   :class:`RelayUnavailable` and counted; nothing is queued for later.
 * ``last_id`` is the id of the newest stream entry delivered; reading resumes
@@ -20,7 +20,8 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
   this broker read them (``trimmed``: its clients missed them), which the
   position tells (after an outage, with the position unknown, any trim
   past ``last_id`` is taken as one). The backplane tells its clients a gap
-  for either (:mod:`broker.cluster.backplane`), and counts it here.
+  for either (:mod:`broker.cluster.backplane`, as :mod:`broker.cluster.lifecycle`
+  says), and counts it here.
 * ``position`` is how many entries the stream had ever been given up to
   ``last_id`` (Redis's ``entries-added``): known once the stream's tail was
   loaded, kept by counting what is delivered, and unknown again after an
@@ -37,15 +38,12 @@ Rules kept here (the Redis I/O in :mod:`broker.cluster.backplane` follows them):
 
 import collections
 
+from broker.cluster.lifecycle import LifecycleEvent
 from broker.core.seams import RelayUnavailable
 
 CONNECTING = "connecting"
 UP = "up"
 DOWN = "down"
-# Why the entry a broker delivered last is no longer in the stream, when its clients missed something.
-TRIMMED = "trimmed"
-FAILOVER = "failover"
-LOSSES = (TRIMMED, FAILOVER)
 # The id before every entry: where a broker that has delivered nothing reads from.
 BEGINNING = "0-0"
 # The greatest sequence number of a stream id.
@@ -155,24 +153,24 @@ class BackplaneState:
 
     def missing(self, first, added, length):
         """``last_id`` did not come back first from a read: whether its clients
-        missed anything (None), and why (:data:`TRIMMED`, :data:`FAILOVER`),
+        missed anything (None), and why (:attr:`LifecycleEvent.TRIMMED`, :attr:`LifecycleEvent.FAILOVER`),
         given the stream's first entry's id, ``entries-added`` and ``length``
         (see the module's rules)."""
         if stream_id(first) < stream_id(self.last_id):
-            why = FAILOVER  # a trim takes the oldest: the stream would not hold older entries
+            why = LifecycleEvent.FAILOVER  # a trim takes the oldest: the stream would not hold older entries
         elif self.position is None:
-            why = TRIMMED  # after an outage: how many cannot be told
+            why = LifecycleEvent.TRIMMED  # after an outage: how many cannot be told
         else:
             lost = added - length - self.position
             if lost <= 0:
                 return None
             self.trimmed_unread += lost
-            why = TRIMMED
+            why = LifecycleEvent.TRIMMED
         self.losses[why] += 1
         return why
 
-    def deliver(self, first_id, last_id, count):
-        """``count`` entries from ``first_id`` to ``last_id`` are delivered:
+    def read_through(self, first_id, last_id, count):
+        """``count`` entries from ``first_id`` through ``last_id`` were read, and go to the hub:
         returns the age of the first in seconds (when it was added to the stream)."""
         now_ms = self._clock_ms()
         self.last_id = last_id
@@ -192,8 +190,8 @@ class BackplaneState:
             "reconnects": self.reconnects,
             "read_restarts": self.read_restarts,
             "trimmed_unread": self.trimmed_unread,
-            "losses_trimmed": self.losses[TRIMMED],
-            "losses_failover": self.losses[FAILOVER],
+            "losses_trimmed": self.losses[LifecycleEvent.TRIMMED],
+            "losses_failover": self.losses[LifecycleEvent.FAILOVER],
             "memory_full": self.memory is not None,
             "published": self.published,
             "delivered": self.delivered,

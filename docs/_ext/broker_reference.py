@@ -193,7 +193,7 @@ def _redis(config, running=False):
     if running:
         # A message came back from the stream, and the brokers' count came back from Redis.
         backplane.state.came_up()
-        backplane.state.deliver("1700000000000-0", "1700000000000-0", 1)
+        backplane.state.read_through("1700000000000-0", "1700000000000-0", 1)
         backplane.room_audience = 0
     return _broker_parts(config, backplane=backplane)
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from broker.cluster.state import FAILOVER, TRIMMED, Backoff, BackplaneState, before, stream_id
+from broker.cluster.lifecycle import LifecycleEvent
+from broker.cluster.state import Backoff, BackplaneState, before, stream_id
 from broker.config import parse_args
 from broker.core.seams import RelayUnavailable
 
@@ -59,10 +60,10 @@ def test_a_failed_write_is_refused_with_its_own_reason_while_up(state):
 
 def test_delivery_moves_the_cursor_and_measures_lag(state):
     state.read("0-0", 0)
-    assert state.deliver("900-0", "940-2", 3) == 0.1
+    assert state.read_through("900-0", "940-2", 3) == 0.1
     stats = state.stats()
     assert (stats["last_id"], stats["delivered"], stats["lag_ms"]) == ("940-2", 3, 60)
-    assert state.deliver("1200-0", "1200-0", 1) == 0
+    assert state.read_through("1200-0", "1200-0", 1) == 0
     assert state.lag_ms == 0
     assert state.position == 4
 
@@ -81,14 +82,14 @@ def test_a_last_entry_trimmed_alone_misses_nothing(state):
 
 def test_entries_trimmed_before_they_were_read_are_a_loss_counted(state):
     state.read("5-0", 5000)
-    assert state.missing("9-0", 17200, 10100) == TRIMMED  # 7,100 trimmed, of which 2,100 never read
+    assert state.missing("9-0", 17200, 10100) == LifecycleEvent.TRIMMED  # 7,100 trimmed, of which 2,100 never read
     stats = state.stats()
     assert (stats["losses_trimmed"], stats["trimmed_unread"]) == (1, 2100)
 
 
 def test_a_last_entry_missing_from_a_stream_holding_older_ones_is_a_failover_loss(state):
     state.read("9-0", 12)
-    assert state.missing("3-0", 10, 10) == FAILOVER
+    assert state.missing("3-0", 10, 10) == LifecycleEvent.FAILOVER
     assert state.stats()["losses_failover"] == 1 and state.trimmed_unread == 0
 
 
@@ -98,7 +99,7 @@ def test_after_an_outage_a_trim_past_the_last_entry_is_a_loss_of_a_count_unknown
     state.went_down("Redis: gone")
     state.came_up()
     assert state.position is None
-    assert state.missing("7-0", 20, 10) == TRIMMED
+    assert state.missing("7-0", 20, 10) == LifecycleEvent.TRIMMED
     assert state.trimmed_unread == 0
 
 
@@ -110,7 +111,7 @@ def test_after_an_outage_a_broker_that_delivered_nothing_misses_nothing_of_a_new
     state.went_down("Redis: gone")
     state.came_up()
     assert state.missing("7-0", 1, 1) is None
-    assert state.missing("7-0", 3, 1) == TRIMMED and state.trimmed_unread == 2
+    assert state.missing("7-0", 3, 1) == LifecycleEvent.TRIMMED and state.trimmed_unread == 2
 
 
 def test_redis_refusing_writes_for_memory_makes_it_unavailable(state):

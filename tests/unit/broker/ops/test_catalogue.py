@@ -35,7 +35,7 @@ async def every_part(collection):
                                 max_connection_age=600.0, ws_ping_interval=25.0)
     backplane = app.cluster_backplane(flags)
     backplane.state.came_up()
-    backplane.state.deliver("1700000000000-0", "1700000000000-0", 1)
+    backplane.state.read_through("1700000000000-0", "1700000000000-0", 1)
     backplane.room_audience, backplane.room_brokers = 0, 1
     hub = Hub(lambda callback: None)
     node = app.make_node(flags, hub, app.connection_limits(flags, 1024), backplane, collection, HandshakeFailures())
