@@ -8,7 +8,11 @@ Rules:
 - Only loopback may be a target or a source address: a target's host must resolve to
   loopback only (:func:`is_loopback`: 127.0.0.0/8, ``::1``, ``::ffff:127.x.y.z``), a source
   address is an address, and ``--broker-flags`` may not move a broker or its Redis off
-  loopback (:func:`broker_flags`)."""
+  loopback (:func:`broker_flags`).
+- The options commands share where servers and load run (:func:`add_placement_arguments`,
+  :func:`add_broker_run_arguments`) come with their readers (:func:`one_cpu_each`,
+  :func:`broker_runs`), which give the typed values of :mod:`loadtest.contenders.placement`:
+  a command reads its parsed arguments once, and nothing below the commands sees them."""
 
 import argparse
 import ipaddress
@@ -18,8 +22,9 @@ import socket
 import urllib.parse
 
 from broker.flags import Environment, file_error
-from loadtest import records
+from loadtest import affinity, records
 from loadtest.client import tls_context
+from loadtest.contenders import placement
 from loadtest.framing import endpoints
 
 DEFAULT_URL = "http://127.0.0.1:8080/broadcast"
@@ -227,3 +232,52 @@ def broker_flags(text):
             value = urllib.parse.urlsplit(value).hostname or ""
         loopback_host(value)
     return text
+
+
+# -- where the servers and the load run --------------------------------------------------------------
+
+def add_placement_arguments(parser, server_cpu_help, transport=TRANSPORT):
+    """The options ``compare`` and ``soak`` share: CPUs, ``--transport``, results, the brokers' flags
+    (the CPUs read by :func:`one_cpu_each`)."""
+    server_cpu, client_cpu = affinity.default_cpus()
+    group = parser.add_argument_group("placement")
+    option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
+    option(group, "--client-cpu", type=int, default=client_cpu,
+           help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
+    option(group, "--transport", **transport)
+    option(group, "--source-addresses", type=parse_source_addresses,
+           help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
+    option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
+    option(group, "--broker-flags", type=broker_flags, default="",
+           help="more flags for every broker launched, one string (e.g. \"--warm-up 3000\"); the "
+           "other servers run as they are")
+
+
+def one_cpu_each(args, procs=None):
+    """The :class:`~loadtest.contenders.placement.Placement` of ``--server-cpu`` and ``--client-cpu``,
+    with ``procs`` client processes (None: one per ``CONNECTIONS_PER_PROC`` connections)."""
+    return placement.Placement((args.server_cpu,), (args.client_cpu,), procs)
+
+
+def add_broker_run_arguments(parser, servers, default, brokers=3):
+    """The options of :func:`~loadtest.contenders.placement.run_each_broker`: ``--servers``, ``--brokers``,
+    ``--procs``, the CPUs, ``--out`` (read by :func:`broker_runs`)."""
+    option(parser, "--servers", type=names_from("server", servers), default=list(default),
+           help="comma-separated, from %s (default: %s)" % (",".join(servers), ",".join(default)))
+    option(parser, "--brokers", type=positive_int, default=brokers, help="broker processes of each cluster-* server")
+    option(parser, "--procs", type=positive_int,
+           help="client processes (default: one per %d connections)" % placement.CONNECTIONS_PER_PROC)
+    server_cpu, client_cpu = affinity.default_cpus()
+    option(parser, "--server-cpus", type=comma_list(int), default=[server_cpu],
+           help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
+           "this process may use)" % server_cpu)
+    option(parser, "--client-cpus", type=comma_list(int), default=[client_cpu],
+           help="CPUs the client processes run on, in turn (default %d, the second this "
+           "process may use)" % client_cpu)
+    option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
+
+
+def broker_runs(args):
+    """The :class:`~loadtest.contenders.placement.BrokerRuns` of :func:`add_broker_run_arguments`' options."""
+    where = placement.Placement(tuple(args.server_cpus), tuple(args.client_cpus), args.procs)
+    return placement.BrokerRuns(tuple(args.servers), args.brokers, where, args.out, tuple(args.command_line))

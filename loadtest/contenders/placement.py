@@ -1,17 +1,22 @@
 """Where a benchmark runs: the server's and the client's CPUs, the contenders that can run here, launching them.
 
-The options the commands that start servers share, and what they do with them: check the
-CPUs, pin the load client, launch each contender on its CPU and record it (:func:`launched`),
-measure each in turn into one results file (:func:`measure_each`). One client process holds
-at most ``CONNECTIONS_PER_PROC`` connections. A scenario against brokers it starts is a
-:class:`BrokerRun` that :func:`run_each_broker` runs, its options :func:`add_broker_run_arguments`."""
+Rules:
+
+- Everything here takes typed values (:class:`Placement`, :class:`BrokerRuns`, a scenario's own
+  settings), never the command line: each command reads its options into them once
+  (:mod:`loadtest.arguments`), and a refusal comes back as a message the command hands to argparse.
+- What the commands that start servers share: pin the load client, launch each contender on its
+  CPUs and record it (:func:`launched`), measure each in turn into one results file
+  (:func:`measure_each`). One client process holds at most ``CONNECTIONS_PER_PROC`` connections.
+- A scenario against brokers it starts is a :class:`BrokerRun` that :func:`run_each_broker` runs."""
 
 import contextlib
+import dataclasses
 import secrets
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 from broker.runtime import raise_open_files_limit
-from loadtest import affinity, arguments, records, runner
+from loadtest import affinity, records, runner
 from loadtest.contenders import child_process, registry, server_group
 from loadtest.errors import Interrupted
 from loadtest.framing import endpoints
@@ -22,25 +27,43 @@ CONNECTIONS_PER_PROC = 10000
 LAUNCH_TIMEOUT_S = 90.0
 
 
-def add_placement_arguments(parser, server_cpu_help, transport=arguments.TRANSPORT):
-    """The options ``compare`` and ``soak`` share: CPUs, ``--transport``, results, the brokers' flags."""
-    server_cpu, client_cpu = affinity.default_cpus()
-    group = parser.add_argument_group("placement")
-    arguments.option(group, "--server-cpu", type=int, default=server_cpu, help=server_cpu_help % server_cpu)
-    arguments.option(group, "--client-cpu", type=int, default=client_cpu,
-                     help="CPU the load client runs on (default %d, the second this process may use)" % client_cpu)
-    arguments.option(group, "--transport", **transport)
-    arguments.option(group, "--source-addresses", type=arguments.parse_source_addresses,
-                     help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
-    arguments.option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
-    arguments.option(group, "--broker-flags", type=arguments.broker_flags, default="",
-                     help="more flags for every broker launched, one string (e.g. \"--warm-up 3000\"); the "
-                     "other servers run as they are")
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where a run's processes go: server ``i`` on ``server_cpus[i % len]``, client process ``i`` on
+    ``client_cpus[i % len]``, and ``procs`` client processes (None: one per ``CONNECTIONS_PER_PROC``)."""
+
+    server_cpus: Tuple[int, ...]
+    client_cpus: Tuple[int, ...]
+    procs: Optional[int] = None
+
+    def client_procs(self, connections):
+        """``procs``, or one client process per CONNECTIONS_PER_PROC of ``connections``."""
+        return self.procs or -(-connections // CONNECTIONS_PER_PROC)
+
+    def refusal(self, available):
+        """Why this placement cannot run on the CPUs ``available`` (as ``--server-cpu`` and ``--client-cpu``
+        name them), or None: each of its CPUs is one of them, the servers' apart from the client's."""
+        for option, cpus in (("--server-cpu", self.server_cpus), ("--client-cpu", self.client_cpus)):
+            for cpu in cpus:
+                if cpu not in available:
+                    return "%s %d: this process may run on CPUs %s only" % (
+                        option, cpu, ",".join(map(str, sorted(available))))
+        if set(self.server_cpus) & set(self.client_cpus):
+            return "--server-cpu and --client-cpu must differ"
+        return None
 
 
-def client_procs(args, connections):
-    """``--procs``, or one client process per CONNECTIONS_PER_PROC of ``connections``."""
-    return args.procs or -(-connections // CONNECTIONS_PER_PROC)
+@dataclasses.dataclass(frozen=True)
+class BrokerRuns:
+    """What :func:`run_each_broker` runs against and where: the ``servers`` by name, ``brokers`` processes
+    of each cluster, the :class:`Placement`, the results file ``out`` (None: a new one, named when the
+    measuring starts) and the ``command`` its first line records."""
+
+    servers: Tuple[str, ...]
+    brokers: int
+    placement: Placement
+    out: Optional[str]
+    command: Tuple[str, ...]
 
 
 @contextlib.contextmanager
@@ -65,11 +88,11 @@ def launched(contender, cpus, status, brokers=1, flags=(), out=None):
         running.stop()
 
 
-def measure_each(args, chosen, status, measure, run_line, last=None):
-    """Measure each contender of ``chosen`` into one results file after its ``run_line``, then ``last(out)``:
-    ``(path, the runs that went through in full)`` (``measure(contender, out)`` counts them), or
-    ``(path, None)`` when Ctrl-C ended it."""
-    out_path = args.out or files.default_path()
+def measure_each(out_path, chosen, status, measure, run_line, last=None):
+    """Measure each contender of ``chosen`` into the results file ``out_path`` (None: a new one in results/)
+    after its ``run_line``, then ``last(out)``: ``(path, the runs that went through in full)``
+    (``measure(contender, out)`` counts them), or ``(path, None)`` when Ctrl-C ended it."""
+    out_path = out_path or files.default_path()
     done = 0
     with files.ResultsFile(out_path) as out:
         out.write(run_line)
@@ -112,34 +135,6 @@ def prepare_client(cpu):
     raise_open_files_limit()
 
 
-def check_cpus(parser, args):
-    available = affinity.allowed_cpus()
-    for option, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
-        if cpu not in available:
-            parser.error("%s %d: this process may run on CPUs %s only" % (
-                option, cpu, ",".join(map(str, sorted(available)))))
-    if args.server_cpu == args.client_cpu:
-        parser.error("--server-cpu and --client-cpu must differ")
-
-
-def add_broker_run_arguments(parser, servers, default, brokers=3):
-    """The options of :func:`run_each_broker`: ``--servers``, ``--brokers``, the CPUs, ``--out``."""
-    arguments.option(parser, "--servers", type=arguments.names_from("server", servers), default=list(default),
-                     help="comma-separated, from %s (default: %s)" % (",".join(servers), ",".join(default)))
-    arguments.option(parser, "--brokers", type=arguments.positive_int, default=brokers,
-                     help="broker processes of each cluster-* server")
-    arguments.option(parser, "--procs", type=arguments.positive_int,
-                     help="client processes (default: one per %d connections)" % CONNECTIONS_PER_PROC)
-    server_cpu, client_cpu = affinity.default_cpus()
-    arguments.option(parser, "--server-cpus", type=arguments.comma_list(int), default=[server_cpu],
-                     help="CPUs the brokers run on, broker i on the i-th in turn (default %d, the first "
-                     "this process may use)" % server_cpu)
-    arguments.option(parser, "--client-cpus", type=arguments.comma_list(int), default=[client_cpu],
-                     help="CPUs the client processes run on, in turn (default %d, the second this "
-                     "process may use)" % client_cpu)
-    arguments.option(parser, "--out", help="results file (default results/<timestamp>.jsonl)")
-
-
 class Started(NamedTuple):
     """A server started for one run: ``label``, ``cluster``, publish ``token``, the variant's ``flags``, ``out``."""
 
@@ -151,49 +146,53 @@ class Started(NamedTuple):
 
 
 class BrokerRun:
-    """One run of a scenario against one server :func:`run_each_broker` started (its :class:`Started`,
-    the command's ``args``, ``status``). A subclass has ``run()``, the coroutine that writes its records
-    and returns its summary, and the static ``verdict(summary)`` (the line a person reads) and
-    ``clean(summary)`` (whether the run passed)."""
+    """One run of a scenario against one server :func:`run_each_broker` started (its :class:`Started`), with
+    the scenario's own typed ``settings``, ``where`` its processes go (a :class:`Placement`, kept as
+    ``placement``) and ``status``. A subclass has ``run()``, the coroutine that writes its records and returns
+    its summary, and the static ``verdict(summary)`` (the line a person reads) and ``clean(summary)`` (whether
+    the run passed)."""
 
-    def __init__(self, started, args, status):
+    def __init__(self, started, settings, where, status):
         self.label, self.cluster, self.token, self.flags, self.out = started
-        self.args = args
+        self.settings = settings
+        self.placement = where
         self.status = status
 
     @classmethod
-    def variants(cls, args):
+    def variants(cls, settings):
         """The flag lists the servers run with, one run each: by default one, with none."""
         return ((),)
 
     @classmethod
-    def backplane(cls, args):
+    def backplane(cls, settings):
         """What a cluster's brokers join: by default None, one redis-server."""
         return None
 
 
-def run_each_broker(args, scenario, transport, status):
-    """Run ``scenario`` (a :class:`BrokerRun`) against each of ``args.servers``, started afresh with a publish
-    token of its own for each variant: 0 when every run was clean, 130 when interrupted, else 1."""
-    chosen = resolve_all(args.servers, status)
+def run_each_broker(runs, scenario, settings, transport, status):
+    """Run ``scenario`` (a :class:`BrokerRun` with its ``settings``) against each server of ``runs`` (a
+    :class:`BrokerRuns`), started afresh with a publish token of its own for each variant: 0 when every run
+    was clean, 130 when interrupted, else 1."""
+    chosen = resolve_all(runs.servers, status)
     for contender in chosen:
-        contender.backplane = scenario.backplane(args)
-    variants = scenario.variants(args)
+        contender.backplane = scenario.backplane(settings)
+    variants = scenario.variants(settings)
     if not chosen:
         status.message("no broker to run")
         return 1
+    where = runs.placement
 
     def each_variant(contender, out):
         cleanly = 0
         for flags in variants:
             token = secrets.token_hex(16)
             status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv + list(flags))))
-            with launched(contender, args.server_cpus, status, args.brokers, ["--publish-token", token] + list(flags),
+            with launched(contender, where.server_cpus, status, runs.brokers, ["--publish-token", token] + list(flags),
                           out) as running:
                 if running is None:
                     continue
                 started = Started(contender.label, running, token, tuple(flags), out)
-                outcome = runner.run_interruptible(scenario(started, args, status).run())
+                outcome = runner.run_interruptible(scenario(started, settings, where, status).run())
             if outcome.interrupted:
                 raise Interrupted()
             if outcome.error is not None:
@@ -203,9 +202,9 @@ def run_each_broker(args, scenario, transport, status):
             cleanly += bool(scenario.clean(outcome.value))
         return cleanly
 
-    prepare_client(args.client_cpus[0])
-    out_path, cleanly = measure_each(args, chosen, status, each_variant,
-                                     files.run_record(None, transport, args.command_line))
+    prepare_client(where.client_cpus[0])
+    out_path, cleanly = measure_each(runs.out, chosen, status, each_variant,
+                                     files.run_record(None, transport, runs.command))
     if cleanly is None:
         return 130
     status.message("results: %s" % out_path)

@@ -13,12 +13,14 @@ Rules:
   another machine. Each broker is a fresh process; every loop ends by a deadline."""
 
 import asyncio
+import dataclasses
 import json
 import multiprocessing
 import os
 import secrets
 import socket
 import time
+from typing import Tuple
 
 from loadtest import affinity, arguments, procstat
 from loadtest.client import connection_burst, server_probe, sweep
@@ -86,6 +88,38 @@ def add_arguments(parser):
                      help="CPU each broker runs on (default %d, the first this process may use)" % server_cpu)
     arguments.option(parser, "--client-cpu", type=int, default=client_cpu,
                      help="CPU the attack runs on (default %d, the second this process may use)" % client_cpu)
+
+
+@dataclasses.dataclass(frozen=True)
+class AbuseSettings:
+    """The ``attacks`` on each of ``servers`` (each broker with ``broker_flags`` more), where (the
+    :class:`Placement`: one CPU for the broker, one for the attack and the canaries), and each attack's own:
+    ``canaries`` sending ``canary_rate`` messages a second; the flood's steps of ``seconds``; ``stalled`` clients
+    sent ``message_bytes`` messages at ``publish_rate``; a ``burst`` of attempts over ``burst_seconds`` from
+    ``source_addresses`` against ``accept_rate``."""
+
+    servers: Tuple[str, ...]
+    attacks: Tuple[str, ...]
+    broker_flags: Tuple[str, ...]
+    placement: placement.Placement
+    canaries: int
+    canary_rate: float
+    seconds: float
+    stalled: int
+    message_bytes: int
+    publish_rate: float
+    burst: int
+    burst_seconds: float
+    accept_rate: float
+    source_addresses: Tuple[str, ...]
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        return cls(tuple(args.servers), tuple(args.attacks), tuple(args.broker_flags.split()),
+                   arguments.one_cpu_each(args), args.canaries, args.canary_rate, args.seconds, args.stalled,
+                   args.message_bytes, args.publish_rate, args.burst, args.burst_seconds, args.accept_rate,
+                   tuple(args.source_addresses))
 
 
 class Broker:
@@ -158,7 +192,7 @@ def open_websocket(host, port, path, rcvbuf=None):
     return sock
 
 
-def run_flood(broker, label, args):
+def run_flood(broker, label, settings):
     """Canary round trips in three equal steps: quiet, under one flooder, under one that reconnects."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
@@ -171,13 +205,13 @@ def run_flood(broker, label, args):
             if attackers:
                 attackers[-1].join(ATTACKER_GRACE_S)
             reconnect = len(attackers) == 1
-            process = context.Process(target=flood, args=(broker.server.url, args.seconds + 1, args.client_cpu,
-                                                          reconnect, results))
+            process = context.Process(target=flood, args=(broker.server.url, settings.seconds + 1,
+                                                          settings.placement.client_cpus[0], reconnect, results))
             process.start()
             attackers.append(process)
 
     before = broker.stats()
-    _canaries(broker, label, args, FLOOD_STEPS, args.seconds, on_step)
+    _canaries(broker, label, settings, FLOOD_STEPS, settings.seconds, on_step)
     outcomes = []
     for process in attackers:
         process.join(ATTACKER_GRACE_S)
@@ -190,11 +224,12 @@ def run_flood(broker, label, args):
             "rate_limited_disconnects": after["rate_limited_disconnects"] - before["rate_limited_disconnects"]}
 
 
-def _canaries(broker, label, args, steps, seconds, on_step):
+def _canaries(broker, label, settings, steps, seconds, on_step):
     """The canaries' sweep of ``steps`` steps of ``seconds`` each, every one to ``on_step``."""
-    sweep.run_sweep(sweep.Options([broker.server.url], levels=(args.canaries,), rates=(args.canary_rate,) * steps,
-                                  duration=seconds, pause=STEP_PAUSE_S, server=label, server_pids=[broker.server.pid],
-                                  client_cpus=(args.client_cpu,), stop_at_overload=False), on_step=on_step)
+    sweep.run_sweep(sweep.Options([broker.server.url], levels=(settings.canaries,),
+                                  rates=(settings.canary_rate,) * steps, duration=seconds, pause=STEP_PAUSE_S,
+                                  server=label, server_pids=[broker.server.pid],
+                                  client_cpus=settings.placement.client_cpus, stop_at_overload=False), on_step=on_step)
 
 
 def _rtt(step):
@@ -208,16 +243,17 @@ def _rtt(step):
 
 # -- stalled -----------------------------------------------------------------------------------------
 
-def run_stalled(broker, args):
-    """Memory and cut times of ``args.stalled`` clients that never read."""
+def run_stalled(broker, settings):
+    """Memory and cut times of ``settings.stalled`` clients that never read."""
     stats = broker.stats()
     max_buffer, write_timeout = stats["slow_consumers"]["max_buffer"], stats["slow_consumers"]["write_timeout_s"]
     cut_before = stats["slow_consumer_disconnects"]
     base_mb = broker.rss_mb()
     path = endpoints.endpoint_path(broker.server.url, endpoints.WEBSOCKET)
-    stalled = [open_websocket(broker.target.host, broker.target.port, path, rcvbuf=STALLED_RCVBUF) for _ in range(args.stalled)]
+    stalled = [open_websocket(broker.target.host, broker.target.port, path, rcvbuf=STALLED_RCVBUF)
+               for _ in range(settings.stalled)]
     connected_mb = broker.rss_mb()
-    message = b"x" * args.message_bytes
+    message = b"x" * settings.message_bytes
     publisher = Publisher(broker.target.host, broker.target.port, broker.token, PUBLISHERS)
     started = time.monotonic()
     deadline = started + write_timeout + 30
@@ -228,7 +264,7 @@ def run_stalled(broker, args):
     try:
         while time.monotonic() < deadline:
             now = time.monotonic()
-            due = int((now - started) * args.publish_rate) + 1
+            due = int((now - started) * settings.publish_rate) + 1
             if published < due:
                 published += publisher.publish([message] * min(PUBLISHERS, due - published))
             if now >= next_sample:
@@ -237,7 +273,7 @@ def run_stalled(broker, args):
                 stats = broker.stats()
                 cut = stats["slow_consumer_disconnects"] - cut_before
                 samples.append((now - started, stats["slow_consumers"]["behind"] + cut, cut))
-                if cut >= args.stalled:
+                if cut >= settings.stalled:
                     break
             time.sleep(0.001)
     finally:
@@ -246,12 +282,12 @@ def run_stalled(broker, args):
             sock.close()
     elapsed = time.monotonic() - started
     delays = cut_delays(samples)
-    return {"clients": args.stalled, "message_bytes": args.message_bytes, "published": published,
+    return {"clients": settings.stalled, "message_bytes": settings.message_bytes, "published": published,
             "publish_rate": round(published / elapsed, 1), "max_buffer": max_buffer, "write_timeout_s": write_timeout,
             "rss_before_mb": round(base_mb, 1), "rss_connected_mb": round(connected_mb, 1),
             "rss_peak_mb": round(peak_mb, 1), "cost_mb": round(peak_mb - base_mb, 1),
-            "bound_mb": round(args.stalled * max_buffer / 2 ** 20 + BOUND_SLACK_MB, 1),
-            "all_behind_s": next((round(t, 2) for t, fell, _ in samples if fell >= args.stalled), None),
+            "bound_mb": round(settings.stalled * max_buffer / 2 ** 20 + BOUND_SLACK_MB, 1),
+            "all_behind_s": next((round(t, 2) for t, fell, _ in samples if fell >= settings.stalled), None),
             "cut": samples[-1][2] if samples else 0,
             "cut_after_behind_s": {"median": _median(delays), "max": max(delays) if delays else None}}
 
@@ -282,14 +318,14 @@ def burst_attacker(plan, cpu, orders, wait_s, results):
         results.put(asyncio.run(connection_burst.burst(plan, start_at)))
 
 
-def run_burst(broker, label, args):
-    """Canary round trips quiet, then during a burst of ``args.burst`` connection attempts, counted."""
+def run_burst(broker, label, settings):
+    """Canary round trips quiet, then during a burst of ``settings.burst`` connection attempts, counted."""
     context = multiprocessing.get_context("spawn")
     orders, results = context.Queue(), context.Queue()
-    step_s = args.burst_seconds + BURST_TAIL_S
-    plan = connection_burst.Burst(broker.server.url, args.burst, args.burst_seconds, tuple(args.source_addresses))
+    step_s = settings.burst_seconds + BURST_TAIL_S
+    plan = connection_burst.Burst(broker.server.url, settings.burst, settings.burst_seconds, settings.source_addresses)
     attacker = context.Process(target=burst_attacker, args=(
-        plan, args.client_cpu, orders, ATTACKER_GRACE_S + 2 * (step_s + STEP_PAUSE_S), results))
+        plan, settings.placement.client_cpus[0], orders, ATTACKER_GRACE_S + 2 * (step_s + STEP_PAUSE_S), results))
     attacker.start()
     steps = []
 
@@ -300,31 +336,31 @@ def run_burst(broker, label, args):
 
     before, tcp_before = broker.stats(), procstat.tcp_counters()
     try:
-        _canaries(broker, label, args, 2, step_s, on_step)
+        _canaries(broker, label, settings, 2, step_s, on_step)
     finally:
         if not steps:
             orders.put(None)
-        attacker.join(args.burst_seconds + connection_burst.ANSWER_TIMEOUT_S + ATTACKER_GRACE_S)
+        attacker.join(settings.burst_seconds + connection_burst.ANSWER_TIMEOUT_S + ATTACKER_GRACE_S)
         if attacker.is_alive():
             attacker.terminate()
             attacker.join()
     after, tcp_after = broker.stats(), procstat.tcp_counters()
     burst = results.get(timeout=5) if attacker.exitcode == 0 and steps else None
     quiet, during = (_rtt(step) for step in steps + [None] * (2 - len(steps)))
-    figures = {"accept_rate": args.accept_rate, "attempts": args.burst, "burst_seconds": args.burst_seconds,
-               "step_s": step_s}
+    figures = {"accept_rate": settings.accept_rate, "attempts": settings.burst,
+               "burst_seconds": settings.burst_seconds, "step_s": step_s}
     if burst is None:
         figures["attacker"] = {"failed": attacker.exitcode}
     else:
-        figures.update(burst, admitted_bound=admission.admitted_bound(args.accept_rate, burst["window_s"]))
+        figures.update(burst, admitted_bound=admission.admitted_bound(settings.accept_rate, burst["window_s"]))
     figures.update(broker_refused=after["refused"]["accept_rate"] - before["refused"]["accept_rate"],
                    kernel={name: tcp_after[counter] - tcp_before[counter] for name, counter in KERNEL_COUNTERS.items()
                            if counter in tcp_before and counter in tcp_after},
-                   quiet=quiet, during_burst=during, loop_sample_ms=round(1000 / args.canary_rate, 3),
+                   quiet=quiet, during_burst=during, loop_sample_ms=round(1000 / settings.canary_rate, 3),
                    p99_bound_ms=admission.p99_bound_ms(quiet["p99_ms"]) if quiet and quiet["p99_ms"] else None,
                    verdict={"passed": False})
     if burst is not None:
-        figures["verdict"] = admission.verdict(burst, args.accept_rate, quiet, during, step_s)
+        figures["verdict"] = admission.verdict(burst, settings.accept_rate, quiet, during, step_s)
     return figures
 
 # -- the command -------------------------------------------------------------------------------------
@@ -334,34 +370,37 @@ def check_arguments(parser, args):
     if "burst" in args.attacks and args.canaries > max(1.0, args.accept_rate):
         parser.error("--canaries %d: the burst's canaries open their sessions under --accept-rate %g, so at "
                      "most that many" % (args.canaries, args.accept_rate))
-    placement.check_cpus(parser, args)
+    refused = arguments.one_cpu_each(args).refusal(affinity.allowed_cpus())
+    if refused is not None:
+        parser.error(refused)
 
 
 def run(parser, args):
     check_arguments(parser, args)
+    settings = AbuseSettings.of(args)
     status = console.StatusLine()
-    placement.prepare_client(args.client_cpu)
+    placement.prepare_client(settings.placement.client_cpus[0])
     results = []
-    for name in args.servers:
+    for name in settings.servers:
         token = secrets.token_hex(16)
-        flags = ["--publish-token", token] + args.broker_flags.split()
+        flags = ["--publish-token", token] + list(settings.broker_flags)
         try:
             contender = registry.resolve(name, broker_flags=flags)
         except registry.Unavailable as reason:
             status.message("skipped %s" % reason)
             continue
-        for attack in args.attacks:
-            extra = ["--max-accept-rate", "%g" % args.accept_rate] if attack == "burst" else []
-            with placement.launched(contender, [args.server_cpu], status, flags=extra) as running:
+        for attack in settings.attacks:
+            extra = ["--max-accept-rate", "%g" % settings.accept_rate] if attack == "burst" else []
+            with placement.launched(contender, settings.placement.server_cpus, status, flags=extra) as running:
                 if running is None:
                     continue
                 server, = running.servers
                 broker = Broker(server, token)
                 status.message("%s (%s): %s" % (name, contender.runtime, attack))
                 if attack == "stalled":
-                    figures = run_stalled(broker, args)
+                    figures = run_stalled(broker, settings)
                 else:
-                    figures = (run_flood if attack == "flood" else run_burst)(broker, name, args)
+                    figures = (run_flood if attack == "flood" else run_burst)(broker, name, settings)
             if "Traceback" in server.output:
                 figures["traceback"] = server.output[server.output.index("Traceback"):][:2000]
             result = {"server": name, "runtime": contender.runtime, "attack": attack, **figures}
@@ -370,4 +409,3 @@ def run(parser, args):
             if attack == "burst":
                 status.message(console.burst_line(result))
     return 0 if results else 1
-

@@ -16,8 +16,9 @@ import contextlib
 import dataclasses
 import json
 import subprocess
+from typing import Optional, Tuple
 
-from loadtest import arguments, records, runner
+from loadtest import affinity, arguments, records, runner
 from loadtest.client import connections, sweep, tls_context, workers
 from loadtest.client.server_probe import ServerProbe
 from loadtest.contenders import certificate, placement, registry
@@ -93,63 +94,104 @@ def add_arguments(parser):
                      "the openssl command), trusted by the load client alone; each is labelled NAME+tls. "
                      "--tls alone: over TLS only (the servers that are not brokers serve no TLS and are "
                      "skipped); --tls both: each server plain, then each broker over TLS")
-    placement.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
+    arguments.add_placement_arguments(parser, "CPU the servers run on (default %d, the first this process may use)",
                                       transport=arguments.TRANSPORT_LIST)
     arguments.option(parser, "--mix", **dict(arguments.MIX, help="in place of --transport, one audience of "
                                               "several: " + arguments.MIX["help"]))
 
 
+@dataclasses.dataclass(frozen=True)
+class CompareSettings:
+    """What a comparison measures (:data:`MEASURES`) of which ``servers`` (``brokers`` in each cluster, each
+    broker with ``broker_flags`` more, ``tls``: a mode of :data:`TLS_MODES`), where (the :class:`Placement`),
+    over which ``transports`` (one may be a mix) from which ``source_addresses``: the sweep's ``levels``,
+    ``rates`` (None: rising), ``step_seconds`` and ``pause``; the fixed loads ``cpu_load`` ((clients, rate)
+    each) for ``cpu_seconds`` after ``warm_up`` seconds; ``idle_connections``; the results file ``out``
+    (None: a new one) and the ``command`` its first line records."""
+
+    servers: Tuple[str, ...]
+    brokers: int
+    broker_flags: Tuple[str, ...]
+    tls: str
+    measure: Tuple[str, ...]
+    placement: placement.Placement
+    transports: Tuple[str, ...]
+    source_addresses: Tuple[str, ...]
+    levels: Tuple[int, ...]
+    rates: Optional[Tuple[float, ...]]
+    step_seconds: float
+    pause: float
+    cpu_load: Tuple[Tuple[int, float], ...]
+    cpu_seconds: float
+    warm_up: float
+    idle_connections: int
+    out: Optional[str]
+    command: Tuple[str, ...]
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments: ``--mix`` in place of the transports if given."""
+        return cls(tuple(args.servers), args.brokers, tuple(args.broker_flags.split()), args.tls, tuple(args.measure),
+                   arguments.one_cpu_each(args, args.procs), (args.mix,) if args.mix else tuple(args.transport),
+                   tuple(args.source_addresses or ()), tuple(args.levels),
+                   None if args.rates is None else tuple(args.rates), args.step_seconds, args.pause,
+                   tuple(args.cpu_load), args.cpu_seconds, args.warm_up, args.idle_connections, args.out,
+                   tuple(args.command_line))
+
+
 @dataclasses.dataclass
 class Compare:
-    """One comparison run: the options, the results file, the status line."""
+    """One comparison run: its settings, the results file, the status line."""
 
-    args: argparse.Namespace
+    settings: CompareSettings
     out: files.ResultsFile
     status: console.StatusLine
 
     def measure(self, contender):
         """The chosen measurements of one contender; False if one failed along the way."""
-        measures = self.args.measure
+        measures = self.settings.measure
         under_load = "sweep" in measures or "cpu" in measures
-        transports = self._under_load(contender) if under_load else self.args.transport
+        transports = self._under_load(contender) if under_load else self.settings.transports
         idle = "idle" not in measures or all([self._idle(contender, transport, not under_load)
                                                for transport in transports])
-        return transports == self.args.transport and idle
+        return tuple(transports) == self.settings.transports and idle
 
     def _who(self, contender, transport):
         """How the messages name a contender: its label, and the transport when the run has several."""
-        return contender.label if len(self.args.transport) == 1 else "%s over %s" % (contender.label, transport)
+        return contender.label if len(self.settings.transports) == 1 else "%s over %s" % (contender.label, transport)
 
     def _under_load(self, contender):
         """Over each transport in turn, the sweep, then the fixed loads, on one process: those measured in full."""
-        args = self.args
-        with placement.launched(contender, [args.server_cpu], self.status, args.brokers, out=self.out) as running:
+        settings = self.settings
+        where = settings.placement
+        with placement.launched(contender, where.server_cpus, self.status, settings.brokers, out=self.out) as running:
             if running is None:
                 return []
-            options = sweep.Options(running.urls, levels=args.levels, rates=args.rates, duration=args.step_seconds,
-                                    pause=args.pause, transport=args.transport[0], server=contender.label,
-                                    server_pids=running.pids().values(), source_addresses=args.source_addresses,
-                                    procs=placement.client_procs(args, max(args.levels)), client_cpus=(args.client_cpu,))
-            return [transport for transport in args.transport
+            options = sweep.Options(running.urls, levels=settings.levels, rates=settings.rates,
+                                    duration=settings.step_seconds, pause=settings.pause,
+                                    transport=settings.transports[0], server=contender.label,
+                                    server_pids=running.pids().values(), source_addresses=settings.source_addresses,
+                                    procs=where.client_procs(max(settings.levels)), client_cpus=where.client_cpus)
+            return [transport for transport in settings.transports
                     if self._over(contender, dataclasses.replace(options, transport=transport))]
 
     def _over(self, contender, options):
         """The sweep and the fixed loads chosen over ``options.transport``; False if one failed."""
-        if "sweep" in self.args.measure and self._run(
+        if "sweep" in self.settings.measure and self._run(
                 sweep.sweep(options, self._step, self._level, self.status.progress), options.transport) is None:
             return False
-        return "cpu" not in self.args.measure or self._fixed_loads(contender, options)
+        return "cpu" not in self.settings.measure or self._fixed_loads(contender, options)
 
     def _fixed_loads(self, contender, options):
         """CPU per delivered message at each fixed load, after the warm-up; False if one was not measured."""
-        args, transport = self.args, options.transport
+        settings, transport = self.settings, options.transport
         who = self._who(contender, transport)
-        if args.warm_up and not self._warm_up(who, options):
+        if settings.warm_up and not self._warm_up(who, options):
             return False
         measured = True
-        for clients, rate in args.cpu_load:
+        for clients, rate in settings.cpu_load:
             ends = []
-            fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, args.cpu_seconds),
+            fixed = self._run(sweep.sweep(self._fixed_load(options, clients, rate, settings.cpu_seconds),
                                           on_level=ends.append, on_progress=self.status.progress), transport)
             if fixed is None:
                 return False
@@ -165,29 +207,31 @@ class Compare:
 
     def _fixed_load(self, options, clients, rate, seconds):
         return dataclasses.replace(options, levels=[clients], rates=[rate], duration=seconds,
-                                   procs=placement.client_procs(self.args, clients))
+                                   procs=self.settings.placement.client_procs(clients))
 
     def _warm_up(self, who, options):
         """The first fixed load for ``--warm-up`` seconds, not recorded; False if it failed (said why)."""
-        clients, rate = self.args.cpu_load[0]
-        warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.args.warm_up),
+        clients, rate = self.settings.cpu_load[0]
+        warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.settings.warm_up),
                                      on_progress=self.status.progress), options.transport)
         if warm is None:
             return False
         self.status.message("%s: warmed up at %dx%g for %g s (%s messages delivered), not recorded" % (
-            who, clients, rate, self.args.warm_up, sum(step.received for step in warm)))
+            who, clients, rate, self.settings.warm_up, sum(step.received for step in warm)))
         return True
 
     def _idle(self, contender, transport, record_server):
         """RSS per idle connection over ``transport``, on fresh server processes."""
-        with placement.launched(contender, [self.args.server_cpu], self.status, self.args.brokers,
+        settings = self.settings
+        where = settings.placement
+        with placement.launched(contender, where.server_cpus, self.status, settings.brokers,
                                 out=self.out if record_server else None) as running:
             if running is None:
                 return False
-            spec = connections.GroupSpec(running.urls, transport, self.args.source_addresses,
-                                         count=self.args.idle_connections)
-            record = self._run(idle_rss(running, contender.label, spec,
-                                        placement.client_procs(self.args, spec.count), self.args.client_cpu), transport)
+            spec = connections.GroupSpec(running.urls, transport, settings.source_addresses,
+                                         count=settings.idle_connections)
+            record = self._run(idle_rss(running, contender.label, spec, where.client_procs(spec.count),
+                                        where.client_cpus[0]), transport)
             if record is None:
                 return False
             self.out.write(record)
@@ -197,23 +241,24 @@ class Compare:
 
     def floor(self):
         """Run the bare send loop under the first fixed load, pinned like the servers."""
-        clients, rate = self.args.cpu_load[0]
+        settings = self.settings
+        clients, rate = settings.cpu_load[0]
         try:
             python, _ = registry.cpython("loadtest.command_line")
         except registry.Unavailable as reason:
             self.status.message("floor: left out: %s" % reason)
             return
         argv = [python, "-m", "loadtest", "floor", "--connections", str(clients),
-                "--rate", str(clients * rate), "--seconds", str(self.args.cpu_seconds),
-                "--cpu", str(self.args.server_cpu), "--drain-cpu", str(self.args.client_cpu)]
-        if self.args.source_addresses:
-            argv += ["--source-addresses", ",".join(self.args.source_addresses)]
+                "--rate", str(clients * rate), "--seconds", str(settings.cpu_seconds),
+                "--cpu", str(settings.placement.server_cpus[0]), "--drain-cpu", str(settings.placement.client_cpus[0])]
+        if settings.source_addresses:
+            argv += ["--source-addresses", ",".join(settings.source_addresses)]
         self.status.message("floor: bare send loop, %d connections, %g sends/s" % (clients, clients * rate))
         try:
             done = subprocess.run(argv, cwd=registry.REPO_ROOT, capture_output=True, text=True,
-                                  timeout=self.args.cpu_seconds + 60)
+                                  timeout=settings.cpu_seconds + 60)
         except subprocess.TimeoutExpired:
-            self.status.message("floor: no result within %.0f s, left out" % (self.args.cpu_seconds + 60))
+            self.status.message("floor: no result within %.0f s, left out" % (settings.cpu_seconds + 60))
             return
         if done.returncode != 0:
             self.status.message("floor: failed, left out: %s" % (done.stderr or done.stdout).strip())
@@ -228,7 +273,7 @@ class Compare:
         if outcome.interrupted:
             raise Interrupted()
         if outcome.error is not None:
-            over = " over %s" % transport if transport is not None and len(self.args.transport) > 1 else ""
+            over = " over %s" % transport if transport is not None and len(self.settings.transports) > 1 else ""
             self.status.message("%s, its remaining measurements%s skipped: %s" % (
                 "server gone" if isinstance(outcome.error, ServerGone) else "measurement failed", over,
                 outcome.error))
@@ -273,12 +318,13 @@ async def idle_rss(running, label, spec, procs=1, client_cpu=None):
 
 
 def run(parser, args):
-    placement.check_cpus(parser, args)
-    if args.mix:
-        args.transport = [args.mix]
+    settings = CompareSettings.of(args)
+    refused = settings.placement.refusal(affinity.allowed_cpus())
+    if refused is not None:
+        parser.error(refused)
     status = console.StatusLine()
     with contextlib.ExitStack() as made:
-        if args.tls == "off":
+        if settings.tls == "off":
             certificates = [None]
         else:
             try:
@@ -288,28 +334,28 @@ def run(parser, args):
                 return 1
             made.callback(tls_context.trust, tls_context.trusted())  # trust no more once it is removed
             tls_context.trust(served.certfile)
-            certificates = [served] if args.tls == "on" else [None, served]
-        return _compare(args, status, placement.resolve_all(args.servers, status, certificates,
-                                                            args.broker_flags.split()))
+            certificates = [served] if settings.tls == "on" else [None, served]
+        return _compare(settings, status, placement.resolve_all(settings.servers, status, certificates,
+                                                                settings.broker_flags))
 
 
-def _compare(args, status, chosen):
+def _compare(settings, status, chosen):
     """Measure the contenders ``chosen``, write the results, print the summary: the exit status."""
     if not chosen:
         status.message("no server to measure")
         return 1
-    placement.prepare_client(args.client_cpu)
+    placement.prepare_client(settings.placement.client_cpus[0])
 
     def measure(contender, out):
         status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-        return Compare(args, out, status).measure(contender)
+        return Compare(settings, out, status).measure(contender)
 
     def floor(out):
-        if "cpu" in args.measure:
-            Compare(args, out, status).floor()
+        if "cpu" in settings.measure:
+            Compare(settings, out, status).floor()
 
-    out_path, measured = placement.measure_each(args, chosen, status, measure, files.run_record(
-        None, ",".join(args.transport), args.command_line), last=floor)
+    out_path, measured = placement.measure_each(settings.out, chosen, status, measure, files.run_record(
+        None, ",".join(settings.transports), settings.command), last=floor)
     if measured is None:
         return 130
     print(summary.summary_rst(summary.Results(files.read(out_path))))

@@ -18,6 +18,7 @@ Rules (BENCHMARKS.rst, "C100K"):
   duration_s`` is the rate it reached."""
 
 import asyncio
+import dataclasses
 import time
 
 from loadtest import arguments, records
@@ -50,38 +51,55 @@ def add_arguments(parser):
     arguments.option(parser, "--sample", type=arguments.positive_float, default=10.0, help="seconds per sample")
     arguments.option(parser, "--publish", choices=list(QUERIES), default="plain",
                      help="plain messages, the same under ?key=%s, or adds of 1 to the counter %s" % (COUNTER, COUNTER))
-    placement.add_broker_run_arguments(parser, registry.BROKERS, registry.CLUSTERS, brokers=2)
+    arguments.add_broker_run_arguments(parser, registry.BROKERS, registry.CLUSTERS, brokers=2)
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedSettings:
+    """A feed's load: ``clients`` listening, ``rate`` messages a second for ``duration`` seconds, a sample every
+    ``sample`` seconds, each message ``publish`` (a key of :data:`QUERIES`)."""
+
+    clients: int
+    rate: float
+    duration: float
+    sample: float
+    publish: str
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        return cls(args.clients, args.rate, args.duration, args.sample, args.publish)
 
 
 class FeedRun(placement.BrokerRun):
     """One feed against one cluster: connect, publish and sample, drain, sum up."""
 
-    def __init__(self, started, args, status):
-        super().__init__(started, args, status)
+    def __init__(self, started, settings, where, status):
+        super().__init__(started, settings, where, status)
         self.probe = ServerProbe(self.cluster.pids())
         self.probe.cpu_shares()
         self.histogram = rules.new_histogram()
         self.publish_histogram = rules.new_histogram()
-        self.counted = COUNTED_PER_COUNTER if args.publish == "counter" else 1
+        self.counted = COUNTED_PER_COUNTER if settings.publish == "counter" else 1
         self.received = 0
         self.cpu_s = {}
 
     async def run(self):
         """Returns the :class:`loadtest.records.Feed`, also written to the results file."""
-        args = self.args
-        spec = connections.GroupSpec(self.cluster.urls, count=args.clients, listen=True)
-        groups = workers.make_groups(spec, placement.client_procs(args, args.clients), args.client_cpus)
+        settings = self.settings
+        spec = connections.GroupSpec(self.cluster.urls, count=settings.clients, listen=True)
+        groups = workers.make_groups(spec, self.placement.client_procs(settings.clients), self.placement.client_cpus)
         try:
             started = time.monotonic()
             failures = await workers.connect_groups(groups, lambda opened: self.status.progress(
-                {"level": args.clients, "phase": "connecting", "opened": opened}))
+                {"level": settings.clients, "phase": "connecting", "opened": opened}))
             connect_s = round(time.monotonic() - started, 1)
             connected_rss = self.probe.rss_kb_each()
             if failures:
                 return await self._summary(End.CONNECTIONS_FAILED.text(console.listed(failures)), connect_s,
                                            connected_rss, 0, 0.0, await _sample(groups))
             self.status.message("%s: %d listeners connected to %d brokers in %.0f s; RSS %s" % (
-                self.label, args.clients, len(self.cluster.servers), connect_s, console.cluster_rss(connected_rss)))
+                self.label, settings.clients, len(self.cluster.servers), connect_s, console.cluster_rss(connected_rss)))
             published, elapsed = await self._publish(groups)
             last = await self._drain(groups, published, elapsed)
             return await self._summary(End.COMPLETED.text(), connect_s, connected_rss, published, elapsed, last)
@@ -92,21 +110,21 @@ class FeedRun(placement.BrokerRun):
     async def _publish(self, groups):
         """Publish for ``--duration`` seconds, message ``k`` (from 0) ``k / rate`` seconds after the start,
         sampling as it goes: ``(published, seconds)``."""
-        args = self.args
+        settings = self.settings
         services = [endpoints.target(url) for url in self.cluster.urls]
         publishers = [Publisher(service.host, service.port, self.token, ssl_context=tls_context.context_for(service))
                       for service in services]
         loop = asyncio.get_event_loop()
-        total = max(1, int(round(args.rate * args.duration)))
+        total = max(1, int(round(settings.rate * settings.duration)))
         published = sampled = 0
         await _sample(groups)  # what connecting cost is no sample's
         self.probe.cpu_shares()
         start = loop.time()
-        next_sample = start + args.sample
+        next_sample = start + settings.sample
         try:
-            while published < total and loop.time() < start + args.duration:
+            while published < total and loop.time() < start + settings.duration:
                 now = loop.time()
-                if published < min(total, int((now - start) * args.rate) + 1):
+                if published < min(total, int((now - start) * settings.rate) + 1):
                     published += 1
                     publisher = publishers[published % len(publishers)]
                     took_s = await loop.run_in_executor(None, self._publish_one, publisher, published)
@@ -114,22 +132,22 @@ class FeedRun(placement.BrokerRun):
                 if now >= next_sample:
                     self._record(await _sample(groups), now - start, published - sampled)
                     sampled = published
-                    next_sample += args.sample
-                await asyncio.sleep(max(0.0, min(start + published / args.rate, next_sample) - loop.time()))
+                    next_sample += settings.sample
+                await asyncio.sleep(max(0.0, min(start + published / settings.rate, next_sample) - loop.time()))
         finally:
             for publisher in publishers:
                 publisher.close()
-        await asyncio.sleep(max(0.0, start + args.duration - loop.time()))
+        await asyncio.sleep(max(0.0, start + settings.duration - loop.time()))
         elapsed = loop.time() - start
         self._record(await _sample(groups), elapsed, published - sampled)
         return published, elapsed
 
     def _publish_one(self, publisher, number):
         """Publish message ``number`` (``--publish``) with ``publisher``, in a thread: the seconds it took."""
-        counter = self.args.publish == "counter"
+        counter = self.settings.publish == "counter"
         body = b"1" if counter else payload.message(payload.FEED_ID, number, connections.now_us())
         started = time.monotonic()
-        publisher.publish([body], QUERIES[self.args.publish])
+        publisher.publish([body], QUERIES[self.settings.publish])
         return time.monotonic() - started
 
     async def _drain(self, groups, published, elapsed):
@@ -160,17 +178,18 @@ class FeedRun(placement.BrokerRun):
         self.status.message(console.feed_sample_line(sample))
 
     async def _summary(self, end, connect_s, connected_rss, published, elapsed, last):
+        settings = self.settings
         totals = {}
-        if self.args.publish == "counter":
+        if settings.publish == "counter":
             for name, url in zip(self.cluster.pids(), self.cluster.urls):
                 totals[name] = ((await server_stats(url)) or {}).get("counters", {}).get(COUNTER)
         record = records.Feed(
-            server=self.label, brokers=len(self.cluster.servers), clients=self.args.clients,
-            connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=self.args.rate,
+            server=self.label, brokers=len(self.cluster.servers), clients=settings.clients,
+            connected=last.alive + sum(last.drop_reasons.values()), connect_s=connect_s, rate=settings.rate,
             duration_s=round(elapsed, 1), published=published, received=self.received,
             short=last.short // self.counted, extra=last.extra // self.counted, dropped=sum(last.drop_reasons.values()),
             drop_reasons=last.drop_reasons, delivery_ms=rules.rtt_summary(self.histogram),
-            connected_rss_kb=connected_rss, final_rss_kb=self.probe.rss_kb_each(), end=end, publish=self.args.publish,
+            connected_rss_kb=connected_rss, final_rss_kb=self.probe.rss_kb_each(), end=end, publish=settings.publish,
             publish_ms=rules.rtt_summary(self.publish_histogram), cpu_s={n: round(s, 3) for n, s in self.cpu_s.items()},
             counter_totals=totals)
         self.out.write(record)
@@ -190,4 +209,5 @@ async def _sample(groups, expected=None):
 
 
 def run(parser, args):
-    return placement.run_each_broker(args, FeedRun, endpoints.WEBSOCKET, console.StatusLine())
+    return placement.run_each_broker(arguments.broker_runs(args), FeedRun, FeedSettings.of(args), endpoints.WEBSOCKET,
+                                     console.StatusLine())

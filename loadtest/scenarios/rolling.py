@@ -21,10 +21,12 @@ What it runs and how to read it: docs/load-testing.rst, "Deploy day". Rules:
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import os
 import signal
 import tempfile
 import time
+from typing import Optional, Tuple
 
 from loadtest import arguments, procstat, records
 from loadtest.client import connections, server_probe, workers
@@ -101,16 +103,46 @@ def add_arguments(parser):
     for flag, kind, default, text in OPTIONS:
         arguments.option(parser, flag, type=kind, default=default, help=text)
     arguments.add_transport_or_mix(parser)
-    placement.add_broker_run_arguments(parser, registry.CLUSTERS, ["cluster-cpython"])
+    arguments.add_broker_run_arguments(parser, registry.CLUSTERS, ["cluster-cpython"])
+
+
+@dataclasses.dataclass(frozen=True)
+class RollingSettings:
+    """A rolling run's own options (:data:`OPTIONS`, ``--broker-flags`` as words), and its ``transport``: the
+    ``--transport`` or the ``--mix``."""
+
+    clients: int
+    rate: float
+    drain_seconds: Tuple[float, ...]
+    before: float
+    restarts: Optional[int]
+    pause: float
+    after: float
+    backoff: float
+    catch_up: float
+    haproxy: int
+    signal: str
+    broker_flags: Tuple[str, ...]
+    redis: str
+    fail: str
+    source_addresses: Tuple[str, ...]
+    transport: str
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        return cls(args.clients, args.rate, tuple(args.drain_seconds), args.before, args.restarts, args.pause,
+                   args.after, args.backoff, args.catch_up, args.haproxy, args.signal, tuple(args.broker_flags.split()),
+                   args.redis, args.fail, tuple(args.source_addresses), args.mix or args.transport)
 
 
 class RollingRun(placement.BrokerRun):
     """One rolling restart of one cluster with brokers draining over ``drain_s`` (its variant's)."""
 
-    def __init__(self, started, args, status):
-        super().__init__(started, args, status)
+    def __init__(self, started, settings, where, status):
+        super().__init__(started, settings, where, status)
         self.drain_s = float(self.flags[-1])
-        self.transport = args.mix or args.transport
+        self.transport = settings.transport
         self.feed = None
         self.origin = None
         self.restarts = []
@@ -121,15 +153,16 @@ class RollingRun(placement.BrokerRun):
 
     async def run(self):
         """The :class:`loadtest.records.Rolling` of the run, written with its seconds and restarts."""
+        settings = self.settings
         with contextlib.ExitStack() as cleanup:
             urls = self.cluster.urls
-            if self.args.haproxy:
+            if settings.haproxy:
                 directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="rolling-haproxy-"))
                 cleanup.callback(lambda: [proxy.stop() for proxy in self.proxies])
                 urls = await self._through_proxies(directory)
-            spec = connections.GroupSpec(urls, self.transport, self.args.source_addresses, count=self.args.clients)
-            groups = workers.in_workers(RollingGroup, spec, placement.client_procs(self.args, spec.count),
-                                        self.args.client_cpus)
+            spec = connections.GroupSpec(urls, self.transport, settings.source_addresses, count=settings.clients)
+            groups = workers.in_workers(RollingGroup, spec, self.placement.client_procs(spec.count),
+                                        self.placement.client_cpus)
             try:
                 failed = await connect_all(groups)
                 return await self._record(groups, failed or await self._restarts(groups))
@@ -141,8 +174,8 @@ class RollingRun(placement.BrokerRun):
         """Start ``--haproxy`` proxies in front of the brokers and count at the brokers: the clients' URLs."""
         loop = asyncio.get_running_loop()
         ports = [endpoints.target(url).port for url in self.cluster.urls]
-        cpus = self.args.server_cpus
-        for n in range(self.args.haproxy):
+        cpus = self.placement.server_cpus
+        for n in range(self.settings.haproxy):
             folder = tempfile.mkdtemp(dir=directory)
             self.proxies.append(haproxy.HAProxy(ports, folder, cpu=cpus[n % len(cpus)]))
         for proxy in self.proxies:
@@ -153,28 +186,28 @@ class RollingRun(placement.BrokerRun):
 
     async def _restarts(self, groups):
         """From second 0: publish, restart the brokers in turn, stop, let the clients catch up; how it ended."""
-        args = self.args
+        settings = self.settings
         self.status.message("%s, drain %g s: %d subscribers connected over %s" % (
-            self.label, self.drain_s, args.clients, self.transport))
+            self.label, self.drain_s, settings.clients, self.transport))
         self.origin = time.monotonic()
         if self.counts is not None:
             self.counts.start(self.origin)
-        await asyncio.gather(*(group.follow(self.origin, args.backoff) for group in groups))
+        await asyncio.gather(*(group.follow(self.origin, settings.backoff) for group in groups))
         cpu_before = self._cpu_seconds()
-        self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate,
-                                 FAILOVER_TIMEOUT_S if args.redis == "sentinels" else 0.0)
+        self.feed = NumberedFeed(self.cluster.urls, self.token, settings.rate,
+                                 FAILOVER_TIMEOUT_S if settings.redis == "sentinels" else 0.0)
         publishing = asyncio.ensure_future(self.feed.run(self._longest()))
         end = End.COMPLETED.text()
         try:
-            await asyncio.sleep(args.before)
-            if args.fail == "redis-primary":
+            await asyncio.sleep(settings.before)
+            if settings.fail == "redis-primary":
                 await self._kill_primary()
             restarted = self._restarted()
             for index in range(restarted):
                 await self._restart(index)
-                await asyncio.sleep(args.pause if index < restarted - 1 else args.after)
+                await asyncio.sleep(settings.pause if index < restarted - 1 else settings.after)
             if not restarted:
-                await asyncio.sleep(args.after)
+                await asyncio.sleep(settings.after)
         except LoadTestError as error:
             end = End.SERVER_GONE.text(str(error))
         finally:
@@ -183,7 +216,7 @@ class RollingRun(placement.BrokerRun):
                 await publishing
             except LoadTestError as error:
                 end = End.SERVER_GONE.text(str(error))
-        await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
+        await asyncio.gather(*(group.wait_for(self.feed.published, settings.catch_up) for group in groups))
         await asyncio.gather(*(group.settle() for group in groups))
         if cpu_before is not None and not self._restarted():
             self.cpu_s = round(self._cpu_seconds() - cpu_before, 2)
@@ -209,17 +242,18 @@ class RollingRun(placement.BrokerRun):
 
     def _longest(self):
         """The most seconds the publishing can last, every broker (or the failover) taking as long as it may."""
-        args = self.args
-        each = DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S + args.pause
-        failover = FAILOVER_TIMEOUT_S if args.fail == "redis-primary" else 0.0
-        return args.before + self._restarted() * each + failover + args.after
+        settings = self.settings
+        each = (DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S + placement.LAUNCH_TIMEOUT_S + HEALTH_TIMEOUT_S
+                + settings.pause)
+        failover = FAILOVER_TIMEOUT_S if settings.fail == "redis-primary" else 0.0
+        return settings.before + self._restarted() * each + failover + settings.after
 
     def _restarted(self):
         """How many brokers the run restarts: ``--restarts``, or every one (none with ``--fail redis-primary``)."""
         brokers = len(self.cluster.servers)
-        if self.args.fail == "redis-primary":
+        if self.settings.fail == "redis-primary":
             return 0
-        return brokers if self.args.restarts is None else min(self.args.restarts, brokers)
+        return brokers if self.settings.restarts is None else min(self.settings.restarts, brokers)
 
     def _now(self):
         return round(time.monotonic() - self.origin, 3)
@@ -231,7 +265,7 @@ class RollingRun(placement.BrokerRun):
         sigterm_s = self._now()
         code = await loop.run_in_executor(None, self.cluster.terminate, index,
                                           DRAIN_STRETCH * self.drain_s + EXIT_GRACE_S,
-                                          SIGNALS[self.args.signal])
+                                          SIGNALS[self.settings.signal])
         exited_s = self._now()
         try:
             await loop.run_in_executor(None, self.cluster.start_again, index)
@@ -252,15 +286,15 @@ class RollingRun(placement.BrokerRun):
 
     def _exit_code(self):
         """The exit code of a broker stopped as the run stops it: 0 after a drain, minus the signal's number if killed."""
-        return -SIGNALS[self.args.signal] if self.args.signal != "TERM" else 0
+        return -SIGNALS[self.settings.signal] if self.settings.signal != "TERM" else 0
 
     async def _record(self, groups, end):
-        args = self.args
+        settings = self.settings
         brokers = len(self.cluster.servers)
         published = self.feed.published if self.feed is not None else 0
         if self.counts is not None:
             await self.counts.stop()
-        feed, failover = self.feed, args.fail == "redis-primary"
+        feed, failover = self.feed, settings.fail == "redis-primary"
         target = feed.resumed + 1 if feed is not None and feed.resumed is not None else None
         since_us = None if self.killed_at is None else round(self.killed_at * 1e6)
         reports = await asyncio.gather(*(group.report(published, target, since_us) for group in groups))
@@ -285,15 +319,15 @@ class RollingRun(placement.BrokerRun):
         if self.restarts:
             window = rolling_verdict.restart_seconds(self.restarts[0].sigterm_s,
                                                      max(healthy) if healthy else self.restarts[-1].listening_s,
-                                                     args.backoff)
+                                                     settings.backoff)
         verdict = rolling_verdict.judge(
             rows, lateness, window,
-            rolling_verdict.Load(args.clients, brokers, self.drain_s, args.signal != "TERM"),
+            rolling_verdict.Load(settings.clients, brokers, self.drain_s, settings.signal != "TERM"),
             rolling_verdict.Losses(total["missing"], total["repeated"], 0 if failover else sum(gaps.values()),
                                    total["silent"]),
             timeline.uncut_lateness(timelines))
         failures = list(verdict.failures)
-        late = args.clients - sum(catch_up.values())
+        late = settings.clients - sum(catch_up.values())
         if failover and target is not None and target <= published and late:
             failures.append("%d clients never delivered message %d, the first published after the failover" % (
                 late, target))
@@ -308,8 +342,8 @@ class RollingRun(placement.BrokerRun):
                                                       else "no code: it was stopped")
                         for restart in self.restarts if restart.exit_code != self._exit_code())
         record = records.Rolling(
-            server=self.label, brokers=brokers, transport=self.transport, clients=args.clients,
-            connected=total["connected"], rate=args.rate, drain_s=self.drain_s, backoff_s=args.backoff,
+            server=self.label, brokers=brokers, transport=self.transport, clients=settings.clients,
+            connected=total["connected"], rate=settings.rate, drain_s=self.drain_s, backoff_s=settings.backoff,
             published=published, complete=total["complete"], lost=total["missing"],
             duplicated=total["repeated"] + total["duplicates"], resent=total["duplicates"], gaps=gaps,
             never_back=total["never_back"], reconnect_failures=workers.summed(report["failures"] for report in reports),
@@ -321,7 +355,7 @@ class RollingRun(placement.BrokerRun):
             restart_p99_ms=verdict.restart_p99_ms, uncut_p99_ms=verdict.uncut_p99_ms,
             worst_second_p99_ms=verdict.worst_second_p99_ms,
             p99_bound_ms=verdict.p99_bound_ms, failures=failures, end=end, haproxy=len(self.proxies),
-            proxy_answers=_answers(self.proxies), signal=self.args.signal, fail=args.fail, redis=args.redis,
+            proxy_answers=_answers(self.proxies), signal=settings.signal, fail=settings.fail, redis=settings.redis,
             silent=total["silent"], delivered=sum(row.delivered for row in rows), broker_cpu_s=self.cpu_s,
             unavailable_s=None if feed is None or feed.back_at is None else round(feed.back_at - feed.refused_at, 2),
             catch_up_ms=_percentiles(catch_up) if catch_up else None,
@@ -330,16 +364,16 @@ class RollingRun(placement.BrokerRun):
         return record
 
     @classmethod
-    def backplane(cls, args):
+    def backplane(cls, settings):
         """A primary, replicas and Sentinels with ``--redis sentinels``; else one redis-server."""
-        return redis_sentinel.ready_group if args.redis == "sentinels" else None
+        return redis_sentinel.ready_group if settings.redis == "sentinels" else None
 
     @classmethod
-    def variants(cls, args):
+    def variants(cls, settings):
         """A run for each ``--drain-seconds``, its brokers believing ``X-Forwarded-For`` behind ``--haproxy``."""
-        forwarded = FORWARDED_FOR if args.haproxy else []
-        return [forwarded + args.broker_flags.split() + ["--drain-seconds", "%g" % seconds]
-                for seconds in args.drain_seconds]
+        forwarded = FORWARDED_FOR if settings.haproxy else []
+        return [forwarded + list(settings.broker_flags) + ["--drain-seconds", "%g" % seconds]
+                for seconds in settings.drain_seconds]
 
     @staticmethod
     def verdict(record):
@@ -400,34 +434,47 @@ def _round(value):
     return "%g" % round(value, 1)
 
 
-def run(parser, args):
-    transport = args.mix or args.transport
-    if endpoints.RAW in transport:
-        parser.error("--transport raw: the raw websocket carries no positions, and a client resumes")
-    if args.brokers < 2:
-        parser.error("--brokers %d: a restart sends a broker's clients to another, so 2 or more" % args.brokers)
-    if args.fail == "redis-primary" and args.redis != "sentinels":
-        parser.error("--fail redis-primary: a failover needs --redis sentinels")
-    if args.redis == "sentinels" and redis_sentinel.REDIS_SENTINEL is None:
-        parser.error("--redis sentinels: " + redis_sentinel.HOWTO)
-    if args.signal != "TERM" and args.drain_seconds != [0.0]:
-        parser.error("--signal %s: a killed broker drains nothing, so --drain-seconds 0" % args.signal)
-    if args.haproxy:
-        if not os.access(haproxy.HAPROXY, os.X_OK):
-            parser.error("--haproxy: " + haproxy.HOWTO)
-        try:
-            haproxy.shipped_config()
-        except LoadTestError as error:
-            parser.error("--haproxy: %s" % error)
-        most = haproxy.max_connections()
-        if -(-args.clients // args.haproxy) > most:
-            parser.error("--haproxy %d: %d clients are more than one haproxy holds here (%d, from the open-files "
-                         "limit): give more" % (args.haproxy, args.clients, most))
-    args.out = args.out or files.default_path()
-    status = console.StatusLine()
-    code = placement.run_each_broker(args, RollingRun, transport, status)
+def refusal(settings, brokers):
+    """Why a rolling run of ``settings`` over clusters of ``brokers`` cannot run here, or None: the message
+    argparse refuses it with."""
+    if endpoints.RAW in settings.transport:
+        return "--transport raw: the raw websocket carries no positions, and a client resumes"
+    if brokers < 2:
+        return "--brokers %d: a restart sends a broker's clients to another, so 2 or more" % brokers
+    if settings.fail == "redis-primary" and settings.redis != "sentinels":
+        return "--fail redis-primary: a failover needs --redis sentinels"
+    if settings.redis == "sentinels" and redis_sentinel.REDIS_SENTINEL is None:
+        return "--redis sentinels: " + redis_sentinel.HOWTO
+    if settings.signal != "TERM" and settings.drain_seconds != (0.0,):
+        return "--signal %s: a killed broker drains nothing, so --drain-seconds 0" % settings.signal
+    return _haproxy_refusal(settings) if settings.haproxy else None
+
+
+def _haproxy_refusal(settings):
+    """Why ``--haproxy`` cannot carry the run's clients here, or None."""
+    if not os.access(haproxy.HAPROXY, os.X_OK):
+        return "--haproxy: " + haproxy.HOWTO
     try:
-        rollings = summary.Results(files.read(args.out)).rollings
+        haproxy.shipped_config()
+    except LoadTestError as error:
+        return "--haproxy: %s" % error
+    most = haproxy.max_connections()
+    if -(-settings.clients // settings.haproxy) > most:
+        return "--haproxy %d: %d clients are more than one haproxy holds here (%d, from the open-files limit): " \
+               "give more" % (settings.haproxy, settings.clients, most)
+    return None
+
+
+def run(parser, args):
+    settings, runs = RollingSettings.of(args), arguments.broker_runs(args)
+    refused = refusal(settings, runs.brokers)
+    if refused is not None:
+        parser.error(refused)
+    runs = dataclasses.replace(runs, out=runs.out or files.default_path())
+    status = console.StatusLine()
+    code = placement.run_each_broker(runs, RollingRun, settings, settings.transport, status)
+    try:
+        rollings = summary.Results(files.read(runs.out)).rollings
     except (OSError, ValueError):
         rollings = []
     if rollings:

@@ -3,8 +3,10 @@ core, against a :mod:`loadtest.contenders.fanout_source` source (what it does an
 ``--help``)."""
 
 import asyncio
+import dataclasses
 import os
 import sys
+from typing import Optional, Tuple
 
 from broker.runtime import interpreter
 from loadtest import affinity, arguments, procstat
@@ -35,15 +37,35 @@ async def absorb(url, clients, seconds, warmup):
         group.close()
 
 
-def measure(args, per_frame):
+@dataclasses.dataclass(frozen=True)
+class SelftestSettings:
+    """A self-test: ``connections`` of this client on ``client_cpu``, a source on ``source_cpu`` sending each
+    ``per_frame`` messages a frame (one figure each), paced at ``rounds_per_s`` (None: flooding), for
+    ``seconds`` a figure."""
+
+    connections: int
+    per_frame: Tuple[int, ...]
+    rounds_per_s: Optional[float]
+    seconds: float
+    client_cpu: int
+    source_cpu: int
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        return cls(args.connections, tuple(args.per_frame), args.rounds_per_s, args.seconds, args.client_cpu,
+                   args.source_cpu)
+
+
+def measure(settings, per_frame):
     """One figure: a fan-out source sending ``per_frame`` messages per frame, absorbed by this client."""
     source = child_process.launch(
         [sys.executable, "-m", "loadtest.contenders.fanout_source", "--port", "0", "--per-frame", str(per_frame),
-         "--connections", str(args.connections)]
-        + (["--rounds-per-s", str(args.rounds_per_s)] if args.rounds_per_s else []))
+         "--connections", str(settings.connections)]
+        + (["--rounds-per-s", str(settings.rounds_per_s)] if settings.rounds_per_s else []))
     try:
-        affinity.pin(source.pid, args.source_cpu)
-        return asyncio.run(absorb(source.url, args.connections, args.seconds, 1.0))
+        affinity.pin(source.pid, settings.source_cpu)
+        return asyncio.run(absorb(source.url, settings.connections, settings.seconds, 1.0))
     finally:
         source.stop()
 
@@ -71,14 +93,15 @@ def add_arguments(parser):
 
 
 def run(parser, args):
-    affinity.pin(0, args.client_cpu)
-    pace = "%g rounds/s" % args.rounds_per_s if args.rounds_per_s else "flood"
+    settings = SelftestSettings.of(args)
+    affinity.pin(0, settings.client_cpu)
+    pace = "%g rounds/s" % settings.rounds_per_s if settings.rounds_per_s else "flood"
     print("client %s on CPU %d, source on CPU %d, %d connections, %s, %g s per figure"
-          % (interpreter(), args.client_cpu, args.source_cpu, args.connections, pace, args.seconds))
+          % (interpreter(), settings.client_cpu, settings.source_cpu, settings.connections, pace, settings.seconds))
     print("%10s  %14s  %10s  %14s  %12s" % ("per frame", "delivered/s", "client cpu", "per full core", "loop lag ms"))
-    for per_frame in args.per_frame:
+    for per_frame in settings.per_frame:
         try:
-            rate, cpu, lag_ms = measure(args, per_frame)
+            rate, cpu, lag_ms = measure(settings, per_frame)
         except LoadTestError as error:
             print("selftest: %s" % error, file=sys.stderr)
             return 1

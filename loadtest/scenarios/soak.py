@@ -11,7 +11,9 @@ Rules (BENCHMARKS.rst, "Soak"):
   :mod:`loadtest.client.churn`."""
 
 import asyncio
+import dataclasses
 import math
+from typing import Optional, Tuple
 
 from loadtest import affinity, arguments, procstat, records, runner
 from loadtest.client import churn, server_probe, sweep, tls_context
@@ -66,7 +68,7 @@ def add_arguments(parser):
                      help="seconds a wave's sessions are held")
     arguments.option(parser, "--expiry", type=arguments.non_negative_float, default=10.0,
                      help="seconds a server without /stats is given to expire sessions")
-    placement.add_placement_arguments(
+    arguments.add_placement_arguments(
         parser, "CPU the servers run on (default %d, the first this process may use; with --url, "
         "--server-pid is pinned there)")
 
@@ -104,12 +106,12 @@ async def watch_stats(url, every, latest, stopped):
             pass
 
 
-def soak_record(server, args, samples, end):
+def soak_record(server, settings, samples, end):
     """The :class:`~loadtest.records.Soak` of one server: the load, what its samples add up to, how it ended."""
     return records.Soak(
-        server=server, clients=args.clients, rate=args.rate, sample_s=args.sample, warmup_s=args.warmup,
-        duration_s=samples[-1].elapsed_s if samples else 0.0, samples=len(samples),
-        **memory_verdict.growth([(s.elapsed_s, s.server_rss_kb) for s in samples], args.warmup),
+        server=server, clients=settings.clients, rate=settings.rate, sample_s=settings.sample,
+        warmup_s=settings.warmup, duration_s=samples[-1].elapsed_s if samples else 0.0, samples=len(samples),
+        **memory_verdict.growth([(s.elapsed_s, s.server_rss_kb) for s in samples], settings.warmup),
         lost=sum(s.lost for s in samples), dropped=sum(s.dropped for s in samples), end=end)
 
 
@@ -125,24 +127,62 @@ def verdict_line(record):
         record.server, figures, record.lost, record.dropped, record.verdict or "no verdict", record.end)
 
 
-class SoakRun:
-    """One soak run: the options, the results file, the status line."""
+@dataclasses.dataclass(frozen=True)
+class SoakSettings:
+    """A soak: the ``servers`` it launches (each with ``broker_flags`` more if a broker), or the one at ``url``
+    (process ``server_pid``, named ``label``, its certificates trusted from ``tls_ca``); where (the
+    :class:`Placement`); ``clients`` over ``transport`` from ``source_addresses`` sending ``rate`` messages a
+    second for ``duration`` seconds, a sample every ``sample``, the reference RSS after ``warmup`` seconds;
+    then the churn's ``waves`` (None: no churn); the results file ``out`` (None: a new one) and the
+    ``command`` its first line records."""
 
-    def __init__(self, args, out, status):
-        self.args = args
+    servers: Tuple[str, ...]
+    broker_flags: Tuple[str, ...]
+    url: Optional[str]
+    server_pid: Optional[int]
+    label: Optional[str]
+    tls_ca: Optional[str]
+    placement: placement.Placement
+    clients: int
+    transport: str
+    source_addresses: Tuple[str, ...]
+    rate: float
+    duration: float
+    sample: float
+    warmup: float
+    waves: Optional[churn.Waves]
+    out: Optional[str]
+    command: Tuple[str, ...]
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        waves = churn.Waves(waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold,
+                            expiry=args.expiry) if args.churn else None
+        return cls(tuple(args.servers), tuple(args.broker_flags.split()), args.url, args.server_pid, args.label,
+                   args.tls_ca, arguments.one_cpu_each(args), args.clients, args.transport,
+                   tuple(args.source_addresses or ()), args.rate, args.duration, args.sample, args.warmup, waves,
+                   args.out, tuple(args.command_line))
+
+
+class SoakRun:
+    """One soak run: its settings, the results file, the status line."""
+
+    def __init__(self, settings, out, status):
+        self.settings = settings
         self.out = out
         self.status = status
 
     def server(self, label, url, pid):
         """Soak the server at ``url`` (process ``pid``): True when it carried the load to the end;
         :class:`loadtest.errors.Interrupted` on Ctrl-C, once its ``soak`` line is written."""
-        args = self.args
-        count = samples_for(args.duration, args.sample)
-        planned = count * args.sample
+        settings = self.settings
+        count = samples_for(settings.duration, settings.sample)
+        planned = count * settings.sample
         samples, ends, baseline, held_now = [], [], [], []
-        load = sweep.Options([url], levels=[args.clients], rates=[args.rate] * count, duration=args.sample, pause=0,
-                             transport=args.transport, server=label, server_pids=[pid],
-                             source_addresses=args.source_addresses, stop_at_overload=False)
+        load = sweep.Options([url], levels=[settings.clients], rates=[settings.rate] * count,
+                             duration=settings.sample, pause=0, transport=settings.transport, server=label,
+                             server_pids=[pid], source_addresses=settings.source_addresses, stop_at_overload=False)
 
         def on_step(step):
             elapsed = (samples[-1].elapsed_s if samples else 0.0) + step.duration_s
@@ -159,10 +199,10 @@ class SoakRun:
                 self.status.soak(label, planned - done, samples[-1] if samples else None)
 
         async def held():
-            if args.churn:
+            if settings.waves is not None:
                 baseline.append(await server_probe.session_count(url))
             stopped = asyncio.Event()
-            watcher = asyncio.ensure_future(watch_stats(url, args.sample, held_now, stopped))
+            watcher = asyncio.ensure_future(watch_stats(url, settings.sample, held_now, stopped))
             try:
                 await sweep.sweep(load, on_step, lambda level: ends.append(level.end), on_progress)
             finally:
@@ -177,23 +217,22 @@ class SoakRun:
             end = End.INTERRUPTED.text()
         else:
             end = End.SERVER_GONE.text(str(outcome.error))
-        record = soak_record(label, args, samples, end)
+        record = soak_record(label, settings, samples, end)
         self.out.write(record)
         self.status.message(verdict_line(record))
         if outcome.interrupted:
             raise Interrupted()
         if not outcome.done:
             return False
-        if args.churn and not self._churn(label, url, pid, baseline[0]):
+        if settings.waves is not None and not self._churn(label, url, pid, baseline[0]):
             return False
         return End.of(end) is End.COMPLETED
 
     def _churn(self, label, url, pid, baseline):
-        args = self.args
+        plan = self.settings.waves
         self.status.message("%s: churn, %d waves of %d sessions per transport%s" % (
-            label, args.churn_waves, args.churn_size,
-            "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % args.expiry))
-        plan = churn.Waves(waves=args.churn_waves, size=args.churn_size, hold=args.churn_hold, expiry=args.expiry)
+            label, plan.waves, plan.size,
+            "" if baseline is not None else " (no /stats: %gs for sessions to expire)" % plan.expiry))
         outcome = runner.run_interruptible(churn.churn(url, pid, label, baseline, plan, self._churn_record))
         if outcome.interrupted:
             raise Interrupted()
@@ -238,38 +277,43 @@ def check_args(parser, args):
             parser.error("--broker-flags goes with the servers soak launches, not --url")
     elif args.server_pid is not None or args.label is not None or args.tls_ca is not None:
         parser.error("--server-pid, --label and --tls-ca go with --url")
-    placement.check_cpus(parser, args)
 
 
 def run(parser, args):
     check_args(parser, args)
+    settings = SoakSettings.of(args)
+    refused = settings.placement.refusal(affinity.allowed_cpus())
+    if refused is not None:
+        parser.error(refused)
     status = console.StatusLine()
     # None: the server at --url.
-    chosen = [None] if args.url else placement.resolve_all(args.servers, status,
-                                                           broker_flags=args.broker_flags.split())
+    chosen = [None] if settings.url else placement.resolve_all(settings.servers, status,
+                                                               broker_flags=settings.broker_flags)
     if not chosen:
         status.message("no server to soak")
         return 1
-    placement.prepare_client(args.client_cpu)
-    tls_context.trust(args.tls_ca)
+    where = settings.placement
+    placement.prepare_client(where.client_cpus[0])
+    tls_context.trust(settings.tls_ca)
 
     def soak(contender, out):
-        run = SoakRun(args, out, status)
+        run = SoakRun(settings, out, status)
         if contender is None:
-            label = args.label or endpoints.target(args.url).netloc
-            affinity.pin(args.server_pid, args.server_cpu)
-            out.write(records.Server(server=label, runtime=server_probe.server_runtime(args.url, args.server_pid),
-                                     pid=args.server_pid, cpu=args.server_cpu, tls=endpoints.target(args.url).tls))
-            return run.server(label, args.url, args.server_pid)
+            label = settings.label or endpoints.target(settings.url).netloc
+            affinity.pin(settings.server_pid, where.server_cpus[0])
+            runtime = server_probe.server_runtime(settings.url, settings.server_pid)
+            out.write(records.Server(server=label, runtime=runtime, pid=settings.server_pid, cpu=where.server_cpus[0],
+                                     tls=endpoints.target(settings.url).tls))
+            return run.server(label, settings.url, settings.server_pid)
         status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv)))
-        with placement.launched(contender, [args.server_cpu], status, out=out) as running:
+        with placement.launched(contender, where.server_cpus, status, out=out) as running:
             if running is None:
                 return 0
             server, = running.servers
             return run.server(contender.label, server.url, server.pid)
 
-    out_path, held = placement.measure_each(args, chosen, status, soak,
-                                            files.run_record(args.url, args.transport, args.command_line))
+    out_path, held = placement.measure_each(settings.out, chosen, status, soak,
+                                            files.run_record(settings.url, settings.transport, settings.command))
     if held is None:
         return 130
     status.message("results: %s   figures: python -m plots %s" % (out_path, out_path))

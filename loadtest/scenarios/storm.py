@@ -7,6 +7,7 @@ while publishing goes on ``--after`` seconds, and get ``--catch-up`` seconds to 
 last. Complete: every message from the first, once, in order, no gap."""
 
 import asyncio
+import dataclasses
 import statistics
 
 from hdrh.histogram import HdrHistogram
@@ -42,7 +43,27 @@ def add_arguments(parser):
                      help="each client comes back after a delay drawn in [0, this] seconds")
     arguments.option(parser, "--catch-up", type=arguments.positive_float, default=30.0,
                      help="seconds the clients get, after the last publish, to deliver it")
-    placement.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
+    arguments.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
+
+
+@dataclasses.dataclass(frozen=True)
+class StormSettings:
+    """A storm: ``clients`` resuming over ``transport``, ``rate`` messages a second for ``before`` seconds before
+    the drop and ``after`` seconds after it, each client back within ``backoff`` seconds and caught up within
+    ``catch_up`` seconds of the last publish."""
+
+    clients: int
+    transport: str
+    rate: float
+    before: float
+    after: float
+    backoff: float
+    catch_up: float
+
+    @classmethod
+    def of(cls, args):
+        """The settings of the command's parsed arguments."""
+        return cls(args.clients, args.transport, args.rate, args.before, args.after, args.backoff, args.catch_up)
 
 
 class StormRun(placement.BrokerRun):
@@ -52,25 +73,25 @@ class StormRun(placement.BrokerRun):
 
     async def run(self):
         """The :class:`loadtest.records.Storm` of the run, also written to the results file."""
-        args = self.args
-        spec = connections.GroupSpec(self.cluster.urls, args.transport, count=args.clients)
-        groups = workers.in_workers(StormGroup, spec, placement.client_procs(args, args.clients),
-                                    args.client_cpus)
+        settings = self.settings
+        spec = connections.GroupSpec(self.cluster.urls, settings.transport, count=settings.clients)
+        groups = workers.in_workers(StormGroup, spec, self.placement.client_procs(settings.clients),
+                                    self.placement.client_cpus)
         try:
             failed = await connect_all(groups)
             if failed:
                 return await self._record(groups, failed, {})
-            self.status.message("%s: %d subscribers connected over %s" % (self.label, args.clients,
-                                                                         args.transport))
-            self.feed = NumberedFeed(self.cluster.urls, self.token, args.rate)
-            publishing = asyncio.ensure_future(self.feed.run(args.before + args.after))
-            await asyncio.sleep(args.before)
+            self.status.message("%s: %d subscribers connected over %s" % (self.label, settings.clients,
+                                                                         settings.transport))
+            self.feed = NumberedFeed(self.cluster.urls, self.token, settings.rate)
+            publishing = asyncio.ensure_future(self.feed.run(settings.before + settings.after))
+            await asyncio.sleep(settings.before)
             await asyncio.gather(*(group.drop() for group in groups))
             self.status.message("%s: dropped every connection at message %d" % (self.label, self.feed.published))
-            reconnect_failures = workers.summed(await asyncio.gather(*(group.come_back(args.backoff)
+            reconnect_failures = workers.summed(await asyncio.gather(*(group.come_back(settings.backoff)
                                                                 for group in groups)))
             await publishing
-            await asyncio.gather(*(group.wait_for(self.feed.published, args.catch_up) for group in groups))
+            await asyncio.gather(*(group.wait_for(self.feed.published, settings.catch_up) for group in groups))
             return await self._record(groups, End.COMPLETED.text(), reconnect_failures)
         finally:
             for group in groups:
@@ -88,9 +109,9 @@ class StormRun(placement.BrokerRun):
         total = {key: sum(report[key] for report in reports)
                  for key in ("clients", "connected", "complete", "holes", "duplicates", "replayed", "not_caught_up")}
         record = records.Storm(
-            server=self.label, brokers=len(self.cluster.servers), transport=self.args.transport,
-            clients=self.args.clients, connected=total["connected"], rate=self.args.rate,
-            backoff_s=self.args.backoff, published=published, complete=total["complete"],
+            server=self.label, brokers=len(self.cluster.servers), transport=self.settings.transport,
+            clients=self.settings.clients, connected=total["connected"], rate=self.settings.rate,
+            backoff_s=self.settings.backoff, published=published, complete=total["complete"],
             holes=total["holes"], duplicates=total["duplicates"], replayed=total["replayed"], gaps=gaps,
             reconnect_failures=reconnect_failures, not_caught_up=total["not_caught_up"],
             caught_up_ms=_spread(caught_up), delivery_ms=rules.rtt_summary(histogram), end=end)
@@ -125,4 +146,5 @@ def _spread(values):
 def run(parser, args):
     if args.transport == endpoints.RAW:
         parser.error("--transport raw: the raw websocket carries no positions, and a storm resumes")
-    return placement.run_each_broker(args, StormRun, args.transport, console.StatusLine())
+    return placement.run_each_broker(arguments.broker_runs(args), StormRun, StormSettings.of(args), args.transport,
+                                     console.StatusLine())
