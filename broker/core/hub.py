@@ -81,6 +81,9 @@ class Hub:
     and sends (None: no bound; a running broker's is ``--max-message-size``).
     """
 
+    name = ""
+    """The room's name: ``""`` for the default room (:mod:`broker.core.rooms` names the others)."""
+
     def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay: Optional[Relay] = None,
                  max_message_size=None):
         self._schedule = schedule

@@ -33,6 +33,7 @@ from broker.core.idempotency import Window
 from broker.core.limits import Limits
 from broker.core.liveness import Liveness
 from broker.core.origins import OriginPolicy
+from broker.core.rooms import Rooms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +44,15 @@ class ClientRules:
     ``write_timeout`` seconds is dropped as a slow consumer too; ``origins``
     says which pages may use the service; ``client_rate`` is how many
     messages a second one client may publish (0: no limit), in bursts of up
-    to twice as many."""
+    to twice as many; ``max_session_rooms`` is how many rooms one session may
+    join (:mod:`broker.protocol.room_names`)."""
 
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     write_timeout: float = 30.0
     origins: OriginPolicy = dataclasses.field(default_factory=OriginPolicy)
     client_rate: float = 0
+    max_session_rooms: int = 16
 
 
 class LinkState(Protocol):
@@ -82,7 +85,8 @@ class HandshakeCount(Reporting, Protocol):
 
 @dataclasses.dataclass
 class Node:
-    """One running broker: its room (``hub``), its connection ``limits``, its
+    """One running broker: its default room (``hub``) and every room (``rooms``, a
+    :class:`broker.core.rooms.Rooms`), its connection ``limits``, its
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
@@ -98,6 +102,7 @@ class Node:
     and most in ``/metrics`` (:mod:`broker.ops.catalogue` puts them in order)."""
 
     hub: Optional[Hub] = None
+    rooms: Optional[Rooms] = None
     limits: Optional[Limits] = None
     drain: Optional[Drain] = None
     pings: Optional[PingWheel] = None

@@ -1,0 +1,157 @@
+"""The rooms of a broker: the default room, and the named rooms it holds, each a Hub.
+
+Rules this module keeps:
+
+* The default room (:data:`broker.protocol.room_names.DEFAULT`, no name on the wire) is
+  the broker's room of before rooms, always there, never forgotten, not counted
+  among the rooms; its subscribers and its flushes are exactly what they were.
+* A named room is a :class:`broker.core.hub.Hub` of its own (its history and
+  epoch, counters, conflation, resumes), made on first use, a join or a
+  publish (:meth:`Rooms.room`), at most ``most`` of them: past that a new one
+  is refused (:class:`RoomsFull`), and counted. Whoever makes rooms may refuse
+  one too (:class:`RoomRefused`, a broker that serves no named rooms).
+* A named room is forgotten when it has had no subscriber and no publish for
+  ``idle_seconds`` (its history's age): :meth:`Rooms.sample`, once a second,
+  looks at every named room (and ages it, as the default room's own timer ages
+  it); nothing is looked at per message. A room forgotten and used again is a
+  new room: a new epoch, and a resume in it a ``gap``.
+* The figures of ``/stats`` and ``/metrics`` are the default room's names,
+  totalled over every room where a total means something (messages, flushes,
+  connections, disconnects, history kept, starts), the default room's alone
+  where it does not (its epoch, newest offset, latency, uptime); plus the
+  count of rooms, made, forgotten and refused, and of the messages dropped
+  because a session of several rooms sent them. Never a label per room.
+* Nothing here does I/O; the caller gives the clock.
+"""
+
+import dataclasses
+import time
+
+from broker.core import figures
+from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
+from broker.core.hub import Hub
+
+# Figures of the default room that are its own, not a total over the rooms.
+OWN = ("history.epoch", "history.newest", "uptime_s")
+
+
+class RoomRefused(Exception):
+    """A room the broker does not open, and why (the exception's text)."""
+
+
+class RoomsFull(RoomRefused):
+    """A new room past the broker's bound (``--max-rooms``)."""
+
+
+def total(values):
+    """The total of one figure over the rooms: numbers added (a rate's to one decimal, as each
+    is), mappings added key by key, in the first's order while every room has the same keys."""
+    if not isinstance(values[0], dict):
+        added = sum(values)
+        return round(added, 1) if isinstance(added, float) else added
+    merged = {}
+    for value in values:
+        for key, number in value.items():
+            merged[key] = merged.get(key, 0) + number
+    same = all(list(value) == list(merged) for value in values)
+    return merged if same else dict(sorted(merged.items()))
+
+
+def _over_rooms(figure):
+    """``figure``, a room's, as the broker's: the default room's own, or a :func:`total`."""
+    if figure.key in OWN or figure.metric is not None and figure.metric.kind == HISTOGRAM:
+        return dataclasses.replace(figure, read=lambda rooms, figure=figure: figure.value(rooms.default))
+    return dataclasses.replace(figure, read=lambda rooms, figure=figure: total([figure.value(hub) for hub in rooms]))
+
+
+class Rooms:
+    """The default room ``default`` (a :class:`broker.core.hub.Hub`) and the named rooms
+    ``make(name)`` makes (a Hub, or :class:`RoomRefused`), at most ``most`` of them, each
+    forgotten once empty and idle ``idle_seconds`` (see the module's rules)."""
+
+    def __init__(self, default: Hub, make, most, idle_seconds, clock=time.monotonic):
+        self.default = default
+        self._make = make
+        self.most = most
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._named = {}
+        self._quiet = {}
+        self.created = 0
+        self.forgotten = 0
+        self.refused = 0
+        self.multiplexed_dropped = 0
+
+    def __len__(self):
+        """The named rooms held (the default room is not counted)."""
+        return len(self._named)
+
+    def __iter__(self):
+        """Every room, the default room first."""
+        yield self.default
+        yield from list(self._named.values())
+
+    def get(self, name):
+        """The room ``name`` (``""``: the default room), or None if the broker holds none."""
+        return self._named.get(name) if name else self.default
+
+    def room(self, name):
+        """The room ``name``, made if the broker holds none; :class:`RoomsFull` past the bound,
+        :class:`RoomRefused` for a room ``make`` refuses, both counted."""
+        if not name:
+            return self.default
+        hub = self._named.get(name)
+        if hub is not None:
+            return hub
+        if len(self._named) >= self.most:
+            self.refused += 1
+            raise RoomsFull("the broker holds %d rooms (--max-rooms)" % self.most)
+        try:
+            hub = self._make(name)
+        except RoomRefused:
+            self.refused += 1
+            raise
+        hub.name = name
+        self._named[name] = hub
+        self.created += 1
+        return hub
+
+    def sample(self):
+        """Age every named room (:meth:`broker.core.hub.Hub.sample`) and forget those empty
+        and idle ``idle_seconds``; call once a second."""
+        now = self._clock()
+        quiet = self._quiet
+        for name, hub in list(self._named.items()):
+            hub.sample()
+            if len(hub):
+                quiet.pop(name, None)
+                continue
+            seen = quiet.get(name)
+            if seen is None or seen[0] != hub.messages_in:
+                quiet[name] = (hub.messages_in, now)
+            elif now - seen[1] >= self.idle_seconds:
+                del self._named[name], quiet[name]
+                self.forgotten += 1
+
+    def connections(self):
+        """Every room's subscribers, each once: a session of several rooms (whose subscribers
+        each stand for it as their ``connection``) once."""
+        return list(dict.fromkeys(getattr(subscriber, "connection", subscriber)
+                                  for hub in self for subscriber in hub))
+
+    def stats(self):
+        return figures.stats_of(self)
+
+    FIGURES = tuple(_over_rooms(figure) for figure in Hub.FIGURES) + (
+        Figure("rooms", len, Metric("rooms", GAUGE, "Named rooms held (--max-rooms); the default room is not "
+                                    "counted")),
+        Figure("rooms_created", "created", Metric("rooms_created", COUNTER, "Named rooms made, by a join or a "
+                                                  "publish")),
+        Figure("rooms_forgotten", "forgotten", Metric("rooms_forgotten", COUNTER, "Named rooms forgotten, "
+                                                      "empty and idle past their history's age")),
+        Figure("rooms_refused", "refused", Metric("rooms_refused", COUNTER, "Joins and publishes refused a new "
+                                                  "room: past --max-rooms, or rooms the broker does not serve")),
+        Figure("multiplexed_sends_dropped", "multiplexed_dropped",
+               Metric("multiplexed_sends_dropped", COUNTER, "Messages a session of several rooms sent, dropped: "
+                      "such a session only listens")),
+    )
