@@ -26,6 +26,7 @@ from broker.core.memory_engine import MemoryEngine
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
+from broker.core.rooms import RoomRefused, Rooms
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
 from broker.protocol.close_codes import RECONNECT
@@ -53,6 +54,8 @@ WARM_UP_LIMIT = 60.0
 # SYNs, which clients retry only after 1, 3 and 7 s. As many as the kernel allows: it caps
 # this at net.core.somaxconn (4096 on Linux 5.4 and later).
 LISTEN_BACKLOG = 65535
+# How long a named room is kept empty and idle when --history-seconds keeps messages for ever.
+IDLE_ROOM_S = 60.0
 
 
 def _log_request(handler):
@@ -90,7 +93,7 @@ def client_rules(config):
     """The :class:`ClientRules` of ``config``'s flags."""
     return ClientRules(max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                        write_timeout=config.write_timeout, origins=OriginPolicy(config.allowed_origins),
-                       client_rate=config.client_rate)
+                       client_rate=config.client_rate, max_session_rooms=config.max_session_rooms)
 
 
 def make_router(config, node):
@@ -216,7 +219,7 @@ async def serve_until_signalled(server, host, port, name, path):
     server.stop()
 
 
-async def drain_then_stop(drain, hub, listener, share):
+async def drain_then_stop(drain, rooms, listener, share):
     """Wait for the first request to stop (SIGTERM and SIGINT make them: see
     :func:`run`), close the clients as ``drain`` spreads them (see
     :mod:`broker.core.drain`; ``share()``: the cluster's clients per broker, or None),
@@ -227,8 +230,9 @@ async def drain_then_stop(drain, hub, listener, share):
     if not drain.draining:
         await requested.wait()
     loop = asyncio.get_running_loop()
-    drain.start(list(hub), loop.time(), share())
-    LOG.info("draining: closing %d clients over %g s", len(hub), drain.period)
+    clients = rooms.connections()
+    drain.start(clients, loop.time(), share())
+    LOG.info("draining: closing %d clients over %g s", len(clients), drain.period)
     while drain.requests < 2:
         for connection in drain.due(loop.time()):
             connection.disconnect(*RECONNECT)
@@ -240,13 +244,14 @@ async def drain_then_stop(drain, hub, listener, share):
         except asyncio.TimeoutError:
             pass
     listener.stop()
-    LOG.info("shutting down: closing %d sessions", len(hub))
-    close_every_session(hub)
+    close_every_session(rooms)
 
 
-def close_every_session(hub):
-    """Close every session of ``hub`` with the reconnect code."""
-    for connection in list(hub):
+def close_every_session(rooms):
+    """Close every session of every room of ``rooms`` with the reconnect code."""
+    clients = rooms.connections()
+    LOG.info("shutting down: closing %d sessions", len(clients))
+    for connection in clients:
         connection.disconnect(*RECONNECT)
 
 
@@ -301,8 +306,29 @@ class LoopWatch:
         self._handle.cancel()
 
 
+# Why a cluster's broker refuses named rooms, for now: the one place that says so (room_maker).
+CLUSTER_ROOMS = "named rooms in a cluster (--redis) are not served yet: only the default room"
+
+
+def keeping(config):
+    """What a room of ``config`` keeps and replays (:class:`broker.core.resumes.Keeping`)."""
+    return Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
+
+
+def room_maker(config, backplane):
+    """What makes a named room (:mod:`broker.core.rooms`): a Hub of its own in a broker alone; in a
+    cluster (a ``backplane``), for now, a refusal (:data:`CLUSTER_ROOMS`)."""
+    if backplane is not None:
+        def refuse(name):
+            raise RoomRefused(CLUSTER_ROOMS)
+        return refuse
+    kept = keeping(config)
+    return lambda name: Hub(IOLoop.current().add_callback, kept, max_message_size=config.max_message_size)
+
+
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
-    """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for; its
+    """The :class:`Node` of ``config``: ``hub``, its default room, beside its named rooms
+    (:func:`room_maker`), and the parts its flags ask for; its
     Engine in memory or, with a ``backplane``, through it (:mod:`broker.core.engines`); its
     liveness is told by the ``backplane``, if any, of its round trips."""
     liveness = Liveness(time.monotonic(), round_trips=backplane is not None)
@@ -316,7 +342,8 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
         backplane.liveness = liveness
-    return Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
+    rooms = Rooms(hub, room_maker(config, backplane), config.max_rooms, config.history_seconds or IDLE_ROOM_S)
+    return Node(hub=hub, rooms=rooms, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=audience,
@@ -347,7 +374,7 @@ async def warm_up_sessions(config):
     finally:
         listener.stop()
         listener.timeouts.stop()
-        close_every_session(hub)
+        close_every_session(node.rooms)
         _internals.stop_router_timers(router)
     LOG.info("warmed up: %d sessions opened in %.1f s", opened, loop.time() - started)
     return opened
@@ -359,8 +386,7 @@ async def run(config, open_files):
     if config.warm_up:
         await warm_up_sessions(config)
     backplane = cluster_backplane(config)
-    keeping = Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
-    hub = Hub(IOLoop.current().add_callback, keeping, relay=backplane.append if backplane else None,
+    hub = Hub(IOLoop.current().add_callback, keeping(config), relay=backplane.append if backplane else None,
               max_message_size=config.max_message_size)
     if backplane is not None:
         await backplane.start(hub)
@@ -373,7 +399,7 @@ async def run(config, open_files):
     listener = make_listener(config, router, make_app(config, router), limits, secure)
     listener.handshake_failures = node.tls
     hub.sample()
-    timers = [PeriodicCallback(hub.sample, 1000), LoopWatch(node.liveness)]
+    timers = [PeriodicCallback(hub.sample, 1000), PeriodicCallback(node.rooms.sample, 1000), LoopWatch(node.liveness)]
     for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
@@ -387,7 +413,7 @@ async def run(config, open_files):
         timer.start()
     on_stop_signals(node.drain.request)
     listen(listener, config.host, bound_sockets(config.host, config.port), "broker", config.prefix, secure is not None)
-    await drain_then_stop(node.drain, hub, listener, node.audience.share)
+    await drain_then_stop(node.drain, node.rooms, listener, node.audience.share)
     for timer in timers:
         timer.stop()
     if backplane is not None:
