@@ -265,11 +265,12 @@ def close_aged(node):
 
 def announce_audience(node):
     """Send the announcement that found no batch to ride in for a second alone, then make
-    the next, when one is due (see :mod:`broker.core.audience`)."""
+    the next, when one is due (see :mod:`broker.core.audience`), in every room."""
     node.hub.send_announcement()
     announcement = node.audience.announcement(time.monotonic())
     if announcement is not None:
         node.hub.announcement.announce(announcement)
+    node.rooms.announce(node.audience.every)
 
 
 def cluster_backplane(config):

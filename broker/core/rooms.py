@@ -21,6 +21,8 @@ Rules this module keeps:
   where it does not (its epoch, newest offset, latency, uptime); plus the
   count of rooms, made, forgotten and refused, and of the messages dropped
   because a session of several rooms sent them. Never a label per room.
+* A named room's audience is its subscribers (:mod:`broker.core.audience`), announced
+  in it as the default room's is in the default room (:meth:`Rooms.announce`).
 * Nothing here does I/O; the caller gives the clock.
 """
 
@@ -28,6 +30,7 @@ import dataclasses
 import time
 
 from broker.core import figures
+from broker.core.audience import Audience
 from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.hub import Hub
 
@@ -77,6 +80,7 @@ class Rooms:
         self._clock = clock
         self._named = {}
         self._quiet = {}
+        self._audiences = {}
         self.created = 0
         self.forgotten = 0
         self.refused = 0
@@ -131,7 +135,21 @@ class Rooms:
                 quiet[name] = (hub.messages_in, now)
             elif now - seen[1] >= self.idle_seconds:
                 del self._named[name], quiet[name]
+                self._audiences.pop(name, None)
                 self.forgotten += 1
+
+    def announce(self, every):
+        """Send each named room the announcement still waiting for a batch, then make its
+        next, if due, its audience announced at most once ``every`` seconds; call once a second."""
+        now = self._clock()
+        for name, hub in list(self._named.items()):
+            hub.send_announcement()
+            audience = self._audiences.get(name)
+            if audience is None:
+                audience = self._audiences[name] = Audience(hub.__len__, every=every)
+            announcement = audience.announcement(now)
+            if announcement is not None:
+                hub.announcement.announce(announcement)
 
     def connections(self):
         """Every room's subscribers, each once: a session of several rooms (whose subscribers

@@ -132,3 +132,32 @@ def test_an_idempotency_key_is_its_room_s():
     assert not first_a.replayed and not first_b.replayed and not first_default.replayed
     assert again_a.replayed and again_a.epoch == first_a.epoch != first_b.epoch
     assert rooms.get("a").messages_in == rooms.get("b").messages_in == rooms.default.messages_in == 1
+
+
+class Recording(Subscriber):
+    """A subscriber that keeps the JSON texts it is sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts = []
+
+    def write_batch(self, batch, key):
+        self.texts += batch.encoded
+        return True
+
+
+def test_each_named_room_announces_its_own_audience():
+    clock = Clock()
+    rooms = Rooms(hub(), lambda name: hub(), 10, 60.0, clock)
+    in_a, also_in_a, in_b = Recording(), Recording(), Recording()
+    for room, subscriber in (("a", in_a), ("a", also_in_a), ("b", in_b)):
+        rooms.room(room).subscribe(subscriber)
+    rooms.announce(5.0)
+    rooms.announce(5.0)
+    assert in_a.texts == also_in_a.texts == ['{"audience":2}'] and in_b.texts == ['{"audience":1}']
+    rooms.room("b").unsubscribe(in_b)
+    rooms.room("b").subscribe(Recording())
+    clock.now += 5.0
+    rooms.announce(5.0)
+    rooms.announce(5.0)
+    assert in_a.texts == ['{"audience":2}'], "unchanged: not announced again"
