@@ -47,7 +47,7 @@
      nothing, and sockjs-client notices a dead stream on some transports only when the
      browser does, which may be never.
    - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
-     message, 1009 message too big) stop it: state "stopped", and no reconnect.
+     message, 1009 message too big, 3013 rooms refused) stop it: state "stopped", and no reconnect.
 */
 (function (root) {
   'use strict';
@@ -56,7 +56,7 @@
   var MAX_DELAY_MS = 30000;
   var RECONNECT_NOW_MS = 1000;
   var RECONNECT_NOW = 3012;
-  var STOP_CODES = [1003, 1007, 1009];
+  var STOP_CODES = [1003, 1007, 1009, 3013];
   // The broker's heartbeat by default (--heartbeat-delay), and how late one may be beyond it.
   var HEARTBEAT_MS = 25000;
   var LATE_HEARTBEAT_MS = 10000;
