@@ -5,6 +5,7 @@ import pytest
 
 from broker.protocol.close_codes import ROOM_REFUSED, TOO_MANY_ROOMS
 from sockjs_clients import ALL, WebSocketClient, closed_with, wait_until
+from test_flag_ranges import refused_at_start
 
 AUTH = {"Authorization": "Bearer t"}
 
@@ -61,3 +62,10 @@ def test_a_room_empty_and_idle_past_its_history_is_forgotten_and_made_again_anew
         gap = again.receive()[0]
         assert (gap["c"], gap["reason"]) == ("gap", "epoch") and gap["epoch"] != epoch
     assert broker.stats()["rooms_created"] == 2
+
+
+@pytest.mark.parametrize("flag, value", [("--max-rooms", "-1"), ("--max-rooms", "1000001"),
+                                         ("--max-session-rooms", "0"), ("--max-session-rooms", "1001")])
+def test_the_rooms_bounds_are_checked_at_start(flag, value):
+    line = refused_at_start("broker", [flag, value])
+    assert line.startswith("python -m broker: error: argument %s: " % flag), line
