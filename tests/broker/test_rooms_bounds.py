@@ -13,7 +13,7 @@ AUTH = {"Authorization": "Bearer t"}
 def test_a_bad_room_name_closes_the_session_as_it_opens_on_every_transport(start_broker):
     broker = start_broker()
     for transport in ALL:
-        assert closed_with(transport(broker.url, query="rooms=a%20b")) == ROOM_REFUSED, transport.transport
+        assert closed_with(transport(broker.url, query="rooms=a%20b").open()) == ROOM_REFUSED, transport.transport
     stats = broker.stats()
     assert (stats["rooms"], stats["connections_total"]) == (0, 0)
 
