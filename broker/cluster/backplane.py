@@ -87,8 +87,6 @@ import logging
 import secrets
 import time
 
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from broker.cluster import redis_address, room_in_redis, tails
@@ -128,13 +126,9 @@ class Backplane:
         address = redis_address.parse(address)
         if min_replicas is None:
             min_replicas = 1 if address.has_sentinels else 0
-        # No retries inside the client: the reader reconnects with its own backoff, and a
-        # failed publish is answered at once. No socket timeout: see broker.cluster.replies.
-        options = dict(socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
-                       lib_version=None)
-        self._replies = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, **options))
+        self._replies = Replies.to(address)
         self._redis = self._replies.redis
-        writes = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, max_connections=1, **options))
+        writes = Replies.to(address, max_connections=1)
         self.appends = Appends(writes, prefix, self.maxlen, min_replicas)
         self.counters_key = room_in_redis.counters_key(prefix)
         self.report = AudienceReport(self._replies, prefix)
