@@ -11,17 +11,19 @@ its keys, its stream and its read loop are today's):
 * A publish in a named room is one script (:data:`PUBLISH` for a message, with or without an
   idempotency key; :data:`COUNT` for a counter's change): today's scripts
   (:func:`broker.cluster.room_in_redis.publish_once`, :func:`broker.cluster.room_in_redis.count`)
-  whose entry is appended by :data:`APPEND_AND_PUBLISH`: XADD (MAXLEN ~), then PUBLISH on the
-  room's channel ``PREV NEW KEY DATA`` (:func:`published`): ``PREV`` the stream's newest id
-  before the XADD (``0-0`` for none), ``NEW`` the entry's id, ``KEY`` ``-`` or the conflating
-  key as ``LENGTH:KEY`` (its length in bytes), ``DATA`` the message's JSON text. Idempotency
-  records and counters are the room's own, bounded as the default room's are.
+  whose entry is appended by :data:`APPEND_AND_PUBLISH`: XADD (MAXLEN ~ the hub's history,
+  at least :data:`STREAM_MAXLEN`), then PUBLISH on the room's channel ``PREV NEW KEY DATA``
+  (:func:`published`): ``PREV`` the stream's newest id before the XADD (``0-0`` for none),
+  ``NEW`` the entry's id, ``KEY`` ``-`` or the conflating key as ``LENGTH:KEY`` (its length in
+  bytes), ``DATA`` the message's JSON text. Idempotency records and counters are the room's
+  own, bounded as the default room's are.
 * Every script sets the room's epoch if it has none (the epoch a broker gives, as a broker
   loading the tail would) and answers it after today's answer, so a ``POST /publish`` at a
   broker with no viewer of the room still answers the room's position. It then sets every key
   of the room but the idempotency records (which keep their window) to expire
-  ``expiry_ms`` after this publish: a room nobody publishes in goes from Redis whole, its
-  epoch with its stream, and a broker resuming in it later finds another epoch (a ``gap``).
+  :func:`expiry_ms` after this publish: a room nobody publishes in goes from Redis whole, its
+  epoch and counters with its stream, and a broker resuming in it later finds another epoch
+  (a ``gap``).
 * Acknowledged means replicated, as in the default room: the scripts go in one transaction
   followed by one WAIT (:mod:`broker.cluster.room_writes`). Nothing here does I/O.
 """
@@ -30,6 +32,11 @@ from typing import NamedTuple, Optional
 
 from broker.cluster import room_in_redis
 
+# The least a named room's keys live after its last publish (see expiry_ms).
+EXPIRY_S = 3600
+# The least entries a named room's stream keeps (MAXLEN ~): what a broker whose pub/sub
+# connection was away reads back without a gap (16 minutes of a room at 1 message a second).
+STREAM_MAXLEN = 1000
 # Set by every named room's script, read by APPEND_AND_PUBLISH: the room's channel.
 APPEND_AND_PUBLISH = """
 local ROOM_CHANNEL = ARGV[#ARGV - 2]
@@ -69,6 +76,13 @@ PUBLISH = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4)
 # KEYS, ARGV as room_in_redis.COUNT's, then KEYS: the stream again, the counters' hash, the
 # epoch; ARGV: the channel, the expiry in ms, an epoch.
 COUNT = _in_room(room_in_redis.count(APPEND_AND_PUBLISH), 5)
+
+
+def expiry_ms(history_seconds):
+    """How long a named room's keys live after its last publish: its history's age
+    (``--history-seconds``), but at least :data:`EXPIRY_S`, so that a room's counters and epoch
+    outlive a quiet spell (an hour without a publish), and never 0 (no age: that hour)."""
+    return int(max(history_seconds, EXPIRY_S) * 1000)
 
 
 def room_key(prefix, name):

@@ -34,3 +34,9 @@ def test_a_published_text_reads_back(data, told):
 def test_a_script_answers_todays_answer_then_the_rooms_epoch():
     assert named_rooms.answered([1, b"5-0", b"k3J9x2"]) == ((True, "5-0"), "k3J9x2")
     assert named_rooms.answered([b"appended", b"5-0 12", b"k3J9x2"]) == (("appended", "5-0 12"), "k3J9x2")
+
+
+@pytest.mark.parametrize("history_seconds, expiry_ms", [(0, 3600000), (60, 3600000), (7200, 7200000),
+                                                        (4000.5, 4000500)])
+def test_a_rooms_keys_outlive_its_history_and_an_hour(history_seconds, expiry_ms):
+    assert named_rooms.expiry_ms(history_seconds) == expiry_ms
