@@ -224,3 +224,23 @@ def test_a_publish_through_the_engine_in_a_named_room_reaches_its_viewer_once_an
     assert again.replayed and again.offset == first.offset
     assert counted.value == "5" and counted.epoch == hub.epoch
     assert viewer.data()[0] == "hello" and viewer.sent[-1]["o"] == counted.offset
+
+
+def test_a_room_whose_stream_never_held_the_last_entry_delivered_starts_a_new_epoch(redis_and_proxy):
+    server, proxy = redis_and_proxy
+
+    async def test(feeds, writes, hubs, viewers):
+        await publish(writes, hubs, "a", "before")
+        await until(lambda: viewers["a"].data() == ["before"])
+        epoch = hubs["a"].epoch
+        # As a new primary without what this broker delivered: the stream holds an older entry only.
+        stream = feeds._rooms["a"].keys.stream
+        await writes.replies.redis.delete(stream)
+        await writes.replies.redis.xadd(stream, {"m": json.dumps("older")}, id="1-1")
+        await publish(writes, hubs, "a", "after")
+        await until(lambda: viewers["a"].gaps() == ["epoch"])
+        assert hubs["a"].epoch != epoch and feeds.gaps["epoch"] == 1
+        await publish(writes, hubs, "a", "live")
+        await until(lambda: viewers["a"].data()[-1] == "live")
+
+    in_rooms(server, proxy, ["a"], test)
