@@ -10,6 +10,8 @@ room's writes are :mod:`broker.cluster.appends`', untouched):
   (:class:`broker.cluster.appends.TooFewReplicas`), as in the default room.
 * At most one write is in flight, on a connection of its own (not the default room's), so a
   room's publishes from this broker reach its stream in the order they were made.
+* A client's message (:meth:`RoomWrites.relay`) is written as a ``POST /publish``'s; nobody
+  waits for its answer: one refused is counted (``refused``).
 * A write that fails fails every publish waiting on it with
   :class:`broker.core.seams.RelayUnavailable`; whether Redis applied it cannot be known (a
   retry with its idempotency key appends nothing twice). Each script has its own reply: one
@@ -17,6 +19,7 @@ room's writes are :mod:`broker.cluster.appends`', untouched):
 """
 
 import asyncio
+import secrets
 
 from broker.cluster import appends, named_rooms
 from broker.cluster.appends import Append
@@ -44,6 +47,7 @@ class RoomWrites:
         self._count = replies.redis.register_script(named_rooms.COUNT)
         self._pending = []
         self._task = None
+        self.refused = 0
 
     def queue(self, name, entry, epoch):
         """Queue ``entry`` (an :class:`broker.cluster.appends.Append` or
@@ -54,6 +58,18 @@ class RoomWrites:
         if self._task is None:
             self._task = asyncio.ensure_future(self._write())
         return future
+
+    def relay(self, name):
+        """The :class:`broker.core.seams.Relay` of room ``name``'s hub: each message a client of
+        the room publishes goes through the room's script, as a ``POST /publish`` does; what
+        fails is counted in :attr:`refused` (a client is not answered)."""
+        def relay(encoded, key=None):
+            self.queue(name, Append(encoded, key), secrets.token_urlsafe(6)).add_done_callback(self._taken)
+        return relay
+
+    def _taken(self, future):
+        if future.exception() is not None:
+            self.refused += 1
 
     async def close(self):
         """Let the write in flight finish, and close the connection."""

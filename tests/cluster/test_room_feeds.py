@@ -244,3 +244,15 @@ def test_a_room_whose_stream_never_held_the_last_entry_delivered_starts_a_new_ep
         await until(lambda: viewers["a"].data()[-1] == "live")
 
     in_rooms(server, proxy, ["a"], test)
+
+
+def test_a_clients_message_in_a_named_room_goes_through_its_relay_to_the_rooms_viewers_only(redis_and_proxy):
+    async def test(feeds, writes, hubs, viewers):
+        sender = Hub(asyncio.get_running_loop().call_soon, relay=writes.relay("a"))
+        sender.publish("from a client")
+        sender.publish({"n": 1}, key="k")
+        await until(lambda: len(viewers["a"].data()) == 2)
+        assert viewers["a"].data() == ["from a client", {"n": 1}] and viewers["b"].data() == []
+        assert writes.refused == 0
+
+    in_rooms(*redis_and_proxy, ["a", "b"], test)
