@@ -7,8 +7,10 @@ backplane's, :mod:`broker.cluster.backplane`, untouched):
 * A broker reads nothing of a room it has no viewer of. The registry of rooms tells
   (:class:`RoomListener`) when a room gains its first local viewer: the room's channel is
   subscribed to (SUBSCRIBE on the one pub/sub connection), then its tail loaded into its hub
-  (:mod:`broker.cluster.tails`, and its epoch, set if it has none), and the channel's messages
-  after that tail are delivered. When the registry forgets the room, its channel is
+  (:mod:`broker.cluster.tails`), and the channel's messages after that tail are delivered. A
+  room without an epoch in Redis takes its hub's (so a viewer that opened before the load is
+  told no gap); a room that has one gives it to the hub (a viewer that opened before is told a
+  ``gap``, ``epoch``: the registry should join the first viewer once the room is loaded). When the registry forgets the room, its channel is
   unsubscribed from.
 * Everything that touches a room's hub happens in one task, in the order it was asked: a
   subscription and its load, the channel's messages (read by a second task, which only reads),
@@ -273,8 +275,10 @@ class RoomFeeds:
     async def _load(self, room, tell=None):
         """Load ``room``'s tail into its hub (its clients told ``tell``, a gap's reason, unless
         the epoch changed, which tells them a gap of its own)."""
+        # A room new to Redis takes the epoch its hub has, told already to any viewer that opened.
+        epoch = room.hub.epoch if not room.loaded else secrets.token_urlsafe(6)
         pipe = self._redis.pipeline(transaction=True)
-        pipe.set(room.keys.epoch, secrets.token_urlsafe(6), nx=True, px=self.expiry_ms)
+        pipe.set(room.keys.epoch, epoch, nx=True, px=self.expiry_ms)
         pipe.get(room.keys.epoch)
         _, epoch = await self._replies.answer(pipe.execute())
         tail = await tails.read(self._replies, room.keys.stream, room.keys.counters, self.history)

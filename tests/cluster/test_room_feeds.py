@@ -256,3 +256,19 @@ def test_a_clients_message_in_a_named_room_goes_through_its_relay_to_the_rooms_v
         assert writes.refused == 0
 
     in_rooms(*redis_and_proxy, ["a", "b"], test)
+
+
+def test_a_viewer_that_opened_before_its_room_new_to_redis_was_loaded_is_told_no_gap(redis_and_proxy):
+    async def test(feeds, writes, hubs, viewers):
+        hubs["new"] = Hub(asyncio.get_running_loop().call_soon, Keeping(history=100), relay=lambda encoded: None)
+        viewers["new"] = Viewer()
+        feeds.room_joined("new", hubs["new"])
+        hubs["new"].subscribe(viewers["new"])
+        epoch = hubs["new"].epoch
+        await until(lambda: feeds._rooms["new"].loaded)
+        await publish(writes, hubs, "new", "first")
+        await until(lambda: viewers["new"].data() == ["first"])
+        assert hubs["new"].epoch == epoch and viewers["new"].gaps() == []
+        assert viewers["new"].sent[0]["c"] == "open"
+
+    in_rooms(*redis_and_proxy, ["a"], test)
