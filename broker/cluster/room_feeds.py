@@ -10,8 +10,8 @@ backplane's, :mod:`broker.cluster.backplane`, untouched):
   (:mod:`broker.cluster.tails`), and the channel's messages after that tail are delivered. A
   room without an epoch in Redis takes its hub's (so a viewer that opened before the load is
   told no gap); a room that has one gives it to the hub (a viewer that opened before is told a
-  ``gap``, ``epoch``: the registry should join the first viewer once the room is loaded). When the registry forgets the room, its channel is
-  unsubscribed from.
+  ``gap``, ``epoch``: the registry should join the first viewer once the room is loaded).
+  When the registry forgets the room, its channel is unsubscribed from.
 * Everything that touches a room's hub happens in one task, in the order it was asked: a
   subscription and its load, the channel's messages (read by a second task, which only reads),
   a recovery. So a room's messages reach its hub in the stream's order, each at most once.
@@ -19,8 +19,9 @@ backplane's, :mod:`broker.cluster.backplane`, untouched):
   one XREAD is in the default room.
 * A message the room's sequence cannot deliver (entries before it did not come) is recovered
   from the stream: every entry after the last id delivered; when the stream lost that id, the
-  tail is loaded again and the clients told a gap: ``expired`` for a trim (or the room's keys
-  expired), a new epoch for a failover (:data:`broker.cluster.room_in_redis.NEW_EPOCH`).
+  tail is loaded again and the clients told a gap: ``expired`` for a trim; a new epoch for a
+  failover (:data:`broker.cluster.room_in_redis.NEW_EPOCH`), or for a room whose keys expired
+  (its epoch gone with them) or that Redis lost.
 * The pub/sub connection answers within :data:`broker.cluster.replies.REPLY_TIMEOUT_S` (a PING
   when it is silent for :data:`broker.cluster.replies.BLOCK_MS`), or it has failed. Whenever it
   is connected again (and first), every room subscribed to is read from its stream after its
@@ -247,7 +248,8 @@ class RoomFeeds:
             LOG.warning("reading the rooms failed (Redis: %s): they are read again", error or type(error).__name__)
             self._behind.update(self._rooms.values() if room is None else [room])
             if self._later is None:
-                self._later = asyncio.get_running_loop().call_later(self._reconnect_backoff.next(), self._caught_up_later)
+                self._later = asyncio.get_running_loop().call_later(self._reconnect_backoff.next(),
+                                                                    self._caught_up_later)
 
     def _caught_up_later(self):
         self._later = None

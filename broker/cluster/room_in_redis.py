@@ -81,8 +81,8 @@ end
 """
 
 # KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the records' sorted set;
-# ARGV: the record to keep (the answer but the id; "" for no idempotency key), the message, the stream's MAXLEN, the window
-# in ms, the conflating key or "", the key's digest, the most records.
+# ARGV: the record to keep (the answer but the id; "" for no idempotency key), the message, the
+# stream's MAXLEN, the window in ms, the conflating key or "", the key's digest, the most records.
 # Returns {1, id} when appended, {0, record} when the key was seen.
 _PUBLISH_ONCE_HEAD = """
 local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[3], ARGV[6]

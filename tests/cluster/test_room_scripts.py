@@ -143,7 +143,8 @@ def test_room_writes_answer_each_publish_of_one_batch_in_its_room(start_redis):
         writes = RoomWrites(Replies(client), PREFIX, 10000, 0, EXPIRY_MS)
         answers = await asyncio.gather(writes.queue("a", Append('"1"', None), "ea"),
                                        writes.queue("b", Append('"2"', None, once("k")), "eb"),
-                                       writes.queue("a", Count("n", "add", Amount(decimal.Decimal(3), 0), None, 10), "ea"))
+                                       writes.queue("a", Count("n", "add", Amount(decimal.Decimal(3), 0), None, 10),
+                                                    "ea"))
         await writes.close()
         return answers
 
