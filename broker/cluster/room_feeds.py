@@ -12,6 +12,8 @@ backplane's, :mod:`broker.cluster.backplane`, untouched):
   told no gap); a room that has one gives it to the hub (a viewer that opened before is told a
   ``gap``, ``epoch``: the registry should join the first viewer once the room is loaded).
   When the registry forgets the room, its channel is unsubscribed from.
+* The pub/sub connection is one: a room's SUBSCRIBE waits while the connection is being made
+  (and subscribed to every room fed), so that no second connection is opened beside it.
 * Everything that touches a room's hub happens in one task, in the order it was asked: a
   subscription and its load, the channel's messages (read by a second task, which only reads),
   a recovery. So a room's messages reach its hub in the stream's order, each at most once.
@@ -94,6 +96,7 @@ class RoomFeeds:
         self._own_channel = named_rooms.room_key(prefix, "")
         self._events = asyncio.Queue()
         self._pubsub = None
+        self._subscribing = None
         self._reconnect_backoff = Backoff()
         self._behind = set()
         self._later = None
@@ -106,6 +109,7 @@ class RoomFeeds:
     def start(self):
         """Read and deliver from now on."""
         self._stopping = asyncio.Event()
+        self._subscribing = asyncio.Lock()
         self._tasks = (asyncio.ensure_future(self._read_forever()), asyncio.ensure_future(self._work_forever()))
 
     async def stop(self):
@@ -145,10 +149,12 @@ class RoomFeeds:
     async def _read_forever(self):
         """Keep the pub/sub connection, and hand what it reads to the task that delivers."""
         while not self._stopping.is_set():
-            pubsub = self._pubsub = self._redis.pubsub()
+            pubsub = self._redis.pubsub()
             try:
-                await self._replies.answer(pubsub.subscribe(self._own_channel, *[
-                    room.keys.channel for room in self._rooms.values()]))
+                async with self._subscribing:  # one connection: the worker's SUBSCRIBE waits for it
+                    await self._replies.answer(pubsub.subscribe(self._own_channel, *[
+                        room.keys.channel for room in self._rooms.values()]))
+                    self._pubsub = pubsub
                 self._reconnect_backoff.reset()
                 self._events.put_nowait((self._catch_up, None, None))
                 await self._listen(pubsub)
@@ -260,19 +266,21 @@ class RoomFeeds:
     async def _subscribe(self, room):
         if not room.subscribed:
             return
-        pubsub = self._pubsub
-        if pubsub is not None:  # else the next connection subscribes to it
-            try:
-                await self._replies.answer(pubsub.subscribe(room.keys.channel))
-            except FAILURES:
-                pass  # the reader connects again, then catches every room up
+        async with self._subscribing:
+            pubsub = self._pubsub
+            if pubsub is not None:  # else the next connection subscribes to it
+                try:
+                    await self._replies.answer(pubsub.subscribe(room.keys.channel))
+                except FAILURES:
+                    pass  # the reader connects again, then catches every room up
         if not room.loaded:  # else a catch-up loaded it first
             await self._load(room)
 
     async def _unsubscribe(self, room):
-        pubsub = self._pubsub
-        if pubsub is not None and room.keys.channel.encode() not in self._channels:
-            await self._replies.answer(pubsub.unsubscribe(room.keys.channel))
+        async with self._subscribing:
+            pubsub = self._pubsub
+            if pubsub is not None and room.keys.channel.encode() not in self._channels:
+                await self._replies.answer(pubsub.unsubscribe(room.keys.channel))
 
     async def _load(self, room, tell=None):
         """Load ``room``'s tail into its hub (its clients told ``tell``, a gap's reason, unless

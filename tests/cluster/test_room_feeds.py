@@ -120,6 +120,11 @@ def test_two_rooms_on_one_connection_each_get_their_own_messages_in_order(redis_
     in_rooms(*redis_and_proxy, ["a", "b"], test)
 
 
+async def subscribers(writes, channel):
+    """How many connections Redis has subscribed to ``channel``."""
+    return dict(await writes.replies.redis.pubsub_numsub(channel))[channel.encode()]
+
+
 def test_a_room_joined_later_loads_its_tail_and_a_room_forgotten_is_sent_nothing(redis_and_proxy):
     async def test(feeds, writes, hubs, viewers):
         await publish(writes, hubs, "late", "before1", "before2")
@@ -131,10 +136,13 @@ def test_a_room_joined_later_loads_its_tail_and_a_room_forgotten_is_sent_nothing
         hubs["late"].subscribe(viewers["late"])
         await publish(writes, hubs, "late", "after")
         await until(lambda: viewers["late"].data() == ["before1", "before2", "after"])
+        channel = feeds._rooms["a"].keys.channel
+        assert await subscribers(writes, channel) == 1
         feeds.room_forgotten("a")
-        await publish(writes, hubs, "a", "unseen")
         await publish(writes, hubs, "late", "last")
         await until(lambda: viewers["late"].data()[-1] == "last")
+        assert await subscribers(writes, channel) == 0, "Redis sends this broker nothing of a room forgotten"
+        await publish(writes, hubs, "a", "unseen")
         assert viewers["a"].data() == [] and len(feeds) == 1
 
     in_rooms(*redis_and_proxy, ["a"], test)
