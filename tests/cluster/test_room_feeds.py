@@ -280,3 +280,19 @@ def test_a_viewer_that_opened_before_its_room_new_to_redis_was_loaded_is_told_no
         assert viewers["new"].sent[0]["c"] == "open"
 
     in_rooms(*redis_and_proxy, ["a"], test)
+
+
+def test_a_silent_connection_is_taken_as_failed_and_what_it_missed_is_read_back(redis_and_proxy):
+    server, proxy = redis_and_proxy
+
+    async def test(feeds, writes, hubs, viewers):
+        proxy.hold()  # no FIN, no RST: only the missing PONG tells
+        await publish(writes, hubs, "a", "while silent")
+        await until(lambda: feeds.reconnects >= 1, seconds=15)
+        proxy.forward()
+        await until(lambda: viewers["a"].data() == ["while silent"], seconds=15)
+        await publish(writes, hubs, "a", "after")
+        await until(lambda: viewers["a"].data() == ["while silent", "after"])
+        assert not viewers["a"].gaps()
+
+    in_rooms(server, proxy, ["a"], test)
