@@ -241,26 +241,26 @@ class RoomFeeds:
             elif step is ChannelStep.RECOVER:
                 self._deliver_all(batches)
                 self.recoveries += 1
-                await self._attempt(self._catch_up, room)
+                await self._attempt(self._catch_up, [room])
         self._deliver_all(batches)
 
-    async def _attempt(self, action, room):
-        """``action(room)``; when Redis fails it, the rooms it was for are caught up later."""
+    async def _attempt(self, action, rooms):
+        """``action(rooms)`` (a room, a list of rooms, or None: every room fed); when Redis fails
+        it, the rooms it was for are caught up later, all in one catch-up."""
         try:
-            await action(room)
+            await action(rooms)
         except FAILURES as error:
             if action is self._unsubscribe:
                 return  # a pub/sub connection that failed has no subscriptions left
             LOG.warning("reading the rooms failed (Redis: %s): they are read again", error or type(error).__name__)
-            self._behind.update(self._rooms.values() if room is None else [room])
+            self._behind.update(self._rooms.values() if rooms is None else rooms if type(rooms) is list else [rooms])
             if self._later is None:
                 self._later = asyncio.get_running_loop().call_later(self._reconnect_backoff.next(),
                                                                     self._caught_up_later)
 
     def _caught_up_later(self):
         self._later = None
-        for room in self._behind:
-            self._events.put_nowait((self._catch_up, room, None))
+        self._events.put_nowait((self._catch_up, list(self._behind), None))
         self._behind.clear()
 
     async def _subscribe(self, room):
@@ -305,9 +305,10 @@ class RoomFeeds:
         room.sequence.delivered(tail.last_id)
         room.loaded = True
 
-    async def _catch_up(self, room):
-        """Read ``room`` (None: every room fed) from its stream after its last id delivered."""
-        rooms = list(self._rooms.values()) if room is None else [room]
+    async def _catch_up(self, rooms):
+        """Read ``rooms`` (None: every room fed) from their streams after their last ids delivered,
+        in pipelines of :data:`CATCH_UP_ROOMS`."""
+        rooms = [room for room in (self._rooms.values() if rooms is None else rooms) if room.subscribed]
         for room in [room for room in rooms if not room.loaded]:
             await self._load(room)
         rooms = [room for room in rooms if room.loaded]

@@ -296,3 +296,24 @@ def test_a_silent_connection_is_taken_as_failed_and_what_it_missed_is_read_back(
         assert not viewers["a"].gaps()
 
     in_rooms(server, proxy, ["a"], test)
+
+
+def test_a_room_joined_while_redis_is_away_is_loaded_once_it_is_back(redis_and_proxy):
+    server, proxy = redis_and_proxy
+
+    async def test(feeds, writes, hubs, viewers):
+        await publish(writes, hubs, "late", "kept")
+        proxy.refuse()
+        hubs["late"] = Hub(asyncio.get_running_loop().call_soon, Keeping(history=100, replay=10),
+                           relay=lambda encoded: None)
+        feeds.room_joined("late", hubs["late"])
+        await until(lambda: feeds._behind or feeds._later is not None)
+        assert not feeds._rooms["late"].loaded
+        proxy.forward()
+        await until(lambda: feeds._rooms["late"].loaded)
+        viewers["late"] = Viewer()
+        hubs["late"].subscribe(viewers["late"])
+        await publish(writes, hubs, "late", "live")
+        await until(lambda: viewers["late"].data() == ["kept", "live"])
+
+    in_rooms(server, proxy, ["a"], test)
