@@ -69,6 +69,12 @@ class Append(NamedTuple):
     key: Optional[str]
     once: Optional[OnceRecord] = None
 
+    def arguments(self, maxlen):
+        """ARGV of :data:`broker.cluster.room_in_redis.PUBLISH_ONCE` for it, in a stream of about
+        ``maxlen`` entries (a record of "" without an idempotency key)."""
+        record, window_ms, digest = _once_arguments(self.once)
+        return [record, self.encoded, maxlen, window_ms, self.key or "", digest, idempotency.MAX_KEYS]
+
 
 class Count(NamedTuple):
     """A counter's operation waiting for the next transaction (see :class:`broker.cluster.redis_engine.RedisEngine`),
@@ -81,9 +87,34 @@ class Count(NamedTuple):
     once: Optional[OnceRecord]
     most: int
 
+    def arguments(self, maxlen):
+        """ARGV of :data:`broker.cluster.room_in_redis.COUNT` for it, in a stream of about ``maxlen`` entries."""
+        record, window_ms, digest = _once_arguments(self.once)
+        name = self.name
+        return [self.operation, name, counters.units(self.given.value), self.given.scale,
+                counters.message_prefix(name), maxlen, record, window_ms, counters.conflating_key(name).text,
+                self.most, room_in_redis.COUNTED_DIGITS, counters.too_many(self.most), counters.OVER_BOUNDS, digest,
+                idempotency.MAX_KEYS]
+
+
+def _once_arguments(once):
+    """The record, window in ms and digest a script is given for ``once`` (a :class:`OnceRecord` or None)."""
+    return ("", 1, "") if once is None else (once.record, once.window_ms(), once.digest())
+
 
 class TooFewReplicas(RedisError):
     """A transaction reached fewer replicas than ``--redis-min-replicas`` in time."""
+
+
+async def replicated(replies, min_replicas):
+    """Wait, through ``replies``, until ``min_replicas`` replicas hold what its connection wrote
+    (none to wait for when 0), or raise :class:`TooFewReplicas` after :data:`REPLICA_WAIT_MS`."""
+    if not min_replicas:
+        return
+    reached = await replies.answer(replies.redis.execute_command("WAIT", min_replicas, REPLICA_WAIT_MS))
+    if reached < min_replicas:
+        raise TooFewReplicas("%d of the %d replicas --redis-min-replicas asks for had it within %g s"
+                             % (reached, min_replicas, REPLICA_WAIT_MS / 1000))
 
 
 class Appends:
@@ -124,12 +155,7 @@ class Appends:
                     not await self.give_memory(self.replies):
                 replies += refused
                 break
-        if self.min_replicas:
-            reached = await self.replies.answer(
-                self.replies.redis.execute_command("WAIT", self.min_replicas, REPLICA_WAIT_MS))
-            if reached < self.min_replicas:
-                raise TooFewReplicas("%d of the %d replicas --redis-min-replicas asks for had it within %g s"
-                                     % (reached, self.min_replicas, REPLICA_WAIT_MS / 1000))
+        await replicated(self.replies, self.min_replicas)
         return replies
 
     async def give_memory(self, replies, stream=True):
@@ -195,17 +221,9 @@ class Appends:
             return
         # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
         await self._publish_once(keys=[self.once_records, self.key, self.once_order],
-                                 args=[once.record, append.encoded, self.maxlen, once.window_ms(), append.key or "",
-                                       once.digest(), idempotency.MAX_KEYS], client=pipe)
+                                 args=append.arguments(self.maxlen), client=pipe)
 
     async def _queue_count(self, pipe, count):
         """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
-        once = count.once
-        record, window_ms, digest = ("", 1, "") if once is None else (once.record, once.window_ms(), once.digest())
-        name = count.name
         await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
-                          args=[count.operation, name, counters.units(count.given.value), count.given.scale,
-                                counters.message_prefix(name), self.maxlen, record, window_ms,
-                                counters.conflating_key(name).text, count.most, room_in_redis.COUNTED_DIGITS,
-                                counters.too_many(count.most), counters.OVER_BOUNDS, digest, idempotency.MAX_KEYS],
-                          client=pipe)
+                          args=count.arguments(self.maxlen), client=pipe)

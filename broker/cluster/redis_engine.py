@@ -12,6 +12,10 @@ backplane's, :mod:`broker.cluster.backplane` and :mod:`broker.cluster.appends`):
   A record is what :meth:`broker.core.idempotency.Answer.record` writes,
   followed by the id, and for a counter the total; a counter's script
   answers ``"id total"``. Both are read here, nowhere else.
+* The default room (a hub whose ``name`` is ``""``) writes through the backplane's queue,
+  as it always has. A named room's hub (``name``, from the registry, :mod:`broker.core.rooms`)
+  writes each publish as its room's script (:mod:`broker.cluster.room_writes`), which
+  answers the room's epoch from Redis with the position.
 * A message counts among the room's messages in (:meth:`broker.core.hub.Hub.appended`)
   as it is queued; one with an idempotency key, or a counter's, once Redis
   appended it (a retry appends nothing).
@@ -25,12 +29,15 @@ from broker.core.idempotency import Answer
 
 class RedisEngine:
     """The :class:`broker.core.engines.Engine` of a cluster: writes through ``backplane``
-    (a :class:`broker.cluster.backplane.Backplane`), its idempotency keys kept in Redis for
-    ``window``'s seconds and counted in ``window`` (a :class:`broker.core.idempotency.Window`)."""
+    (a :class:`broker.cluster.backplane.Backplane`), and in the named rooms through ``rooms``
+    (a :class:`broker.cluster.room_writes.RoomWrites`, None: the default room only), its
+    idempotency keys kept in Redis for ``window``'s seconds and counted in ``window`` (a
+    :class:`broker.core.idempotency.Window`)."""
 
-    def __init__(self, backplane, window):
+    def __init__(self, backplane, window, rooms=None):
         self.backplane = backplane
         self.window = window
+        self.rooms = rooms
 
     async def publish(self, room, request):
         """Publish ``request`` in ``room`` (see :mod:`broker.core.engines`)."""
@@ -38,9 +45,11 @@ class RedisEngine:
         first = first_answer(room, request)
         record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
         counter = request.counter
+        if self.rooms is not None and room.name:
+            return await self._publish_named(room, request, first, record)
         if counter is not None:
             self.backplane.queue(Count(counter.name, counter.operation, counter.amount, record, room.counters.most))
-            return await self._counted(room, first)
+            return self._counted(room, first, await self.backplane.written())
         encoded, _ = room.encode(request.message)
         if once is None:
             self.backplane.append(encoded, request.key)
@@ -54,9 +63,28 @@ class RedisEngine:
         room.appended()
         return PublishResult.of(first._replace(offset=text))
 
-    async def _counted(self, room, first):
-        """The result of the counter's change queued last, ``first`` its answer but the position."""
-        outcome, text = await self.backplane.written()
+    async def _publish_named(self, room, request, first, record):
+        """Publish ``request`` in the named ``room`` through its script (see the module's rules),
+        ``first`` its answer but the position, ``record`` its :class:`OnceRecord` or None."""
+        counter = request.counter
+        if counter is not None:
+            entry = Count(counter.name, counter.operation, counter.amount, record, room.counters.most)
+        else:
+            encoded, _ = room.encode(request.message)
+            entry = Append(encoded, request.key, record)
+        written, epoch = await self.rooms.queue(room.name, entry, room.epoch)
+        first = first._replace(epoch=epoch)
+        if counter is not None:
+            return self._counted(room, first, written)
+        appended, text = written
+        if not appended:
+            return self._again(text, request.once.fingerprint)
+        room.appended()
+        return PublishResult.of(first._replace(offset=text))
+
+    def _counted(self, room, first, written):
+        """The result of a counter's change Redis answered with ``written``, ``first`` its answer but the position."""
+        outcome, text = written
         if outcome == counters.REFUSED:
             raise ValueError(text)
         if outcome == counters.SEEN:

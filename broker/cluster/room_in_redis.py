@@ -72,24 +72,34 @@ local function keep(record)
   end
 end
 """
+# How a script appends an entry (the field names and texts after the stream's key and MAXLEN):
+# XADD alone in the default room; a named room's scripts append otherwise (broker.cluster.named_rooms).
+APPEND_TO_STREAM = """
+local function append(stream, maxlen, ...)
+  return redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', ...)
+end
+"""
 
 # KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the records' sorted set;
-# ARGV: the record to keep (the answer but the id), the message, the stream's MAXLEN, the window
-# in ms, the conflating key or "", the key's digest, the most records.
+# ARGV: the record to keep (the answer but the id; "" for no idempotency key), the message, the
+# stream's MAXLEN, the window in ms, the conflating key or "", the key's digest, the most records.
 # Returns {1, id} when appended, {0, record} when the key was seen.
-PUBLISH_ONCE = """
+_PUBLISH_ONCE_HEAD = """
 local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[3], ARGV[6]
 local ONCE_WINDOW_MS, ONCE_MOST = ARGV[4], ARGV[7]
-""" + _ONCE_FUNCTIONS + """
-local record = seen()
-if record then return {0, record} end
+"""
+_PUBLISH_ONCE_BODY = """
+if ARGV[1] ~= '' then
+  local record = seen()
+  if record then return {0, record} end
+end
 local id
 if ARGV[5] == '' then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
+  id = append(KEYS[2], ARGV[3], 'm', ARGV[2])
 else
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2], 'k', ARGV[5])
+  id = append(KEYS[2], ARGV[3], 'm', ARGV[2], 'k', ARGV[5])
 end
-keep(ARGV[1] .. ' ' .. id)
+if ARGV[1] ~= '' then keep(ARGV[1] .. ' ' .. id) end
 return {1, id}
 """
 # KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the counters hash, KEYS[4]:
@@ -101,10 +111,11 @@ return {1, id}
 # The hash holds for counter NAME: v:NAME its total in millionths, s:NAME its scale, o:NAME
 # and m:NAME the id and the text of its latest message. Returns {status, text} (see
 # broker.core.counters: APPENDED, UNCHANGED, SEEN, REFUSED).
-COUNT = """
+_COUNT_HEAD = """
 local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[4], ARGV[14]
 local ONCE_WINDOW_MS, ONCE_MOST = ARGV[8], ARGV[15]
-""" + _ONCE_FUNCTIONS + """
+"""
+_COUNT_BODY = """
 local record = ARGV[7]
 if record ~= '' then
   local kept = seen()
@@ -152,11 +163,25 @@ end
 scale = math.max(scale, tonumber(ARGV[4]))
 local value = shown(after, scale)
 local message = ARGV[5] .. value .. '"}'
-local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'm', message, 'k', ARGV[9])
+local id = append(KEYS[2], ARGV[6], 'm', message, 'k', ARGV[9])
 redis.call('HSET', hash, 's:' .. name, scale, 'o:' .. name, id, 'm:' .. name, message)
 if record ~= '' then keep(record .. ' ' .. id .. ' ' .. value) end
 return {'appended', id .. ' ' .. value}
 """
+
+
+def publish_once(append=APPEND_TO_STREAM):
+    """The text of :data:`PUBLISH_ONCE`, its entry appended by the Lua function ``append`` defines."""
+    return _PUBLISH_ONCE_HEAD + append + _ONCE_FUNCTIONS + _PUBLISH_ONCE_BODY
+
+
+def count(append=APPEND_TO_STREAM):
+    """The text of :data:`COUNT`, its entry appended by the Lua function ``append`` defines."""
+    return _COUNT_HEAD + append + _ONCE_FUNCTIONS + _COUNT_BODY
+
+
+PUBLISH_ONCE = publish_once()
+COUNT = count()
 COUNTED_DIGITS = counters.MAX_INTEGER_DIGITS + counters.MAX_SCALE
 # KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
 # staleness in ms. Each field holds "count:milliseconds" by Redis's clock; the total, and the

@@ -1,0 +1,145 @@
+"""A named room as Redis holds it: its keys, its channel, the scripts that publish in it, what they publish.
+
+Rules this module keeps (the default room's are :mod:`broker.cluster.room_in_redis`, untouched:
+its keys, its stream and its read loop are today's):
+
+* Every key of room ``R`` served at ``PREFIX`` starts with ``sockjs-broker:PREFIX:room:{R}``
+  (:func:`room_key`), which is also its pub/sub channel: the stream (``:stream``), its epoch,
+  its counters' hash and its idempotency records' two keys. ``{R}`` is a Redis Cluster hash
+  tag: a room's keys share a slot, so one script may touch them all. A room name never holds
+  a brace (:mod:`broker.protocol.rooms`' alphabet).
+* A publish in a named room is one script (:data:`PUBLISH` for a message, with or without an
+  idempotency key; :data:`COUNT` for a counter's change): today's scripts
+  (:func:`broker.cluster.room_in_redis.publish_once`, :func:`broker.cluster.room_in_redis.count`)
+  whose entry is appended by :data:`APPEND_AND_PUBLISH`: XADD (MAXLEN ~ the hub's history,
+  at least :data:`STREAM_MAXLEN`), then PUBLISH on the room's channel ``PREV NEW KEY DATA``
+  (:func:`published`): ``PREV`` the stream's newest id before the XADD (``0-0`` for none),
+  ``NEW`` the entry's id, ``KEY`` ``-`` or the conflating key as ``LENGTH:KEY`` (its length in
+  bytes), ``DATA`` the message's JSON text. Idempotency records and counters are the room's
+  own, bounded as the default room's are.
+* Every script sets the room's epoch if it has none (the epoch a broker gives, as a broker
+  loading the tail would) and answers it after today's answer, so a ``POST /publish`` at a
+  broker with no viewer of the room still answers the room's position. It then sets every key
+  of the room but the idempotency records (which keep their window) to expire
+  :func:`expiry_ms` after this publish: a room nobody publishes in goes from Redis whole, its
+  epoch and counters with its stream, and a broker resuming in it later finds another epoch
+  (a ``gap``).
+* Acknowledged means replicated, as in the default room: the scripts go in one transaction
+  followed by one WAIT (:mod:`broker.cluster.room_writes`). Nothing here does I/O.
+"""
+
+from typing import NamedTuple, Optional
+
+from broker.cluster import room_in_redis
+
+# The least a named room's keys live after its last publish (see expiry_ms).
+EXPIRY_S = 3600
+# The least entries a named room's stream keeps (MAXLEN ~, trimmed by whole nodes of 100, so 100
+# to 200): what a broker whose pub/sub connection was away reads back without a gap (100 s of a
+# room at 1 message a second: more than a reconnect or a Sentinel failover takes), at about
+# 15 KB a room of 90-byte messages (MEMORY USAGE): 10,000 busy rooms hold 150 MB in Redis.
+STREAM_MAXLEN = 100
+# Set by every named room's script, read by APPEND_AND_PUBLISH: the room's channel.
+APPEND_AND_PUBLISH = """
+local ROOM_CHANNEL = ARGV[#ARGV - 2]
+local function append(stream, maxlen, ...)
+  local fields = {...}
+  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+  local id = redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', ...)
+  local key = '-'
+  if fields[4] then key = #fields[4] .. ':' .. fields[4] end
+  redis.call('PUBLISH', ROOM_CHANNEL, (newest and newest[1] or '0-0') .. ' ' .. id .. ' ' .. key .. ' ' .. fields[2])
+  return id
+end
+"""
+
+
+def _in_room(script, first_room_key):
+    """``script`` (today's, appending with :data:`APPEND_AND_PUBLISH`) for a named room: its
+    KEYS then the room's keys that expire with it, from ``first_room_key`` on, the epoch's last;
+    its ARGV then the channel, the expiry in ms, an epoch to set if the room has none. Answers
+    today's answer followed by the room's epoch."""
+    return """
+local function script()
+%s
+end
+local answer = script()
+local epoch_key, expiry_ms = KEYS[#KEYS], ARGV[#ARGV - 1]
+redis.call('SET', epoch_key, ARGV[#ARGV], 'NX')
+for i = %d, #KEYS do redis.call('PEXPIRE', KEYS[i], expiry_ms) end
+answer[#answer + 1] = redis.call('GET', epoch_key)
+return answer
+""" % (script, first_room_key)
+
+
+# KEYS, ARGV as room_in_redis.PUBLISH_ONCE's (a record of "" for no idempotency key), then
+# KEYS: the stream again, the counters' hash, the epoch; ARGV: the channel, the expiry in ms, an epoch.
+PUBLISH = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4)
+# KEYS, ARGV as room_in_redis.COUNT's, then KEYS: the stream again, the counters' hash, the
+# epoch; ARGV: the channel, the expiry in ms, an epoch.
+COUNT = _in_room(room_in_redis.count(APPEND_AND_PUBLISH), 5)
+
+
+def expiry_ms(history_seconds):
+    """How long a named room's keys live after its last publish: its history's age
+    (``--history-seconds``), but at least :data:`EXPIRY_S`, so that a room's counters and epoch
+    outlive a quiet spell (an hour without a publish), and never 0 (no age: that hour)."""
+    return int(max(history_seconds, EXPIRY_S) * 1000)
+
+
+def room_key(prefix, name):
+    """The channel of room ``name`` served at ``prefix``, and the start of each of its keys."""
+    return "sockjs-broker:%s:room:{%s}" % (prefix, name)
+
+
+class RoomKeys(NamedTuple):
+    """The Redis keys of one named room, and its channel (see the module's rules)."""
+
+    channel: str
+    stream: str
+    epoch: str
+    counters: str
+    once_records: str
+    once_order: str
+
+    @classmethod
+    def of(cls, prefix, name):
+        """Room ``name``'s keys at ``prefix``."""
+        key = room_key(prefix, name)
+        return cls(key, key + ":stream", key + ":epoch", key + ":counters", key + ":idempotency",
+                   key + ":idempotency:order")
+
+    def of_publish(self):
+        """The KEYS of :data:`PUBLISH` in this room."""
+        return [self.once_records, self.stream, self.once_order, self.stream, self.counters, self.epoch]
+
+    def of_count(self):
+        """The KEYS of :data:`COUNT` in this room."""
+        return [self.once_records, self.stream, self.counters, self.once_order, self.stream, self.counters,
+                self.epoch]
+
+
+class Published(NamedTuple):
+    """What a script published on a room's channel: the stream's newest id before the entry
+    (``prev``), the entry's (``new``), its conflating key's text (or None), its JSON text."""
+
+    prev: str
+    new: str
+    key: Optional[str]
+    encoded: str
+
+
+def published(data):
+    """The :class:`Published` a channel's message ``data`` (bytes) tells (see the module's rules)."""
+    prev, new, rest = data.split(b" ", 2)
+    if rest[:2] == b"- ":
+        return Published(prev.decode(), new.decode(), None, rest[2:].decode())
+    length, _, rest = rest.partition(b":")
+    length = int(length)
+    return Published(prev.decode(), new.decode(), rest[:length].decode(), rest[length + 1:].decode())
+
+
+def answered(reply):
+    """What one named room's script answered in a transaction: ``(written, epoch)``, ``written``
+    as :func:`broker.cluster.room_in_redis.written` reads today's answer."""
+    return room_in_redis.written(reply[:-1]), reply[-1].decode()

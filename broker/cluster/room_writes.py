@@ -1,0 +1,115 @@
+"""Publishes in named rooms, written to Redis in one step an event-loop iteration, then replicated.
+
+Rules this module keeps (the scripts are :mod:`broker.cluster.named_rooms`'; the default
+room's writes are :mod:`broker.cluster.appends`', untouched):
+
+* Every publish in a named room is one script (a message's, with or without an idempotency
+  key, or a counter's). What is queued in one event-loop iteration, whatever its rooms, goes
+  as one MULTI/EXEC transaction, then one WAIT for ``--redis-min-replicas``: a publish is
+  answered once the replicas hold it; fewer replicas in time fail the whole batch
+  (:class:`broker.cluster.appends.TooFewReplicas`), as in the default room.
+* At most one write is in flight, on a connection of its own (not the default room's), so a
+  room's publishes from this broker reach its stream in the order they were made.
+* A client's message (:meth:`RoomWrites.relay`) is written as a ``POST /publish``'s; nobody
+  waits for its answer: one refused is counted (``refused``).
+* A write that fails fails every publish waiting on it with
+  :class:`broker.core.seams.RelayUnavailable`; whether Redis applied it cannot be known (a
+  retry with its idempotency key appends nothing twice). Each script has its own reply: one
+  refused fails its publish only.
+"""
+
+import asyncio
+import secrets
+
+from broker.cluster import appends, named_rooms
+from broker.cluster.appends import Append
+from broker.cluster.replies import FAILURES
+from broker.core.seams import RelayUnavailable
+
+
+def _refused(error):
+    return RelayUnavailable("the cluster backplane could not publish: Redis: %s" % (error or type(error).__name__))
+
+
+class RoomWrites:
+    """Publishes in the named rooms at ``prefix`` through ``replies`` (a
+    :class:`broker.cluster.replies.Replies` of one connection): streams trimmed to about
+    ``maxlen`` entries, a room's keys expiring ``expiry_ms`` after its last publish, each
+    write acknowledged by ``min_replicas`` replicas."""
+
+    def __init__(self, replies, prefix, maxlen, min_replicas, expiry_ms):
+        self.replies = replies
+        self.prefix = prefix
+        self.maxlen = maxlen
+        self.min_replicas = min_replicas
+        self.expiry_ms = expiry_ms
+        self._publish = replies.redis.register_script(named_rooms.PUBLISH)
+        self._count = replies.redis.register_script(named_rooms.COUNT)
+        self._pending = []
+        self._task = None
+        self.refused = 0
+
+    def queue(self, name, entry, epoch):
+        """Queue ``entry`` (an :class:`broker.cluster.appends.Append` or
+        :class:`broker.cluster.appends.Count`) in room ``name``, giving it ``epoch`` if it has
+        none: a future of :func:`broker.cluster.named_rooms.answered`'s ``(written, epoch)``."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((named_rooms.RoomKeys.of(self.prefix, name), entry, epoch, future))
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._write())
+        return future
+
+    def relay(self, name):
+        """The :class:`broker.core.seams.Relay` of room ``name``'s hub: each message a client of
+        the room publishes goes through the room's script, as a ``POST /publish`` does; what
+        fails is counted in :attr:`refused` (a client is not answered)."""
+        def relay(encoded, key=None):
+            self.queue(name, Append(encoded, key), secrets.token_urlsafe(6)).add_done_callback(self._taken)
+        return relay
+
+    def _taken(self, future):
+        if future.exception() is not None:
+            self.refused += 1
+
+    async def close(self):
+        """Let the write in flight finish, and close the connection."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.replies.redis.aclose()
+
+    async def _write(self):
+        # A task's first step runs in the next loop iteration: the whole iteration's publishes go in one write.
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    replies = await self.replies.answer(self._transaction(batch))
+                    await appends.replicated(self.replies, self.min_replicas)
+                except Exception as error:  # Redis's failure, or one of ours: no publish waits forever
+                    for *_, future in batch:
+                        future.set_exception(_refused(error) if isinstance(error, FAILURES) else error)
+                    continue
+                for (*_, future), reply in zip(batch, replies):
+                    if isinstance(reply, Exception):
+                        future.set_exception(_refused(reply))
+                    else:
+                        future.set_result(named_rooms.answered(reply))
+        finally:
+            self._task = None
+
+    async def _transaction(self, batch):
+        pipe = self.replies.redis.pipeline(transaction=True)
+        for keys, entry, epoch, _ in batch:
+            room = [keys.channel, self.expiry_ms, epoch]
+            # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
+            if type(entry) is Append:
+                await self._publish(keys=keys.of_publish(),
+                                    args=entry.arguments(self.maxlen) + room, client=pipe)
+            else:
+                await self._count(keys=keys.of_count(),
+                                  args=entry.arguments(self.maxlen) + room, client=pipe)
+        try:
+            return await pipe.execute(raise_on_error=False)
+        finally:
+            # redis-py keeps the connection it loaded the scripts on when that fails: give it back.
+            await pipe.reset()
