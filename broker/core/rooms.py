@@ -8,13 +8,16 @@ Rules this module keeps:
 * A named room is a :class:`broker.core.hub.Hub` of its own (its history and
   epoch, counters, conflation, resumes), made on first use, a join or a
   publish (:meth:`Rooms.room`), at most ``most`` of them: past that a new one
-  is refused (:class:`RoomsFull`), and counted. Whoever makes rooms may refuse
-  one too (:class:`RoomRefused`, a broker that serves no named rooms).
+  is refused (:class:`RoomsFull`), and counted.
 * A named room is forgotten when it has had no subscriber and no publish for
   ``idle_seconds`` (its history's age): :meth:`Rooms.sample`, once a second,
   looks at every named room (and ages it, as the default room's own timer ages
   it); nothing is looked at per message. A room forgotten and used again is a
   new room: a new epoch, and a resume in it a ``gap``.
+* A ``listener`` (in a cluster, :class:`broker.cluster.room_feeds.RoomFeeds`) is told when a
+  named room gains its first local viewer (:meth:`Rooms.joined`, before that viewer is
+  subscribed, so that its start waits for the room's history) and when it is forgotten: a
+  broker reads a room only while it holds a viewer of it, or held one within ``idle_seconds``.
 * The figures of ``/stats`` and ``/metrics`` are the default room's names,
   totalled over every room where a total means something (messages, flushes,
   connections, disconnects, history kept, starts), the default room's alone
@@ -69,15 +72,17 @@ def _over_rooms(figure):
 
 class Rooms:
     """The default room ``default`` (a :class:`broker.core.hub.Hub`) and the named rooms
-    ``make(name)`` makes (a Hub, or :class:`RoomRefused`), at most ``most`` of them, each
-    forgotten once empty and idle ``idle_seconds`` (see the module's rules)."""
+    ``make(name)`` makes (a Hub), at most ``most`` of them, each
+    forgotten once empty and idle ``idle_seconds``, ``listener`` told of the named rooms
+    joined and forgotten (see the module's rules)."""
 
-    def __init__(self, default: Hub, make, most, idle_seconds, clock=time.monotonic):
+    def __init__(self, default: Hub, make, most, idle_seconds, clock=time.monotonic, listener=None):
         self.default = default
         self._make = make
         self.most = most
         self.idle_seconds = idle_seconds
         self._clock = clock
+        self.listener = listener
         self._named = {}
         self._quiet = {}
         self._audiences = {}
@@ -101,7 +106,7 @@ class Rooms:
 
     def room(self, name):
         """The room ``name``, made if the broker holds none; :class:`RoomsFull` past the bound,
-        :class:`RoomRefused` for a room ``make`` refuses, both counted."""
+        counted."""
         if not name:
             return self.default
         hub = self._named.get(name)
@@ -110,14 +115,18 @@ class Rooms:
         if len(self._named) >= self.most:
             self.refused += 1
             raise RoomsFull("the broker holds %d rooms (--max-rooms)" % self.most)
-        try:
-            hub = self._make(name)
-        except RoomRefused:
-            self.refused += 1
-            raise
+        hub = self._make(name)
         hub.name = name
         self._named[name] = hub
         self.created += 1
+        return hub
+
+    def joined(self, name):
+        """The room ``name`` for a viewer about to join it: :meth:`room`, its ``listener`` told
+        when it is named and has no viewer yet."""
+        hub = self.room(name)
+        if name and self.listener is not None and not len(hub):
+            self.listener.room_joined(name, hub)
         return hub
 
     def sample(self):
@@ -137,6 +146,8 @@ class Rooms:
                 del self._named[name], quiet[name]
                 self._audiences.pop(name, None)
                 self.forgotten += 1
+                if self.listener is not None:
+                    self.listener.room_forgotten(name)
 
     def announce(self, every):
         """Send each named room the announcement still waiting for a batch, then make its
@@ -168,7 +179,7 @@ class Rooms:
         Figure("rooms_forgotten", "forgotten", Metric("rooms_forgotten", COUNTER, "Named rooms forgotten, "
                                                       "empty and idle past their history's age")),
         Figure("rooms_refused", "refused", Metric("rooms_refused", COUNTER, "Joins and publishes refused a new "
-                                                  "room: past --max-rooms, or rooms the broker does not serve")),
+                                                  "room: past --max-rooms")),
         Figure("multiplexed_sends_dropped", "multiplexed_dropped",
                Metric("multiplexed_sends_dropped", COUNTER, "Messages a session of several rooms sent, dropped: "
                       "such a session only listens")),

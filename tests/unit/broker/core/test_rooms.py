@@ -9,7 +9,7 @@ from broker.core.hub import Hub
 from broker.core.idempotency import Window
 from broker.core.memory_engine import MemoryEngine
 from broker.core.resumes import Keeping
-from broker.core.rooms import RoomRefused, Rooms, RoomsFull
+from broker.core.rooms import Rooms, RoomsFull
 
 
 class Clock:
@@ -62,15 +62,6 @@ def test_past_the_bound_a_new_room_is_refused_and_counted_an_old_one_still_given
     assert (len(rooms), rooms.refused) == (1, 1)
 
 
-def test_a_room_its_maker_refuses_is_counted_and_not_held():
-    def refuse(name):
-        raise RoomRefused("not here")
-    rooms = Rooms(hub(), refuse, 10, 60.0)
-    with pytest.raises(RoomRefused, match="not here"):
-        rooms.room("a")
-    assert (len(rooms), rooms.refused, rooms.created) == (0, 1, 0)
-
-
 def test_a_room_is_forgotten_once_empty_and_idle_its_age_never_while_watched_or_published_in():
     clock = Clock()
     rooms = Rooms(hub(), lambda name: hub(), 10, 5.0, clock)
@@ -89,6 +80,37 @@ def test_a_room_is_forgotten_once_empty_and_idle_its_age_never_while_watched_or_
     again = rooms.room("i")
     assert again is not idle and again.epoch != idle.epoch, "a room made again is a new history"
     assert rooms.default in rooms, "never the default room"
+
+
+class Listener:
+    """A :class:`broker.cluster.room_feeds.RoomListener` that notes what it is told."""
+
+    def __init__(self):
+        self.told = []
+
+    def room_joined(self, name, hub):
+        self.told.append(("joined", name, hub))
+
+    def room_forgotten(self, name):
+        self.told.append(("forgotten", name))
+
+
+def test_the_listener_hears_of_a_named_rooms_first_viewer_before_it_joins_and_of_the_room_forgotten():
+    clock = Clock()
+    listener = Listener()
+    rooms = Rooms(hub(), lambda name: hub(), 10, 5.0, clock, listener=listener)
+    published = rooms.room("p")
+    assert listener.told == [], "a publish alone reads nothing of the room"
+    a = rooms.joined("a")
+    assert listener.told == [("joined", "a", a)] and len(a) == 0, "told before the viewer is in"
+    a.subscribe(subscriber())
+    assert rooms.joined("a") is a and rooms.joined("") is rooms.default
+    assert len(listener.told) == 1, "told once while it has viewers; never of the default room"
+    assert rooms.joined("p") is published and listener.told[1] == ("joined", "p", published)
+    for step in range(7):
+        rooms.sample()
+        clock.now += 1.0
+    assert listener.told[2:] == [("forgotten", "p")] and rooms.get("a") is a
 
 
 def test_the_figures_are_todays_for_the_default_room_alone_and_totals_over_rooms():
