@@ -26,7 +26,7 @@ from broker.core.memory_engine import MemoryEngine
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
-from broker.core.rooms import RoomRefused, Rooms
+from broker.core.rooms import Rooms
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
 from broker.protocol.close_codes import RECONNECT
@@ -307,48 +307,48 @@ class LoopWatch:
         self._handle.cancel()
 
 
-# Why a cluster's broker refuses named rooms, for now: the one place that says so (room_maker).
-CLUSTER_ROOMS = "named rooms in a cluster (--redis) are not served yet: only the default room"
-
-
 def keeping(config):
     """What a room of ``config`` keeps and replays (:class:`broker.core.resumes.Keeping`)."""
     return Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
 
 
-def room_maker(config, backplane):
-    """What makes a named room (:mod:`broker.core.rooms`): a Hub of its own in a broker alone; in a
-    cluster (a ``backplane``), for now, a refusal (:data:`CLUSTER_ROOMS`)."""
-    if backplane is not None:
-        def refuse(name):
-            raise RoomRefused(CLUSTER_ROOMS)
-        return refuse
+def room_maker(config, writes=None):
+    """What makes a named room (:mod:`broker.core.rooms`): a Hub of its own, which in a cluster
+    relays its clients' messages through its room's script (``writes``, a
+    :class:`broker.cluster.room_writes.RoomWrites`)."""
     kept = keeping(config)
-    return lambda name: Hub(IOLoop.current().add_callback, kept, max_message_size=config.max_message_size)
+    return lambda name: Hub(IOLoop.current().add_callback, kept, relay=None if writes is None else writes.relay(name),
+                            max_message_size=config.max_message_size)
 
 
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
     """The :class:`Node` of ``config``: ``hub``, its default room, beside its named rooms
     (:func:`room_maker`), and the parts its flags ask for; its
-    Engine in memory or, with a ``backplane``, through it (:mod:`broker.core.engines`); its
+    Engine in memory or, with a ``backplane``, through it and its named rooms' own connections
+    (:mod:`broker.core.engines`, :mod:`broker.cluster.rooms_in_redis`); its
     liveness is told by the ``backplane``, if any, of its round trips."""
     liveness = Liveness(time.monotonic(), round_trips=backplane is not None)
     window = Window(config.idempotency_window)
+    in_redis = None
     if backplane is None:
         audience = Audience(hub.__len__, every=config.announce_audience)
         engine = MemoryEngine(window)
     else:
         from broker.cluster.redis_engine import RedisEngine
-        engine = RedisEngine(backplane, window)
+        from broker.cluster.rooms_in_redis import RoomsInRedis
+        in_redis = RoomsInRedis(config.redis, config.prefix, max(config.history, config.replay),
+                                config.history_seconds, backplane.appends.min_replicas)
+        engine = RedisEngine(backplane, window, in_redis.writes)
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
         backplane.liveness = liveness
-    rooms = Rooms(hub, room_maker(config, backplane), config.max_rooms, config.history_seconds or IDLE_ROOM_S)
+    rooms = Rooms(hub, room_maker(config, in_redis and in_redis.writes), config.max_rooms,
+                  config.history_seconds or IDLE_ROOM_S, listener=in_redis and in_redis.feeds)
     return Node(hub=hub, rooms=rooms, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=audience,
-                collection=collection, backplane=backplane, engine=engine,
+                collection=collection, backplane=backplane, rooms_in_redis=in_redis, engine=engine,
                 idempotency=window, tls=tls_failures, liveness=liveness)
 
 
@@ -394,6 +394,8 @@ async def run(config, open_files):
     limits = connection_limits(config, open_files)
     node = make_node(config, hub, limits, backplane, collection=gc_policy.install(limits),
                      tls_failures=None if secure is None else tls.HandshakeFailures())
+    if node.rooms_in_redis is not None:
+        node.rooms_in_redis.start()
     if node.tls is not None:
         logging.getLogger("tornado.general").addFilter(node.tls)
     router = make_router(config, node)
@@ -418,6 +420,7 @@ async def run(config, open_files):
     for timer in timers:
         timer.stop()
     if backplane is not None:
+        await node.rooms_in_redis.stop()
         await backplane.stop()
     await connections_closed(limits, SHUTDOWN_GRACE)
 

@@ -7,7 +7,7 @@ its keys, its stream and its read loop are today's):
   (:func:`room_key`), which is also its pub/sub channel: the stream (``:stream``), its epoch,
   its counters' hash and its idempotency records' two keys. ``{R}`` is a Redis Cluster hash
   tag: a room's keys share a slot, so one script may touch them all. A room name never holds
-  a brace (:mod:`broker.protocol.rooms`' alphabet).
+  a brace (:mod:`broker.protocol.room_names`' alphabet).
 * A publish in a named room is one script (:data:`PUBLISH` for a message, with or without an
   idempotency key; :data:`COUNT` for a counter's change): today's scripts
   (:func:`broker.cluster.room_in_redis.publish_once`, :func:`broker.cluster.room_in_redis.count`)

@@ -72,6 +72,17 @@ class ClusterLink(Reporting, Protocol):
     room_brokers: Optional[int]
 
 
+class RoomsLink(Protocol):
+    """The named rooms of a cluster through Redis (:class:`broker.cluster.rooms_in_redis.RoomsInRedis`):
+    started once the backplane is, stopped before it."""
+
+    def start(self) -> None:
+        """Read the rooms' feeds from now on."""
+
+    async def stop(self) -> None:
+        """Finish the writes in flight, stop the feeds, close the connections."""
+
+
 class HandshakeCount(Reporting, Protocol):
     """The failed TLS handshakes (:class:`broker.transports.tls.HandshakeFailures`): a filter of
     Tornado's log records, told by the listener of connections lost before their handshake."""
@@ -96,7 +107,7 @@ class Node:
     now (``liveness``, :mod:`broker.core.liveness`);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`), the cluster ``backplane``
-    (:class:`broker.cluster.backplane.Backplane`) and, over TLS, the count of
+    (:class:`broker.cluster.backplane.Backplane`) and its named rooms' (``rooms_in_redis``) and, over TLS, the count of
     failed handshakes (``tls``, :class:`broker.transports.tls.HandshakeFailures`),
     each of which states its figures (:mod:`broker.core.figures`), shown in ``/stats``
     and most in ``/metrics`` (:mod:`broker.ops.catalogue` puts them in order)."""
@@ -112,6 +123,7 @@ class Node:
     idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
     collection: Optional[Reporting] = None
     backplane: Optional[ClusterLink] = None
+    rooms_in_redis: Optional[RoomsLink] = None
     engine: Optional[Engine] = None
     tls: Optional[HandshakeCount] = None
     liveness: Optional[Liveness] = None

@@ -25,7 +25,7 @@ Its answer adds the total after it (``"value"``); a retry with its
 ``?room=NAME`` publishes in that room (:mod:`broker.protocol.room_names`), made if the
 broker holds none, its keys, counters and idempotency keys its own; without it, in
 the default room. A bad name answers 400 with the rule, a new room past
-``--max-rooms`` 429, a room the broker does not serve 400 with why.
+``--max-rooms`` 429.
 """
 
 import hmac
@@ -37,7 +37,7 @@ from tornado.web import RequestHandler
 
 from broker.core import broker_shapes, conflation, counters, figures, idempotency
 from broker.core.engines import CounterChange, Once, PublishRequest
-from broker.core.rooms import RoomRefused, RoomsFull
+from broker.core.rooms import RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames, room_names
@@ -107,8 +107,6 @@ class PublishHandler(_JSONHandler):
             hub = self.rooms.room(room) if room else self.hub
         except RoomsFull as error:
             return self.reply(429, {"error": "room %s not made: %s" % (room, error)})
-        except RoomRefused as error:
-            return self.reply(400, {"error": "room %s: %s" % (room, error)})
         try:
             result = await self.engine.publish(hub, request)
         except RelayUnavailable as error:
