@@ -8,9 +8,9 @@ backplane's, :mod:`broker.cluster.backplane`, untouched):
   (:class:`RoomListener`) when a room gains its first local viewer: the room's channel is
   subscribed to (SUBSCRIBE on the one pub/sub connection), then its tail loaded into its hub
   (:mod:`broker.cluster.tails`), and the channel's messages after that tail are delivered. A
-  room without an epoch in Redis takes its hub's (so a viewer that opened before the load is
-  told no gap); a room that has one gives it to the hub (a viewer that opened before is told a
-  ``gap``, ``epoch``: the registry should join the first viewer once the room is loaded).
+  room without an epoch in Redis takes its hub's; a room that has one gives it to the hub. Until
+  the load, the hub's opens wait as its resumes do (:meth:`broker.core.hub.Hub.doubt_epoch`), so
+  that a viewer opens in the room's epoch, with its tail.
   When the registry forgets the room, its channel is unsubscribed from.
 * The pub/sub connection is one: a room's SUBSCRIBE waits while the connection is being made
   (and subscribed to every room fed), so that no second connection is opened beside it.
@@ -133,7 +133,7 @@ class RoomFeeds:
         room = _Room(hub, named_rooms.RoomKeys.of(self.prefix, name))
         self._rooms[name] = room
         self._channels[room.keys.channel.encode()] = room
-        hub.doubt_epoch()
+        hub.doubt_epoch(opens=True)
         self._events.put_nowait((self._subscribe, room, None))
 
     def room_forgotten(self, name):
