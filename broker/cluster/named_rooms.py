@@ -19,7 +19,9 @@ its keys, its stream and its read loop are today's):
   own, bounded as the default room's are.
 * Every script sets the room's epoch if it has none (the epoch a broker gives, as a broker
   loading the tail would) and answers it after today's answer, so a ``POST /publish`` at a
-  broker with no viewer of the room still answers the room's position. It then sets every key
+  broker with no viewer of the room still answers the room's position; the idempotency record
+  it keeps names that epoch too (a broker's own is not the room's until it loaded the room), so
+  a retry at any broker is answered the room's position. It then sets every key
   of the room but the idempotency records (which keep their window) to expire
   :func:`expiry_ms` after this publish: a room nobody publishes in goes from Redis whole, its
   epoch and counters with its stream, and a broker resuming in it later finds another epoch
@@ -54,30 +56,33 @@ end
 """
 
 
-def _in_room(script, first_room_key):
+def _in_room(script, first_room_key, record):
     """``script`` (today's, appending with :data:`APPEND_AND_PUBLISH`) for a named room: its
     KEYS then the room's keys that expire with it, from ``first_room_key`` on, the epoch's last;
-    its ARGV then the channel, the expiry in ms, an epoch to set if the room has none. Answers
+    its ARGV then the channel, the expiry in ms, an epoch to set if the room has none; ARGV
+    ``record`` its idempotency record, whose last word (an epoch) becomes the room's. Answers
     today's answer followed by the room's epoch."""
     return """
+local epoch_key, expiry_ms = KEYS[#KEYS], ARGV[#ARGV - 1]
+redis.call('SET', epoch_key, ARGV[#ARGV], 'NX')
+local epoch = redis.call('GET', epoch_key)
+if ARGV[%d] ~= '' then ARGV[%d] = (string.gsub(ARGV[%d], '%%S+$', epoch)) end
 local function script()
 %s
 end
 local answer = script()
-local epoch_key, expiry_ms = KEYS[#KEYS], ARGV[#ARGV - 1]
-redis.call('SET', epoch_key, ARGV[#ARGV], 'NX')
 for i = %d, #KEYS do redis.call('PEXPIRE', KEYS[i], expiry_ms) end
-answer[#answer + 1] = redis.call('GET', epoch_key)
+answer[#answer + 1] = epoch
 return answer
-""" % (script, first_room_key)
+""" % (record, record, record, script, first_room_key)
 
 
 # KEYS, ARGV as room_in_redis.PUBLISH_ONCE's (a record of "" for no idempotency key), then
 # KEYS: the stream again, the counters' hash, the epoch; ARGV: the channel, the expiry in ms, an epoch.
-PUBLISH = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4)
+PUBLISH = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4, 1)
 # KEYS, ARGV as room_in_redis.COUNT's, then KEYS: the stream again, the counters' hash, the
 # epoch; ARGV: the channel, the expiry in ms, an epoch.
-COUNT = _in_room(room_in_redis.count(APPEND_AND_PUBLISH), 5)
+COUNT = _in_room(room_in_redis.count(APPEND_AND_PUBLISH), 5, 7)
 
 
 def expiry_ms(history_seconds):
