@@ -337,13 +337,13 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
         from broker.cluster.redis_engine import RedisEngine
         from broker.cluster.rooms_in_redis import RoomsInRedis
         in_redis = RoomsInRedis(config.redis, config.prefix, max(config.history, config.replay),
-                                config.history_seconds, backplane.appends.min_replicas)
+                                config.history_seconds, backplane.appends.min_replicas, bool(config.announce_audience))
         engine = RedisEngine(backplane, window, in_redis.writes)
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
         backplane.liveness = liveness
     rooms = Rooms(hub, room_maker(config, in_redis and in_redis.writes), config.max_rooms,
-                  config.history_seconds or IDLE_ROOM_S, listener=in_redis and in_redis.feeds)
+                  config.history_seconds or IDLE_ROOM_S, listener=in_redis)
     return Node(hub=hub, rooms=rooms, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,

@@ -126,6 +126,10 @@ class RoomFeeds:
     def __len__(self):
         return len(self._rooms)
 
+    def hubs(self):
+        """``{name: hub}`` of every room fed."""
+        return {name: room.hub for name, room in self._rooms.items()}
+
     def room_joined(self, name, hub):
         """Feed room ``name`` into ``hub`` (see the module's rules); again for a room fed, nothing."""
         if name in self._rooms:

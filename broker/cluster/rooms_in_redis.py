@@ -1,4 +1,4 @@
-"""The named rooms of a cluster broker, through Redis: their writes and their feeds, built and stopped together.
+"""The named rooms of a cluster broker, through Redis: their writes, feeds and audiences, built and stopped together.
 
 Rules this module keeps:
 
@@ -10,10 +10,15 @@ Rules this module keeps:
 * They reach the Redis ``--redis`` names as the backplane does (Sentinels included), with its
   ``--redis-min-replicas``: acknowledged means replicated in every room.
 * A room's keys live :func:`broker.cluster.named_rooms.expiry_ms` after its last publish.
+* It is what the registry of rooms (:class:`broker.core.rooms.Rooms`) tells of the rooms joined
+  and forgotten (:class:`broker.cluster.room_feeds.RoomListener`, passed on to the feeds) and
+  asks each room's audience of: the count at every broker
+  (:mod:`broker.cluster.room_audiences`, with ``--announce-audience`` only).
 """
 
 from broker.cluster import named_rooms, redis_address
 from broker.cluster.replies import Replies
+from broker.cluster.room_audiences import RoomAudiences
 from broker.cluster.room_feeds import RoomFeeds
 from broker.cluster.room_writes import RoomWrites
 
@@ -21,20 +26,37 @@ from broker.cluster.room_writes import RoomWrites
 class RoomsInRedis:
     """The named rooms at ``prefix`` in the Redis ``address`` (``--redis``'s text): ``writes``
     for the Engine (:class:`broker.cluster.redis_engine.RedisEngine`'s ``rooms``), ``feeds``
-    for the registry of rooms to tell (a :class:`broker.cluster.room_feeds.RoomListener`);
+    told through this, the registry of rooms' listener (see the module's rules);
     hubs keeping ``history`` messages for ``history_seconds``, writes acknowledged by
-    ``min_replicas`` (the backplane's)."""
+    ``min_replicas`` (the backplane's); with ``audiences``, each room's audience reported
+    and read."""
 
-    def __init__(self, address, prefix, history, history_seconds, min_replicas):
+    def __init__(self, address, prefix, history, history_seconds, min_replicas, audiences=False):
         address = redis_address.parse(address)
         expiry_ms = named_rooms.expiry_ms(history_seconds)
         maxlen = max(named_rooms.STREAM_MAXLEN, history + 1)
         self.writes = RoomWrites(Replies.to(address, max_connections=1), prefix, maxlen, min_replicas, expiry_ms)
         self.feeds = RoomFeeds(Replies.to(address).redis, prefix, history, expiry_ms)
+        self.audiences = RoomAudiences(Replies.to(address), prefix, self.feeds.hubs) if audiences else None
+
+    def room_joined(self, name, hub):
+        self.feeds.room_joined(name, hub)
+
+    def room_forgotten(self, name):
+        self.feeds.room_forgotten(name)
+
+    def audience(self, name):
+        """Room ``name``'s viewers at every broker, or None while unknown (or not reported)."""
+        return None if self.audiences is None else self.audiences.total(name)
 
     def start(self):
         self.feeds.start()
+        if self.audiences is not None:
+            self.audiences.start()
 
     async def stop(self):
+        if self.audiences is not None:
+            await self.audiences.stop()
         await self.writes.close()
         await self.feeds.stop()
+

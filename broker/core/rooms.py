@@ -14,7 +14,7 @@ Rules this module keeps:
   looks at every named room (and ages it, as the default room's own timer ages
   it); nothing is looked at per message. A room forgotten and used again is a
   new room: a new epoch, and a resume in it a ``gap``.
-* A ``listener`` (in a cluster, :class:`broker.cluster.room_feeds.RoomFeeds`) is told when a
+* A ``listener`` (in a cluster, :class:`broker.cluster.rooms_in_redis.RoomsInRedis`) is told when a
   named room gains its first local viewer (:meth:`Rooms.joined`, before that viewer is
   subscribed, so that its start waits for the room's history) and when it is forgotten: a
   broker reads a room only while it holds a viewer of it, or held one within ``idle_seconds``.
@@ -24,12 +24,14 @@ Rules this module keeps:
   where it does not (its epoch, newest offset, latency, uptime); plus the
   count of rooms, made, forgotten and refused, and of the messages dropped
   because a session of several rooms sent them. Never a label per room.
-* A named room's audience is its subscribers (:mod:`broker.core.audience`), announced
-  in it as the default room's is in the default room (:meth:`Rooms.announce`).
+* A named room's audience is its subscribers (:mod:`broker.core.audience`), or with a
+  ``listener``, its count at every broker (``listener.audience(name)``, None while unknown),
+  announced in it as the default room's is in the default room (:meth:`Rooms.announce`).
 * Nothing here does I/O; the caller gives the clock.
 """
 
 import dataclasses
+import functools
 import time
 
 from broker.core import figures
@@ -157,7 +159,8 @@ class Rooms:
             hub.send_announcement()
             audience = self._audiences.get(name)
             if audience is None:
-                audience = self._audiences[name] = Audience(hub.__len__, every=every)
+                room = None if self.listener is None else functools.partial(self.listener.audience, name)
+                audience = self._audiences[name] = Audience(hub.__len__, room, every)
             announcement = audience.announcement(now)
             if announcement is not None:
                 hub.announcement.announce(announcement)

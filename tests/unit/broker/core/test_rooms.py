@@ -85,8 +85,12 @@ def test_a_room_is_forgotten_once_empty_and_idle_its_age_never_while_watched_or_
 class Listener:
     """A :class:`broker.cluster.room_feeds.RoomListener` that notes what it is told."""
 
-    def __init__(self):
+    def __init__(self, audiences=None):
         self.told = []
+        self.audiences = audiences or {}
+
+    def audience(self, name):
+        return self.audiences.get(name)
 
     def room_joined(self, name, hub):
         self.told.append(("joined", name, hub))
@@ -183,3 +187,13 @@ def test_each_named_room_announces_its_own_audience():
     rooms.announce(5.0)
     rooms.announce(5.0)
     assert in_a.texts == ['{"audience":2}'], "unchanged: not announced again"
+
+
+def test_in_a_cluster_a_named_room_announces_its_count_at_every_broker_and_nothing_while_unknown():
+    rooms = Rooms(hub(), lambda name: hub(), 10, 60.0, Clock(), listener=Listener({"a": 5}))
+    in_a, in_b = Recording(), Recording()
+    rooms.joined("a").subscribe(in_a)
+    rooms.joined("b").subscribe(in_b)
+    rooms.announce(5.0)
+    rooms.announce(5.0)
+    assert in_a.texts == ['{"audience":5}'] and in_b.texts == [], "b's count is not known yet"
