@@ -10,6 +10,9 @@ Rules this module keeps:
 * They reach the Redis ``--redis`` names as the backplane does (Sentinels included), with its
   ``--redis-min-replicas``: acknowledged means replicated in every room.
 * A room's keys live :func:`broker.cluster.named_rooms.expiry_ms` after its last publish.
+* Its figures (``named_rooms`` in ``/stats``, ``named_rooms_`` in ``/metrics``) are totals over
+  the rooms, never a label a room: the rooms read, the pub/sub connection's reconnects, the
+  recoveries from a room's stream, the gaps told by reason, the clients' messages refused.
 * It is what the registry of rooms (:class:`broker.core.rooms.Rooms`) tells of the rooms joined
   and forgotten (:class:`broker.cluster.room_feeds.RoomListener`, passed on to the feeds) and
   asks each room's audience of: the count at every broker
@@ -21,6 +24,7 @@ from broker.cluster.replies import Replies
 from broker.cluster.room_audiences import RoomAudiences
 from broker.cluster.room_feeds import RoomFeeds
 from broker.cluster.room_writes import RoomWrites
+from broker.core.figures import COUNTER, GAUGE, Figure, Metric
 
 
 class RoomsInRedis:
@@ -60,3 +64,18 @@ class RoomsInRedis:
         await self.writes.close()
         await self.feeds.stop()
 
+    FIGURES = (
+        Figure("rooms_read", lambda rooms: len(rooms.feeds),
+               Metric("named_rooms_read", GAUGE, "Named rooms this broker reads from Redis: those it has viewers of, "
+                      "or had within their history's age")),
+        Figure("reconnects", "feeds.reconnects",
+               Metric("named_rooms_reconnects", COUNTER, "Times the named rooms' pub/sub connection was made again")),
+        Figure("recoveries", "feeds.recoveries",
+               Metric("named_rooms_recoveries", COUNTER, "Times a named room's channel skipped messages, read back "
+                      "from its stream")),
+        Figure("gaps", lambda rooms: dict(rooms.feeds.gaps),
+               Metric("named_rooms_gaps", COUNTER, "Gaps told to the clients of named rooms, by reason", ("reason",))),
+        Figure("relays_refused", "writes.refused",
+               Metric("named_rooms_relays_refused", COUNTER, "Clients' messages in named rooms that Redis did not "
+                      "take")),
+    )

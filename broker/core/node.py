@@ -72,7 +72,7 @@ class ClusterLink(Reporting, Protocol):
     room_brokers: Optional[int]
 
 
-class RoomsLink(Protocol):
+class RoomsLink(Reporting, Protocol):
     """The named rooms of a cluster through Redis (:class:`broker.cluster.rooms_in_redis.RoomsInRedis`):
     started once the backplane is, stopped before it."""
 

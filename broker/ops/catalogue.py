@@ -39,6 +39,7 @@ def parts(node, router):
     the default room's, totalled over every room; a node without rooms shows its room's."""
     rooms = node.hub if node.rooms is None else node.rooms
     every = (("", rooms), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
-             ("backplane", node.backplane), ("liveness", node.liveness), ("drain", node.drain), ("max_connection_age", node.ages),
+             ("backplane", node.backplane), ("named_rooms", node.rooms_in_redis), ("liveness", node.liveness),
+             ("drain", node.drain), ("max_connection_age", node.ages),
              ("audience", node.audience), ("idempotency", node.idempotency), ("tls", node.tls), ("", Release))
     return [(place, part) for place, part in every if part is not None]
