@@ -164,3 +164,19 @@ def test_each_room_announces_its_viewers_at_every_broker_and_no_other_rooms(star
         audience_heard(b, 1)
     assert store.exists(named_rooms.room_key(DEFAULTS.prefix, "a") + ":audience")
     store.close()
+
+
+def test_a_clients_message_in_a_room_reaches_that_rooms_viewers_on_every_broker_only(start_redis, start_cluster):
+    server = start_redis()
+    one, two = start_cluster(server, 2)
+    with WebSocketClient(one.url, query="rooms=a&positions=1") as viewer, \
+            WebSocketClient(one.url, query="rooms=b&positions=1") as other, \
+            WebSocketClient(two.url, query="rooms=a&positions=1") as sender:
+        for client in (viewer, other, sender):
+            assert client.receive()[0]["c"] == "open"
+        sender.send("hello a")
+        assert [m["d"] for m in data_until(viewer, "hello a")] == ["hello a"]
+        assert [m["d"] for m in data_until(sender, "hello a")] == ["hello a"], "its own message, back from Redis"
+        publish(two, "room=b", "b-end")
+        assert [m["d"] for m in data_until(other, "b-end")] == ["b-end"], "nothing of a in b"
+    assert two.stats()["named_rooms"]["relays_refused"] == 0
