@@ -180,3 +180,22 @@ def test_a_clients_message_in_a_room_reaches_that_rooms_viewers_on_every_broker_
         publish(two, "room=b", "b-end")
         assert [m["d"] for m in data_until(other, "b-end")] == ["b-end"], "nothing of a in b"
     assert two.stats()["named_rooms"]["relays_refused"] == 0
+
+
+def test_what_a_room_missed_while_its_broker_lost_redis_is_read_back_once_in_order_and_counted(proxied_pair):
+    publisher, cut_off, proxy = proxied_pair
+    with WebSocketClient(cut_off.url, query="rooms=a&positions=1") as viewer:
+        assert viewer.receive()[0]["c"] == "open"
+        publish(publisher, "room=a", "a1")
+        assert [m["d"] for m in data_until(viewer, "a1")] == ["a1"]
+        proxy.refuse()
+        wait_until(lambda: cut_off.stats()["backplane"]["state"] != "up")
+        for text in ("a2", "a3", "a4"):
+            publish(publisher, "room=a", text)
+        proxy.forward()
+        received = []
+        while not any(m.get("d") == "a4" for m in received):
+            received.extend(viewer.receive())
+        assert [m.get("d", m.get("c")) for m in received] == ["a2", "a3", "a4"], "each once, in order, no gap"
+    figures = cut_off.stats()["named_rooms"]
+    assert figures["reconnects"] >= 1 and figures["gaps"] == {"expired": 0, "epoch": 0}
