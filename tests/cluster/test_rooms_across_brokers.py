@@ -10,6 +10,10 @@ from sockjs_clients import WebSocketClient, XhrPollingClient, wait_until
 
 from cluster_clients import AUTH
 
+# How long a client waits to read, or a condition to hold: a loaded machine (two PyPy brokers
+# warming up beside the others' tests) takes longer than sockjs_clients' default.
+PATIENCE = 20.0
+
 
 def publish(broker, query, text, headers=None):
     status, answer = broker.request("POST", "/publish?" + query, text.encode(), dict(AUTH, **(headers or {})))
@@ -36,9 +40,9 @@ def test_a_room_reaches_its_viewers_on_every_broker_and_a_broker_without_one_rea
     server = start_redis()
     store = redis.Redis.from_url(server.url)
     one, two = start_cluster(server, 2)
-    with WebSocketClient(one.url, query="rooms=a&positions=1") as a, \
-            WebSocketClient(two.url, query="rooms=b&positions=1") as b, \
-            XhrPollingClient(two.url, query="rooms=b,c&positions=1") as b_and_c:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=a&positions=1") as a, \
+            WebSocketClient(two.url, timeout=PATIENCE, query="rooms=b&positions=1") as b, \
+            XhrPollingClient(two.url, timeout=PATIENCE, query="rooms=b,c&positions=1") as b_and_c:
         assert a.receive()[0]["c"] == "open" and b.receive()[0]["c"] == "open", "each room loaded"
         assert sorted(message["r"] for message in b_and_c.collect(2)) == ["b", "c"]
         assert [subscribers(store, room) for room in "abc"] == [1, 1, 1], "one broker each: the viewers'"
@@ -61,19 +65,19 @@ def test_a_room_forgotten_on_a_broker_is_unsubscribed_from_and_read_again_when_j
     server = start_redis()
     store = redis.Redis.from_url(server.url)
     one, two = start_cluster(server, 2, "--history-seconds", "1")
-    with WebSocketClient(one.url, query="rooms=a&positions=1") as staying:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=a&positions=1") as staying:
         assert staying.receive()[0]["c"] == "open"
-        with WebSocketClient(two.url, query="rooms=a&positions=1") as leaving:
+        with WebSocketClient(two.url, timeout=PATIENCE, query="rooms=a&positions=1") as leaving:
             assert leaving.receive()[0]["c"] == "open"
             assert subscribers(store, "a") == 2
         # Empty, then idle a second (--history-seconds): forgotten, and its channel left.
-        wait_until(lambda: two.stats()["rooms_forgotten"] == 1)
-        wait_until(lambda: subscribers(store, "a") == 1)
+        wait_until(lambda: two.stats()["rooms_forgotten"] == 1, PATIENCE)
+        wait_until(lambda: subscribers(store, "a") == 1, PATIENCE)
         assert two.stats()["rooms"] == 0 and one.stats()["rooms"] == 1
         assert two.stats()["named_rooms"]["rooms_read"] == 0
         position = publish(two, "room=a", "after")["position"]
         assert staying.receive() == [{"o": position["offset"], "d": "after"}]
-        with WebSocketClient(two.url, query="rooms=a&positions=1&epoch=%s&since=%s"
+        with WebSocketClient(two.url, timeout=PATIENCE, query="rooms=a&positions=1&epoch=%s&since=%s"
                              % (position["epoch"], position["offset"])) as back:
             assert back.receive() == [{"c": "resumed", "epoch": position["epoch"], "o": position["offset"]}]
             assert subscribers(store, "a") == 2
@@ -87,7 +91,7 @@ def test_each_room_has_its_positions_across_brokers_and_a_session_resumes_each_a
     a1 = publish(one, "room=a", "a1")["position"]
     b1 = publish(two, "room=b", "b1")["position"]
     assert a1["epoch"] != b1["epoch"]
-    with XhrPollingClient(one.url, query="rooms=a,b&positions=1") as both:
+    with XhrPollingClient(one.url, timeout=PATIENCE, query="rooms=a,b&positions=1") as both:
         opened = sorted(both.collect(4), key=lambda m: (m["r"], "c" not in m))
     assert opened == [{"r": "a", "c": "open", "epoch": a1["epoch"], "o": a1["offset"]},
                       {"r": "a", "o": a1["offset"], "d": "a1"},
@@ -99,15 +103,17 @@ def test_each_room_has_its_positions_across_brokers_and_a_session_resumes_each_a
     assert a2["epoch"] == a3["epoch"] == a1["epoch"] and b2["epoch"] == b1["epoch"]
     query = "rooms=a,b&positions=1&epoch.a=%s&since.a=%s&epoch.b=%s&since.b=%s" % (
         a1["epoch"], a1["offset"], b2["epoch"], b2["offset"])
-    with WebSocketClient(two.url, query=query) as again:
+    with WebSocketClient(two.url, timeout=PATIENCE, query=query) as again:
         assert again.collect(4) == [{"r": "a", "c": "resumed", "epoch": a1["epoch"], "o": a3["offset"]},
                                     {"r": "a", "o": a2["offset"], "d": "a2"},
                                     {"r": "a", "o": a3["offset"], "d": "a3"},
                                     {"r": "b", "c": "resumed", "epoch": b1["epoch"], "o": b2["offset"]}]
-    with WebSocketClient(one.url, query="rooms=a&positions=1&epoch=%s&since=%s" % (a2["epoch"], a2["offset"])) as a:
+    query = "rooms=a&positions=1&epoch=%s&since=%s" % (a2["epoch"], a2["offset"])
+    with WebSocketClient(one.url, timeout=PATIENCE, query=query) as a:
         assert a.collect(2) == [{"c": "resumed", "epoch": a1["epoch"], "o": a3["offset"]},
                                 {"o": a3["offset"], "d": "a3"}]
-    with WebSocketClient(two.url, query="positions=1&epoch=%s&since=%s" % (a3["epoch"], a3["offset"])) as default:
+    query = "positions=1&epoch=%s&since=%s" % (a3["epoch"], a3["offset"])
+    with WebSocketClient(two.url, timeout=PATIENCE, query=query) as default:
         assert default.receive()[0]["reason"] == "epoch", "the default room is another history"
 
 
@@ -119,12 +125,12 @@ def test_each_room_counts_its_own_counters_across_brokers_and_an_idempotency_key
     assert publish(two, "room=a&key=raised&op=add", "2")["value"] == "7"
     assert publish(two, "room=b&key=raised&op=add", "9")["value"] == "9"
     assert publish(one, "key=raised&op=add", "1")["value"] == "1"
-    with WebSocketClient(two.url, query="rooms=a") as a:
+    with WebSocketClient(two.url, timeout=PATIENCE, query="rooms=a") as a:
         assert a.receive() == [{"counter": "raised", "value": "7"}]
-    with WebSocketClient(one.url, query="rooms=b,a") as both:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=b,a") as both:
         assert both.collect(2) == [{"r": "b", "d": {"counter": "raised", "value": "9"}},
                                    {"r": "a", "d": {"counter": "raised", "value": "7"}}]
-    with WebSocketClient(two.url) as default:
+    with WebSocketClient(two.url, timeout=PATIENCE) as default:
         assert default.receive() == [{"counter": "raised", "value": "1"}]
     once = {"Idempotency-Key": "donation-1"}
     publish(two, "room=c", "c0")  # c's epoch is two's; one's own room c has another until it loads c
@@ -137,7 +143,7 @@ def test_each_room_counts_its_own_counters_across_brokers_and_an_idempotency_key
     counted = publish(one, "room=a&key=raised&op=add", "1", {"Idempotency-Key": "c1"})
     assert publish(two, "room=a&key=raised&op=add", "1", {"Idempotency-Key": "c1"}) == counted
     assert counted["value"] == "8"
-    with WebSocketClient(one.url, query="rooms=c&positions=1") as c:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=c&positions=1") as c:
         opened = c.receive()
         assert opened[0] == {"c": "open", "epoch": first_c["position"]["epoch"], "o": first_c["position"]["offset"]}
     assert sum(broker.stats()["idempotency"]["replayed"] for broker in (one, two)) == 3
@@ -153,12 +159,13 @@ def test_each_room_announces_its_viewers_at_every_broker_and_no_other_rooms(star
     server = start_redis()
     store = redis.Redis.from_url(server.url)
     one, two = start_cluster(server, 2, "--announce-audience", "1")
-    with WebSocketClient(one.url, query="rooms=a") as a_here, WebSocketClient(two.url, query="rooms=a") as a_there, \
-            WebSocketClient(two.url, query="rooms=b") as b:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=a") as a_here, \
+            WebSocketClient(two.url, timeout=PATIENCE, query="rooms=a") as a_there, \
+            WebSocketClient(two.url, timeout=PATIENCE, query="rooms=b") as b:
         audience_heard(a_here, 2)
         audience_heard(a_there, 2)
         audience_heard(b, 1)
-        with WebSocketClient(one.url, query="rooms=b") as b_here:
+        with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=b") as b_here:
             audience_heard(b_here, 2)
             audience_heard(b, 2)
         audience_heard(b, 1)
@@ -169,9 +176,9 @@ def test_each_room_announces_its_viewers_at_every_broker_and_no_other_rooms(star
 def test_a_clients_message_in_a_room_reaches_that_rooms_viewers_on_every_broker_only(start_redis, start_cluster):
     server = start_redis()
     one, two = start_cluster(server, 2)
-    with WebSocketClient(one.url, query="rooms=a&positions=1") as viewer, \
-            WebSocketClient(one.url, query="rooms=b&positions=1") as other, \
-            WebSocketClient(two.url, query="rooms=a&positions=1") as sender:
+    with WebSocketClient(one.url, timeout=PATIENCE, query="rooms=a&positions=1") as viewer, \
+            WebSocketClient(one.url, timeout=PATIENCE, query="rooms=b&positions=1") as other, \
+            WebSocketClient(two.url, timeout=PATIENCE, query="rooms=a&positions=1") as sender:
         for client in (viewer, other, sender):
             assert client.receive()[0]["c"] == "open"
         sender.send("hello a")
@@ -184,12 +191,12 @@ def test_a_clients_message_in_a_room_reaches_that_rooms_viewers_on_every_broker_
 
 def test_what_a_room_missed_while_its_broker_lost_redis_is_read_back_once_in_order_and_counted(proxied_pair):
     publisher, cut_off, proxy = proxied_pair
-    with WebSocketClient(cut_off.url, query="rooms=a&positions=1") as viewer:
+    with WebSocketClient(cut_off.url, timeout=PATIENCE, query="rooms=a&positions=1") as viewer:
         assert viewer.receive()[0]["c"] == "open"
         publish(publisher, "room=a", "a1")
         assert [m["d"] for m in data_until(viewer, "a1")] == ["a1"]
         proxy.refuse()
-        wait_until(lambda: cut_off.stats()["backplane"]["state"] != "up")
+        wait_until(lambda: cut_off.stats()["backplane"]["state"] != "up", PATIENCE)
         for text in ("a2", "a3", "a4"):
             publish(publisher, "room=a", text)
         proxy.forward()
