@@ -6,7 +6,7 @@ of a room it is not in, and the page in both resumes each room after its own pos
 the broker is killed (SIGKILL) and started again on its port: both rooms' histories are gone,
 and every page reports exactly one gap, ``epoch``, in each room it is in, followed by every
 message of the room's new history. A page asking for a room of a bad name stops at the
-broker's 3013, once, and never comes back; a page in both rooms sends nothing."""
+broker's 3013 and never comes back; a page in both rooms sends nothing."""
 
 import json
 import os
@@ -118,9 +118,10 @@ def test_pages_in_rooms_get_each_rooms_messages_once_in_order_through_cuts_and_a
                     assert found["log"][room] == (messages(room, range(cut), "end-1") +
                                                   messages(room, range(cut, end), "end-2")), (transport, page, room)
                 assert found["strays"] == [], (transport, page)
-            refused = pages["refused"]
-            assert [state for state in refused["states"] if state != "open"] == ["connecting", REFUSED], (
-                transport, refused["states"])
+            # Stopped at the refusal, and never connecting again (its first attempt may have
+            # been taken as silent while 32 pages open together).
+            states = pages["refused"]["states"]
+            assert states[-1] == REFUSED and sum("3013" in state for state in states) == 1, (transport, states)
         browser.wait(20)
     finally:
         if browser.poll() is None:
