@@ -50,6 +50,9 @@ class ServerProbe:
     def cpu_seconds(self):
         return sum(self._read(procstat.cpu_seconds).values())
 
+    def cpu_seconds_each(self):
+        return self._read(procstat.cpu_seconds)
+
     def rss_kb(self):
         return sum(self._read(procstat.rss_kb).values())
 

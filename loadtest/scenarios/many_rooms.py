@@ -169,13 +169,14 @@ class ManyRoomsRun(placement.BrokerRun):
                 self.label, settings.viewers, load.rooms, settings.rooms_per_viewer, settings.skew,
                 settings.transport))
             loop = asyncio.get_event_loop()
-            started, cpu_before = loop.time(), load.probe.cpu_seconds()
+            started, before = loop.time(), load.probe.cpu_seconds_each()
             load.elapsed = await self._publish(load.publishers, published)
             deadline = loop.time() + rules.LOSS_AFTER_S
             while loop.time() < deadline and sum(await asyncio.gather(*(group.missing(published)
                                                                         for group in groups))):
                 await asyncio.sleep(DRAIN_CHECK_S)
-            load.cpu = (load.probe.cpu_seconds() - cpu_before, loop.time() - started)
+            load.cpu = ({name: used - before[name] for name, used in load.probe.cpu_seconds_each().items()},
+                        loop.time() - started)
             return await self._record(load, groups, published, End.COMPLETED.text())
         finally:
             for group in groups:
@@ -210,8 +211,9 @@ class ManyRoomsRun(placement.BrokerRun):
         both.add(tail)
         rss, elapsed = load.rss, load.elapsed
         rss["end"] = load.probe.rss_kb()
-        cpu = rules.ServerFigures() if load.cpu is None else rules.ServerFigures.of(*load.cpu, report.received,
-                                                                                    rss["end"])
+        cpu_s, seconds = load.cpu or ({}, None)
+        cpu = rules.ServerFigures.of(sum(cpu_s.values()), seconds, report.received, rss["end"]) if seconds else \
+            rules.ServerFigures()
         record = records.ManyRooms(
             server=self.label, brokers=len(self.cluster.servers), transport=settings.transport, rooms=load.rooms,
             viewers=settings.viewers, rooms_per_viewer=settings.rooms_per_viewer, skew=str(settings.skew),
@@ -221,7 +223,8 @@ class ManyRoomsRun(placement.BrokerRun):
             foreign=report.foreign, short=report.short, extra=report.extra, dropped=sum(report.dropped.values()),
             drop_reasons=report.dropped, connections=report.connected, rtt_ms=rules.rtt_summary(both),
             hot_rtt_ms=rules.rtt_summary(hot), tail_rtt_ms=rules.rtt_summary(tail),
-            cpu_us_per_delivery=cpu.cpu_us_per_msg, server_cpu=cpu.cpu, idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
+            cpu_us_per_delivery=cpu.cpu_us_per_msg, server_cpu=cpu.cpu,
+            cpu_s={name: round(used, 3) for name, used in cpu_s.items()}, idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
             rss_idle_kb=rss["idle"],
             rss_per_idle_room_kb=round((rss["idle"] - rss["start"]) / settings.idle_rooms, 3)
             if settings.idle_rooms else None,
@@ -252,8 +255,8 @@ class ManyRoomsRun(placement.BrokerRun):
 @dataclasses.dataclass
 class RoomsLoad:
     """One run's state: its number of ``rooms``, each viewer's rooms (``spread``), the brokers' ``probe``,
-    the ``publishers``, the RSS at each stage (``rss``), then the seconds of publishing and ``cpu``: the
-    brokers' CPU seconds and the seconds from the first publish to the last delivery."""
+    the ``publishers``, the RSS at each stage (``rss``), then the seconds of publishing and ``cpu``: each
+    server process's CPU seconds and the seconds, from the first publish to the last delivery."""
 
     rooms: int
     spread: tuple
@@ -261,7 +264,7 @@ class RoomsLoad:
     publishers: list
     rss: dict
     elapsed: float = 0.0
-    cpu: Optional[Tuple[float, float]] = None
+    cpu: Optional[Tuple[dict, float]] = None
 
 
 def publish_into(publisher, chosen, sent):
