@@ -4,9 +4,10 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
 
 - Each number of ``--rooms`` is one run on a broker started afresh (``--max-rooms`` sized for it and
   the idle rooms), pinned to the server CPU, the load client to the other.
-- First ``--idle-rooms`` empty rooms are made, one publish into each (``idle-<i>``), and the RSS
-  read once it settles; then the viewers connect (:mod:`loadtest.client.room_viewers`), spread by
-  ``--skew`` (:mod:`loadtest.method.skew`), ``--rooms-per-viewer`` rooms each over one session.
+- The RSS is read once it settles (:meth:`~loadtest.client.server_probe.ServerProbe.settled_rss_kb`):
+  fresh; with ``--idle-rooms`` empty rooms made, one publish into each (``idle-<i>``); with the
+  viewers connected (:mod:`loadtest.client.room_viewers`), spread by ``--skew``
+  (:mod:`loadtest.method.skew`), ``--rooms-per-viewer`` rooms each over one session.
 - A backend publishes ``rooms x --room-rate`` messages a second through ``POST /publish?room=``,
   each to a room drawn at random (every room alike, seeded: the same rooms every run), up to
   ``PUBLISH_CONNECTIONS`` at once, for ``--duration`` seconds at most, never more than the
@@ -125,7 +126,7 @@ class ManyRoomsRun(placement.BrokerRun):
         settings = self.settings
         rooms = next(n for n in settings.rooms if settings.broker_flags(n) == self.flags)
         probe = ServerProbe(self.cluster.pids())
-        rss = {"start": probe.rss_kb()}
+        rss = {"start": await probe.settled_rss_kb()}
         publishers = [Publisher(service.host, service.port, self.token, PUBLISH_CONNECTIONS,
                                 ssl_context=tls_context.context_for(service))
                       for service in map(endpoints.target, self.cluster.urls)]
@@ -161,7 +162,7 @@ class ManyRoomsRun(placement.BrokerRun):
         published = [0] * load.rooms
         try:
             failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
-            load.rss["joined"] = load.probe.rss_kb()
+            load.rss["joined"] = await load.probe.settled_rss_kb()
             if failures:
                 return await self._record(load, groups, published, End.CONNECTIONS_FAILED.text(
                     console.listed(failures)))
