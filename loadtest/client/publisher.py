@@ -33,11 +33,16 @@ class Publisher:
     def publish(self, messages, query=b"", headers=b""):
         """Publish ``messages`` (bytes, at most one per connection) to ``/publish`` + ``query``
         (``b"?key=total&op=add"``) with ``headers`` lines, all sent before any answer is read."""
-        sockets = self.sockets[:len(messages)]
-        head = b"POST /publish%s HTTP/1.1\r\n%s%s" % (query, self._headers, headers)
+        return self.publish_each([(query, message) for message in messages], headers)
+
+    def publish_each(self, requests, headers=b""):
+        """Publish each ``(query, message)`` of ``requests`` (at most one per connection) to ``/publish`` +
+        its query (``b"?room=a"``) with ``headers`` lines, all sent before any answer is read."""
+        sockets = self.sockets[:len(requests)]
         try:
-            for sock, message in zip(sockets, messages):
-                sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(message), message))
+            for sock, (query, message) in zip(sockets, requests):
+                sock.sendall(b"POST /publish%s HTTP/1.1\r\n%s%sContent-Length: %d\r\n\r\n%s" % (
+                    query, self._headers, headers, len(message), message))
             answers = [read_response(sock) for sock in sockets]
         except socket.timeout:
             raise PublishFailed("POST /publish: no answer within %g s" % self.timeout) from None
