@@ -36,18 +36,18 @@ class RedisEngine:
         """Publish ``request`` in ``room`` (see :mod:`broker.core.engines`)."""
         once = request.once
         first = first_answer(room, request)
-        record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
+        once_record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
         counter = request.counter
         if counter is not None:
-            self.backplane.queue(Count(counter.name, counter.operation, counter.amount, record, room.counters.most))
+            self.backplane.queue(Count(counter.name, counter.operation, counter.amount, once_record, room.counters.most))
             return await self._counted(room, first)
         encoded, _ = room.encode(request.message)
         if once is None:
-            self.backplane.append(encoded, request.key)
+            self.backplane.append(encoded, request.conflating)
             room.appended()
             offset = await self.backplane.written()
             return PublishResult(first.recipients, room.epoch, offset)
-        self.backplane.queue(Append(encoded, request.key, record))
+        self.backplane.queue(Append(encoded, request.conflating, once_record))
         appended, text = await self.backplane.written()
         if not appended:
             return self._again(text, once.fingerprint)
