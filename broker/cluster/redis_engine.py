@@ -12,9 +12,10 @@ backplane's, :mod:`broker.cluster.backplane` and :mod:`broker.cluster.appends`):
   A record is what :meth:`broker.core.idempotency.Answer.record` writes,
   followed by the id, and for a counter the total; a counter's script
   answers ``"id total"``. Both are read here, nowhere else.
-* A message counts among the room's messages in (:meth:`broker.core.hub.Hub.appended`)
-  as it is queued; one with an idempotency key, or a counter's, once Redis
-  appended it (a retry appends nothing).
+* A message without an idempotency key goes the way a client's does, through the
+  room's relay (:meth:`broker.core.hub.Hub.publish`, which counts it in); one with
+  a key, or a counter's change, counts among the room's messages in
+  (:meth:`broker.core.hub.Hub.appended`) once Redis appended it (a retry appends nothing).
 """
 
 from broker.cluster.appends import Append, Count, OnceRecord
@@ -41,12 +42,10 @@ class RedisEngine:
         if counter is not None:
             self.backplane.queue(Count(counter.name, counter.operation, counter.amount, once_record, room.counters.most))
             return await self._counted(room, first)
+        if once is None:  # the room relays it through the backplane, as a client's message
+            room.publish(request.message, request.conflating)
+            return PublishResult(first.recipients, room.epoch, await self.backplane.written())
         encoded, _ = room.encode(request.message)
-        if once is None:
-            self.backplane.append(encoded, request.conflating)
-            room.appended()
-            offset = await self.backplane.written()
-            return PublishResult(first.recipients, room.epoch, offset)
         self.backplane.queue(Append(encoded, request.conflating, once_record))
         appended, text = await self.backplane.written()
         if not appended:
