@@ -13,12 +13,13 @@ backplane's, :mod:`broker.cluster.backplane` and :mod:`broker.cluster.appends`):
   followed by the id, and for a counter the total; a counter's script
   answers ``"id total"``. Both are read here, nowhere else.
 * The default room (a hub whose ``name`` is ``""``) writes through the backplane's queue,
-  as it always has. A named room's hub (``name``, from the registry, :mod:`broker.core.rooms`)
-  writes each publish as its room's script (:mod:`broker.cluster.room_writes`), which
-  answers the room's epoch from Redis with the position.
-* A message counts among the room's messages in (:meth:`broker.core.hub.Hub.appended`)
-  as it is queued; one with an idempotency key, or a counter's, once Redis
-  appended it (a retry appends nothing).
+  as it always has: a message without an idempotency key goes the way a client's does,
+  through the room's relay (:meth:`broker.core.hub.Hub.publish`, which counts it in).
+* A named room's hub (``name``, from the registry, :mod:`broker.core.rooms`) writes each
+  publish as its room's script (:mod:`broker.cluster.room_writes`), which answers the
+  room's epoch from Redis with the position.
+* A message with a key, or a counter's change, counts among the room's messages in
+  (:meth:`broker.core.hub.Hub.appended`) once Redis appended it (a retry appends nothing).
 """
 
 from broker.cluster.appends import Append, Count, OnceRecord
@@ -43,20 +44,18 @@ class RedisEngine:
         """Publish ``request`` in ``room`` (see :mod:`broker.core.engines`)."""
         once = request.once
         first = first_answer(room, request)
-        record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
+        once_record = None if once is None else OnceRecord(once.key, first.record(), self.window.seconds)
         counter = request.counter
         if self.rooms is not None and room.name:
-            return await self._publish_named(room, request, first, record)
+            return await self._publish_named(room, request, first, once_record)
         if counter is not None:
-            self.backplane.queue(Count(counter.name, counter.operation, counter.amount, record, room.counters.most))
+            self.backplane.queue(Count(counter.name, counter.operation, counter.amount, once_record, room.counters.most))
             return self._counted(room, first, await self.backplane.written())
+        if once is None:  # the room relays it through the backplane, as a client's message
+            room.publish(request.message, request.conflating)
+            return PublishResult(first.recipients, room.epoch, await self.backplane.written())
         encoded, _ = room.encode(request.message)
-        if once is None:
-            self.backplane.append(encoded, request.key)
-            room.appended()
-            offset = await self.backplane.written()
-            return PublishResult(first.recipients, room.epoch, offset)
-        self.backplane.queue(Append(encoded, request.key, record))
+        self.backplane.queue(Append(encoded, request.conflating, once_record))
         appended, text = await self.backplane.written()
         if not appended:
             return self._again(text, once.fingerprint)
@@ -71,7 +70,7 @@ class RedisEngine:
             entry = Count(counter.name, counter.operation, counter.amount, record, room.counters.most)
         else:
             encoded, _ = room.encode(request.message)
-            entry = Append(encoded, request.key, record)
+            entry = Append(encoded, request.conflating, record)
         written, epoch = await self.rooms.queue(room.name, entry, room.epoch)
         first = first._replace(epoch=epoch)
         if counter is not None:

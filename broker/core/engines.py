@@ -50,11 +50,11 @@ class CounterChange(NamedTuple):
 
 
 class PublishRequest(NamedTuple):
-    """What to publish: a ``message`` (a JSON value) of the conflating key ``key`` (or None),
+    """What to publish: a ``message`` (a JSON value) of the conflating key ``conflating`` (or None),
     or, instead, a ``counter`` change; ``once``: its idempotency key, if any."""
 
     message: object = None
-    key: Optional[str] = None
+    conflating: Optional[str] = None
     counter: Optional[CounterChange] = None
     once: Optional[Once] = None
 

@@ -41,7 +41,7 @@ class MemoryEngine:
                 return PublishResult.of(self.window.again(kept, once.fingerprint), replayed=True)
         counter = request.counter
         if counter is None:
-            room.publish(request.message, request.key)
+            room.publish(request.message, request.conflating)
             value = None
         else:
             value = room.count(counter.name, counter.operation, counter.amount)[1]

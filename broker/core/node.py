@@ -101,7 +101,7 @@ class Node:
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
-    the count of who watches (``audience``); what publishes in the room (``broker``: a
+    the count of who watches (``audience``); what publishes in the room (``engine``: a
     :class:`broker.core.engines.Engine`, in memory or through the backplane's Redis) and the
     idempotency keys of ``POST /publish`` (``idempotency``); whether a message would get through
     now (``liveness``, :mod:`broker.core.liveness`);

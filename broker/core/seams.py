@@ -1,4 +1,4 @@
-"""The room's two seams: what it delivers to, and what it relays through.
+"""The room's seams: what it delivers to (a subscriber, through its writer), and what it relays through.
 
 The room (:class:`broker.core.hub.Hub`) knows no socket and no Redis: it
 writes each batch to a :class:`Subscriber` through a :class:`Writer`, and,

@@ -74,14 +74,14 @@ class WebSocket(OwnedSocket):
     prebuilt_form = None
     active = True
 
-    def __init__(self, server, sock, release, info):
-        super().__init__(server, sock, release)
-        self._protocol = rfc6455.ServerProtocol(server.rules.max_message_size)
+    def __init__(self, router, sock, release, info):
+        super().__init__(router, sock, release)
+        self._protocol = rfc6455.ServerProtocol(router.rules.max_message_size)
         self._info = info
         self._closing = None
-        if server.node.pings is not None:
-            server.node.pings.add(self)
-        server.stats.on_conn_opened()
+        if router.node.pings is not None:
+            router.node.pings.add(self)
+        router.stats.on_conn_opened()
 
     # What the SockJS session calls.
 

@@ -24,7 +24,7 @@ def test_a_request_is_a_message_or_a_counter_s_change_either_maybe_once():
     message = PublishRequest({"n": 1}, "total")
     assert (message.counter, message.once) == (None, None)
     change = PublishRequest(counter=CounterChange("raised", "add", counters.amount("2.5")), once=Once("k", "f"))
-    assert change.message is None and change.key is None and change.counter.amount.scale == 1
+    assert change.message is None and change.conflating is None and change.counter.amount.scale == 1
 
 
 def test_the_first_answer_binds_the_request_s_fingerprint_to_the_room_s_count_and_epoch():
