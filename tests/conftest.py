@@ -27,7 +27,8 @@ raise_open_files_limit()
 # steps, compare, memory plateaus, heartbeats a second, a drain's spread), or install
 # sockjs-node's modules. They are marked ``alone``; tox runs the rest side by side
 # (``pytest -m "not alone" -n 4``: they mostly wait on brokers' timeouts), then these
-# one at a time (``-m alone``).
+# one at a time (``-m alone``). A test of such a bound among others of its module is marked
+# ``alone`` where it is defined.
 ALONE = tuple("tests/" + path for path in (
     "hostile/test_accept_rate.py", "hostile/test_connection_limits.py", "hostile/test_descriptor_exhaustion.py",
     "hostile/test_flood.py", "hostile/test_oversized_headers.py", "hostile/test_slow_consumers.py",
