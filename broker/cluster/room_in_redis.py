@@ -19,8 +19,8 @@ Rules this module keeps:
 * What must happen in one step happens in one script, which Redis runs
   atomically: an idempotent publish (:data:`PUBLISH_ONCE`), a counter's
   change with the entry that carries it (:data:`COUNT`), an audience report
-  that reads the epoch back (:data:`AUDIENCE_REPORT`), a new epoch
-  (:data:`NEW_EPOCH`).
+  that reads the epoch back (:data:`AUDIENCE_REPORT`; many rooms' at once,
+  :data:`AUDIENCES_REPORT`), a new epoch (:data:`NEW_EPOCH`).
 * A script that finds an idempotency key seen writes it again as it was: a
   write, so that the WAIT after it (``--redis-min-replicas``) waits for the
   replicas to hold the record, whichever connection wrote it first. The backplane (:mod:`broker.cluster.backplane`)
@@ -183,27 +183,45 @@ def count(append=APPEND_TO_STREAM):
 PUBLISH_ONCE = publish_once()
 COUNT = count()
 COUNTED_DIGITS = counters.MAX_INTEGER_DIGITS + counters.MAX_SCALE
-# KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
-# staleness in ms. Each field holds "count:milliseconds" by Redis's clock; the total, and the
-# brokers counted, are of the fresh ones. Returns {total, brokers, epoch}.
-AUDIENCE_REPORT = """
+# One audience hash's report: a field a broker, each holding "count:milliseconds" by Redis's
+# clock. report() writes this broker's count and answers the total, and the brokers counted,
+# of the fresh fields (those no older than stale_ms), forgetting the others.
+_AUDIENCE_FUNCTION = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now_ms)
-local total = 0
-local brokers = 0
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local count, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
-  if count and now_ms - tonumber(at) <= tonumber(ARGV[3]) then
-    total = total + tonumber(count)
-    brokers = brokers + 1
-  else
-    redis.call('HDEL', KEYS[1], fields[i])
+local function report(key, broker, count, stale_ms)
+  redis.call('HSET', key, broker, count .. ':' .. now_ms)
+  local total = 0
+  local brokers = 0
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do
+    local counted, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
+    if counted and now_ms - tonumber(at) <= stale_ms then
+      total = total + tonumber(counted)
+      brokers = brokers + 1
+    else
+      redis.call('HDEL', key, fields[i])
+    end
   end
+  redis.call('PEXPIRE', key, 10 * stale_ms)
+  return {total, brokers}
 end
-redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
-return {total, brokers, redis.call('GET', KEYS[2])}
+"""
+# KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
+# staleness in ms. Returns {total, brokers, epoch}.
+AUDIENCE_REPORT = _AUDIENCE_FUNCTION + """
+local reported = report(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+return {reported[1], reported[2], redis.call('GET', KEYS[2])}
+"""
+# Many rooms' reports in one call. KEYS: their audience hashes; ARGV: this broker's id, the
+# staleness in ms, then its count of each room, in the order of KEYS. Returns their totals.
+AUDIENCES_REPORT = _AUDIENCE_FUNCTION + """
+local stale_ms = tonumber(ARGV[2])
+local totals = {}
+for i, key in ipairs(KEYS) do
+  totals[i] = report(key, ARGV[1], ARGV[2 + i], stale_ms)[1]
+end
+return totals
 """
 # KEYS[1]: the room's epoch; ARGV: the epoch a broker delivered in, a new one. A broker whose
 # history the stream lost starts the new epoch, unless another broker started one already.
