@@ -153,7 +153,10 @@ class Rooms:
 
     def announce(self, every):
         """Send each named room the announcement still waiting for a batch, then make its
-        next, if due, its audience announced at most once ``every`` seconds; call once a second."""
+        next, if due, its audience announced at most once ``every`` seconds (0: never, and
+        nothing to do); call once a second."""
+        if not every:
+            return
         now = self._clock()
         for name, hub in list(self._named.items()):
             hub.send_announcement()
