@@ -222,7 +222,7 @@ FLAGS = (
          "%g" % DEFAULTS.history_seconds, LONG_OR_NEVER, "SECONDS"),
     Flag("--max-rooms", "named rooms the broker holds at once (?rooms=NAME, POST /publish?room=NAME), each "
          "made on first use and forgotten when empty and idle past --history-seconds (60 s when 0); a new one "
-         "past it is refused: a session closed with 3014, a publish answered 429; 0: no named room",
+         "past it is refused: a session closed with 3014, a publish answered 429; 0: no named room (3013, 400)",
          str(DEFAULTS.max_rooms), count(0, 1000000), "N"),
     Flag("--max-session-rooms", "rooms one session may join (?rooms=A,B,...); more are refused with 3013",
          str(DEFAULTS.max_session_rooms), count(1, 1000), "N"),

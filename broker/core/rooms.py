@@ -108,7 +108,7 @@ class Rooms:
 
     def room(self, name):
         """The room ``name``, made if the broker holds none; :class:`RoomsFull` past the bound,
-        counted."""
+        counted (:class:`RoomRefused` when the bound is 0: no named room, ever)."""
         if not name:
             return self.default
         hub = self._named.get(name)
@@ -116,6 +116,8 @@ class Rooms:
             return hub
         if len(self._named) >= self.most:
             self.refused += 1
+            if not self.most:
+                raise RoomRefused("this broker serves the default room only (--max-rooms 0)")
             raise RoomsFull("the broker holds %d rooms (--max-rooms)" % self.most)
         hub = self._make(name)
         hub.name = name

@@ -37,7 +37,7 @@ from tornado.web import RequestHandler
 
 from broker.core import broker_shapes, conflation, counters, figures, idempotency
 from broker.core.engines import CounterChange, Once, PublishRequest
-from broker.core.rooms import RoomsFull
+from broker.core.rooms import RoomRefused, RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
 from broker.protocol import frames, room_names
@@ -107,6 +107,8 @@ class PublishHandler(_JSONHandler):
             hub = self.rooms.room(room) if room else self.hub
         except RoomsFull as error:
             return self.reply(429, {"error": "room %s not made: %s" % (room, error)})
+        except RoomRefused as error:
+            return self.reply(400, {"error": "room %s not made: %s" % (room, error)})
         try:
             result = await self.engine.publish(hub, request)
         except RelayUnavailable as error:

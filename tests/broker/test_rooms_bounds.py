@@ -1,5 +1,6 @@
-"""Rooms' names and bounds: a bad name, too many rooms for a session or for the broker, each
-refused clearly (a close code, 400, 429); a room forgotten once empty and idle is a new history."""
+"""Rooms' names and bounds: a bad name, too many rooms for a session or for the broker, or a
+broker of none, each refused clearly (a close code, 400, 429); a room forgotten once empty and
+idle is a new history."""
 
 import pytest
 
@@ -39,6 +40,21 @@ def test_past_max_rooms_a_new_room_is_refused_an_old_one_still_served(start_brok
         assert a.receive() == ["in a"]
     stats = broker.stats()
     assert (stats["rooms"], stats["rooms_created"], stats["rooms_refused"]) == (1, 1, 3)
+
+
+def test_a_broker_of_no_named_room_refuses_them_for_good_and_serves_the_default_room(start_broker):
+    """--max-rooms 0: a session naming rooms is refused as a bad URL is (3013: do not come back),
+    not as a full broker (3014: come back later), and a publish naming one answers 400."""
+    broker = start_broker("--max-rooms", "0", "--publish-token", "t")
+    with WebSocketClient(broker.url) as viewer:
+        assert closed_with(WebSocketClient(broker.url, query="rooms=a")) == ROOM_REFUSED
+        status, answer = broker.request("POST", "/publish?room=a", b"x", AUTH)
+        assert (status, answer) == (400, {"error": "room a not made: this broker serves the default room only "
+                                                   "(--max-rooms 0)"})
+        assert broker.request("POST", "/publish", b"in the default room", AUTH)[0] == 200
+        assert viewer.receive() == ["in the default room"]
+    stats = broker.stats()
+    assert (stats["rooms"], stats["rooms_created"], stats["rooms_refused"]) == (0, 0, 2)
 
 
 @pytest.mark.parametrize("room", ["a%20b", "", "x" * 65])
