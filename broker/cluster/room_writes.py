@@ -12,6 +12,13 @@ room's writes are :mod:`broker.cluster.appends`', untouched):
   room's publishes from this broker reach its stream in the order they were made.
 * A client's message (:meth:`RoomWrites.relay`) is written as a ``POST /publish``'s; nobody
   waits for its answer: one refused is counted (``refused``).
+* A Redis refusing the scripts for memory is given memory back by the broker's
+  :class:`broker.cluster.appends.MemoryGiver` (the default room's), as the default room's
+  writes are: the rooms written give theirs first, then the rooms the broker gave an
+  idempotency record; the scripts refused are written again, in order. So the rooms of a
+  broker are counted together (``memory_forgotten_keys``, ``memory_trims`` in ``/stats``),
+  and a room's stream is cut only by its own writes: a client resuming before the cut, at a
+  broker that loads the room's tail then, is told a gap (``expired``).
 * A write that fails fails every publish waiting on it with
   :class:`broker.core.seams.RelayUnavailable`; whether Redis applied it cannot be known (a
   retry with its idempotency key appends nothing twice). Each script has its own reply: one
@@ -31,18 +38,25 @@ def _refused(error):
     return RelayUnavailable("the cluster backplane could not publish: Redis: %s" % (error or type(error).__name__))
 
 
+def _rooms_of(batch):
+    """The keys of the rooms ``batch`` writes in, each once, in its order."""
+    return list(dict.fromkeys(keys for keys, *_ in batch))
+
+
 class RoomWrites:
     """Publishes in the named rooms at ``prefix`` through ``replies`` (a
     :class:`broker.cluster.replies.Replies` of one connection): streams trimmed to about
     ``maxlen`` entries, a room's keys expiring ``expiry_ms`` after its last publish, each
-    write acknowledged by ``min_replicas`` replicas."""
+    write acknowledged by ``min_replicas`` replicas; Redis refusing one for memory given it back
+    by ``memory`` (a :class:`broker.cluster.appends.MemoryGiver`)."""
 
-    def __init__(self, replies, prefix, maxlen, min_replicas, expiry_ms):
+    def __init__(self, replies, prefix, maxlen, min_replicas, expiry_ms, memory):
         self.replies = replies
         self.prefix = prefix
         self.maxlen = maxlen
         self.min_replicas = min_replicas
         self.expiry_ms = expiry_ms
+        self.memory = memory
         self._publish = replies.redis.register_script(named_rooms.PUBLISH)
         self._count = replies.redis.register_script(named_rooms.COUNT)
         self._pending = []
@@ -54,7 +68,10 @@ class RoomWrites:
         :class:`broker.cluster.appends.Count`) in room ``name``, giving it ``epoch`` if it has
         none: a future of :func:`broker.cluster.named_rooms.answered`'s ``(written, epoch)``."""
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((named_rooms.RoomKeys.of(self.prefix, name), entry, epoch, future))
+        keys = named_rooms.RoomKeys.of(self.prefix, name)
+        if entry.once is not None:
+            self.memory.recording(keys, entry.once.window_s)
+        self._pending.append((keys, entry, epoch, future))
         if self._task is None:
             self._task = asyncio.ensure_future(self._write())
         return future
@@ -83,7 +100,7 @@ class RoomWrites:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    replies = await self.replies.answer(self._transaction(batch))
+                    replies = await self.memory.write(self.replies, batch, self._transaction, _rooms_of)
                     await appends.replicated(self.replies, self.min_replicas)
                 except Exception as error:  # Redis's failure, or one of ours: no publish waits forever
                     for *_, future in batch:
