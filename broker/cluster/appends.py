@@ -130,6 +130,11 @@ async def replicated(replies, min_replicas):
                              % (reached, min_replicas, REPLICA_WAIT_MS / 1000))
 
 
+def for_memory(reply):
+    """Whether ``reply`` (or an error raised) is Redis refusing a write for memory."""
+    return isinstance(reply, OutOfMemoryError)
+
+
 class RoomMemory(NamedTuple):
     """The keys a room gives memory back from: its ``stream``, its idempotency records' hash
     (``once_records``) and sorted set (``once_order``); a
@@ -180,10 +185,10 @@ class MemoryGiver:
                 if not await self.give(replies, rooms_of(batch)):
                     raise
                 continue
-            taken = next((i for i, reply in enumerate(answered) if isinstance(reply, OutOfMemoryError)), len(answered))
+            taken = next((i for i, reply in enumerate(answered) if for_memory(reply)), len(answered))
             written += answered[:taken]
             batch, refused = batch[taken:], answered[taken:]
-            if not batch or not all(isinstance(reply, OutOfMemoryError) for reply in refused) or \
+            if not batch or not all(map(for_memory, refused)) or \
                     not await self.give(replies, rooms_of(batch)):
                 return written + refused
 

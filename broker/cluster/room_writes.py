@@ -14,11 +14,14 @@ room's writes are :mod:`broker.cluster.appends`', untouched):
   waits for its answer: one refused is counted (``refused``).
 * A Redis refusing the scripts for memory is given memory back by the broker's
   :class:`broker.cluster.appends.MemoryGiver` (the default room's), as the default room's
-  writes are: the rooms written give theirs first, then the rooms the broker gave an
-  idempotency record; the scripts refused are written again, in order. So the rooms of a
-  broker are counted together (``memory_forgotten_keys``, ``memory_trims`` in ``/stats``),
-  and a room's stream is cut only by its own writes: a client resuming before the cut, at a
-  broker that loads the room's tail then, is told a gap (``expired``).
+  writes are: the rooms written give their idempotency records first, then the rooms the
+  broker gave one, then their own streams; the scripts refused are written again, in order.
+  So the rooms of a broker are counted together (``memory_forgotten_keys``, ``memory_trims``
+  in ``/stats``), and a room's stream is cut only by its own writes: a client resuming before
+  the cut, at a broker that loads the room's tail then, is told a gap (``expired``).
+* The backplane is told of each write taken or refused
+  (:meth:`broker.cluster.backplane.Backplane.tell_write`): whether Redis refuses writes for
+  memory (``/healthz``) is one answer for every room.
 * A write that fails fails every publish waiting on it with
   :class:`broker.core.seams.RelayUnavailable`; whether Redis applied it cannot be known (a
   retry with its idempotency key appends nothing twice). Each script has its own reply: one
@@ -35,6 +38,8 @@ from broker.core.seams import RelayUnavailable
 
 
 def _refused(error):
+    if appends.for_memory(error):  # redis-py 6.4 loses Redis's text of one refused in a transaction
+        return RelayUnavailable("the cluster backplane could not publish: Redis refuses writes for memory (maxmemory)")
     return RelayUnavailable("the cluster backplane could not publish: Redis: %s" % (error or type(error).__name__))
 
 
@@ -47,16 +52,18 @@ class RoomWrites:
     """Publishes in the named rooms at ``prefix`` through ``replies`` (a
     :class:`broker.cluster.replies.Replies` of one connection): streams trimmed to about
     ``maxlen`` entries, a room's keys expiring ``expiry_ms`` after its last publish, each
-    write acknowledged by ``min_replicas`` replicas; Redis refusing one for memory given it back
-    by ``memory`` (a :class:`broker.cluster.appends.MemoryGiver`)."""
+    write made as the default room's ``backplane`` (a :class:`broker.cluster.backplane.Backplane`)
+    makes its own: acknowledged by as many replicas, memory given back by its giver, and it told
+    (see the module's rules)."""
 
-    def __init__(self, replies, prefix, maxlen, min_replicas, expiry_ms, memory):
+    def __init__(self, replies, prefix, maxlen, expiry_ms, backplane):
         self.replies = replies
         self.prefix = prefix
         self.maxlen = maxlen
-        self.min_replicas = min_replicas
+        self.min_replicas = backplane.appends.min_replicas
         self.expiry_ms = expiry_ms
-        self.memory = memory
+        self.memory = backplane.appends.memory
+        self.backplane = backplane
         self._publish = replies.redis.register_script(named_rooms.PUBLISH)
         self._count = replies.redis.register_script(named_rooms.COUNT)
         self._pending = []
@@ -103,9 +110,12 @@ class RoomWrites:
                     replies = await self.memory.write(self.replies, batch, self._transaction, _rooms_of)
                     await appends.replicated(self.replies, self.min_replicas)
                 except Exception as error:  # Redis's failure, or one of ours: no publish waits forever
+                    if isinstance(error, FAILURES):
+                        self.backplane.tell_write(error)
                     for *_, future in batch:
                         future.set_exception(_refused(error) if isinstance(error, FAILURES) else error)
                     continue
+                self.backplane.tell_write(next(filter(appends.for_memory, replies), None))
                 for (*_, future), reply in zip(batch, replies):
                     if isinstance(reply, Exception):
                         future.set_exception(_refused(reply))

@@ -10,7 +10,8 @@ Rules this module keeps:
 * They reach the Redis ``--redis`` names as the backplane does (Sentinels included), with its
   ``--redis-min-replicas``: acknowledged means replicated in every room; and they give memory
   back to a Redis that refuses writes for it with the default room's giver
-  (:class:`broker.cluster.appends.MemoryGiver`): one policy, one count, for every room.
+  (:class:`broker.cluster.appends.MemoryGiver`), and tell the backplane what Redis refused: one
+  policy, one count, one ``/healthz`` for every room.
 * A room's keys live :func:`broker.cluster.named_rooms.expiry_ms` after its last publish.
 * Its figures (``named_rooms`` in ``/stats``, ``named_rooms_`` in ``/metrics``) are totals over
   the rooms, never a label a room: the rooms read, the pub/sub connection's reconnects, the
@@ -34,16 +35,14 @@ class RoomsInRedis:
     for the Engine (:class:`broker.cluster.redis_engine.RedisEngine`'s ``rooms``), ``feeds``
     told through this, the registry of rooms' listener (see the module's rules);
     hubs keeping ``history`` messages for ``history_seconds``, written as the default room's
-    ``appends`` (the backplane's :class:`broker.cluster.appends.Appends`) are: acknowledged by
-    as many replicas, memory given back by its giver; with ``audiences``, each room's audience
-    reported and read."""
+    ``backplane`` (a :class:`broker.cluster.backplane.Backplane`) writes (see the module's rules);
+    with ``audiences``, each room's audience reported and read."""
 
-    def __init__(self, address, prefix, history, history_seconds, appends, audiences=False):
+    def __init__(self, address, prefix, history, history_seconds, backplane, audiences=False):
         address = redis_address.parse(address)
         expiry_ms = named_rooms.expiry_ms(history_seconds)
         maxlen = max(named_rooms.STREAM_MAXLEN, history + 1)
-        self.writes = RoomWrites(Replies.to(address, max_connections=1), prefix, maxlen, appends.min_replicas,
-                                 expiry_ms, appends.memory)
+        self.writes = RoomWrites(Replies.to(address, max_connections=1), prefix, maxlen, expiry_ms, backplane)
         self.feeds = RoomFeeds(Replies.to(address).redis, prefix, history, expiry_ms)
         self.audiences = RoomAudiences(Replies.to(address), prefix, self.feeds.hubs) if audiences else None
 
