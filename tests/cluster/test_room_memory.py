@@ -26,14 +26,15 @@ PATIENCE = 20.0
 
 
 def flood(broker, room, first, count, body=b"x", keyed=True):
-    """POST ``count`` messages ``body`` in ``room`` on one kept-alive connection, each with a
-    fresh key of 255 characters if ``keyed``: their statuses, and the positions of those taken."""
+    """POST ``count`` messages ``body`` in ``room`` (None: the default room) on one kept-alive
+    connection, each with a fresh key of 255 characters if ``keyed``: their statuses, and the
+    positions of those taken."""
     split = urllib.parse.urlsplit(broker.url)
     connection = http.client.HTTPConnection(split.hostname, split.port, timeout=PATIENCE)
     statuses, positions = [], []
     for n in range(first, first + count):
         key = {"Idempotency-Key": "%015d%s" % (n, KEY_PAD)} if keyed else {}
-        connection.request("POST", "/publish?room=" + room, body, dict(AUTH, **key))
+        connection.request("POST", "/publish" if room is None else "/publish?room=" + room, body, dict(AUTH, **key))
         response = connection.getresponse()
         answer = json.loads(response.read())
         statuses.append(response.status if response.status == 200 else (response.status, answer))
@@ -68,6 +69,23 @@ def test_fresh_keys_in_named_rooms_filling_redis_never_stop_a_publish_nor_cut_a_
     backplane = broker.stats()["backplane"]
     assert backplane["memory_forgotten_keys"] > 0 and not backplane["memory_full"]
     assert backplane["memory_trims"] == 0, "records go before any room's history"
+    store.close()
+
+
+def test_a_room_without_keys_is_given_the_records_of_another_before_its_own_history(start_redis, start_cluster):
+    server = start_redis()
+    broker, = start_cluster(server, 1)
+    assert flood(broker, "plain", 0, 1, b"p" * 2048, keyed=False)[0] == [200], "its script loaded before Redis fills"
+    store = full_redis(server, 512 * 1024)
+    statuses, _ = flood(broker, None, 0, FLOOD)  # fresh keys in the default room, until Redis refuses writes, and on
+    assert statuses == [200] * FLOOD, [status for status in statuses if status != 200][:2]
+    forgotten = broker.stats()["backplane"]["memory_forgotten_keys"]
+    assert forgotten > 0
+    statuses, _ = flood(broker, "plain", 0, 50, b"p" * 2048, keyed=False)
+    assert statuses == [200] * 50
+    backplane = broker.stats()["backplane"]
+    assert backplane["memory_forgotten_keys"] > forgotten, "the default room's records given to a named room"
+    assert backplane["memory_trims"] == 0 and stream_length(store, "plain") == 51
     store.close()
 
 
