@@ -208,7 +208,8 @@ class MemoryGiver:
 
     async def _give(self, replies, rooms, stream):
         redis = replies.redis
-        holders = list(rooms) + [room for room in reversed(self._recording) if room not in rooms]
+        written = set(rooms)
+        holders = list(rooms) + [room for room in reversed(self._recording) if room not in written]
         records, room = await _first_over(replies, lambda pipe, room: pipe.zcard(room.once_order), holders, 0)
         if records:
             fields = await replies.answer(redis.zrange(room.once_order, 0, max(1, records // 2) - 1))
