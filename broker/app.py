@@ -337,7 +337,7 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
         from broker.cluster.redis_engine import RedisEngine
         from broker.cluster.rooms_in_redis import RoomsInRedis
         in_redis = RoomsInRedis(config.redis, config.prefix, max(config.history, config.replay),
-                                config.history_seconds, backplane.appends.min_replicas, bool(config.announce_audience))
+                                config.history_seconds, backplane, bool(config.announce_audience))
         engine = RedisEngine(backplane, window, in_redis.writes)
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)

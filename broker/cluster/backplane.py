@@ -257,6 +257,14 @@ class Backplane:
                 LOG.warning("Redis refuses writes: %s", error)
             self.state.refusal = "Redis refuses writes: %s" % error
 
+    def tell_write(self, error=None):
+        """A named room's write (:mod:`broker.cluster.room_writes`) was taken, or refused with
+        ``error``: Redis refuses writes, or takes them again, for every room (``/healthz``)."""
+        if error is None:
+            self._writes_taken()
+        else:
+            self._note_refusal(error)
+
     async def _answer(self, call):
         return await self._replies.answer(call)
 

@@ -12,6 +12,16 @@ room's writes are :mod:`broker.cluster.appends`', untouched):
   room's publishes from this broker reach its stream in the order they were made.
 * A client's message (:meth:`RoomWrites.relay`) is written as a ``POST /publish``'s; nobody
   waits for its answer: one refused is counted (``refused``).
+* A Redis refusing the scripts for memory is given memory back by the broker's
+  :class:`broker.cluster.appends.MemoryGiver` (the default room's), as the default room's
+  writes are: the rooms written give their idempotency records first, then the rooms the
+  broker gave one, then their own streams; the scripts refused are written again, in order.
+  So the rooms of a broker are counted together (``memory_forgotten_keys``, ``memory_trims``
+  in ``/stats``), and a room's stream is cut only by its own writes: a client resuming before
+  the cut, at a broker that loads the room's tail then, is told a gap (``expired``).
+* The backplane is told of each write taken or refused
+  (:meth:`broker.cluster.backplane.Backplane.tell_write`): whether Redis refuses writes for
+  memory (``/healthz``) is one answer for every room.
 * A write that fails fails every publish waiting on it with
   :class:`broker.core.seams.RelayUnavailable`; whether Redis applied it cannot be known (a
   retry with its idempotency key appends nothing twice). Each script has its own reply: one
@@ -28,21 +38,32 @@ from broker.core.seams import RelayUnavailable
 
 
 def _refused(error):
+    if appends.for_memory(error):  # redis-py 6.4 loses Redis's text of one refused in a transaction
+        return RelayUnavailable("the cluster backplane could not publish: Redis refuses writes for memory (maxmemory)")
     return RelayUnavailable("the cluster backplane could not publish: Redis: %s" % (error or type(error).__name__))
+
+
+def _rooms_of(batch):
+    """The keys of the rooms ``batch`` writes in, each once, in its order."""
+    return list(dict.fromkeys(keys for keys, *_ in batch))
 
 
 class RoomWrites:
     """Publishes in the named rooms at ``prefix`` through ``replies`` (a
     :class:`broker.cluster.replies.Replies` of one connection): streams trimmed to about
     ``maxlen`` entries, a room's keys expiring ``expiry_ms`` after its last publish, each
-    write acknowledged by ``min_replicas`` replicas."""
+    write made as the default room's ``backplane`` (a :class:`broker.cluster.backplane.Backplane`)
+    makes its own: acknowledged by as many replicas, memory given back by its giver, and it told
+    (see the module's rules)."""
 
-    def __init__(self, replies, prefix, maxlen, min_replicas, expiry_ms):
+    def __init__(self, replies, prefix, maxlen, expiry_ms, backplane):
         self.replies = replies
         self.prefix = prefix
         self.maxlen = maxlen
-        self.min_replicas = min_replicas
+        self.min_replicas = backplane.appends.min_replicas
         self.expiry_ms = expiry_ms
+        self.memory = backplane.appends.memory
+        self.backplane = backplane
         self._publish = replies.redis.register_script(named_rooms.PUBLISH)
         self._count = replies.redis.register_script(named_rooms.COUNT)
         self._pending = []
@@ -54,7 +75,10 @@ class RoomWrites:
         :class:`broker.cluster.appends.Count`) in room ``name``, giving it ``epoch`` if it has
         none: a future of :func:`broker.cluster.named_rooms.answered`'s ``(written, epoch)``."""
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((named_rooms.RoomKeys.of(self.prefix, name), entry, epoch, future))
+        keys = named_rooms.RoomKeys.of(self.prefix, name)
+        if entry.once is not None:
+            self.memory.recording(keys, entry.once.window_s)
+        self._pending.append((keys, entry, epoch, future))
         if self._task is None:
             self._task = asyncio.ensure_future(self._write())
         return future
@@ -83,12 +107,15 @@ class RoomWrites:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    replies = await self.replies.answer(self._transaction(batch))
+                    replies = await self.memory.write(self.replies, batch, self._transaction, _rooms_of)
                     await appends.replicated(self.replies, self.min_replicas)
                 except Exception as error:  # Redis's failure, or one of ours: no publish waits forever
+                    if isinstance(error, FAILURES):
+                        self.backplane.tell_write(error)
                     for *_, future in batch:
                         future.set_exception(_refused(error) if isinstance(error, FAILURES) else error)
                     continue
+                self.backplane.tell_write(next(filter(appends.for_memory, replies), None))
                 for (*_, future), reply in zip(batch, replies):
                     if isinstance(reply, Exception):
                         future.set_exception(_refused(reply))

@@ -8,7 +8,10 @@ Rules this module keeps:
   their loads and recoveries (:mod:`broker.cluster.room_feeds`). So a broker with no named
   room, or no viewer of one, adds one idle pub/sub connection and nothing per message.
 * They reach the Redis ``--redis`` names as the backplane does (Sentinels included), with its
-  ``--redis-min-replicas``: acknowledged means replicated in every room.
+  ``--redis-min-replicas``: acknowledged means replicated in every room; and they give memory
+  back to a Redis that refuses writes for it with the default room's giver
+  (:class:`broker.cluster.appends.MemoryGiver`), and tell the backplane what Redis refused: one
+  policy, one count, one ``/healthz`` for every room.
 * A room's keys live :func:`broker.cluster.named_rooms.expiry_ms` after its last publish.
 * Its figures (``named_rooms`` in ``/stats``, ``named_rooms_`` in ``/metrics``) are totals over
   the rooms, never a label a room: the rooms read, the pub/sub connection's reconnects, the
@@ -31,15 +34,15 @@ class RoomsInRedis:
     """The named rooms at ``prefix`` in the Redis ``address`` (``--redis``'s text): ``writes``
     for the Engine (:class:`broker.cluster.redis_engine.RedisEngine`'s ``rooms``), ``feeds``
     told through this, the registry of rooms' listener (see the module's rules);
-    hubs keeping ``history`` messages for ``history_seconds``, writes acknowledged by
-    ``min_replicas`` (the backplane's); with ``audiences``, each room's audience reported
-    and read."""
+    hubs keeping ``history`` messages for ``history_seconds``, written as the default room's
+    ``backplane`` (a :class:`broker.cluster.backplane.Backplane`) writes (see the module's rules);
+    with ``audiences``, each room's audience reported and read."""
 
-    def __init__(self, address, prefix, history, history_seconds, min_replicas, audiences=False):
+    def __init__(self, address, prefix, history, history_seconds, backplane, audiences=False):
         address = redis_address.parse(address)
         expiry_ms = named_rooms.expiry_ms(history_seconds)
         maxlen = max(named_rooms.STREAM_MAXLEN, history + 1)
-        self.writes = RoomWrites(Replies.to(address, max_connections=1), prefix, maxlen, min_replicas, expiry_ms)
+        self.writes = RoomWrites(Replies.to(address, max_connections=1), prefix, maxlen, expiry_ms, backplane)
         self.feeds = RoomFeeds(Replies.to(address).redis, prefix, history, expiry_ms)
         self.audiences = RoomAudiences(Replies.to(address), prefix, self.feeds.hubs) if audiences else None
 

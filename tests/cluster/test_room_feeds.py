@@ -14,6 +14,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from broker.cluster.appends import Append
+from broker.cluster.backplane import Backplane
 from broker.cluster.redis_engine import RedisEngine
 from broker.cluster.replies import Replies
 from broker.cluster.room_feeds import RoomFeeds
@@ -80,7 +81,7 @@ def in_rooms(server, proxy, names, test, maxlen=10000):
     async def run():
         loop = asyncio.get_running_loop()
         feeds = RoomFeeds(client(proxy.url), PREFIX, 100, EXPIRY_MS)
-        writes = RoomWrites(Replies(client(server.url)), PREFIX, maxlen, 0, EXPIRY_MS)
+        writes = RoomWrites(Replies(client(server.url)), PREFIX, maxlen, EXPIRY_MS, Backplane(server.url, PREFIX))
         feeds.start()
         hubs, viewers = {}, {}
         for name in names:
@@ -209,7 +210,7 @@ def test_a_publish_through_the_engine_in_a_named_room_reaches_its_viewer_once_an
     server = start_redis()
 
     async def run():
-        rooms = RoomsInRedis(server.url, PREFIX, 100, 0, 0)
+        rooms = RoomsInRedis(server.url, PREFIX, 100, 0, Backplane(server.url, PREFIX))
         rooms.start()
         engine = RedisEngine(None, Window(60), rooms.writes)
         hub = Hub(asyncio.get_running_loop().call_soon, Keeping(history=100), relay=lambda encoded: None)

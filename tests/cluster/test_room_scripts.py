@@ -13,6 +13,7 @@ from redis.backoff import NoBackoff
 
 from broker.cluster import named_rooms
 from broker.cluster.appends import Append, Count, OnceRecord
+from broker.cluster.backplane import Backplane
 from broker.cluster.named_rooms import RoomKeys
 from broker.cluster.replies import Replies
 from broker.cluster.room_writes import RoomWrites
@@ -140,7 +141,7 @@ def test_room_writes_answer_each_publish_of_one_batch_in_its_room(start_redis):
 
     async def run():
         client = redis.asyncio.from_url(server.url, retry=Retry(NoBackoff(), 0))
-        writes = RoomWrites(Replies(client), PREFIX, 10000, 0, EXPIRY_MS)
+        writes = RoomWrites(Replies(client), PREFIX, 10000, EXPIRY_MS, Backplane(server.url, PREFIX))
         answers = await asyncio.gather(writes.queue("a", Append('"1"', None), "ea"),
                                        writes.queue("b", Append('"2"', None, once("k")), "eb"),
                                        writes.queue("a", Count("n", "add", Amount(decimal.Decimal(3), 0), None, 10),
