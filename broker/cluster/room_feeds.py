@@ -318,27 +318,33 @@ class RoomFeeds:
         rooms = [room for room in rooms if room.loaded]
         while rooms:
             chunk, rooms = rooms[:CATCH_UP_ROOMS], rooms[CATCH_UP_ROOMS:]
-            pipe = self._redis.pipeline(transaction=False)
+            pipe = self._redis.pipeline(transaction=True)  # what a room's read finds is of one moment
             for room in chunk:
                 last = room.sequence.last
                 pipe.get(room.keys.epoch)
                 pipe.xrevrange(room.keys.stream, max=last, min="-", count=1)
                 pipe.xrange(room.keys.stream, min="(" + last, max="+", count=READ_COUNT)
-            replies = await self._replies.answer(pipe.execute())
+                pipe.xinfo_stream(room.keys.stream)
+            replies = await self._replies.answer(pipe.execute(raise_on_error=False))
             for i, room in enumerate(chunk):
-                if await self._read_after(room, *replies[3 * i:3 * i + 3]):
+                epoch, at_or_before, entries, info = replies[4 * i:4 * i + 4]
+                if await self._read_after(room, epoch, at_or_before, entries, tails.whole(info)):
                     rooms.append(room)  # more to read
 
-    async def _read_after(self, room, epoch, at_or_before, entries):
+    async def _read_after(self, room, epoch, at_or_before, entries, whole):
         """Deliver to ``room`` what its stream holds after its last id, ``entries``, as the room's
-        ``epoch`` and the newest entry at or before that id say: True when there may be more."""
+        ``epoch``, the newest entry at or before that id and whether the stream is ``whole`` say:
+        True when there may be more."""
+        for reply in (epoch, at_or_before, entries):
+            if isinstance(reply, Exception):
+                raise reply
         if not room.subscribed:
             return False
         hub = room.hub
         if epoch is None or epoch.decode() != hub.epoch:
             await self._load(room)  # its keys expired, or Redis lost them: another epoch, told
             return False
-        read = room.sequence.judge_read(at_or_before[0][0].decode() if at_or_before else None)
+        read = room.sequence.judge_read(at_or_before[0][0].decode() if at_or_before else None, whole)
         if read is StreamRead.FAILOVER:
             LOG.warning("room %s's stream never held %s, the last entry this broker delivered: a new epoch",
                         room.keys.channel, room.sequence.last)

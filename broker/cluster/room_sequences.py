@@ -14,8 +14,10 @@ compared as :func:`broker.cluster.state.stream_id` reads them):
   after ``last`` through ``new``.
 * A read of the stream (a recovery, or every subscribed room's after the pub/sub connection
   came back) asks, with the entries after ``last``, for the newest entry at or before ``last``.
-  :meth:`RoomSequence.judge_read`: it is ``last`` (or ``last`` is the stream's :data:`BEGINNING`,
-  before every entry): the stream still holds it, ``HELD``, deliver what follows. An older
+  :meth:`RoomSequence.judge_read`: it is ``last``: the stream still holds it, ``HELD``, deliver
+  what follows. ``last`` is the stream's :data:`BEGINNING` (the room was loaded before its first
+  entry, and nothing was delivered since): ``HELD`` while the stream holds every entry it was
+  ever given (Redis's ``entries-added`` is its length), else ``TRIMMED``. An older
   one: the stream never held ``last`` (a trim takes the oldest, so it would not keep older
   ones): ``FAILOVER`` (a new primary, or a Redis restarted from its disk). None: ``last`` was
   trimmed, or the room's keys expired (its stream with it): ``TRIMMED``. For either loss the
@@ -62,10 +64,12 @@ class RoomSequence:
             return ChannelStep.DELIVER
         return ChannelStep.RECOVER
 
-    def judge_read(self, at_or_before):
+    def judge_read(self, at_or_before, whole):
         """The :class:`StreamRead` for a read that found ``at_or_before`` the newest entry's id at or
-        before ``last`` (None: none)."""
-        if at_or_before == self.last or self.last == BEGINNING:
+        before ``last`` (None: none), the stream ``whole`` if none of its entries was trimmed."""
+        if self.last == BEGINNING:
+            return StreamRead.HELD if whole else StreamRead.TRIMMED
+        if at_or_before == self.last:
             return StreamRead.HELD
         if at_or_before is not None:
             return StreamRead.FAILOVER

@@ -39,6 +39,12 @@ class Tail(NamedTuple):
     added: int
 
 
+def whole(info):
+    """Whether a stream of XINFO STREAM's ``info`` (an error: no stream yet) holds every entry it
+    was ever given, none trimmed."""
+    return isinstance(info, Exception) or info["entries-added"] == info["length"]
+
+
 async def read(replies, stream, counters, history):
     """The :class:`Tail` of ``stream`` (a key) for a hub keeping ``history`` messages, with the
     counters' hash ``counters``, through ``replies`` (a :class:`broker.cluster.replies.Replies`)."""
@@ -57,7 +63,7 @@ async def read(replies, stream, counters, history):
     before_kept = entries[:len(entries) - len(kept)]
     if before_kept:
         start = before_kept[-1][0].decode()
-    elif info["entries-added"] == info["length"]:
+    elif whole(info):
         start = BEGINNING  # none of it trimmed
     elif not info["length"]:
         start = id_text(info["last-generated-id"])

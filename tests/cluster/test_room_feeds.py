@@ -190,6 +190,31 @@ def test_a_room_whose_stream_lost_the_last_entry_delivered_is_told_a_gap(redis_a
     in_rooms(server, proxy, ["trimmed", "kept"], test, maxlen=50)
 
 
+def test_a_room_loaded_before_its_first_entry_whose_first_entries_were_trimmed_is_told_a_gap(redis_and_proxy):
+    """Nothing delivered since the load of an empty room: what the read finds follows the stream's
+    beginning only if the stream lost no entry."""
+    server, proxy = redis_and_proxy
+
+    async def test(feeds, writes, hubs, viewers):
+        proxy.refuse()
+        await until(lambda: feeds.reconnects == 1)
+        for n in range(10):
+            await publish(writes, hubs, "trimmed", *["m%d-%d" % (n, i) for i in range(100)])
+        await publish(writes, hubs, "whole", "w0", "w1")
+        proxy.forward()
+        await until(lambda: viewers["trimmed"].gaps() == ["expired"] and viewers["whole"].data() == ["w0", "w1"])
+        published = ["m%d-%d" % (n, i) for n in range(10) for i in range(100)]
+        after_gap = viewers["trimmed"].sent[[message.get("c") for message in viewers["trimmed"].sent].index("gap"):]
+        kept = [message["d"] for message in after_gap if "d" in message]
+        assert kept == viewers["trimmed"].data() and 0 < len(kept) < len(published) and kept == published[-len(kept):]
+        assert not viewers["whole"].gaps()
+        await publish(writes, hubs, "trimmed", "live")
+        await until(lambda: viewers["trimmed"].data()[-1] == "live")
+        assert viewers["trimmed"].gaps() == ["expired"]
+
+    in_rooms(server, proxy, ["trimmed", "whole"], test, maxlen=50)
+
+
 def test_a_message_after_one_the_channel_never_told_is_recovered_from_the_stream(redis_and_proxy):
     server, proxy = redis_and_proxy
 

@@ -30,12 +30,12 @@ def test_a_sequence_starts_before_every_entry_and_moves_with_what_it_delivered()
     assert sequence.judge("6-0", "7-0") is ChannelStep.IGNORE
 
 
-@pytest.mark.parametrize("last, at_or_before, read", [
-    ("5-0", "5-0", StreamRead.HELD),  # the stream still holds the last id delivered
-    ("0-0", None, StreamRead.HELD),  # before every entry: whatever it holds follows it
-    ("0-0", "0-0", StreamRead.HELD),
-    ("5-0", "4-9", StreamRead.FAILOVER),  # older entries but not it: this stream never held it
-    ("5-0", None, StreamRead.TRIMMED),  # trimmed, or the room's keys expired
+@pytest.mark.parametrize("last, at_or_before, whole, read", [
+    ("5-0", "5-0", False, StreamRead.HELD),  # the stream still holds the last id delivered
+    ("0-0", None, True, StreamRead.HELD),  # before every entry of a stream that lost none
+    ("0-0", None, False, StreamRead.TRIMMED),  # before every entry, and the first ones trimmed
+    ("5-0", "4-9", True, StreamRead.FAILOVER),  # older entries but not it: this stream never held it
+    ("5-0", None, False, StreamRead.TRIMMED),  # trimmed, or the room's keys expired
 ])
-def test_a_read_after_the_last_id_is_held_trimmed_or_a_failover(last, at_or_before, read):
-    assert RoomSequence(last).judge_read(at_or_before) is read
+def test_a_read_after_the_last_id_is_held_trimmed_or_a_failover(last, at_or_before, whole, read):
+    assert RoomSequence(last).judge_read(at_or_before, whole) is read
