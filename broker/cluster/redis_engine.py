@@ -17,10 +17,12 @@ backplane's, :mod:`broker.cluster.backplane` and :mod:`broker.cluster.appends`):
   through the room's relay (:meth:`broker.core.hub.Hub.publish`, which counts it in).
 * A named room's hub (``name``, from the registry, :mod:`broker.core.rooms`) writes each
   publish as its room's script (:mod:`broker.cluster.room_writes`), which answers the
-  room's epoch from Redis with the position.
+  room's epoch from Redis with the position: a new one if the room had none there.
 * A message with a key, or a counter's change, counts among the room's messages in
   (:meth:`broker.core.hub.Hub.appended`) once Redis appended it (a retry appends nothing).
 """
+
+import secrets
 
 from broker.cluster.appends import Append, Count, OnceRecord
 from broker.core import counters
@@ -71,7 +73,9 @@ class RedisEngine:
         else:
             encoded, _ = room.encode(request.message)
             entry = Append(encoded, request.conflating, record)
-        written, epoch = await self.rooms.queue(room.name, entry, room.epoch)
+        # A new epoch if the room has none in Redis, never the hub's: the room's keys may have
+        # expired while this broker held it, and its old epoch would pass a resume of before them.
+        written, epoch = await self.rooms.queue(room.name, entry, secrets.token_urlsafe(6))
         first = first._replace(epoch=epoch)
         if counter is not None:
             return self._counted(room, first, written)

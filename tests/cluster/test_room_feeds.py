@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -258,6 +259,37 @@ def test_a_publish_through_the_engine_in_a_named_room_reaches_its_viewer_once_an
     assert again.replayed and again.offset == first.offset
     assert counted.value == "5" and counted.epoch == hub.epoch
     assert viewer.data()[0] == "hello" and viewer.sent[-1]["o"] == counted.offset
+
+
+def test_a_publish_in_a_room_whose_keys_expired_while_a_broker_held_it_starts_a_new_epoch(start_redis):
+    """The hub keeps the epoch it loaded; Redis lost the room's keys (they expire an hour after its
+    last publish). The next publish through this broker must not give Redis that epoch again:
+    a resume of before the expiry would pass as held, the messages lost with the keys unsaid."""
+    server = start_redis()
+    store = redis.Redis.from_url(server.url)
+
+    async def run():
+        rooms = RoomsInRedis(server.url, PREFIX, 100, 0, Backplane(server.url, PREFIX))
+        rooms.start()
+        engine = RedisEngine(None, Window(60), rooms.writes)
+        hub = Hub(asyncio.get_running_loop().call_soon, Keeping(history=100), relay=lambda encoded: None)
+        hub.name = "quiet"
+        rooms.feeds.room_joined(hub.name, hub)
+        await until(lambda: rooms.feeds._rooms[hub.name].loaded)
+        viewer = Viewer()
+        hub.subscribe(viewer)
+        before = await engine.publish(hub, PublishRequest("before"))
+        await until(lambda: viewer.data() == ["before"])
+        for key in store.keys("*{quiet}*"):
+            store.delete(key)
+        after = await engine.publish(hub, PublishRequest("after"))
+        await until(lambda: viewer.data()[-1:] == ["after"])
+        await rooms.stop()
+        return hub, viewer, before, after
+
+    hub, viewer, before, after = asyncio.run(run())
+    assert after.epoch != before.epoch, "the expired room's epoch came back"
+    assert hub.epoch == after.epoch and viewer.gaps() == ["epoch"]
 
 
 def test_a_room_whose_stream_never_held_the_last_entry_delivered_starts_a_new_epoch(redis_and_proxy):
