@@ -224,10 +224,10 @@ end
 return totals
 """
 # KEYS[1]: the room's epoch; ARGV: the epoch a broker delivered in, a new one. A broker whose
-# history the stream lost starts the new epoch, unless another broker started one already.
-# Returns the room's epoch.
+# history the stream lost starts the new epoch, unless another broker started one already. The
+# key keeps its expiry (a named room's), or none (the default room's). Returns the room's epoch.
 NEW_EPOCH = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL') end
 return redis.call('GET', KEYS[1])
 """
 

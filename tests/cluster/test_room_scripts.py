@@ -11,7 +11,7 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from broker.cluster import named_rooms
+from broker.cluster import named_rooms, room_in_redis
 from broker.cluster.appends import Append, Count, OnceRecord
 from broker.cluster.backplane import Backplane
 from broker.cluster.named_rooms import RoomKeys
@@ -92,6 +92,9 @@ def test_the_rooms_epoch_is_the_first_given_and_every_key_expires_with_the_room(
     for key in (keys.stream, keys.epoch, keys.counters):
         assert 0 < store.pttl(key) <= EXPIRY_MS, key
     assert store.pttl(keys.once_records) == -2, "no idempotency key, no records"
+    new_epoch = store.register_script(room_in_redis.NEW_EPOCH)
+    assert new_epoch(keys=[keys.epoch], args=["first", "after a failover"]) == b"after a failover"
+    assert 0 < store.pttl(keys.epoch) <= EXPIRY_MS, "a new epoch expires with the room"
     room.expiry_ms = 1
     room.publish('"b"')
     time.sleep(0.05)  # Redis's clock passes the room's expiry
