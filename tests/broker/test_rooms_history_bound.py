@@ -38,7 +38,7 @@ def test_past_the_bound_the_largest_room_forgets_its_oldest_and_a_resume_past_th
         chatting.send(*[TEXT] * 40)
         assert len(chatting.collect(40)) == 40
     # 75 messages in the named rooms, 75,150 bytes: a, the largest, is cut to b's 30 (65,130 bytes).
-    wait_until(lambda: broker.stats()["rooms_history_trimmed"] == 10)
+    wait_until(lambda: broker.stats()["rooms_history_trimmed"] == 10, timeout=30)
     stats = broker.stats()
     assert stats["rooms_history_trimmed_bytes"] == 10 * MESSAGE_BYTES
     assert stats["rooms_history_bytes"] == 65 * MESSAGE_BYTES <= 64 * 1024
