@@ -344,6 +344,7 @@ def make_node(config, hub, limits, backplane=None, collection=None, tls_failures
         backplane.liveness = liveness
     rooms = Rooms(hub, room_maker(config, in_redis and in_redis.writes), config.max_rooms,
                   config.history_seconds or IDLE_ROOM_S, listener=in_redis)
+    rooms.most_history_bytes = config.max_rooms_history
     return Node(hub=hub, rooms=rooms, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,

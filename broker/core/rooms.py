@@ -27,17 +27,29 @@ Rules this module keeps:
 * A named room's audience is its subscribers (:mod:`broker.core.audience`), or with a
   ``listener``, its count at every broker (``listener.audience(name)``, None while unknown),
   announced in it as the default room's is in the default room (:meth:`Rooms.announce`).
-* Nothing here does I/O; the caller gives the clock.
+* The named rooms' histories hold at most ``most_history_bytes`` together (their JSON
+  texts, :attr:`broker.core.history.History.bytes`; None: no bound), the default room's
+  not counted (its own ``--history`` bounds it, as before rooms). :meth:`Rooms.sample`
+  adds them up as it looks at every room; only when they are over it, it sorts the rooms
+  by their histories' bytes (O(rooms log rooms), once a second at most) and the largest
+  forget their oldest messages (:meth:`broker.core.history.History.shrink`) down to one
+  level, the highest that brings the total under the bound (the least forgotten): a resume
+  past what they forgot is a gap. Between two sweeps the total may pass the bound by what a second of
+  publishing adds. What they forgot is counted, and logged once a sweep at most.
+* Nothing here does I/O but that warning; the caller gives the clock.
 """
 
 import dataclasses
 import functools
+import logging
 import time
 
 from broker.core import figures
 from broker.core.audience import Audience
 from broker.core.figures import COUNTER, GAUGE, HISTOGRAM, Figure, Metric
 from broker.core.hub import Hub
+
+LOG = logging.getLogger("broker.core.rooms")
 
 # Figures of the default room that are its own, not a total over the rooms.
 OWN = ("history.epoch", "history.newest", "uptime_s")
@@ -76,7 +88,10 @@ class Rooms:
     """The default room ``default`` (a :class:`broker.core.hub.Hub`) and the named rooms
     ``make(name)`` makes (a Hub), at most ``most`` of them, each
     forgotten once empty and idle ``idle_seconds``, ``listener`` told of the named rooms
-    joined and forgotten (see the module's rules)."""
+    joined and forgotten, their histories' bytes together at most ``most_history_bytes``
+    once sampled (see the module's rules)."""
+
+    most_history_bytes = None
 
     def __init__(self, default: Hub, make, most, idle_seconds, clock=time.monotonic, listener=None):
         self.default = default
@@ -92,6 +107,8 @@ class Rooms:
         self.forgotten = 0
         self.refused = 0
         self.multiplexed_dropped = 0
+        self.history_trimmed = 0
+        self.history_trimmed_bytes = 0
 
     def __len__(self):
         """The named rooms held (the default room is not counted)."""
@@ -134,12 +151,15 @@ class Rooms:
         return hub
 
     def sample(self):
-        """Age every named room (:meth:`broker.core.hub.Hub.sample`) and forget those empty
-        and idle ``idle_seconds``; call once a second."""
+        """Age every named room (:meth:`broker.core.hub.Hub.sample`), forget those empty
+        and idle ``idle_seconds``, and bring their histories under ``most_history_bytes``;
+        call once a second."""
         now = self._clock()
         quiet = self._quiet
+        held = 0
         for name, hub in list(self._named.items()):
             hub.sample()
+            held += hub.history.bytes
             if len(hub):
                 quiet.pop(name, None)
                 continue
@@ -148,10 +168,32 @@ class Rooms:
                 quiet[name] = (hub.messages_in, now)
             elif now - seen[1] >= self.idle_seconds:
                 del self._named[name], quiet[name]
+                held -= hub.history.bytes
                 self._audiences.pop(name, None)
                 self.forgotten += 1
                 if self.listener is not None:
                     self.listener.room_forgotten(name)
+        if self.most_history_bytes is not None and held > self.most_history_bytes:
+            self._trim_histories(held)
+
+    def _trim_histories(self, held):
+        """Make the largest named rooms' histories, which hold ``held`` bytes together, forget
+        their oldest messages down to one level: the highest that brings them under the bound."""
+        histories = sorted((hub.history for hub in self._named.values()), key=lambda history: history.bytes,
+                           reverse=True)
+        most, rest = self.most_history_bytes, held
+        for largest, history in enumerate(histories, 1):
+            rest -= history.bytes
+            below = histories[largest].bytes if largest < len(histories) else 0
+            if rest + largest * below <= most:
+                break
+        level = (most - rest) // largest
+        messages = sum(history.shrink(level) for history in histories[:largest])
+        trimmed = held - rest - sum(history.bytes for history in histories[:largest])
+        self.history_trimmed += messages
+        self.history_trimmed_bytes += trimmed
+        LOG.warning("the named rooms' histories held %d bytes, over --max-rooms-history: the largest %d forgot "
+                    "their oldest %d messages, %d bytes", held, largest, messages, trimmed)
 
     def announce(self, every):
         """Send each named room the announcement still waiting for a batch, then make its
@@ -176,6 +218,10 @@ class Rooms:
         return list(dict.fromkeys(getattr(subscriber, "connection", subscriber)
                                   for hub in self for subscriber in hub))
 
+    def history_bytes(self):
+        """The bytes the named rooms' histories hold together."""
+        return sum(hub.history.bytes for hub in self._named.values())
+
     def stats(self):
         return figures.stats_of(self)
 
@@ -191,4 +237,13 @@ class Rooms:
         Figure("multiplexed_sends_dropped", "multiplexed_dropped",
                Metric("multiplexed_sends_dropped", COUNTER, "Messages a session of several rooms sent, dropped: "
                       "such a session only listens")),
+        Figure("rooms_history_bytes", history_bytes, Metric("rooms_history_bytes", GAUGE, "Bytes of JSON text the "
+                                                            "named rooms' histories hold together "
+                                                            "(--max-rooms-history)")),
+        Figure("rooms_history_trimmed", "history_trimmed",
+               Metric("rooms_history_trimmed", COUNTER, "Messages the largest named rooms' histories forgot to "
+                      "hold no more than --max-rooms-history together")),
+        Figure("rooms_history_trimmed_bytes", "history_trimmed_bytes",
+               Metric("rooms_history_trimmed_bytes", COUNTER, "Bytes of JSON text the largest named rooms' "
+                      "histories forgot to hold no more than --max-rooms-history together")),
     )
