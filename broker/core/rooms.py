@@ -131,24 +131,32 @@ class Rooms:
         hub = self._named.get(name)
         if hub is not None:
             return hub
-        if len(self._named) >= self.most:
-            self.refused += 1
-            if not self.most:
-                raise RoomRefused("this broker serves the default room only (--max-rooms 0)")
-            raise RoomsFull("the broker holds %d rooms (--max-rooms)" % self.most)
+        self._check_room_for(1)
         hub = self._make(name)
         hub.name = name
         self._named[name] = hub
         self.created += 1
         return hub
 
-    def joined(self, name):
-        """The room ``name`` for a viewer about to join it: :meth:`room`, its ``listener`` told
-        when it is named and has no viewer yet."""
-        hub = self.room(name)
-        if name and self.listener is not None and not len(hub):
-            self.listener.room_joined(name, hub)
-        return hub
+    def joined(self, names):
+        """The rooms ``names`` for a viewer about to join them, each :meth:`room`: all of them,
+        or, past the bound, none made (a refusal of :meth:`room`'s); each named room's
+        ``listener`` told when it has no viewer yet."""
+        self._check_room_for(len({name for name in names if name and name not in self._named}))
+        hubs = [self.room(name) for name in names]
+        if self.listener is not None:
+            for name, hub in zip(names, hubs):
+                if name and not len(hub):
+                    self.listener.room_joined(name, hub)
+        return hubs
+
+    def _check_room_for(self, new):
+        """Refuse, counted, ``new`` rooms more past the bound (see :meth:`room`)."""
+        if new and len(self._named) + new > self.most:
+            self.refused += 1
+            if not self.most:
+                raise RoomRefused("this broker serves the default room only (--max-rooms 0)")
+            raise RoomsFull("the broker holds %d rooms (--max-rooms)" % self.most)
 
     def sample(self):
         """Age every named room (:meth:`broker.core.hub.Hub.sample`), forget those empty

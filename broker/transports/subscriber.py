@@ -126,7 +126,7 @@ class BroadcastConnection(SockJSConnection):
         try:
             if held is None:
                 raise RoomRefused("this broker serves the default room only")
-            return [held.joined(name) for name in names]
+            return held.joined(names)
         except RoomRefused as error:
             LOG.debug("refused a %s session: %s", self.transport, error)
             self.session.close(*(close_codes.TOO_MANY_ROOMS if isinstance(error, RoomsFull)

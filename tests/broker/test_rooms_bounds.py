@@ -30,6 +30,8 @@ def test_no_room_a_bad_one_or_more_than_a_session_may_join_is_refused(start_brok
 
 def test_past_max_rooms_a_new_room_is_refused_an_old_one_still_served(start_broker):
     broker = start_broker("--max-rooms", "1", "--publish-token", "t")
+    assert closed_with(WebSocketClient(broker.url, query="rooms=b,c")) == TOO_MANY_ROOMS
+    assert broker.stats()["rooms"] == 0, "a session refused makes none of its rooms"
     with WebSocketClient(broker.url, query="rooms=a") as a:
         assert closed_with(WebSocketClient(broker.url, query="rooms=b")) == TOO_MANY_ROOMS
         assert closed_with(WebSocketClient(broker.url, query="rooms=a,b")) == TOO_MANY_ROOMS
@@ -39,7 +41,7 @@ def test_past_max_rooms_a_new_room_is_refused_an_old_one_still_served(start_brok
         assert broker.request("POST", "/publish", b"in the default room", AUTH)[0] == 200
         assert a.receive() == ["in a"]
     stats = broker.stats()
-    assert (stats["rooms"], stats["rooms_created"], stats["rooms_refused"]) == (1, 1, 3)
+    assert (stats["rooms"], stats["rooms_created"], stats["rooms_refused"]) == (1, 1, 4)
 
 
 def test_a_broker_of_no_named_room_refuses_them_for_good_and_serves_the_default_room(start_broker):

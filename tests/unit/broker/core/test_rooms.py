@@ -62,6 +62,17 @@ def test_past_the_bound_a_new_room_is_refused_and_counted_an_old_one_still_given
     assert (len(rooms), rooms.refused) == (1, 1)
 
 
+def test_rooms_joined_together_are_made_all_or_none_past_the_bound():
+    listener = Listener()
+    rooms = Rooms(hub(), lambda name: hub(), 3, 60.0, listener=listener)
+    a, = rooms.joined(["a"])
+    with pytest.raises(RoomsFull, match="3 rooms"):
+        rooms.joined(["a", "b", "c", "d"])
+    assert (len(rooms), rooms.refused, rooms.created) == (1, 1, 1), "none of the new ones made"
+    assert [name for _, name, _ in listener.told] == ["a"], "nor any listened to"
+    assert rooms.joined(["c", "a", "b"])[1] is a and len(rooms) == 3
+
+
 def test_a_room_is_forgotten_once_empty_and_idle_its_age_never_while_watched_or_published_in():
     clock = Clock()
     rooms = Rooms(hub(), lambda name: hub(), 10, 5.0, clock)
@@ -105,12 +116,12 @@ def test_the_listener_hears_of_a_named_rooms_first_viewer_before_it_joins_and_of
     rooms = Rooms(hub(), lambda name: hub(), 10, 5.0, clock, listener=listener)
     published = rooms.room("p")
     assert listener.told == [], "a publish alone reads nothing of the room"
-    a = rooms.joined("a")
+    a, = rooms.joined(["a"])
     assert listener.told == [("joined", "a", a)] and len(a) == 0, "told before the viewer is in"
     a.subscribe(subscriber())
-    assert rooms.joined("a") is a and rooms.joined("") is rooms.default
+    assert rooms.joined(["a", ""]) == [a, rooms.default]
     assert len(listener.told) == 1, "told once while it has viewers; never of the default room"
-    assert rooms.joined("p") is published and listener.told[1] == ("joined", "p", published)
+    assert rooms.joined(["p"]) == [published] and listener.told[1] == ("joined", "p", published)
     for step in range(7):
         rooms.sample()
         clock.now += 1.0
@@ -192,8 +203,8 @@ def test_each_named_room_announces_its_own_audience():
 def test_in_a_cluster_a_named_room_announces_its_count_at_every_broker_and_nothing_while_unknown():
     rooms = Rooms(hub(), lambda name: hub(), 10, 60.0, Clock(), listener=Listener({"a": 5}))
     in_a, in_b = Recording(), Recording()
-    rooms.joined("a").subscribe(in_a)
-    rooms.joined("b").subscribe(in_b)
+    rooms.joined(["a"])[0].subscribe(in_a)
+    rooms.joined(["b"])[0].subscribe(in_b)
     rooms.announce(5.0)
     rooms.announce(5.0)
     assert in_a.texts == ['{"audience":5}'] and in_b.texts == [], "b's count is not known yet"
