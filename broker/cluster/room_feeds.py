@@ -179,7 +179,7 @@ class RoomFeeds:
                 return
             self.reconnects += 1
             for room in self._rooms.values():
-                room.hub.doubt_epoch()
+                room.hub.doubt_epoch(opens=not room.loaded)
             await self._pause()
 
     async def _listen(self, pubsub):

@@ -375,3 +375,27 @@ def test_a_room_joined_while_redis_is_away_is_loaded_once_it_is_back(redis_and_p
         await until(lambda: viewers["late"].data() == ["kept", "live"])
 
     in_rooms(server, proxy, ["a"], test)
+
+
+def test_a_viewer_of_a_room_joined_while_redis_is_away_opens_once_it_is_loaded_and_is_told_no_gap(redis_and_proxy):
+    """Its opens wait for the room's epoch, through the pub/sub connection's failures meanwhile."""
+    server, proxy = redis_and_proxy
+
+    async def test(feeds, writes, hubs, viewers):
+        await publish(writes, hubs, "late", "kept")
+        proxy.refuse()
+        hubs["late"] = Hub(asyncio.get_running_loop().call_soon, Keeping(history=100, replay=10),
+                           relay=lambda encoded: None)
+        feeds.room_joined("late", hubs["late"])
+        failed = feeds.reconnects
+        await until(lambda: feeds.reconnects > failed)
+        viewers["late"] = Viewer()
+        hubs["late"].subscribe(viewers["late"])
+        assert viewers["late"].sent == [], "an open waits for the room's epoch"
+        proxy.forward()
+        await until(lambda: feeds._rooms["late"].loaded)
+        await publish(writes, hubs, "late", "live")
+        await until(lambda: viewers["late"].data() == ["kept", "live"])
+        assert viewers["late"].gaps() == [] and viewers["late"].sent[0].get("epoch") == hubs["late"].epoch
+
+    in_rooms(server, proxy, ["a"], test)
