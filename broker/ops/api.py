@@ -97,7 +97,7 @@ class PublishHandler(_JSONHandler):
         if self.refused(self.token, "publish", ("publishing", "--publish-token")):
             return
         try:
-            room = room_names.room_of(self.get_query_argument(room_names.QUERY_ROOM, None))
+            room = room_names.room_of(self.get_query_arguments(room_names.QUERY_ROOM))
         except ValueError as error:
             return self.reply(400, {"error": "?%s=: %s" % (room_names.QUERY_ROOM, error)})
         request = self._request()

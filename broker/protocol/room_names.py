@@ -19,8 +19,8 @@ Rules this module keeps:
 * Resume per room: ``epoch.NAME`` and ``since.NAME`` give a room's position; a
   session of one room may give its position as ``epoch`` and ``since`` too, as a
   session of the default room does. ``positions`` asks for positions in every room.
-* Only the first value of a parameter counts, as in :mod:`broker.protocol.positions`;
-  the query is read once, as a session opens.
+* Only the first value of a session's parameter counts, as in :mod:`broker.protocol.positions`;
+  the query is read once, as a session opens. A publish's ``room=`` given twice is refused.
 * No I/O; the standard library only.
 """
 
@@ -92,10 +92,13 @@ def _since(arguments, name, shared):
     return (epoch, since) if epoch is not None and since is not None else shared
 
 
-def room_of(value):
-    """The room a publish names with ``?room=`` (``value``, None without it: the default room);
-    ValueError, saying the rule, for a bad name."""
-    return DEFAULT if value is None else checked_name(value)
+def room_of(values):
+    """The room a publish names with ``?room=`` (``values``, every value given: none, the
+    default room); ValueError, saying the rule, for a bad name, or for two: which one a
+    sender meant cannot be told."""
+    if len(values) > 1:
+        raise ValueError("given %d times: name one room" % len(values))
+    return checked_name(values[0]) if values else DEFAULT
 
 
 def tag(name, text, enveloped):

@@ -65,10 +65,12 @@ def test_a_refused_rooms_value_raises():
 
 
 def test_a_publish_names_its_room_or_the_default_one():
-    assert room_names.room_of(None) == room_names.DEFAULT == ""
-    assert room_names.room_of("a:b") == "a:b"
+    assert room_names.room_of([]) == room_names.DEFAULT == ""
+    assert room_names.room_of(["a:b"]) == "a:b"
+    with pytest.raises(ValueError, match="given 2 times"):
+        room_names.room_of(["a", "b"])
     with pytest.raises(ValueError, match="not 'a b'"):
-        room_names.room_of("a b")
+        room_names.room_of(["a b"])
 
 
 def test_a_tag_puts_the_room_first():
