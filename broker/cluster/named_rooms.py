@@ -53,12 +53,11 @@ local epoch = redis.call('SET', KEYS[#KEYS], ROOM_EPOCH, 'NX', 'GET') or ROOM_EP
 # How a named room's scripts append an entry (see the module's rules), on ROOM_CHANNEL.
 APPEND_AND_PUBLISH = """
 local function append(stream, maxlen, ...)
-  local fields = {...}
-  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+  local _, message, _, key = ...
+  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', '1')[1]
   local id = redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', ...)
-  local key = '-'
-  if fields[4] then key = #fields[4] .. ':' .. fields[4] end
-  redis.call('PUBLISH', ROOM_CHANNEL, (newest and newest[1] or '0-0') .. ' ' .. id .. ' ' .. key .. ' ' .. fields[2])
+  if key then key = #key .. ':' .. key else key = '-' end
+  redis.call('PUBLISH', ROOM_CHANNEL, (newest and newest[1] or '0-0') .. ' ' .. id .. ' ' .. key .. ' ' .. message)
   return id
 end
 """
