@@ -19,9 +19,10 @@ its keys, its stream and its read loop are today's):
   bytes), ``DATA`` the message's JSON text. Idempotency records and counters are the room's
   own, bounded as the default room's are.
 * Every script sets the room's epoch if it has none (the epoch a broker gives, as a broker
-  loading the tail would), reading it back in the same command (``SET NX GET``), its first
-  write, which Redis refuses for memory before the script wrote anything, and answers it after today's answer, so a ``POST /publish`` at a
-  broker with no viewer of the room still answers the room's position; the idempotency record
+  loading the tail would), reading it back in the same command (``SET NX GET``): its first
+  write, which Redis refuses for memory before the script wrote anything. It answers the
+  epoch after today's answer, so a ``POST /publish`` at a broker with no viewer of the room
+  still answers the room's position; the idempotency record
   it keeps names that epoch too (a broker's own is not the room's until it loaded the room), so
   a retry at any broker is answered the room's position. It then sets every key
   of the room but the idempotency records (which keep their window) to expire
