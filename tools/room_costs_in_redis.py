@@ -9,8 +9,10 @@ loopback ports, both stopped at the end, then through the broker's ``POST /publi
   broker's rooms with viewers are;
 * Redis's CPU a named room's publish over ``--messages`` publishes, one at a time: INFO's
   used_cpu_user + used_cpu_sys a publish, and from INFO commandstats each command's calls a
-  publish and usec_per_call (EVALSHA's holds the script's commands); the same for as many plain
-  ``XADD MAXLEN ~ 100`` of the same message sent by this script.
+  publish and usec_per_call (EVALSHA's holds the script's commands); the same for as many
+  publishes ``--concurrency`` at a time in ``--busy-rooms`` rooms, which the broker writes a few
+  to a transaction (``exec`` a publish: one over the publishes a transaction); the same for as
+  many plain ``XADD MAXLEN ~ 100`` of the same message sent by this script.
 
 Every message is ``--message-bytes`` of JSON text; any other flag is the broker's (``--history
 100``). It prints the figures as JSON. Run it from a checkout, so that the broker run is the
@@ -20,6 +22,7 @@ checkout's (docs/sizing.rst, "Rooms", quotes it)::
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import socket
@@ -82,20 +85,22 @@ def cpu_seconds(client):
     return info["used_cpu_user"] + info["used_cpu_sys"]
 
 
-def per_message(client, messages, send):
-    """Redis's CPU a message (us) over ``messages`` calls of ``send()``, and each command called
-    at least every other message: its calls a message and its usec_per_call."""
+def per_message(client, messages, send, concurrency=1):
+    """Redis's CPU a message (us) over ``messages`` calls of ``send(number)``, ``concurrency`` at
+    a time, and each command called at least every 20th message: its calls a message and its
+    usec_per_call."""
     client.config_resetstat()
     before = cpu_seconds(client)
-    for _ in range(messages):
-        send()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        for _ in pool.map(send, range(messages)):
+            pass
     used = cpu_seconds(client) - before
     stats = client.info("commandstats")
     return {"cpu_us_per_message": round(used / messages * 1e6, 1),
             "commands_per_message": {name[len("cmdstat_"):]: round(stat["calls"] / messages, 2)
-                                     for name, stat in stats.items() if stat["calls"] >= messages / 2},
+                                     for name, stat in stats.items() if stat["calls"] >= messages / 20},
             "usec_per_call": {name[len("cmdstat_"):]: stat["usec_per_call"] for name, stat in stats.items()
-                              if stat["calls"] >= messages / 2}}
+                              if stat["calls"] >= messages / 20}}
 
 
 def measure(args, client, port):
@@ -113,8 +118,11 @@ def measure(args, client, port):
     figures["bytes_a_room_full"], _ = mean_room_bytes(client, rooms)
     figures["stream_entries_full"] = client.xlen(next(client.scan_iter(match="*{full-0}:stream")))
     figures["named_room_publish"] = per_message(client, args.messages,
-                                                lambda: publish(port, "hot", message))
-    figures["plain_xadd"] = per_message(client, args.messages, lambda: client.xadd(
+                                                lambda _: publish(port, "hot", message))
+    figures["named_room_publish_concurrent"] = per_message(
+        client, args.messages, lambda number: publish(port, "busy-%d" % (number % args.busy_rooms), message),
+        args.concurrency)
+    figures["plain_xadd"] = per_message(client, args.messages, lambda _: client.xadd(
         "plain", {"m": message}, maxlen=100, approximate=True))
     figures["bytes_a_channel_subscribed"] = channel_bytes(client, args.channels)
     return figures
@@ -139,6 +147,8 @@ def main():
     parser.add_argument("--full-rooms", type=int, default=10)
     parser.add_argument("--full-messages", type=int, default=1200)
     parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--busy-rooms", type=int, default=100)
     parser.add_argument("--message-bytes", type=int, default=90)
     parser.add_argument("--channels", type=int, default=100000)
     args, broker_flags = parser.parse_known_args()
@@ -152,7 +162,8 @@ def main():
             wait_for(client.ping)
             broker = subprocess.Popen([sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port",
                                        str(broker_port), "--redis", "redis://127.0.0.1:%d/0" % redis_port,
-                                       "--max-rooms", str(args.rooms + args.full_rooms + 1)] + broker_flags,
+                                       "--max-rooms", str(args.rooms + args.full_rooms + args.busy_rooms + 1)]
+                                      + broker_flags,
                                       env=dict(os.environ, BROKER_PUBLISH_TOKEN=TOKEN))
             wait_for(lambda: healthy(broker_port))
             print(json.dumps(measure(args, client, broker_port), indent=1))

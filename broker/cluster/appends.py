@@ -3,10 +3,20 @@
 Rules this module keeps (the backplane, :mod:`broker.cluster.backplane`,
 queues and answers; this module writes):
 
-* A batch is one XADD, or for several entries one MULTI/EXEC transaction:
+* A batch of one entry is one command (an XADD, or a script: one step
+  already), or for several entries one MULTI/EXEC transaction:
   Redis appends its entries at once, so the blocked XREAD of every broker
   gets them in one reply. Each entry has its own reply: Redis applies the
   others of a transaction when one fails at run time.
+* A script goes by its SHA1 alone (EVALSHA, :class:`Script`), never asked
+  about first (redis-py asks ``SCRIPT EXISTS`` before every transaction that
+  holds a script object: a command more a write). A Redis that lost it (a
+  new master after a failover, ``SCRIPT FLUSH``) refuses it, NOSCRIPT,
+  having run none of it: the writer's scripts are loaded, in one
+  transaction, and the batch written again from its first entry refused,
+  when every entry after it was refused too (:func:`by_sha`); else, an
+  entry after it taken, those refused stay refused, so that none is
+  written out of its order.
 * An entry is a JSON text, an :class:`Append` for a message with a conflating
   key or an idempotency key (with one, :data:`broker.cluster.room_in_redis.PUBLISH_ONCE`),
   or a :class:`Count` (:data:`broker.cluster.room_in_redis.COUNT`).
@@ -42,10 +52,11 @@ queues and answers; this module writes):
 
 import asyncio
 import collections
+import hashlib
 import time
 from typing import NamedTuple, Optional
 
-from redis.exceptions import OutOfMemoryError, RedisError
+from redis.exceptions import NoScriptError, OutOfMemoryError, RedisError
 
 from broker.cluster import room_in_redis
 from broker.cluster.room_in_redis import FIELD, KEY_FIELD
@@ -113,6 +124,39 @@ class Count(NamedTuple):
 def _once_arguments(once):
     """The record, window in ms and digest a script is given for ``once`` (a :class:`OnceRecord` or None)."""
     return ("", 1, "") if once is None else (once.record, once.window_ms(), once.digest())
+
+
+class Script(NamedTuple):
+    """A Lua script, its ``text`` and the ``sha`` Redis knows it by, queued by that alone (see the module's rules)."""
+
+    text: str
+    sha: str
+
+    @classmethod
+    def of(cls, text):
+        return cls(text, hashlib.sha1(text.encode()).hexdigest())
+
+    def queue(self, pipe, keys, args):
+        """Queue this script on ``pipe`` with ``keys`` and ``args``: its reply NOSCRIPT when Redis lost it."""
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+
+async def by_sha(replies, scripts, transaction, batch):
+    """The replies to ``batch``, one an entry, written through ``replies`` by ``transaction(batch)``
+    (a coroutine queuing ``scripts``, :class:`Script` s, by their SHA1), which are loaded when
+    Redis lost one, and ``batch`` written again from its first entry refused so (see the
+    module's rules)."""
+    answered = await transaction(batch)
+    lost = next((i for i, reply in enumerate(answered) if isinstance(reply, NoScriptError)), None)
+    if lost is None:
+        return answered
+    pipe = replies.redis.pipeline(transaction=True)  # loaded at once, for every transaction after
+    for script in scripts:
+        pipe.script_load(script.text)
+    await pipe.execute()
+    if not all(isinstance(reply, NoScriptError) for reply in answered[lost:]):
+        return answered
+    return answered[:lost] + await transaction(batch[lost:])
 
 
 class TooFewReplicas(RedisError):
@@ -257,9 +301,8 @@ class Appends:
         self.once_order = self.room.once_order
         self.counters_key = room_in_redis.counters_key(prefix)
         self.memory = MemoryGiver()
-        redis = replies.redis
-        self._publish_once = redis.register_script(room_in_redis.PUBLISH_ONCE)
-        self._count = redis.register_script(room_in_redis.COUNT)
+        self._publish_once = Script.of(room_in_redis.PUBLISH_ONCE)
+        self._count = Script.of(room_in_redis.COUNT)
 
     @property
     def memory_trims(self):
@@ -273,7 +316,7 @@ class Appends:
 
     async def write(self, batch):
         """Append ``batch``: one reply for each of its entries; raises what failed it whole."""
-        replies = await self.memory.write(self.replies, batch, self._append, lambda _: [self.room])
+        replies = await self.memory.write(self.replies, batch, self._written, lambda _: [self.room])
         await replicated(self.replies, self.min_replicas)
         return replies
 
@@ -282,26 +325,24 @@ class Appends:
         (:meth:`MemoryGiver.give`); False when nothing was given."""
         return await self.memory.give(replies, [self.room], stream)
 
+    async def _written(self, batch):
+        return await by_sha(self.replies, (self._publish_once, self._count), self._append, batch)
+
     async def _append(self, batch):
         redis = self.replies.redis
         if len(batch) == 1 and type(batch[0]) is str:
             return [await redis.xadd(self.key, {FIELD: batch[0]}, maxlen=self.maxlen, approximate=True)]
-        pipe = redis.pipeline(transaction=True)
+        pipe = redis.pipeline(transaction=len(batch) > 1)  # a script alone is one step already
         for entry in batch:
             if type(entry) is str:
                 pipe.xadd(self.key, {FIELD: entry}, maxlen=self.maxlen, approximate=True)
             elif type(entry) is Count:
-                await self._queue_count(pipe, entry)
+                self._queue_count(pipe, entry)
             else:
-                await self._queue_append(pipe, entry)
-        try:
-            return await pipe.execute(raise_on_error=False)
-        finally:
-            # redis-py keeps the connection it loaded the scripts on when that fails: give it back,
-            # or the writes' pool of one would have none left.
-            await pipe.reset()
+                self._queue_append(pipe, entry)
+        return await pipe.execute(raise_on_error=False)
 
-    async def _queue_append(self, pipe, append):
+    def _queue_append(self, pipe, append):
         """Queue ``append`` (an :class:`Append`) on ``pipe``: an XADD, or the script
         :data:`room_in_redis.PUBLISH_ONCE`."""
         once = append.once
@@ -309,13 +350,11 @@ class Appends:
             pipe.xadd(self.key, {FIELD: append.encoded, KEY_FIELD: append.key}, maxlen=self.maxlen, approximate=True)
             return
         self.memory.recording(self.room, once.window_s)
-        # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
-        await self._publish_once(keys=[self.once_records, self.key, self.once_order],
-                                 args=append.arguments(self.maxlen), client=pipe)
+        self._publish_once.queue(pipe, [self.once_records, self.key, self.once_order], append.arguments(self.maxlen))
 
-    async def _queue_count(self, pipe, count):
+    def _queue_count(self, pipe, count):
         """Queue ``count`` (a :class:`Count`) on ``pipe``: the script :data:`room_in_redis.COUNT`."""
         if count.once is not None:
             self.memory.recording(self.room, count.once.window_s)
-        await self._count(keys=[self.once_records, self.key, self.counters_key, self.once_order],
-                          args=count.arguments(self.maxlen), client=pipe)
+        self._count.queue(pipe, [self.once_records, self.key, self.counters_key, self.once_order],
+                          count.arguments(self.maxlen))

@@ -8,18 +8,21 @@ its keys, its stream and its read loop are today's):
   its counters' hash and its idempotency records' two keys. ``{R}`` is a Redis Cluster hash
   tag: a room's keys share a slot, so one script may touch them all. A room name never holds
   a brace (:mod:`broker.protocol.room_names`' alphabet).
-* A publish in a named room is one script (:data:`PUBLISH` for a message, with or without an
-  idempotency key; :data:`COUNT` for a counter's change): today's scripts
-  (:func:`broker.cluster.room_in_redis.publish_once`, :func:`broker.cluster.room_in_redis.count`)
-  whose entry is appended by :data:`APPEND_AND_PUBLISH`: XADD (MAXLEN ~ the hub's history,
+* A publish in a named room is one script (:data:`PUBLISH` for a message without an
+  idempotency key, :data:`PUBLISH_ONCE` for one with a key; :data:`COUNT` for a counter's
+  change): the last two today's scripts (:func:`broker.cluster.room_in_redis.publish_once`,
+  :func:`broker.cluster.room_in_redis.count`), and all three's entry appended by
+  :data:`APPEND_AND_PUBLISH`: XADD (MAXLEN ~ the hub's history,
   at least :data:`STREAM_MAXLEN`), then PUBLISH on the room's channel ``PREV NEW KEY DATA``
   (:func:`published`): ``PREV`` the stream's newest id before the XADD (``0-0`` for none),
   ``NEW`` the entry's id, ``KEY`` ``-`` or the conflating key as ``LENGTH:KEY`` (its length in
   bytes), ``DATA`` the message's JSON text. Idempotency records and counters are the room's
   own, bounded as the default room's are.
 * Every script sets the room's epoch if it has none (the epoch a broker gives, as a broker
-  loading the tail would) and answers it after today's answer, so a ``POST /publish`` at a
-  broker with no viewer of the room still answers the room's position; the idempotency record
+  loading the tail would), reading it back in the same command (``SET NX GET``): its first
+  write, which Redis refuses for memory before the script wrote anything. It answers the
+  epoch after today's answer, so a ``POST /publish`` at a broker with no viewer of the room
+  still answers the room's position; the idempotency record
   it keeps names that epoch too (a broker's own is not the room's until it loaded the room), so
   a retry at any broker is answered the room's position. It then sets every key
   of the room but the idempotency records (which keep their window) to expire
@@ -41,19 +44,29 @@ EXPIRY_S = 3600
 # room at 1 message a second: more than a reconnect or a Sentinel failover takes), at about
 # 15 KB a room of 90-byte messages (MEMORY USAGE): 10,000 busy rooms hold 150 MB in Redis.
 STREAM_MAXLEN = 100
-# Set by every named room's script, read by APPEND_AND_PUBLISH: the room's channel.
+# Every named room's script begins with it: the room's channel, read by APPEND_AND_PUBLISH, and
+# its epoch, set if the room has none (KEYS: the epoch's last; ARGV: the channel, the expiry in ms
+# and an epoch, the last three).
+_ROOM_HEAD = """
+local ROOM_CHANNEL, ROOM_EXPIRY_MS, ROOM_EPOCH = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
+local epoch = redis.call('SET', KEYS[#KEYS], ROOM_EPOCH, 'NX', 'GET') or ROOM_EPOCH
+"""
+# How a named room's scripts append an entry (see the module's rules), on ROOM_CHANNEL.
 APPEND_AND_PUBLISH = """
-local ROOM_CHANNEL = ARGV[#ARGV - 2]
 local function append(stream, maxlen, ...)
-  local fields = {...}
-  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+  local _, message, _, key = ...
+  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', '1')[1]
   local id = redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', ...)
-  local key = '-'
-  if fields[4] then key = #fields[4] .. ':' .. fields[4] end
-  redis.call('PUBLISH', ROOM_CHANNEL, (newest and newest[1] or '0-0') .. ' ' .. id .. ' ' .. key .. ' ' .. fields[2])
+  if key then key = #key .. ':' .. key else key = '-' end
+  redis.call('PUBLISH', ROOM_CHANNEL, (newest and newest[1] or '0-0') .. ' ' .. id .. ' ' .. key .. ' ' .. message)
   return id
 end
 """
+
+
+def _expiring(first_room_key):
+    """The Lua that sets the room's keys, KEYS from ``first_room_key`` on, to expire with the room."""
+    return "for i = %d, #KEYS do redis.call('PEXPIRE', KEYS[i], ROOM_EXPIRY_MS) end\n" % first_room_key
 
 
 def _in_room(script, first_room_key, record):
@@ -62,24 +75,33 @@ def _in_room(script, first_room_key, record):
     its ARGV then the channel, the expiry in ms, an epoch to set if the room has none; ARGV
     ``record`` its idempotency record, whose last word (an epoch) becomes the room's. Answers
     today's answer followed by the room's epoch."""
-    return """
-local epoch_key, expiry_ms = KEYS[#KEYS], ARGV[#ARGV - 1]
-redis.call('SET', epoch_key, ARGV[#ARGV], 'NX')
-local epoch = redis.call('GET', epoch_key)
+    return _ROOM_HEAD + """
 if ARGV[%d] ~= '' then ARGV[%d] = (string.gsub(ARGV[%d], '%%S+$', epoch)) end
 local function script()
 %s
 end
 local answer = script()
-for i = %d, #KEYS do redis.call('PEXPIRE', KEYS[i], expiry_ms) end
-answer[#answer + 1] = epoch
+%sanswer[#answer + 1] = epoch
 return answer
-""" % (record, record, record, script, first_room_key)
+""" % (record, record, record, script, _expiring(first_room_key))
 
 
-# KEYS, ARGV as room_in_redis.PUBLISH_ONCE's (a record of "" for no idempotency key), then
-# KEYS: the stream again, the counters' hash, the epoch; ARGV: the channel, the expiry in ms, an epoch.
-PUBLISH = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4, 1)
+# A message without an idempotency key, the one publish of most rooms: none of the records'
+# functions nor their arguments, which Redis pays for at every call (a Lua closure each, and
+# each argument made a Lua string). KEYS: the stream, the counters' hash, the epoch; ARGV: the
+# message, the stream's MAXLEN, the conflating key or "", the channel, the expiry in ms, an
+# epoch. Answers {1, id, epoch}, as PUBLISH_ONCE's appended.
+PUBLISH = _ROOM_HEAD + APPEND_AND_PUBLISH + """
+local id
+if ARGV[3] == '' then
+  id = append(KEYS[1], ARGV[2], 'm', ARGV[1])
+else
+  id = append(KEYS[1], ARGV[2], 'm', ARGV[1], 'k', ARGV[3])
+end
+""" + _expiring(1) + "return {1, id, epoch}\n"
+# KEYS, ARGV as room_in_redis.PUBLISH_ONCE's, then KEYS: the stream again, the counters' hash,
+# the epoch; ARGV: the channel, the expiry in ms, an epoch.
+PUBLISH_ONCE = _in_room(room_in_redis.publish_once(APPEND_AND_PUBLISH), 4, 1)
 # KEYS, ARGV as room_in_redis.COUNT's, then KEYS: the stream again, the counters' hash, the
 # epoch; ARGV: the channel, the expiry in ms, an epoch.
 COUNT = _in_room(room_in_redis.count(APPEND_AND_PUBLISH), 5, 7)
@@ -116,6 +138,10 @@ class RoomKeys(NamedTuple):
 
     def of_publish(self):
         """The KEYS of :data:`PUBLISH` in this room."""
+        return [self.stream, self.counters, self.epoch]
+
+    def of_publish_once(self):
+        """The KEYS of :data:`PUBLISH_ONCE` in this room."""
         return [self.once_records, self.stream, self.once_order, self.stream, self.counters, self.epoch]
 
     def of_count(self):

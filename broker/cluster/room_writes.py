@@ -4,8 +4,9 @@ Rules this module keeps (the scripts are :mod:`broker.cluster.named_rooms`'; the
 room's writes are :mod:`broker.cluster.appends`', untouched):
 
 * Every publish in a named room is one script (a message's, with or without an idempotency
-  key, or a counter's). What is queued in one event-loop iteration, whatever its rooms, goes
-  as one MULTI/EXEC transaction, then one WAIT for ``--redis-min-replicas``: a publish is
+  key, or a counter's), sent by its SHA1 alone (:func:`broker.cluster.appends.by_sha`). What is
+  queued in one event-loop iteration, whatever its rooms, goes as one MULTI/EXEC transaction
+  (one script alone needs none), then one WAIT for ``--redis-min-replicas``: a publish is
   answered once the replicas hold it; fewer replicas in time fail the whole batch
   (:class:`broker.cluster.appends.TooFewReplicas`), as in the default room.
 * At most one write is in flight, on a connection of its own (not the default room's), so a
@@ -32,7 +33,7 @@ import asyncio
 import secrets
 
 from broker.cluster import appends, named_rooms
-from broker.cluster.appends import Append
+from broker.cluster.appends import Append, Script
 from broker.cluster.replies import FAILURES
 from broker.core.seams import RelayUnavailable
 
@@ -41,6 +42,22 @@ def _refused(error):
     if appends.for_memory(error):  # redis-py 6.4 loses Redis's text of one refused in a transaction
         return RelayUnavailable("the cluster backplane could not publish: Redis refuses writes for memory (maxmemory)")
     return RelayUnavailable("the cluster backplane could not publish: Redis: %s" % (error or type(error).__name__))
+
+
+# The scripts of named_rooms, as they are sent.
+SCRIPTS = PUBLISH, PUBLISH_ONCE, COUNT = tuple(map(Script.of, (named_rooms.PUBLISH, named_rooms.PUBLISH_ONCE,
+                                                               named_rooms.COUNT)))
+
+
+def queue_script(pipe, keys, entry, maxlen, room):
+    """Queue on ``pipe`` the script of ``entry`` in the room of ``keys``, its stream of about
+    ``maxlen`` entries, ``room`` its ARGV after its own (the channel, the expiry, an epoch)."""
+    if type(entry) is not Append:
+        COUNT.queue(pipe, keys.of_count(), entry.arguments(maxlen) + room)
+    elif entry.once is None:
+        PUBLISH.queue(pipe, keys.of_publish(), [entry.encoded, maxlen, entry.key or ""] + room)
+    else:
+        PUBLISH_ONCE.queue(pipe, keys.of_publish_once(), entry.arguments(maxlen) + room)
 
 
 def _rooms_of(batch):
@@ -64,8 +81,6 @@ class RoomWrites:
         self.expiry_ms = expiry_ms
         self.memory = backplane.appends.memory
         self.backplane = backplane
-        self._publish = replies.redis.register_script(named_rooms.PUBLISH)
-        self._count = replies.redis.register_script(named_rooms.COUNT)
         self._pending = []
         self._task = None
         self.refused = 0
@@ -125,18 +140,10 @@ class RoomWrites:
             self._task = None
 
     async def _transaction(self, batch):
-        pipe = self.replies.redis.pipeline(transaction=True)
+        return await appends.by_sha(self.replies, SCRIPTS, self._sent, batch)
+
+    async def _sent(self, batch):
+        pipe = self.replies.redis.pipeline(transaction=len(batch) > 1)  # a script alone is one step already
         for keys, entry, epoch, _ in batch:
-            room = [keys.channel, self.expiry_ms, epoch]
-            # Queued, not sent: awaiting a script on a pipeline returns the pipeline.
-            if type(entry) is Append:
-                await self._publish(keys=keys.of_publish(),
-                                    args=entry.arguments(self.maxlen) + room, client=pipe)
-            else:
-                await self._count(keys=keys.of_count(),
-                                  args=entry.arguments(self.maxlen) + room, client=pipe)
-        try:
-            return await pipe.execute(raise_on_error=False)
-        finally:
-            # redis-py keeps the connection it loaded the scripts on when that fails: give it back.
-            await pipe.reset()
+            queue_script(pipe, keys, entry, self.maxlen, [keys.channel, self.expiry_ms, epoch])
+        return await pipe.execute(raise_on_error=False)

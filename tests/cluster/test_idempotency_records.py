@@ -89,3 +89,22 @@ def test_fresh_keys_filling_redis_never_stop_a_publish(start_redis, start_cluste
     assert backplane["memory_forgotten_keys"] > 0 and not backplane["memory_full"]
     assert store.zcard(room_in_redis.once_order_key(ROOM)) < FLOOD
     store.close()
+
+
+def test_a_redis_that_lost_the_scripts_takes_the_next_publish_and_none_is_asked_about_first(start_redis,
+                                                                                             start_cluster):
+    server = start_redis()
+    broker, = start_cluster(server, 1)
+    store = redis.Redis.from_url(server.url)
+    store.config_resetstat()
+    for n, path in enumerate(["/publish", "/publish?key=raised&op=add", "/publish?room=r",
+                              "/publish?room=r&key=raised&op=add"] * 2):
+        store.script_flush()  # as a new master after a failover holds none
+        status, answer = broker.request("POST", path, b"1", dict(AUTH, **{"Idempotency-Key": "key-%d" % n}))
+        assert status == 200, (path, answer)
+        if n < 4:
+            assert broker.request("POST", path, b"1", dict(AUTH, **{"Idempotency-Key": "key-%d" % n})) == \
+                (status, answer), "the retry is answered as the first"
+    assert "cmdstat_script|exists" not in store.info("commandstats")
+    assert store.hget(room_in_redis.counters_key(ROOM), "v:raised") == b"2000000"
+    store.close()

@@ -11,7 +11,7 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from broker.cluster import named_rooms, room_in_redis
+from broker.cluster import named_rooms, room_in_redis, room_writes
 from broker.cluster.appends import Append, Count, OnceRecord
 from broker.cluster.backplane import Backplane
 from broker.cluster.named_rooms import RoomKeys
@@ -19,40 +19,36 @@ from broker.cluster.replies import Replies
 from broker.cluster.room_writes import RoomWrites
 from broker.core import counters
 from broker.core.counters import Amount
+from broker.core.seams import RelayUnavailable
 
 PREFIX = "/broadcast"
 EXPIRY_MS = 60000
 
 
 class Room:
-    """Room ``name``'s scripts run as RoomWrites runs them, and its channel listened to."""
+    """Room ``name``'s scripts run as RoomWrites queues them, one at a time, and its channel listened to."""
 
     def __init__(self, store, name, maxlen=10000, expiry_ms=EXPIRY_MS):
         self.store = store
         self.keys = RoomKeys.of(PREFIX, name)
         self.maxlen = maxlen
         self.expiry_ms = expiry_ms
-        self._publish = store.register_script(named_rooms.PUBLISH)
-        self._count = store.register_script(named_rooms.COUNT)
+        for script in room_writes.SCRIPTS:
+            store.script_load(script.text)
         self.channel = store.pubsub()
         self.channel.subscribe(self.keys.channel)
         assert self.channel.get_message(timeout=5)["type"] == "subscribe"
 
-    def room_args(self, epoch):
-        return [self.keys.channel, self.expiry_ms, epoch]
+    def run(self, entry, epoch):
+        pipe = self.store.pipeline(transaction=False)
+        room_writes.queue_script(pipe, self.keys, entry, self.maxlen, [self.keys.channel, self.expiry_ms, epoch])
+        return named_rooms.answered(pipe.execute()[0])
 
     def publish(self, text, key=None, once=None, epoch="mine"):
-        keys = self.keys
-        reply = self._publish(keys=keys.of_publish(),
-                              args=Append(text, key, once).arguments(self.maxlen) + self.room_args(epoch))
-        return named_rooms.answered(reply)
+        return self.run(Append(text, key, once), epoch)
 
     def count(self, name, operation, value, once=None, epoch="mine"):
-        keys = self.keys
-        change = Count(name, operation, Amount(decimal.Decimal(value), 0), once, 100)
-        reply = self._count(keys=keys.of_count(),
-                            args=change.arguments(self.maxlen) + self.room_args(epoch))
-        return named_rooms.answered(reply)
+        return self.run(Count(name, operation, Amount(decimal.Decimal(value), 0), once, 100), epoch)
 
     def told(self):
         """What the channel was told since, read back."""
@@ -157,4 +153,43 @@ def test_room_writes_answer_each_publish_of_one_batch_in_its_room(start_redis):
     assert (epoch_a, epoch_b, epoch_a_again) == ("ea", "eb", "ea")
     store = redis.Redis.from_url(server.url)
     assert store.xlen(RoomKeys.of(PREFIX, "a").stream) == 2 and store.xlen(RoomKeys.of(PREFIX, "b").stream) == 1
+    store.close()
+
+
+def test_room_writes_run_their_scripts_again_after_redis_lost_them_and_never_ask_before(start_redis):
+    server = start_redis()
+    store = redis.Redis.from_url(server.url)
+    one_room = RoomKeys.of(PREFIX, "a")
+
+    async def run():
+        client = redis.asyncio.from_url(server.url, retry=Retry(NoBackoff(), 0))
+        writes = RoomWrites(Replies(client), PREFIX, 10000, EXPIRY_MS, Backplane(server.url, PREFIX))
+        answers = [await writes.queue("a", Append('"1"', None), "e")]
+        store.script_flush()  # as a new master after a failover holds none
+        answers.append(await writes.queue("a", Append('"2"', None), "e"))  # one script, no transaction
+        store.script_flush()
+        answers += await asyncio.gather(writes.queue("a", Append('"3"', None, once("k")), "e"),
+                                        writes.queue("a", Count("n", "add", Amount(decimal.Decimal(3), 0), None, 10),
+                                                     "e"),
+                                        writes.queue("a", Append('"4"', "key"), "e"))
+        store.script_flush()
+        store.script_load(room_writes.PUBLISH.text)  # a count lost, a publish after it held: never written out of order
+        lost = asyncio.gather(writes.queue("a", Count("n", "add", Amount(decimal.Decimal(1), 0), None, 10), "e"),
+                              writes.queue("a", Append('"5"', None), "e"), return_exceptions=True)
+        answers += await lost
+        answers.append(await writes.queue("a", Count("n", "add", Amount(decimal.Decimal(2), 0), None, 10), "e"))
+        await writes.close()
+        return answers
+
+    store.config_resetstat()
+    *taken, refused, fifth, counted = asyncio.run(run())
+    assert all(written[0] for written, _ in taken + [fifth, counted]), (taken, fifth, counted)
+    assert isinstance(refused, RelayUnavailable) and "No matching script" in str(refused)
+    assert counted[0][1].endswith(" 5"), "the count refused was not applied"
+    texts = [fields[b"m"] for _, fields in store.xrange(one_room.stream)]
+    assert len(texts) == 7 and [text for text in texts if text[:1] == b'"'] == [b'"1"', b'"2"', b'"3"', b'"4"', b'"5"']
+    stats = store.info("commandstats")
+    assert "cmdstat_script|exists" not in stats
+    # Loaded by the first write, then after each flush; one by the test.
+    assert stats["cmdstat_script|load"]["calls"] == 4 * len(room_writes.SCRIPTS) + 1
     store.close()
