@@ -15,7 +15,7 @@ from broker.cluster import named_rooms
 from broker.config import DEFAULTS
 from sockjs_clients import WebSocketClient, wait_until
 
-from cluster_clients import AUTH
+from cluster_clients import AUTH, full_redis
 
 ROOMS = ["a", "b", "c", "d"]
 FLOOD = 3000
@@ -43,14 +43,6 @@ def flood(broker, room, first, count, body=b"x", keyed=True):
     return statuses, positions
 
 
-def full_redis(server, spare):
-    """A client of ``server``, which refuses writes once it holds ``spare`` bytes more than now."""
-    store = redis.Redis.from_url(server.url)
-    store.config_set("maxmemory-policy", "noeviction")
-    store.config_set("maxmemory", store.info("memory")["used_memory"] + spare)
-    return store
-
-
 def stream_length(store, room):
     return store.xlen(named_rooms.RoomKeys.of(DEFAULTS.prefix, room).stream)
 
@@ -58,6 +50,8 @@ def stream_length(store, room):
 def test_fresh_keys_in_named_rooms_filling_redis_never_stop_a_publish_nor_cut_a_stream(start_redis, start_cluster):
     server = start_redis()
     broker, = start_cluster(server, 1)
+    for n, room in enumerate(ROOMS):  # the rooms' connections and scripts in Redis before it fills
+        assert flood(broker, room, 10 * FLOOD + n, 1)[0] == [200]
     store = full_redis(server, 512 * 1024)
     with concurrent.futures.ThreadPoolExecutor(len(ROOMS)) as pool:
         floods = pool.map(lambda n: flood(broker, ROOMS[n], n * FLOOD, FLOOD // len(ROOMS)), range(len(ROOMS)))
