@@ -404,7 +404,8 @@ class Rolling(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ManyRooms(Record):
-    """One run of ``rooms`` (:mod:`loadtest.scenarios.many_rooms`) at one number of rooms. ``viewers``
+    """One run of ``rooms`` (:mod:`loadtest.scenarios.many_rooms`) at one number of rooms, published
+    through each of the ``brokers`` in turn or the first only (``publish_at``: each, first). ``viewers``
     over ``transport``, each in ``rooms_per_viewer`` rooms over one session, spread by ``skew``
     (:mod:`loadtest.method.skew`; room 0, the hot room, has ``hot_viewers``); ``room_rate``: messages
     a second per room on average, each to a room drawn at random (``rate`` = rooms x room_rate);
@@ -422,6 +423,7 @@ class ManyRooms(Record):
     TYPE: ClassVar[str] = "rooms"
     server: str
     brokers: int
+    publish_at: str
     transport: str
     rooms: int
     viewers: int

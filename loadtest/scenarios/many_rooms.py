@@ -11,7 +11,9 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
 - A backend publishes ``rooms x --room-rate`` messages a second through ``POST /publish?room=``,
   each to a room drawn at random (every room alike, seeded: the same rooms every run), up to
   ``PUBLISH_CONNECTIONS`` at once, for ``--duration`` seconds at most, never more than the
-  duration's messages. The viewers then get ``LOSS_AFTER_S`` at most to have every message.
+  duration's messages; through each broker in turn, or the first only (``--publish-at first``), so
+  that the others' CPU is what their viewers' rooms, and the rooms they have no viewer of, cost
+  them. The viewers then get ``LOSS_AFTER_S`` at most to have every message.
 - The brokers' CPU from the first publish to the end of that wait, over the deliveries, is the
   CPU per delivery. A viewer that gets a message of a room it did not join is ``foreign``: a
   run is clean when there is none, and nothing short, twice or dropped."""
@@ -37,6 +39,7 @@ PUBLISH_CONNECTIONS = 16
 DRAIN_CHECK_S = 0.25
 SEED = 67
 IDLE_PREFIX = "idle-"
+PUBLISH_AT = ("each", "first")  # through each broker in turn, or the first only
 
 
 def parse_skew(text):
@@ -75,6 +78,9 @@ def add_arguments(parser):
     arguments.option(parser, "--idle-rooms", type=arguments.non_negative_int, default=1000,
                      help="empty rooms made first, a publish into each, to weigh an idle room (default 1000; "
                      "0: none)")
+    arguments.option(parser, "--publish-at", choices=PUBLISH_AT, default=PUBLISH_AT[0],
+                     help="the brokers a cluster's backend publishes through: each in turn, or the first only, "
+                     "so that the others' CPU is what rooms cost a broker that is not published to (default each)")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
 
@@ -83,7 +89,7 @@ def add_arguments(parser):
 class ManyRoomsSettings:
     """A rooms run: for each of ``rooms``, ``viewers`` over ``transport`` in ``rooms_per_viewer`` rooms each,
     spread by ``skew``; ``room_rate`` messages a second per room for ``duration`` seconds, after
-    ``idle_rooms`` empty rooms were made."""
+    ``idle_rooms`` empty rooms were made, published through the brokers of ``publish_at``."""
 
     rooms: Tuple[int, ...]
     viewers: int
@@ -93,12 +99,13 @@ class ManyRoomsSettings:
     duration: float
     idle_rooms: int
     transport: str
+    publish_at: str
 
     @classmethod
     def of(cls, args):
         """The settings of the command's parsed arguments."""
         return cls(tuple(args.rooms), args.viewers, args.rooms_per_viewer, args.skew, args.room_rate, args.duration,
-                   args.idle_rooms, args.transport)
+                   args.idle_rooms, args.transport, args.publish_at)
 
     def broker_flags(self, rooms):
         """The broker's flags for a run of ``rooms`` rooms: room for them and the idle ones, and each viewer's."""
@@ -127,9 +134,10 @@ class ManyRoomsRun(placement.BrokerRun):
         rooms = next(n for n in settings.rooms if settings.broker_flags(n) == self.flags)
         probe = ServerProbe(self.cluster.pids())
         rss = {"start": await probe.settled_rss_kb()}
+        urls = self.cluster.urls[:1] if settings.publish_at == "first" else self.cluster.urls
         publishers = [Publisher(service.host, service.port, self.token, PUBLISH_CONNECTIONS,
                                 ssl_context=tls_context.context_for(service))
-                      for service in map(endpoints.target, self.cluster.urls)]
+                      for service in map(endpoints.target, urls)]
         try:
             rss["idle"] = await self._idle_rooms(publishers[0], probe)
             spread = skew.spread(settings.skew, rooms, settings.viewers, settings.rooms_per_viewer)
@@ -216,8 +224,9 @@ class ManyRoomsRun(placement.BrokerRun):
         cpu = rules.ServerFigures.of(sum(cpu_s.values()), seconds, report.received, rss["end"]) if seconds else \
             rules.ServerFigures()
         record = records.ManyRooms(
-            server=self.label, brokers=len(self.cluster.servers), transport=settings.transport, rooms=load.rooms,
-            viewers=settings.viewers, rooms_per_viewer=settings.rooms_per_viewer, skew=str(settings.skew),
+            server=self.label, brokers=len(self.cluster.servers), publish_at=settings.publish_at,
+            transport=settings.transport, rooms=load.rooms, viewers=settings.viewers,
+            rooms_per_viewer=settings.rooms_per_viewer, skew=str(settings.skew),
             hot_viewers=skew.audiences(load.spread, load.rooms)[skew.HOT], room_rate=settings.room_rate,
             rate=load.rooms * settings.room_rate, duration_s=round(elapsed, 2), published=sum(published),
             received=report.received, deliveries_per_s=round(report.received / elapsed, 1) if elapsed else 0.0,

@@ -64,3 +64,13 @@ def test_what_cannot_run_exits_2_before_any_broker_starts(tmp_path):
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert not (tmp_path / "no.jsonl").exists()
+
+
+def test_a_cluster_published_through_its_first_broker_only_gives_every_broker_s_viewers_their_rooms(
+        tmp_path, redis_installed):
+    _, (run,) = rooms(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--publish-at", "first",
+                      "--rooms", "6", "--viewers", "6", "--idle-rooms", "0")
+    assert (run.brokers, run.publish_at) == (3, "first")
+    assert_isolated_and_whole(run, 6)
+    assert set(run.cpu_s) == {"broker1", "broker2", "broker3", "redis"}
+    assert all(run.cpu_s[broker] > 0 for broker in ("broker2", "broker3")), "their viewers' rooms cost them"

@@ -16,7 +16,7 @@ def rooms_run(rooms, cpu_us, p99_ms, rooms_per_viewer=1):
     """A run of ``rooms`` rooms x 1000 viewers at 1 msg/s a room, its CPU per delivery and p99."""
     rtt = {"mean": 2.0, "p50": 1.5, "p95": 3.0, "p99": p99_ms, "max": 9.0}
     return records.ManyRooms(
-        server="broker-cpython", brokers=1, transport="websocket", rooms=rooms, viewers=1000,
+        server="broker-cpython", brokers=1, publish_at="each", transport="websocket", rooms=rooms, viewers=1000,
         rooms_per_viewer=rooms_per_viewer, skew="hot:0.5", hot_viewers=500, room_rate=1.0, rate=float(rooms),
         duration_s=10.0, published=rooms * 10, received=10000, deliveries_per_s=1000.0, foreign=0, short=0, extra=0,
         dropped=0, drop_reasons={}, connections=1000, rtt_ms=rtt, hot_rtt_ms=rtt, tail_rtt_ms=rtt,
