@@ -46,6 +46,8 @@ def test_each_load_is_a_line_of_cpu_per_delivery_and_of_p99_against_rooms_on_a_l
     p99 = {line.get_label(): line for line in late.get_lines()}
     assert list(p99[one_room].get_ydata()) == [20.0, 22.0, 40.0]
     assert cpu.get_xscale() == late.get_xscale() == "log"
+    (legend,) = figure.legends  # below the panels, which keep the width for themselves and the subtitle
+    assert sorted(text.get_text() for text in legend.get_texts()) == sorted(lines) and cpu.get_legend() is None
 
 
 def test_the_command_draws_the_figure_says_what_it_drew_and_tables_each_run(results_path, tmp_path, capsys):
