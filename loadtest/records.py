@@ -415,7 +415,9 @@ class ManyRooms(Record):
     ``rtt_ms``, ``hot_rtt_ms``, ``tail_rtt_ms``: publish to delivery, all, the hot room's, the
     others'; ``cpu_us_per_delivery``: the servers' CPU (a cluster's Redis too) from the first publish
     until the last delivery (or ``LOSS_AFTER_S`` more) over the deliveries, ``server_cpu`` its share of
-    a core, ``cpu_s`` each process's CPU seconds then (``broker1``..., ``redis``); the servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
+    a core, ``cpu_s`` each process's CPU seconds then (``broker1``..., ``redis``), over ``cpu_window_s``;
+    ``idle_cpu`` each process's share of a core idle with the viewers joined, before the first publish; the
+    servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
     rooms made (a publish into each; ``rss_per_idle_room_kb``), ``rss_joined_kb`` with the viewers
     connected too (``rss_per_joined_room_kb``: over ``rooms``, their viewers' sessions included),
     ``rss_end_kb`` at the end."""
@@ -448,6 +450,8 @@ class ManyRooms(Record):
     cpu_us_per_delivery: Optional[float]
     server_cpu: Optional[float]
     cpu_s: Dict[str, float]
+    cpu_window_s: Optional[float]
+    idle_cpu: Dict[str, float]
     idle_rooms: int
     rss_start_kb: int
     rss_idle_kb: int

@@ -14,9 +14,12 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
   duration's messages; through each broker in turn, or the first only (``--publish-at first``), so
   that the others' CPU is what their viewers' rooms, and the rooms they have no viewer of, cost
   them. The viewers then get ``LOSS_AFTER_S`` at most to have every message.
-- The brokers' CPU from the first publish to the end of that wait, over the deliveries, is the
-  CPU per delivery. A viewer that gets a message of a room it did not join is ``foreign``: a
-  run is clean when there is none, and nothing short, twice or dropped."""
+- Each server process's CPU is read idle for ``IDLE_CPU_S`` with the viewers joined, before the
+  first publish (heartbeats, the rooms' once-a-second sweep), so that what a message costs a
+  broker is its CPU less that share. The brokers' CPU from the first publish to the end of that
+  wait, over the deliveries, is the CPU per delivery. A viewer that gets a message of a room it
+  did not join is ``foreign``: a run is clean when there is none, and nothing short, twice or
+  dropped."""
 
 import argparse
 import asyncio
@@ -36,6 +39,7 @@ from loadtest.method.rules import End
 from loadtest.results import console
 
 PUBLISH_CONNECTIONS = 16
+IDLE_CPU_S = 5.0
 DRAIN_CHECK_S = 0.25
 SEED = 67
 IDLE_PREFIX = "idle-"
@@ -177,6 +181,7 @@ class ManyRoomsRun(placement.BrokerRun):
             self.status.message("%s: %d viewers in %d rooms (%d each, %s) over %s" % (
                 self.label, settings.viewers, load.rooms, settings.rooms_per_viewer, settings.skew,
                 settings.transport))
+            load.idle_cpu = await self._idle_cpu(load.probe)
             loop = asyncio.get_event_loop()
             started, before = loop.time(), load.probe.cpu_seconds_each()
             load.elapsed = await self._publish(load.publishers, published)
@@ -190,6 +195,13 @@ class ManyRoomsRun(placement.BrokerRun):
         finally:
             for group in groups:
                 group.close()
+
+    @staticmethod
+    async def _idle_cpu(probe):
+        """Each server process's CPU, a share of one core, over ``IDLE_CPU_S`` before anything is published."""
+        before = probe.cpu_seconds_each()
+        await asyncio.sleep(IDLE_CPU_S)
+        return {name: round((used - before[name]) / IDLE_CPU_S, 4) for name, used in probe.cpu_seconds_each().items()}
 
     async def _publish(self, publishers, published):
         """Publish to random rooms for ``--duration`` seconds, counting each room's in ``published``: the seconds."""
@@ -234,7 +246,9 @@ class ManyRoomsRun(placement.BrokerRun):
             drop_reasons=report.dropped, connections=report.connected, rtt_ms=rules.rtt_summary(both),
             hot_rtt_ms=rules.rtt_summary(hot), tail_rtt_ms=rules.rtt_summary(tail),
             cpu_us_per_delivery=cpu.cpu_us_per_msg, server_cpu=cpu.cpu,
-            cpu_s={name: round(used, 3) for name, used in cpu_s.items()}, idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
+            cpu_s={name: round(used, 3) for name, used in cpu_s.items()},
+            cpu_window_s=round(seconds, 2) if seconds else None, idle_cpu=load.idle_cpu,
+            idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
             rss_idle_kb=rss["idle"],
             rss_per_idle_room_kb=round((rss["idle"] - rss["start"]) / settings.idle_rooms, 3)
             if settings.idle_rooms else None,
@@ -265,8 +279,9 @@ class ManyRoomsRun(placement.BrokerRun):
 @dataclasses.dataclass
 class RoomsLoad:
     """One run's state: its number of ``rooms``, each viewer's rooms (``spread``), the brokers' ``probe``,
-    the ``publishers``, the RSS at each stage (``rss``), then the seconds of publishing and ``cpu``: each
-    server process's CPU seconds and the seconds, from the first publish to the last delivery."""
+    the ``publishers``, the RSS at each stage (``rss``), each server process's CPU idle (``idle_cpu``, a share
+    of one core), then the seconds of publishing and ``cpu``: each server process's CPU seconds and the
+    seconds, from the first publish to the last delivery."""
 
     rooms: int
     spread: tuple
@@ -274,6 +289,7 @@ class RoomsLoad:
     publishers: list
     rss: dict
     elapsed: float = 0.0
+    idle_cpu: dict = dataclasses.field(default_factory=dict)
     cpu: Optional[Tuple[dict, float]] = None
 
 

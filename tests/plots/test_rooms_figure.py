@@ -20,7 +20,8 @@ def rooms_run(rooms, cpu_us, p99_ms, rooms_per_viewer=1):
         rooms_per_viewer=rooms_per_viewer, skew="hot:0.5", hot_viewers=500, room_rate=1.0, rate=float(rooms),
         duration_s=10.0, published=rooms * 10, received=10000, deliveries_per_s=1000.0, foreign=0, short=0, extra=0,
         dropped=0, drop_reasons={}, connections=1000, rtt_ms=rtt, hot_rtt_ms=rtt, tail_rtt_ms=rtt,
-        cpu_us_per_delivery=cpu_us, server_cpu=0.1, cpu_s={"broker1": 1.0}, idle_rooms=100, rss_start_kb=30000, rss_idle_kb=30500,
+        cpu_us_per_delivery=cpu_us, server_cpu=0.1, cpu_s={"broker1": 1.0},
+        cpu_window_s=12.0, idle_cpu={"broker1": 0.01}, idle_rooms=100, rss_start_kb=30000, rss_idle_kb=30500,
         rss_per_idle_room_kb=5.0, rss_joined_kb=60000, rss_per_joined_room_kb=29.5, rss_end_kb=61000,
         end="completed")
 
