@@ -404,7 +404,8 @@ class Rolling(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ManyRooms(Record):
-    """One run of ``rooms`` (:mod:`loadtest.scenarios.many_rooms`) at one number of rooms. ``viewers``
+    """One run of ``rooms`` (:mod:`loadtest.scenarios.many_rooms`) at one number of rooms, published
+    through each of the ``brokers`` in turn or the first only (``publish_at``: each, first). ``viewers``
     over ``transport``, each in ``rooms_per_viewer`` rooms over one session, spread by ``skew``
     (:mod:`loadtest.method.skew`; room 0, the hot room, has ``hot_viewers``); ``room_rate``: messages
     a second per room on average, each to a room drawn at random (``rate`` = rooms x room_rate);
@@ -414,7 +415,9 @@ class ManyRooms(Record):
     ``rtt_ms``, ``hot_rtt_ms``, ``tail_rtt_ms``: publish to delivery, all, the hot room's, the
     others'; ``cpu_us_per_delivery``: the servers' CPU (a cluster's Redis too) from the first publish
     until the last delivery (or ``LOSS_AFTER_S`` more) over the deliveries, ``server_cpu`` its share of
-    a core, ``cpu_s`` each process's CPU seconds then (``broker1``..., ``redis``); the servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
+    a core, ``cpu_s`` each process's CPU seconds then (``broker1``..., ``redis``), over ``cpu_window_s``;
+    ``idle_cpu`` each process's share of a core idle with the viewers joined, before the first publish; the
+    servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
     rooms made (a publish into each; ``rss_per_idle_room_kb``), ``rss_joined_kb`` with the viewers
     connected too (``rss_per_joined_room_kb``: over ``rooms``, their viewers' sessions included),
     ``rss_end_kb`` at the end."""
@@ -422,6 +425,7 @@ class ManyRooms(Record):
     TYPE: ClassVar[str] = "rooms"
     server: str
     brokers: int
+    publish_at: str
     transport: str
     rooms: int
     viewers: int
@@ -446,6 +450,8 @@ class ManyRooms(Record):
     cpu_us_per_delivery: Optional[float]
     server_cpu: Optional[float]
     cpu_s: Dict[str, float]
+    cpu_window_s: Optional[float]
+    idle_cpu: Dict[str, float]
     idle_rooms: int
     rss_start_kb: int
     rss_idle_kb: int

@@ -32,5 +32,6 @@ def rooms_figure(results):
         axes.set_ylim(bottom=0)
         axes.set_ylabel(ylabel)
     late.set_xlabel("rooms (log)")
-    cpu.legend(title="load", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    # below the panels, so that the loads' long labels leave the panels, and the subtitle above them, the width
+    figure.legend(*cpu.get_legend_handles_labels(), title="load", loc="outside lower center", fontsize=8, frameon=False)
     return figure

@@ -11,10 +11,15 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
 - A backend publishes ``rooms x --room-rate`` messages a second through ``POST /publish?room=``,
   each to a room drawn at random (every room alike, seeded: the same rooms every run), up to
   ``PUBLISH_CONNECTIONS`` at once, for ``--duration`` seconds at most, never more than the
-  duration's messages. The viewers then get ``LOSS_AFTER_S`` at most to have every message.
-- The brokers' CPU from the first publish to the end of that wait, over the deliveries, is the
-  CPU per delivery. A viewer that gets a message of a room it did not join is ``foreign``: a
-  run is clean when there is none, and nothing short, twice or dropped."""
+  duration's messages; through each broker in turn, or the first only (``--publish-at first``), so
+  that the others' CPU is what their viewers' rooms, and the rooms they have no viewer of, cost
+  them. The viewers then get ``LOSS_AFTER_S`` at most to have every message.
+- Each server process's CPU is read idle for ``IDLE_CPU_S`` with the viewers joined, before the
+  first publish (heartbeats, the rooms' once-a-second sweep), so that what a message costs a
+  broker is its CPU less that share. The brokers' CPU from the first publish to the end of that
+  wait, over the deliveries, is the CPU per delivery. A viewer that gets a message of a room it
+  did not join is ``foreign``: a run is clean when there is none, and nothing short, twice or
+  dropped."""
 
 import argparse
 import asyncio
@@ -34,9 +39,11 @@ from loadtest.method.rules import End
 from loadtest.results import console
 
 PUBLISH_CONNECTIONS = 16
+IDLE_CPU_S = 5.0
 DRAIN_CHECK_S = 0.25
 SEED = 67
 IDLE_PREFIX = "idle-"
+PUBLISH_AT = ("each", "first")  # through each broker in turn, or the first only
 
 
 def parse_skew(text):
@@ -75,6 +82,9 @@ def add_arguments(parser):
     arguments.option(parser, "--idle-rooms", type=arguments.non_negative_int, default=1000,
                      help="empty rooms made first, a publish into each, to weigh an idle room (default 1000; "
                      "0: none)")
+    arguments.option(parser, "--publish-at", choices=PUBLISH_AT, default=PUBLISH_AT[0],
+                     help="the brokers a cluster's backend publishes through: each in turn, or the first only, "
+                     "so that the others' CPU is what rooms cost a broker that is not published to (default each)")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
 
@@ -83,7 +93,7 @@ def add_arguments(parser):
 class ManyRoomsSettings:
     """A rooms run: for each of ``rooms``, ``viewers`` over ``transport`` in ``rooms_per_viewer`` rooms each,
     spread by ``skew``; ``room_rate`` messages a second per room for ``duration`` seconds, after
-    ``idle_rooms`` empty rooms were made."""
+    ``idle_rooms`` empty rooms were made, published through the brokers of ``publish_at``."""
 
     rooms: Tuple[int, ...]
     viewers: int
@@ -93,12 +103,13 @@ class ManyRoomsSettings:
     duration: float
     idle_rooms: int
     transport: str
+    publish_at: str
 
     @classmethod
     def of(cls, args):
         """The settings of the command's parsed arguments."""
         return cls(tuple(args.rooms), args.viewers, args.rooms_per_viewer, args.skew, args.room_rate, args.duration,
-                   args.idle_rooms, args.transport)
+                   args.idle_rooms, args.transport, args.publish_at)
 
     def broker_flags(self, rooms):
         """The broker's flags for a run of ``rooms`` rooms: room for them and the idle ones, and each viewer's."""
@@ -127,9 +138,10 @@ class ManyRoomsRun(placement.BrokerRun):
         rooms = next(n for n in settings.rooms if settings.broker_flags(n) == self.flags)
         probe = ServerProbe(self.cluster.pids())
         rss = {"start": await probe.settled_rss_kb()}
+        urls = self.cluster.urls[:1] if settings.publish_at == "first" else self.cluster.urls
         publishers = [Publisher(service.host, service.port, self.token, PUBLISH_CONNECTIONS,
                                 ssl_context=tls_context.context_for(service))
-                      for service in map(endpoints.target, self.cluster.urls)]
+                      for service in map(endpoints.target, urls)]
         try:
             rss["idle"] = await self._idle_rooms(publishers[0], probe)
             spread = skew.spread(settings.skew, rooms, settings.viewers, settings.rooms_per_viewer)
@@ -169,6 +181,7 @@ class ManyRoomsRun(placement.BrokerRun):
             self.status.message("%s: %d viewers in %d rooms (%d each, %s) over %s" % (
                 self.label, settings.viewers, load.rooms, settings.rooms_per_viewer, settings.skew,
                 settings.transport))
+            load.idle_cpu = await self._idle_cpu(load.probe)
             loop = asyncio.get_event_loop()
             started, before = loop.time(), load.probe.cpu_seconds_each()
             load.elapsed = await self._publish(load.publishers, published)
@@ -182,6 +195,13 @@ class ManyRoomsRun(placement.BrokerRun):
         finally:
             for group in groups:
                 group.close()
+
+    @staticmethod
+    async def _idle_cpu(probe):
+        """Each server process's CPU, a share of one core, over ``IDLE_CPU_S`` before anything is published."""
+        before = probe.cpu_seconds_each()
+        await asyncio.sleep(IDLE_CPU_S)
+        return {name: round((used - before[name]) / IDLE_CPU_S, 4) for name, used in probe.cpu_seconds_each().items()}
 
     async def _publish(self, publishers, published):
         """Publish to random rooms for ``--duration`` seconds, counting each room's in ``published``: the seconds."""
@@ -216,8 +236,9 @@ class ManyRoomsRun(placement.BrokerRun):
         cpu = rules.ServerFigures.of(sum(cpu_s.values()), seconds, report.received, rss["end"]) if seconds else \
             rules.ServerFigures()
         record = records.ManyRooms(
-            server=self.label, brokers=len(self.cluster.servers), transport=settings.transport, rooms=load.rooms,
-            viewers=settings.viewers, rooms_per_viewer=settings.rooms_per_viewer, skew=str(settings.skew),
+            server=self.label, brokers=len(self.cluster.servers), publish_at=settings.publish_at,
+            transport=settings.transport, rooms=load.rooms, viewers=settings.viewers,
+            rooms_per_viewer=settings.rooms_per_viewer, skew=str(settings.skew),
             hot_viewers=skew.audiences(load.spread, load.rooms)[skew.HOT], room_rate=settings.room_rate,
             rate=load.rooms * settings.room_rate, duration_s=round(elapsed, 2), published=sum(published),
             received=report.received, deliveries_per_s=round(report.received / elapsed, 1) if elapsed else 0.0,
@@ -225,7 +246,9 @@ class ManyRoomsRun(placement.BrokerRun):
             drop_reasons=report.dropped, connections=report.connected, rtt_ms=rules.rtt_summary(both),
             hot_rtt_ms=rules.rtt_summary(hot), tail_rtt_ms=rules.rtt_summary(tail),
             cpu_us_per_delivery=cpu.cpu_us_per_msg, server_cpu=cpu.cpu,
-            cpu_s={name: round(used, 3) for name, used in cpu_s.items()}, idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
+            cpu_s={name: round(used, 3) for name, used in cpu_s.items()},
+            cpu_window_s=round(seconds, 2) if seconds else None, idle_cpu=load.idle_cpu,
+            idle_rooms=settings.idle_rooms, rss_start_kb=rss["start"],
             rss_idle_kb=rss["idle"],
             rss_per_idle_room_kb=round((rss["idle"] - rss["start"]) / settings.idle_rooms, 3)
             if settings.idle_rooms else None,
@@ -256,8 +279,9 @@ class ManyRoomsRun(placement.BrokerRun):
 @dataclasses.dataclass
 class RoomsLoad:
     """One run's state: its number of ``rooms``, each viewer's rooms (``spread``), the brokers' ``probe``,
-    the ``publishers``, the RSS at each stage (``rss``), then the seconds of publishing and ``cpu``: each
-    server process's CPU seconds and the seconds, from the first publish to the last delivery."""
+    the ``publishers``, the RSS at each stage (``rss``), each server process's CPU idle (``idle_cpu``, a share
+    of one core), then the seconds of publishing and ``cpu``: each server process's CPU seconds and the
+    seconds, from the first publish to the last delivery."""
 
     rooms: int
     spread: tuple
@@ -265,6 +289,7 @@ class RoomsLoad:
     publishers: list
     rss: dict
     elapsed: float = 0.0
+    idle_cpu: dict = dataclasses.field(default_factory=dict)
     cpu: Optional[Tuple[dict, float]] = None
 
 

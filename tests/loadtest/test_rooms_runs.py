@@ -44,6 +44,8 @@ def test_a_sweep_of_rooms_records_each_on_a_broker_of_its_own_with_every_field(t
         assert run.rtt_ms["p99"] > 0 and run.hot_rtt_ms["p99"] > 0
         assert run.cpu_us_per_delivery > 0 and 0 < run.server_cpu < 1.5 and run.deliveries_per_s > 0
         assert list(run.cpu_s) == ["broker1"] and run.cpu_s["broker1"] > 0
+        assert list(run.idle_cpu) == ["broker1"] and 0 <= run.idle_cpu["broker1"] < 1.5
+        assert run.cpu_window_s >= run.duration_s, "from the first publish to the last delivery"
         assert run.idle_rooms == 20 and run.rss_per_idle_room_kb is not None
         assert 0 < run.rss_start_kb and all(kb > 0 for kb in (run.rss_idle_kb, run.rss_joined_kb, run.rss_end_kb))
     assert one.tail_rtt_ms["p99"] is None and three.tail_rtt_ms["p99"] > 0, "one room is all hot"
@@ -64,3 +66,14 @@ def test_what_cannot_run_exits_2_before_any_broker_starts(tmp_path):
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert not (tmp_path / "no.jsonl").exists()
+
+
+def test_a_cluster_published_through_its_first_broker_only_gives_every_broker_s_viewers_their_rooms(
+        tmp_path, redis_installed):
+    _, (run,) = rooms(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--publish-at", "first",
+                      "--rooms", "6", "--viewers", "6", "--idle-rooms", "0")
+    assert (run.brokers, run.publish_at) == (3, "first")
+    assert_isolated_and_whole(run, 6)
+    assert set(run.cpu_s) == {"broker1", "broker2", "broker3", "redis"}
+    assert all(run.cpu_s[broker] > 0 for broker in ("broker2", "broker3")), "their viewers' rooms cost them"
+    assert set(run.idle_cpu) == set(run.cpu_s), "each process's idle share, to subtract"

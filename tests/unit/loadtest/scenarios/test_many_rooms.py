@@ -24,7 +24,7 @@ def test_the_settings_are_one_frozen_value_and_the_command_is_rooms():
         settings.viewers = 1
     assert settings == many_rooms.ManyRoomsSettings(rooms=(1, 10, 100), viewers=50, rooms_per_viewer=5,
                                                     skew=skew.Skew("hot", 0.5), room_rate=2.0, duration=10.0,
-                                                    idle_rooms=0, transport="websocket")
+                                                    idle_rooms=0, transport="websocket", publish_at="each")
     assert command_line.COMMANDS["rooms"] is many_rooms
 
 
@@ -33,6 +33,11 @@ def test_each_number_of_rooms_runs_on_its_own_broker_sized_for_it_and_the_idle_r
                                                        "--rooms-per-viewer", "3"]))
     assert many_rooms.ManyRoomsRun.variants(settings) == [
         ("--max-rooms", "510", "--max-session-rooms", "3"), ("--max-rooms", "1500", "--max-session-rooms", "3")]
+
+
+def test_a_cluster_publishes_through_each_broker_unless_told_the_first_only():
+    assert many_rooms.ManyRoomsSettings.of(parsed(["rooms"])).publish_at == "each"
+    assert many_rooms.ManyRoomsSettings.of(parsed(["rooms", "--publish-at", "first"])).publish_at == "first"
 
 
 @pytest.mark.parametrize("argv, refusal", [
