@@ -26,6 +26,7 @@ from broker.core.memory_engine import MemoryEngine
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
 from broker.core.origins import OriginPolicy
+from broker.core.rooms import Rooms
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
 from broker.protocol.close_codes import RECONNECT
@@ -53,6 +54,8 @@ WARM_UP_LIMIT = 60.0
 # SYNs, which clients retry only after 1, 3 and 7 s. As many as the kernel allows: it caps
 # this at net.core.somaxconn (4096 on Linux 5.4 and later).
 LISTEN_BACKLOG = 65535
+# How long a named room is kept empty and idle when --history-seconds keeps messages for ever.
+IDLE_ROOM_S = 60.0
 
 
 def _log_request(handler):
@@ -90,7 +93,7 @@ def client_rules(config):
     """The :class:`ClientRules` of ``config``'s flags."""
     return ClientRules(max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                        write_timeout=config.write_timeout, origins=OriginPolicy(config.allowed_origins),
-                       client_rate=config.client_rate)
+                       client_rate=config.client_rate, max_session_rooms=config.max_session_rooms)
 
 
 def make_router(config, node):
@@ -216,7 +219,7 @@ async def serve_until_signalled(server, host, port, name, path):
     server.stop()
 
 
-async def drain_then_stop(drain, hub, listener, share):
+async def drain_then_stop(drain, rooms, listener, share):
     """Wait for the first request to stop (SIGTERM and SIGINT make them: see
     :func:`run`), close the clients as ``drain`` spreads them (see
     :mod:`broker.core.drain`; ``share()``: the cluster's clients per broker, or None),
@@ -227,8 +230,9 @@ async def drain_then_stop(drain, hub, listener, share):
     if not drain.draining:
         await requested.wait()
     loop = asyncio.get_running_loop()
-    drain.start(list(hub), loop.time(), share())
-    LOG.info("draining: closing %d clients over %g s", len(hub), drain.period)
+    clients = rooms.connections()
+    drain.start(clients, loop.time(), share())
+    LOG.info("draining: closing %d clients over %g s", len(clients), drain.period)
     while drain.requests < 2:
         for connection in drain.due(loop.time()):
             connection.disconnect(*RECONNECT)
@@ -240,13 +244,14 @@ async def drain_then_stop(drain, hub, listener, share):
         except asyncio.TimeoutError:
             pass
     listener.stop()
-    LOG.info("shutting down: closing %d sessions", len(hub))
-    close_every_session(hub)
+    close_every_session(rooms)
 
 
-def close_every_session(hub):
-    """Close every session of ``hub`` with the reconnect code."""
-    for connection in list(hub):
+def close_every_session(rooms):
+    """Close every session of every room of ``rooms`` with the reconnect code."""
+    clients = rooms.connections()
+    LOG.info("shutting down: closing %d sessions", len(clients))
+    for connection in clients:
         connection.disconnect(*RECONNECT)
 
 
@@ -260,11 +265,12 @@ def close_aged(node):
 
 def announce_audience(node):
     """Send the announcement that found no batch to ride in for a second alone, then make
-    the next, when one is due (see :mod:`broker.core.audience`)."""
+    the next, when one is due (see :mod:`broker.core.audience`), in every room."""
     node.hub.send_announcement()
     announcement = node.audience.announcement(time.monotonic())
     if announcement is not None:
         node.hub.announcement.announce(announcement)
+    node.rooms.announce(node.audience.every)
 
 
 def cluster_backplane(config):
@@ -301,26 +307,49 @@ class LoopWatch:
         self._handle.cancel()
 
 
+def keeping(config):
+    """What a room of ``config`` keeps and replays (:class:`broker.core.resumes.Keeping`)."""
+    return Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
+
+
+def room_maker(config, writes=None):
+    """What makes a named room (:mod:`broker.core.rooms`): a Hub of its own, which in a cluster
+    relays its clients' messages through its room's script (``writes``, a
+    :class:`broker.cluster.room_writes.RoomWrites`)."""
+    kept = keeping(config)
+    return lambda name: Hub(IOLoop.current().add_callback, kept, relay=None if writes is None else writes.relay(name),
+                            max_message_size=config.max_message_size)
+
+
 def make_node(config, hub, limits, backplane=None, collection=None, tls_failures=None):
-    """The :class:`Node` of ``config``: ``hub`` and the parts its flags ask for; its
-    Engine in memory or, with a ``backplane``, through it (:mod:`broker.core.engines`); its
+    """The :class:`Node` of ``config``: ``hub``, its default room, beside its named rooms
+    (:func:`room_maker`), and the parts its flags ask for; its
+    Engine in memory or, with a ``backplane``, through it and its named rooms' own connections
+    (:mod:`broker.core.engines`, :mod:`broker.cluster.rooms_in_redis`); its
     liveness is told by the ``backplane``, if any, of its round trips."""
     liveness = Liveness(time.monotonic(), round_trips=backplane is not None)
     window = Window(config.idempotency_window)
+    in_redis = None
     if backplane is None:
         audience = Audience(hub.__len__, every=config.announce_audience)
         engine = MemoryEngine(window)
     else:
         from broker.cluster.redis_engine import RedisEngine
-        engine = RedisEngine(backplane, window)
+        from broker.cluster.rooms_in_redis import RoomsInRedis
+        in_redis = RoomsInRedis(config.redis, config.prefix, max(config.history, config.replay),
+                                config.history_seconds, backplane, bool(config.announce_audience))
+        engine = RedisEngine(backplane, window, in_redis.writes)
         audience = Audience(hub.__len__, lambda: backplane.room_audience, config.announce_audience,
                             lambda: backplane.room_brokers)
         backplane.liveness = liveness
-    return Node(hub=hub, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
+    rooms = Rooms(hub, room_maker(config, in_redis and in_redis.writes), config.max_rooms,
+                  config.history_seconds or IDLE_ROOM_S, listener=in_redis)
+    rooms.most_history_bytes = config.max_rooms_history
+    return Node(hub=hub, rooms=rooms, limits=limits, drain=Drain(config.drain_seconds), pings=ping_wheel(config),
                 heartbeats=HeartbeatWheel(config.heartbeat_delay),
                 ages=AgeLimit(config.max_connection_age) if config.max_connection_age else None,
                 audience=audience,
-                collection=collection, backplane=backplane, engine=engine,
+                collection=collection, backplane=backplane, rooms_in_redis=in_redis, engine=engine,
                 idempotency=window, tls=tls_failures, liveness=liveness)
 
 
@@ -347,7 +376,7 @@ async def warm_up_sessions(config):
     finally:
         listener.stop()
         listener.timeouts.stop()
-        close_every_session(hub)
+        close_every_session(node.rooms)
         _internals.stop_router_timers(router)
     LOG.info("warmed up: %d sessions opened in %.1f s", opened, loop.time() - started)
     return opened
@@ -359,21 +388,22 @@ async def run(config, open_files):
     if config.warm_up:
         await warm_up_sessions(config)
     backplane = cluster_backplane(config)
-    keeping = Keeping(config.replay, config.history, config.history_seconds, config.max_buffer)
-    hub = Hub(IOLoop.current().add_callback, keeping, relay=backplane.append if backplane else None,
+    hub = Hub(IOLoop.current().add_callback, keeping(config), relay=backplane.append if backplane else None,
               max_message_size=config.max_message_size)
     if backplane is not None:
         await backplane.start(hub)
     limits = connection_limits(config, open_files)
     node = make_node(config, hub, limits, backplane, collection=gc_policy.install(limits),
                      tls_failures=None if secure is None else tls.HandshakeFailures())
+    if node.rooms_in_redis is not None:
+        node.rooms_in_redis.start()
     if node.tls is not None:
         logging.getLogger("tornado.general").addFilter(node.tls)
     router = make_router(config, node)
     listener = make_listener(config, router, make_app(config, router), limits, secure)
     listener.handshake_failures = node.tls
     hub.sample()
-    timers = [PeriodicCallback(hub.sample, 1000), LoopWatch(node.liveness)]
+    timers = [PeriodicCallback(hub.sample, 1000), PeriodicCallback(node.rooms.sample, 1000), LoopWatch(node.liveness)]
     for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
@@ -387,10 +417,11 @@ async def run(config, open_files):
         timer.start()
     on_stop_signals(node.drain.request)
     listen(listener, config.host, bound_sockets(config.host, config.port), "broker", config.prefix, secure is not None)
-    await drain_then_stop(node.drain, hub, listener, node.audience.share)
+    await drain_then_stop(node.drain, node.rooms, listener, node.audience.share)
     for timer in timers:
         timer.stop()
     if backplane is not None:
+        await node.rooms_in_redis.stop()
         await backplane.stop()
     await connections_closed(limits, SHUTDOWN_GRACE)
 

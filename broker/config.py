@@ -70,6 +70,9 @@ class Config:
     history: int = 1000
     history_seconds: float = 0.0
     idempotency_window: float = 600.0
+    max_rooms: int = 10000
+    max_session_rooms: int = 16
+    max_rooms_history: int = 256 << 20
     redis: Optional[str] = None
     redis_min_replicas: Optional[int] = None
     client_publish: bool = True
@@ -218,6 +221,16 @@ FLAGS = (
          "SECONDS"),
     Flag("--history-seconds", "keep no message of the history longer than this; 0: only --history bounds it",
          "%g" % DEFAULTS.history_seconds, LONG_OR_NEVER, "SECONDS"),
+    Flag("--max-rooms", "named rooms the broker holds at once (?rooms=NAME, POST /publish?room=NAME), each "
+         "made on first use and forgotten when empty and idle past --history-seconds (60 s when 0); a new one "
+         "past it is refused: a session closed with 3014, a publish answered 429; 0: no named room (3013, 400)",
+         str(DEFAULTS.max_rooms), count(0, 1000000), "N"),
+    Flag("--max-rooms-history", "bytes the named rooms' histories hold together (their messages' JSON texts); "
+         "past it, once a second, the largest histories forget their oldest messages (a resume past them is "
+         "told a gap); the room of URLs without ?rooms= keeps its own bound, --history",
+         str(DEFAULTS.max_rooms_history), size(1 << 10, 1 << 40), "SIZE"),
+    Flag("--max-session-rooms", "rooms one session may join (?rooms=A,B,...); more are refused with 3013",
+         str(DEFAULTS.max_session_rooms), count(1, 1000), "N"),
     Flag("--announce-audience", "tell every client how many watch the room (every broker's clients), as the "
          "message {\"audience\": N}, at most once this many seconds and only when it changed; 0: never",
          "%g" % DEFAULTS.announce_audience, TIMER_OR_NEVER, "SECONDS"),

@@ -2,7 +2,7 @@
 
 Rules:
 
-- Each command is a module of :mod:`loadtest.scenarios` with ``SUMMARY``, ``DESCRIPTION``,
+- Each command is a module of :mod:`loadtest.scenarios` (of its name, or of :data:`MODULES`) with ``SUMMARY``, ``DESCRIPTION``,
   ``add_arguments(parser)``, ``run(parser, args)`` and perhaps ``EPILOG``; this module alone
   knows them all, by name (:data:`NAMES`).
 - Without a command, the arguments are the latency sweep's: ``python -m loadtest --url URL``.
@@ -13,8 +13,10 @@ import argparse
 import importlib
 
 # The commands, in the order --help lists them: each the module of loadtest.scenarios of its name.
-NAMES = ("latency", "compare", "soak", "feed", "abuse", "ping", "selftest", "floor", "storm", "rolling")
-COMMANDS = {name: importlib.import_module("loadtest.scenarios." + name) for name in NAMES}
+NAMES = ("latency", "compare", "soak", "feed", "abuse", "ping", "selftest", "floor", "storm", "rolling", "rooms")
+# A command whose module has another name: ``rooms`` names the broker's rooms (broker/core/rooms.py).
+MODULES = {"rooms": "many_rooms"}
+COMMANDS = {name: importlib.import_module("loadtest.scenarios." + MODULES.get(name, name)) for name in NAMES}
 DEFAULT = "latency"
 
 

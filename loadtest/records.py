@@ -402,9 +402,69 @@ class Rolling(Record):
         return self.duplicated - (self.resent or 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class ManyRooms(Record):
+    """One run of ``rooms`` (:mod:`loadtest.scenarios.many_rooms`) at one number of rooms, published
+    through each of the ``brokers`` in turn or the first only (``publish_at``: each, first). ``viewers``
+    over ``transport``, each in ``rooms_per_viewer`` rooms over one session, spread by ``skew``
+    (:mod:`loadtest.method.skew`; room 0, the hot room, has ``hot_viewers``); ``room_rate``: messages
+    a second per room on average, each to a room drawn at random (``rate`` = rooms x room_rate);
+    ``published`` in ``duration_s``, ``received`` (``deliveries_per_s``), ``foreign``: messages a
+    viewer got of a room it did not join (0, or isolation is broken); ``short``/``extra``: against
+    each viewer's rooms' publishes; ``connections``: the viewers' sessions held at the end;
+    ``rtt_ms``, ``hot_rtt_ms``, ``tail_rtt_ms``: publish to delivery, all, the hot room's, the
+    others'; ``cpu_us_per_delivery``: the servers' CPU (a cluster's Redis too) from the first publish
+    until the last delivery (or ``LOSS_AFTER_S`` more) over the deliveries, ``server_cpu`` its share of
+    a core, ``cpu_s`` each process's CPU seconds then (``broker1``..., ``redis``), over ``cpu_window_s``;
+    ``idle_cpu`` each process's share of a core idle with the viewers joined, before the first publish; the
+    servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
+    rooms made (a publish into each; ``rss_per_idle_room_kb``), ``rss_joined_kb`` with the viewers
+    connected too (``rss_per_joined_room_kb``: over ``rooms``, their viewers' sessions included),
+    ``rss_end_kb`` at the end."""
+
+    TYPE: ClassVar[str] = "rooms"
+    server: str
+    brokers: int
+    publish_at: str
+    transport: str
+    rooms: int
+    viewers: int
+    rooms_per_viewer: int
+    skew: str
+    hot_viewers: int
+    room_rate: float
+    rate: float
+    duration_s: float
+    published: int
+    received: int
+    deliveries_per_s: float
+    foreign: int
+    short: int
+    extra: int
+    dropped: int
+    drop_reasons: Dict[str, int]
+    connections: int
+    rtt_ms: Dict[str, Optional[float]]
+    hot_rtt_ms: Dict[str, Optional[float]]
+    tail_rtt_ms: Dict[str, Optional[float]]
+    cpu_us_per_delivery: Optional[float]
+    server_cpu: Optional[float]
+    cpu_s: Dict[str, float]
+    cpu_window_s: Optional[float]
+    idle_cpu: Dict[str, float]
+    idle_rooms: int
+    rss_start_kb: int
+    rss_idle_kb: int
+    rss_per_idle_room_kb: Optional[float]
+    rss_joined_kb: int
+    rss_per_joined_room_kb: float
+    rss_end_kb: int
+    end: str
+
+
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,
                                       ChurnWave, Churn, FeedSample, Feed, Storm, RollingSecond, BrokerRestart,
-                                      Rolling)}
+                                      Rolling, ManyRooms)}
 
 
 def parse(line):

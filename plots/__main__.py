@@ -1,4 +1,4 @@
-"""``python -m plots RESULTS.jsonl [-o DIR]``: the comparison and soak figures and the summary tables."""
+"""``python -m plots RESULTS.jsonl [-o DIR]``: the comparison, soak, rolling and rooms figures and the summary tables."""
 
 import argparse
 import os
@@ -11,7 +11,7 @@ from loadtest.results import summary
 def build_parser():
     """The command line's parser: built without matplotlib, so that a command can be checked anywhere."""
     parser = argparse.ArgumentParser(prog="python -m plots", description=__doc__.split(":", 1)[1].strip())
-    parser.add_argument("results", help="a results file written by python -m loadtest, loadtest compare or loadtest soak")
+    parser.add_argument("results", help="a results file written by python -m loadtest or one of its commands")
     parser.add_argument("-o", "--out", help="directory for the figures (default: next to the results file, "
                         "in a folder named after it)")
     return parser
@@ -45,6 +45,11 @@ def main(argv=None):
     with open(table_path, "w") as out:
         out.write(table)
     print(table)
+    series = summary.rooms_series(results)
+    if "rooms" not in skipped and series:
+        print("rooms: CPU per delivery and round-trip p99 against the number of rooms (%s), %d load%s" % (
+            ",".join(str(rooms) for rooms in sorted({run.rooms for run in results.many_rooms})), len(series),
+            "" if len(series) == 1 else "s"), file=sys.stderr)
     for name in skipped:
         print("no %s figure: the results hold no such measurements" % name, file=sys.stderr)
     print("wrote %s" % ", ".join(written + [table_path]), file=sys.stderr)

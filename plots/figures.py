@@ -1,7 +1,7 @@
-"""The figures of a comparison, a soak and a rolling restart, drawn with matplotlib (Agg, no pyplot state).
+"""The figures of a comparison, a soak, a rolling restart and a rooms run, drawn with matplotlib (Agg, no pyplot state).
 
-Each ``*_figure`` function (of :mod:`plots.latency`, :mod:`plots.bars` and
-:mod:`plots.over_time`) returns a :class:`matplotlib.figure.Figure`, or None
+Each ``*_figure`` function (of :mod:`plots.latency`, :mod:`plots.bars`,
+:mod:`plots.over_time` and :mod:`plots.room_costs`) returns a :class:`matplotlib.figure.Figure`, or None
 when the results hold nothing to draw; :func:`write_all` saves them as PNG and SVG.
 Results over several transports get the figure by transport; the figures of one
 fixed load or of idle connections by server then show the first transport.
@@ -12,6 +12,7 @@ import os
 from plots.bars import by_transport_figure, cpu_figure, rss_figure
 from plots.latency import latency_figure
 from plots.over_time import rolling_figure, rss_over_time_figure
+from plots.room_costs import rooms_figure
 
 FIGURES = (
     ("rtt_mean", lambda results: latency_figure(results, "mean")),
@@ -21,6 +22,7 @@ FIGURES = (
     ("by_transport", by_transport_figure),
     ("rss_over_time", rss_over_time_figure),
     ("rolling_restart", rolling_figure),
+    ("rooms", rooms_figure),
 )
 
 

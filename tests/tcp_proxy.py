@@ -18,6 +18,17 @@ from loadtest.contenders.child_process import free_port
 POLL_S = 0.05
 
 
+def cut(sock):
+    """Close ``sock`` now. A close alone leaves the connection up while a pump's thread is
+    blocked in ``recv`` on it (the kernel holds the socket for the call): nothing is sent to
+    the peer until that call returns, seconds later. A shutdown ends the call and sends the FIN."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # not connected any more
+        pass
+    sock.close()
+
+
 class TcpProxy:
     """Listens on ``127.0.0.1:port`` and forwards each connection to ``target_port``."""
 
@@ -48,7 +59,7 @@ class TcpProxy:
         with self._lock:
             self._refusing = True
             for sock in self._sockets:
-                sock.close()
+                cut(sock)
             self._sockets.clear()
 
     def forward(self):

@@ -26,12 +26,9 @@ Rules this module keeps (its bookkeeping is :mod:`broker.cluster.state`):
   comes back without it, and the next broker to look sets another, which
   tells the clients resuming that the history is lost.
 * At start, and after an outage in which the epoch changed, the stream's
-  tail (XREVRANGE, the hub's ``history`` messages) fills the hub's history
-  and sets where reading starts, so a broker started later replays and
-  resumes what other brokers published before it. The history starts after
-  the entry before that tail; when the stream holds no more than the tail,
-  after the newest entry trimmed from it (XINFO STREAM), or at its
-  beginning if none was.
+  tail (:mod:`broker.cluster.tails`) fills the hub's history and sets where
+  reading starts, so a broker started later replays and resumes what other
+  brokers published before it.
 * A read is one blocking XREAD after the last entry delivered, pipelined after an XRANGE that
   asks whether the stream still holds that entry (Redis runs the two back to back; while the
   broker keeps up, the XREAD waits, and a trim takes the oldest entries, never the newest). When
@@ -90,17 +87,16 @@ import logging
 import secrets
 import time
 
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from broker.cluster import redis_address, room_in_redis
+from broker.cluster import redis_address, room_in_redis, tails
 from broker.cluster.appends import Append, Appends
 from broker.cluster.audience_report import AUDIENCE_REPORT_S, AudienceReport
 from broker.cluster.lifecycle import Lifecycle, LifecycleAction, LifecycleEvent
 from broker.cluster.replies import BLOCK_MS, FAILURES, REPLY_TIMEOUT_S, Replies
 from broker.cluster.room_in_redis import FIELD
-from broker.cluster.state import Backoff, BackplaneState, before
+from broker.cluster.state import Backoff, BackplaneState
+from broker.cluster.tails import id_text
 from broker.core.figures import KEYED_GAUGES, Figure, Metric
 from broker.protocol import positions
 
@@ -108,10 +104,6 @@ LOG = logging.getLogger("broker.cluster.backplane")
 
 STREAM_MAXLEN = 10000
 READ_COUNT = 1000
-
-
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _redis_failure(error):
@@ -134,13 +126,9 @@ class Backplane:
         address = redis_address.parse(address)
         if min_replicas is None:
             min_replicas = 1 if address.has_sentinels else 0
-        # No retries inside the client: the reader reconnects with its own backoff, and a
-        # failed publish is answered at once. No socket timeout: see broker.cluster.replies.
-        options = dict(socket_connect_timeout=REPLY_TIMEOUT_S, retry=Retry(NoBackoff(), 0), lib_name=None,
-                       lib_version=None)
-        self._replies = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, **options))
+        self._replies = Replies.to(address)
         self._redis = self._replies.redis
-        writes = Replies(redis_address.connect(address, REPLY_TIMEOUT_S, max_connections=1, **options))
+        writes = Replies.to(address, max_connections=1)
         self.appends = Appends(writes, prefix, self.maxlen, min_replicas)
         self.counters_key = room_in_redis.counters_key(prefix)
         self.report = AudienceReport(self._replies, prefix)
@@ -269,6 +257,14 @@ class Backplane:
                 LOG.warning("Redis refuses writes: %s", error)
             self.state.refusal = "Redis refuses writes: %s" % error
 
+    def tell_write(self, error=None):
+        """A named room's write (:mod:`broker.cluster.room_writes`) was taken, or refused with
+        ``error``: Redis refuses writes, or takes them again, for every room (``/healthz``)."""
+        if error is None:
+            self._writes_taken()
+        else:
+            self._note_refusal(error)
+
     async def _answer(self, call):
         return await self._replies.answer(call)
 
@@ -286,35 +282,13 @@ class Backplane:
             await self._answer(self._new_epoch(keys=[self.epoch_key], args=[self._hub.epoch,
                                                                              secrets.token_urlsafe(6)]))
         epoch = await self._epoch()
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.xrevrange(self.key, count=self.history + 1)
-        pipe.xinfo_stream(self.key)
-        pipe.hgetall(self.counters_key)
-        entries, info, counted = await self._answer(pipe.execute(raise_on_error=False))
-        for reply in (entries, counted):
-            if isinstance(reply, Exception):
-                raise reply
-        if isinstance(info, Exception):  # no stream yet
-            info = {"entries-added": 0, "length": 0}
-        entries.reverse()
-        kept = entries[-self.history:] if self.history else []
-        before_kept = entries[:len(entries) - len(kept)]
-        if before_kept:
-            start = before_kept[-1][0].decode()
-        elif info["entries-added"] == info["length"]:
-            start = "0-0"  # none of it trimmed
-        elif not info["length"]:
-            start = _text(info["last-generated-id"])
-        else:  # the history starts after the newest entry trimmed, just before the oldest kept
-            start = before(_text(info["first-entry"][0]))
+        tail = await tails.read(self._replies, self.key, self.counters_key, self.history)
         changed = epoch != self._hub.epoch
-        self._hub.load(epoch, start, [entry_id.decode() for entry_id, _ in kept],
-                       [fields[FIELD].decode() for _, fields in kept], room_in_redis.keys_of(kept),
-                       room_in_redis.latest_counters(counted))
+        self._hub.load(epoch, tail.start, tail.offsets, tail.encoded, tail.keys, tail.latest)
         if action is LifecycleAction.LOAD_TAIL_TELL_EXPIRED and not changed:
             self._hub.tell_gap(positions.EXPIRED)
         self._came_up()
-        self.state.read(entries[-1][0].decode() if entries else "0-0", info["entries-added"])
+        self.state.read(tail.last_id, tail.added)
         return self._lifecycle.handle(LifecycleEvent.TAIL_LOADED)
 
     async def _resume(self):
@@ -404,7 +378,7 @@ class Backplane:
         entries = reply[0][1] if reply else []
         if entries and not held:
             info = await self._answer(self._redis.xinfo_stream(self.key))
-            loss = self.state.missing(_text(info["first-entry"][0]), info["entries-added"], info["length"])
+            loss = self.state.missing(id_text(info["first-entry"][0]), info["entries-added"], info["length"])
             if loss is not None:
                 LOG.warning("stream %s no longer holds %s, the last entry this broker delivered (%s): its clients "
                             "are told a gap", self.key, last_id, "it fell more than %d behind" % self.maxlen

@@ -18,10 +18,13 @@ Rules this module keeps:
 
 import asyncio
 
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as NoAnswer
 
 from broker import _internals
+from broker.cluster import redis_address
 
 BLOCK_MS = 1000
 # A blocked XREAD answers within BLOCK_MS; a Redis silent for longer than this is taken as gone.
@@ -38,6 +41,15 @@ class Replies:
         self.redis = redis
         self._silences = 0
         self._disconnecting = None
+
+    @classmethod
+    def to(cls, address, **options):
+        """The calls made through a new client of ``address`` (a
+        :class:`broker.cluster.redis_address.RedisAddress`), given redis-py's ``options``: no
+        retries inside the client (its callers retry with their own backoff, and a failed
+        publish is answered at once), and no socket timeout (see the module's rules)."""
+        return cls(redis_address.connect(address, REPLY_TIMEOUT_S, socket_connect_timeout=REPLY_TIMEOUT_S,
+                                         retry=Retry(NoBackoff(), 0), lib_name=None, lib_version=None, **options))
 
     async def answer(self, call):
         """What ``call`` (a coroutine on :attr:`redis`) returns, in time (see the module's rules)."""

@@ -19,8 +19,8 @@ Rules this module keeps:
 * What must happen in one step happens in one script, which Redis runs
   atomically: an idempotent publish (:data:`PUBLISH_ONCE`), a counter's
   change with the entry that carries it (:data:`COUNT`), an audience report
-  that reads the epoch back (:data:`AUDIENCE_REPORT`), a new epoch
-  (:data:`NEW_EPOCH`).
+  that reads the epoch back (:data:`AUDIENCE_REPORT`; many rooms' at once,
+  :data:`AUDIENCES_REPORT`), a new epoch (:data:`NEW_EPOCH`).
 * A script that finds an idempotency key seen writes it again as it was: a
   write, so that the WAIT after it (``--redis-min-replicas``) waits for the
   replicas to hold the record, whichever connection wrote it first. The backplane (:mod:`broker.cluster.backplane`)
@@ -72,24 +72,34 @@ local function keep(record)
   end
 end
 """
+# How a script appends an entry (the field names and texts after the stream's key and MAXLEN):
+# XADD alone in the default room; a named room's scripts append otherwise (broker.cluster.named_rooms).
+APPEND_TO_STREAM = """
+local function append(stream, maxlen, ...)
+  return redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', ...)
+end
+"""
 
 # KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the records' sorted set;
-# ARGV: the record to keep (the answer but the id), the message, the stream's MAXLEN, the window
-# in ms, the conflating key or "", the key's digest, the most records.
+# ARGV: the record to keep (the answer but the id; "" for no idempotency key), the message, the
+# stream's MAXLEN, the window in ms, the conflating key or "", the key's digest, the most records.
 # Returns {1, id} when appended, {0, record} when the key was seen.
-PUBLISH_ONCE = """
+_PUBLISH_ONCE_HEAD = """
 local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[3], ARGV[6]
 local ONCE_WINDOW_MS, ONCE_MOST = ARGV[4], ARGV[7]
-""" + _ONCE_FUNCTIONS + """
-local record = seen()
-if record then return {0, record} end
+"""
+_PUBLISH_ONCE_BODY = """
+if ARGV[1] ~= '' then
+  local record = seen()
+  if record then return {0, record} end
+end
 local id
 if ARGV[5] == '' then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2])
+  id = append(KEYS[2], ARGV[3], 'm', ARGV[2])
 else
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'm', ARGV[2], 'k', ARGV[5])
+  id = append(KEYS[2], ARGV[3], 'm', ARGV[2], 'k', ARGV[5])
 end
-keep(ARGV[1] .. ' ' .. id)
+if ARGV[1] ~= '' then keep(ARGV[1] .. ' ' .. id) end
 return {1, id}
 """
 # KEYS[1]: the idempotency records' hash, KEYS[2]: the stream, KEYS[3]: the counters hash, KEYS[4]:
@@ -101,10 +111,11 @@ return {1, id}
 # The hash holds for counter NAME: v:NAME its total in millionths, s:NAME its scale, o:NAME
 # and m:NAME the id and the text of its latest message. Returns {status, text} (see
 # broker.core.counters: APPENDED, UNCHANGED, SEEN, REFUSED).
-COUNT = """
+_COUNT_HEAD = """
 local ONCE_RECORDS, ONCE_ORDER, ONCE_FIELD = KEYS[1], KEYS[4], ARGV[14]
 local ONCE_WINDOW_MS, ONCE_MOST = ARGV[8], ARGV[15]
-""" + _ONCE_FUNCTIONS + """
+"""
+_COUNT_BODY = """
 local record = ARGV[7]
 if record ~= '' then
   local kept = seen()
@@ -152,39 +163,71 @@ end
 scale = math.max(scale, tonumber(ARGV[4]))
 local value = shown(after, scale)
 local message = ARGV[5] .. value .. '"}'
-local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'm', message, 'k', ARGV[9])
+local id = append(KEYS[2], ARGV[6], 'm', message, 'k', ARGV[9])
 redis.call('HSET', hash, 's:' .. name, scale, 'o:' .. name, id, 'm:' .. name, message)
 if record ~= '' then keep(record .. ' ' .. id .. ' ' .. value) end
 return {'appended', id .. ' ' .. value}
 """
+
+
+def publish_once(append=APPEND_TO_STREAM):
+    """The text of :data:`PUBLISH_ONCE`, its entry appended by the Lua function ``append`` defines."""
+    return _PUBLISH_ONCE_HEAD + append + _ONCE_FUNCTIONS + _PUBLISH_ONCE_BODY
+
+
+def count(append=APPEND_TO_STREAM):
+    """The text of :data:`COUNT`, its entry appended by the Lua function ``append`` defines."""
+    return _COUNT_HEAD + append + _ONCE_FUNCTIONS + _COUNT_BODY
+
+
+PUBLISH_ONCE = publish_once()
+COUNT = count()
 COUNTED_DIGITS = counters.MAX_INTEGER_DIGITS + counters.MAX_SCALE
-# KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
-# staleness in ms. Each field holds "count:milliseconds" by Redis's clock; the total, and the
-# brokers counted, are of the fresh ones. Returns {total, brokers, epoch}.
-AUDIENCE_REPORT = """
+# One audience hash's report: a field a broker, each holding "count:milliseconds" by Redis's
+# clock. report() writes this broker's count and answers the total, and the brokers counted,
+# of the fresh fields (those no older than stale_ms), forgetting the others.
+_AUDIENCE_FUNCTION = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now_ms)
-local total = 0
-local brokers = 0
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local count, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
-  if count and now_ms - tonumber(at) <= tonumber(ARGV[3]) then
-    total = total + tonumber(count)
-    brokers = brokers + 1
-  else
-    redis.call('HDEL', KEYS[1], fields[i])
+local function report(key, broker, count, stale_ms)
+  redis.call('HSET', key, broker, count .. ':' .. now_ms)
+  local total = 0
+  local brokers = 0
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do
+    local counted, at = string.match(fields[i + 1], '^(%d+):(%d+)$')
+    if counted and now_ms - tonumber(at) <= stale_ms then
+      total = total + tonumber(counted)
+      brokers = brokers + 1
+    else
+      redis.call('HDEL', key, fields[i])
+    end
   end
+  redis.call('PEXPIRE', key, 10 * stale_ms)
+  return {total, brokers}
 end
-redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[3]))
-return {total, brokers, redis.call('GET', KEYS[2])}
+"""
+# KEYS[1]: the room's audience hash, KEYS[2]: its epoch; ARGV: this broker's id, its count, the
+# staleness in ms. Returns {total, brokers, epoch}.
+AUDIENCE_REPORT = _AUDIENCE_FUNCTION + """
+local reported = report(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+return {reported[1], reported[2], redis.call('GET', KEYS[2])}
+"""
+# Many rooms' reports in one call. KEYS: their audience hashes; ARGV: this broker's id, the
+# staleness in ms, then its count of each room, in the order of KEYS. Returns their totals.
+AUDIENCES_REPORT = _AUDIENCE_FUNCTION + """
+local stale_ms = tonumber(ARGV[2])
+local totals = {}
+for i, key in ipairs(KEYS) do
+  totals[i] = report(key, ARGV[1], ARGV[2 + i], stale_ms)[1]
+end
+return totals
 """
 # KEYS[1]: the room's epoch; ARGV: the epoch a broker delivered in, a new one. A broker whose
-# history the stream lost starts the new epoch, unless another broker started one already.
-# Returns the room's epoch.
+# history the stream lost starts the new epoch, unless another broker started one already. The
+# key keeps its expiry (a named room's), or none (the default room's). Returns the room's epoch.
 NEW_EPOCH = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL') end
 return redis.call('GET', KEYS[1])
 """
 

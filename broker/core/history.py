@@ -15,6 +15,11 @@ Rules this module keeps:
   key and the unkeyed ones. A replaced message does not move the horizon:
   its key's value is still there, newer. The replay tail holds the latest
   message of every key kept, whatever its age, besides the last messages.
+* ``bytes`` is the length of the JSON texts kept, together (a message's size as
+  ``max_message_size`` counts it): a sum kept as messages are added, replaced,
+  forgotten and restarted, never counted again. :meth:`History.shrink` forgets
+  the oldest messages until it is at most a number of bytes, the horizon moving
+  as with ``count``: a resume past what it forgot is a gap.
 * Adding a message costs the same whatever the history holds: the unkeyed
   ones wait in one queue, the latest of each key in another, ordered by
   offset (an update leaves its key's place for the end), and what leaves is
@@ -54,6 +59,7 @@ class History:
         self.newest = (0, 0)
         self.newest_offset = "0"
         self.forgotten = 0
+        self.bytes = 0
 
     def __len__(self):
         return len(self._kept) + len(self._latest)
@@ -63,6 +69,7 @@ class History:
         self.forgotten += len(self)
         self._kept.clear()
         self._latest.clear()
+        self.bytes = 0
         self.start = self.horizon = self.newest = offset_key(start_offset)
         self.newest_offset = str(start_offset)
 
@@ -73,6 +80,7 @@ class History:
             return
         kept, latest = self._kept, self._latest
         if self.count:
+            self.bytes += sum(map(len, encoded))
             if keys is None:
                 for offset, text in zip(offsets, encoded):
                     kept.append((offset_key(offset), offset, text, now))
@@ -82,7 +90,9 @@ class History:
                     if key is None:
                         kept.append(entry)
                     else:
-                        latest.pop(key, None)
+                        replaced = latest.pop(key, None)
+                        if replaced is not None:
+                            self.bytes -= len(replaced[_ENCODED])
                         latest[key] = entry
         self.newest = offset_key(offsets[-1])
         self.newest_offset = str(offsets[-1])
@@ -111,6 +121,15 @@ class History:
             entry = self._kept.popleft()
         self.horizon = entry[_KEY]
         self.forgotten += 1
+        self.bytes -= len(entry[_ENCODED])
+
+    def shrink(self, most):
+        """Forget the oldest messages until the history holds at most ``most`` bytes; how
+        many it forgot."""
+        forgotten = self.forgotten
+        while self.bytes > most:
+            self._forget()
+        return self.forgotten - forgotten
 
     def trim(self, now):
         """Forget what is older than ``seconds`` at ``now``."""

@@ -81,6 +81,9 @@ class Hub:
     and sends (None: no bound; a running broker's is ``--max-message-size``).
     """
 
+    name = ""
+    """The room's name: ``""`` for the default room (:mod:`broker.core.rooms` names the others)."""
+
     def __init__(self, schedule, keeping=Keeping(), clock=time.monotonic, relay: Optional[Relay] = None,
                  max_message_size=None):
         self._schedule = schedule
@@ -122,9 +125,7 @@ class Hub:
         texts it last saw, when the history allows (see the module's rules)."""
         self.by_transport[subscriber.transport] += 1
         if type(subscriber.form) is not Positioned:
-            offsets, encoded = self.resumes.tail()
-            self._join(subscriber, subscriber.writer, Batch(encoded, None, offsets))
-            return
+            since = None
         outcome, place = self.resumes.judge(since)
         if outcome is None:
             self._resuming.add(Waiting(since, self._clock() + AHEAD_WAIT_S, subscriber.writer, subscriber), place)
@@ -133,7 +134,12 @@ class Hub:
 
     def _start(self, subscriber, writer, outcome, place):
         """Join ``subscriber`` with the first batch of its start (see :mod:`broker.core.resumes`) after
-        ``place``, an offset's place in the room's order (:func:`broker.protocol.positions.offset_key`)."""
+        ``place``, an offset's place in the room's order (:func:`broker.protocol.positions.offset_key`);
+        one without positions, with the replay tail."""
+        if type(subscriber.form) is not Positioned:
+            offsets, encoded = self.resumes.tail()
+            self._join(subscriber, writer, Batch(encoded, None, offsets))
+            return
         self._join(subscriber, writer, self.resumes.first_batch(outcome, place))
 
     def _join(self, subscriber, writer, batch):
@@ -159,10 +165,13 @@ class Hub:
             self._start(record.subscriber, record.writer, self.resumes.outcome(place), place)
 
     def _start_expired(self, now):
-        """Start, as an unknown offset, the waiting subscribers that waited AHEAD_WAIT_S."""
+        """Start, as an unknown offset (an open, for one that opened), the waiting subscribers
+        that waited AHEAD_WAIT_S."""
         for record in self._resuming.expired(now):
             outcome, place = self.resumes.judge(record.since)
-            self._start(record.subscriber, record.writer, outcome or positions.UNKNOWN, place)
+            if outcome is None:
+                outcome = positions.OPEN if record.since is None else positions.UNKNOWN
+            self._start(record.subscriber, record.writer, outcome, place)
 
     def _judge_waiting(self):
         """Start every waiting subscriber that can be judged now; the others wait on for their offset."""
@@ -310,14 +319,17 @@ class Hub:
         self._write_all(batch, batch.picked([i for i, offset in enumerate(batch.offsets)
                                              if positions.offset_key(offset) > sent_until]))
 
-    def doubt_epoch(self):
+    def doubt_epoch(self, opens=False):
         """The cluster's epoch may be changing (Redis is away): resumes wait
-        until :meth:`confirm_epoch` or :meth:`load`."""
+        until :meth:`confirm_epoch` or :meth:`load`; with ``opens`` (a room whose history
+        was never loaded), opens too."""
         self.resumes.epoch_known = False
+        self.resumes.opens_wait = opens
 
     def confirm_epoch(self):
-        """The cluster's epoch is the room's: judge the resumes that waited for it."""
+        """The cluster's epoch is the room's: judge the resumes (and opens) that waited for it."""
         self.resumes.epoch_known = True
+        self.resumes.opens_wait = False
         if self._resuming:
             self._judge_waiting()
 

@@ -9,7 +9,10 @@ Rules this module keeps (the seam is :mod:`broker.core.engines`):
   when the broker stops.
 * Idempotency keys live in a :class:`broker.core.idempotency.Window` of this
   process: a key's first answer is kept once its request published, never
-  for a request that raised.
+  for a request that raised. A key is its room's: a named room's keys are
+  kept as ``(room's name, key)``, the default room's as they always were, all
+  in one window, whose bound is the broker's (a room forgotten and made again
+  still answers a retry of its keys once).
 * Nothing here does I/O or waits: a publish is answered in the call; the
   caller gives the clock.
 """
@@ -32,7 +35,8 @@ class MemoryEngine:
         now = self._clock()
         once = request.once
         if once is not None:
-            kept = self.window.get(once.key, now)
+            key = (room.name, once.key) if room.name else once.key
+            kept = self.window.get(key, now)
             if kept is not None:
                 return PublishResult.of(self.window.again(kept, once.fingerprint), replayed=True)
         counter = request.counter
@@ -43,5 +47,5 @@ class MemoryEngine:
             value = room.count(counter.name, counter.operation, counter.amount)[1]
         answer = first_answer(room, request, room.pending_offset(), value)
         if once is not None:
-            self.window.put(once.key, answer, now)
+            self.window.put(key, answer, now)
         return PublishResult.of(answer)

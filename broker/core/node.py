@@ -33,6 +33,7 @@ from broker.core.idempotency import Window
 from broker.core.limits import Limits
 from broker.core.liveness import Liveness
 from broker.core.origins import OriginPolicy
+from broker.core.rooms import Rooms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +44,15 @@ class ClientRules:
     ``write_timeout`` seconds is dropped as a slow consumer too; ``origins``
     says which pages may use the service; ``client_rate`` is how many
     messages a second one client may publish (0: no limit), in bursts of up
-    to twice as many."""
+    to twice as many; ``max_session_rooms`` is how many rooms one session may
+    join (:mod:`broker.protocol.room_names`)."""
 
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
     write_timeout: float = 30.0
     origins: OriginPolicy = dataclasses.field(default_factory=OriginPolicy)
     client_rate: float = 0
+    max_session_rooms: int = 16
 
 
 class LinkState(Protocol):
@@ -69,6 +72,17 @@ class ClusterLink(Reporting, Protocol):
     room_brokers: Optional[int]
 
 
+class RoomsLink(Reporting, Protocol):
+    """The named rooms of a cluster through Redis (:class:`broker.cluster.rooms_in_redis.RoomsInRedis`):
+    started once the backplane is, stopped before it."""
+
+    def start(self) -> None:
+        """Read the rooms' feeds from now on."""
+
+    async def stop(self) -> None:
+        """Finish the writes in flight, stop the feeds, close the connections."""
+
+
 class HandshakeCount(Reporting, Protocol):
     """The failed TLS handshakes (:class:`broker.transports.tls.HandshakeFailures`): a filter of
     Tornado's log records, told by the listener of connections lost before their handshake."""
@@ -82,7 +96,8 @@ class HandshakeCount(Reporting, Protocol):
 
 @dataclasses.dataclass
 class Node:
-    """One running broker: its room (``hub``), its connection ``limits``, its
+    """One running broker: its default room (``hub``) and every room (``rooms``, a
+    :class:`broker.core.rooms.Rooms`), its connection ``limits``, its
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
@@ -92,12 +107,13 @@ class Node:
     now (``liveness``, :mod:`broker.core.liveness`);
     the garbage-collector policy (``collection``, see
     :mod:`broker.ops.gc_policy`), the cluster ``backplane``
-    (:class:`broker.cluster.backplane.Backplane`) and, over TLS, the count of
+    (:class:`broker.cluster.backplane.Backplane`) and its named rooms' (``rooms_in_redis``) and, over TLS, the count of
     failed handshakes (``tls``, :class:`broker.transports.tls.HandshakeFailures`),
     each of which states its figures (:mod:`broker.core.figures`), shown in ``/stats``
     and most in ``/metrics`` (:mod:`broker.ops.catalogue` puts them in order)."""
 
     hub: Optional[Hub] = None
+    rooms: Optional[Rooms] = None
     limits: Optional[Limits] = None
     drain: Optional[Drain] = None
     pings: Optional[PingWheel] = None
@@ -107,6 +123,7 @@ class Node:
     idempotency: Window = dataclasses.field(default_factory=lambda: Window(600.0))
     collection: Optional[Reporting] = None
     backplane: Optional[ClusterLink] = None
+    rooms_in_redis: Optional[RoomsLink] = None
     engine: Optional[Engine] = None
     tls: Optional[HandshakeCount] = None
     liveness: Optional[Liveness] = None

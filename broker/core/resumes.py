@@ -13,7 +13,10 @@ this module judges, builds each start's first batch, and keeps who waits):
   it or :data:`AHEAD_WAIT_S` pass, unless no broker can have given it yet (a
   stream id's number is the millisecond Redis added it: one more than
   AHEAD_WAIT_S past this broker's wall clock is ``unknown`` at once). While
-  the cluster's epoch is in doubt every resume waits.
+  the cluster's epoch is in doubt every resume waits; while a room's history was
+  never loaded (``opens_wait``), every open too, with or without positions, so
+  that it starts in the cluster's epoch with its tail (an open that waited
+  AHEAD_WAIT_S starts as it is).
 * A first batch carries at most ``first_batch_bytes`` (a client's
   ``--max-buffer``): its lead and its messages, each counted as a client
   with positions is sent it, in its envelope
@@ -170,8 +173,8 @@ class Resumes:
     """The starts of the subscribers in ``history`` (a :class:`broker.core.history.History`),
     as ``keeping`` (a :class:`Keeping`) says, ``in_cluster`` when a relay
     delivers, beside the room's ``counters`` (a :class:`broker.core.counters.Counters`):
-    the ``epoch``, whether it is known (``epoch_known``), the ``starts`` by
-    outcome, those ``waiting`` (see the module's rules)."""
+    the ``epoch``, whether it is known (``epoch_known``) and whether opens wait for it
+    (``opens_wait``), the ``starts`` by outcome, those ``waiting`` (see the module's rules)."""
 
     def __init__(self, history, keeping, in_cluster, counters, wall_clock=time.time):
         self.history = history
@@ -182,6 +185,7 @@ class Resumes:
         self.wall_clock = wall_clock
         self.epoch = secrets.token_urlsafe(6)
         self.epoch_known = True
+        self.opens_wait = False
         self.starts = collections.Counter()
         self.waiting = WaitingResumes()
 
@@ -189,7 +193,7 @@ class Resumes:
         """How a subscriber asking to resume after ``since`` (``(epoch, offset)`` texts, or None)
         starts: an outcome, or None to wait; and the key of its offset."""
         if since is None:
-            return positions.OPEN, None
+            return None if self.opens_wait else positions.OPEN, None
         if not self.epoch_known:
             return None, None
         epoch, offset = since

@@ -22,6 +22,10 @@ publishes once within the window (:mod:`broker.core.idempotency`); one with
 and an amount as its body changes the counter NAME (:mod:`broker.core.counters`).
 Its answer adds the total after it (``"value"``); a retry with its
 ``Idempotency-Key`` changes nothing and gets that answer again.
+``?room=NAME`` publishes in that room (:mod:`broker.protocol.room_names`), made if the
+broker holds none, its keys, counters and idempotency keys its own; without it, in
+the default room. A bad name answers 400 with the rule, a new room past
+``--max-rooms`` 429.
 """
 
 import hmac
@@ -33,9 +37,10 @@ from tornado.web import RequestHandler
 
 from broker.core import broker_shapes, conflation, counters, figures, idempotency
 from broker.core.engines import CounterChange, Once, PublishRequest
+from broker.core.rooms import RoomRefused, RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
-from broker.protocol import frames
+from broker.protocol import frames, room_names
 
 # A publish refused because the backplane could not take it: when to try again.
 RETRY_AFTER_S = 1
@@ -83,6 +88,7 @@ class PublishHandler(_JSONHandler):
 
     def initialize(self, node, token, max_message_size):
         self.hub = node.hub
+        self.rooms = node.rooms
         self.engine = node.engine
         self.token = token.encode() if token else None
         self.max_message_size = max_message_size
@@ -90,11 +96,21 @@ class PublishHandler(_JSONHandler):
     async def post(self):
         if self.refused(self.token, "publish", ("publishing", "--publish-token")):
             return
+        try:
+            room = room_names.room_of(self.get_query_arguments(room_names.QUERY_ROOM))
+        except ValueError as error:
+            return self.reply(400, {"error": "?%s=: %s" % (room_names.QUERY_ROOM, error)})
         request = self._request()
         if request is None:
             return
         try:
-            result = await self.engine.publish(self.hub, request)
+            hub = self.rooms.room(room) if room else self.hub
+        except RoomsFull as error:
+            return self.reply(429, {"error": "room %s not made: %s" % (room, error)})
+        except RoomRefused as error:
+            return self.reply(400, {"error": "room %s not made: %s" % (room, error)})
+        try:
+            result = await self.engine.publish(hub, request)
         except RelayUnavailable as error:
             return self.unavailable(error)
         except idempotency.KeyReused as error:

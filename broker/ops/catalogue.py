@@ -35,8 +35,11 @@ class Release:
 def parts(node, router):
     """``(place in /stats, part)`` of ``node`` (a :class:`broker.core.node.Node`) and its
     ``router`` (:class:`broker.transports.router.BrokerRouter`), in the order of ``/stats``;
-    place ``""``: its figures at the top."""
-    every = (("", node.hub), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
-             ("backplane", node.backplane), ("liveness", node.liveness), ("drain", node.drain), ("max_connection_age", node.ages),
+    place ``""``: its figures at the top. The rooms' figures (:class:`broker.core.rooms.Rooms`) are
+    the default room's, totalled over every room; a node without rooms shows its room's."""
+    rooms = node.hub if node.rooms is None else node.rooms
+    every = (("", rooms), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
+             ("backplane", node.backplane), ("named_rooms", node.rooms_in_redis), ("liveness", node.liveness),
+             ("drain", node.drain), ("max_connection_age", node.ages),
              ("audience", node.audience), ("idempotency", node.idempotency), ("tls", node.tls), ("", Release))
     return [(place, part) for place, part in every if part is not None]

@@ -10,8 +10,13 @@ Rules this module keeps:
   :data:`SOCKJS_WEBSOCKET` (one websocket frame carrying ``a[...]``),
   :data:`RAW_WEBSOCKET` (a websocket frame per message, the plain
   ``/websocket``), :class:`Streamed` (the ``a[...]`` frame as a stream of a
-  transport carries it, chunked or not) and :class:`Positioned` (another form,
-  every message in its position envelope, :mod:`broker.protocol.positions`).
+  transport carries it, chunked or not), :class:`Positioned` (another form,
+  every message in its position envelope, :mod:`broker.protocol.positions`) and
+  :class:`InRoom` (another form, every message tagged with its room, for a
+  session of several rooms, :mod:`broker.protocol.room_names`; within
+  :class:`Positioned`, never around it: ``Positioned(InRoom(name, inner))``).
+  A batch is one room's: its tagged form is built once, whichever sessions of
+  that room take it.
   None is the batch itself, for a session's queue (the polling transports,
   and streams between two requests), which frames what it holds when a
   request takes it.
@@ -21,7 +26,7 @@ Rules this module keeps:
 
 from typing import NamedTuple, Optional
 
-from broker.protocol import frames, positions
+from broker.protocol import frames, positions, room_names
 
 
 class WebSocketFrames(NamedTuple):
@@ -58,6 +63,17 @@ class Positioned(NamedTuple):
         return batch.positioned.form(self.inner)
 
 
+class InRoom(NamedTuple):
+    """The form of a session of several rooms in room ``name``: the ``inner`` form (None: the
+    batch itself), every message saying its room (:func:`broker.protocol.room_names.tag`)."""
+
+    name: str
+    inner: Optional[NamedTuple]
+
+    def of(self, batch):
+        return batch.in_room(self.name).form(self.inner)
+
+
 class Batch:
     """Messages flushed together; each wire form is built once, when first asked for.
 
@@ -66,11 +82,12 @@ class Batch:
     derived from ``encoded`` when not given. ``offsets`` holds the room
     messages' offsets; an announcement after them has none. ``lead``: the
     JSON text that opens the positioned form (a connection's start). ``key``:
-    the conflating key of its one message, or None.
+    the conflating key of its one message, or None. ``enveloped``: its texts are
+    position envelopes (its :attr:`positioned` form), not messages.
     """
 
     __slots__ = ("encoded", "offsets", "lead", "key", "_raw", "_sockjs_body", "_sockjs_frame", "_sockjs_websocket",
-                 "_raw_websocket", "_streamed", "_positioned")
+                 "_raw_websocket", "_streamed", "_positioned", "enveloped", "_in_room")
 
     def __init__(self, encoded, raw=None, offsets=(), lead=None, key=None):
         self.encoded = encoded
@@ -84,6 +101,8 @@ class Batch:
         self._raw_websocket = None
         self._streamed = None
         self._positioned = None
+        self.enveloped = False
+        self._in_room = None
 
     def __len__(self):
         return len(self.encoded)
@@ -113,7 +132,16 @@ class Batch:
             if self.lead is not None:
                 texts.insert(0, self.lead)
             self._positioned = Batch(texts)
+            self._positioned.enveloped = True
         return self._positioned
+
+    def in_room(self, name):
+        """This batch of room ``name`` with every text tagged with its room (:class:`InRoom`)."""
+        tagged = self._in_room
+        if tagged is None or tagged[0] != name:
+            enveloped = self.enveloped
+            tagged = self._in_room = (name, Batch([room_names.tag(name, text, enveloped) for text in self.encoded]))
+        return tagged[1]
 
     @property
     def raw(self):

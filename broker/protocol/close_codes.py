@@ -42,6 +42,12 @@ code   name                         meaning, and what a client should do
 3012   RECONNECT                    The broker is draining (a deploy), or the
                                     connection reached --max-connection-age:
                                     reconnect now, with jitter, to any broker.
+3013   ROOM_REFUSED                 The URL's ``rooms=`` broke the rule (a bad
+                                    name, none, more than
+                                    ``--max-session-rooms``), or the broker
+                                    serves no such rooms: do not come back as is.
+3014   TOO_MANY_ROOMS               The broker holds ``--max-rooms`` rooms: come
+                                    back later, with backoff.
 =====  ===========================  ===========================================
 """
 
@@ -67,3 +73,5 @@ TOO_MANY_MESSAGES = Close(3009, "Too many messages")
 SESSIONS_PER_IP = Close(3010, "Too many sessions from your address")
 MAX_SESSIONS = Close(3011, "The server is at its session limit")
 RECONNECT = Close(3012, "Server draining: reconnect")
+ROOM_REFUSED = Close(3013, "Rooms: 1 to 64 of A-Z a-z 0-9 _ - . : each, at most --max-session-rooms")
+TOO_MANY_ROOMS = Close(3014, "The server holds too many rooms")

@@ -82,12 +82,14 @@ def requested(arguments):
     ``{name: [bytes, ...]}``)."""
     if QUERY_POSITIONS not in arguments:
         return NONE
-    epoch = _first(arguments, QUERY_EPOCH)
-    since = _first(arguments, QUERY_SINCE)
+    epoch = first(arguments, QUERY_EPOCH)
+    since = first(arguments, QUERY_SINCE)
     return Request(True, (epoch, since) if epoch is not None and since is not None else None)
 
 
-def _first(arguments, name):
+def first(arguments, name):
+    """The first value of the query parameter ``name`` in ``arguments``, as text (at most 80
+    characters), or None."""
     values = arguments.get(name)
     if not values:
         return None

@@ -14,6 +14,13 @@ module keeps:
   stream straight (:meth:`BroadcastConnection.deliver_through`).
 * What a client sends is checked here before it costs anything else: its
   rate, its type, its shape, its size (see :class:`BroadcastConnection`).
+* A connection is in the rooms its URL names (:mod:`broker.protocol.room_names`):
+  none named, the default room (``node.hub``), exactly as before rooms; one,
+  that room, in the same forms; several, each through a :class:`Membership`
+  in that room's :class:`broker.protocol.batch.InRoom` form, whose conflating
+  keys are its room's. It leaves them all as it closes. A name, or a number of
+  names, the rule refuses closes it at open (``ROOM_REFUSED``); so does a room
+  the broker cannot make (``TOO_MANY_ROOMS`` past ``--max-rooms``).
 """
 
 import logging
@@ -23,10 +30,11 @@ from sockjs.tornado import SockJSConnection
 
 from broker.core.broker_shapes import in_broker_shape
 from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
+from broker.core.rooms import RoomRefused, RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.core.token_bucket import TokenBucket
-from broker.protocol import close_codes, frames, positions
-from broker.protocol.batch import Positioned
+from broker.protocol import close_codes, frames, room_names
+from broker.protocol.batch import InRoom, Positioned
 
 # The name its lines have always been logged under.
 LOG = logging.getLogger("broker.transports.router")
@@ -54,11 +62,14 @@ class BroadcastConnection(SockJSConnection):
 
     A client that asks for positions (:mod:`broker.protocol.positions`, in
     its URL's query) is subscribed in a :class:`broker.protocol.batch.Positioned`
-    form, and resumes from the position it gives."""
+    form, and resumes from the position it gives, in each of its rooms (see the
+    module's rules). One in several rooms only listens: what it sends is dropped,
+    and counted (``multiplexed_sends_dropped``)."""
 
     hub = None
     counted = False
     positioned = False
+    memberships = ()
 
     def on_open(self, info):
         session = self.session
@@ -66,7 +77,13 @@ class BroadcastConnection(SockJSConnection):
         handler = session.handler
         self.transport = session.transport_name
         prebuilt = getattr(handler, "prebuilt_form", None)
-        request = positions.requested(info.arguments)
+        try:
+            joining = room_names.requested(info.arguments, server.rules.max_session_rooms)
+        except ValueError as error:
+            LOG.debug("refused a %s session: %s", self.transport, error)
+            session.close(*close_codes.ROOM_REFUSED)
+            return
+        request = joining.requests[0]
         self.positioned = request.positions
         self.form = Positioned(prebuilt) if request.positions else prebuilt
         if server.node.drain is not None and server.node.drain.draining:
@@ -82,19 +99,50 @@ class BroadcastConnection(SockJSConnection):
                 session.close(*SESSION_REFUSALS[refusal])
                 return
             self.counted = True
-        self.hub = server.node.hub
+        hubs = self._rooms(server.node.rooms, joining.names)
+        if hubs is None:
+            return
         # Its websocket, or its session (see the module's rules). (Keeping a
         # bound method of its own would make a reference cycle, which a frozen
         # heap keeps until an audit: see broker.ops.gc_policy.)
         self.writer = handler if prebuilt is not None else session
         rate = server.rules.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
-        self.hub.subscribe(self, request.since)
+        if len(hubs) == 1:
+            self.hub = hubs[0]
+            self.hub.subscribe(self, request.since)
+        else:
+            self.memberships = tuple(Membership(self, hub, prebuilt) for hub in hubs)
+            for membership, each in zip(self.memberships, joining.requests):
+                membership.hub.subscribe(membership, each.since)
         if server.node.ages is not None:
             server.node.ages.add(self, time.monotonic())
 
+    def _rooms(self, held, names):
+        """The rooms of ``names`` (none: the default room) in ``held`` (a
+        :class:`broker.core.rooms.Rooms`), or None once the session is closed for a room refused."""
+        if not names:
+            return [self.session.server.node.hub]
+        try:
+            if held is None:
+                raise RoomRefused("this broker serves the default room only")
+            return held.joined(names)
+        except RoomRefused as error:
+            LOG.debug("refused a %s session: %s", self.transport, error)
+            self.session.close(*(close_codes.TOO_MANY_ROOMS if isinstance(error, RoomsFull)
+                                 else close_codes.ROOM_REFUSED))
+            return None
+
+    def wrapped(self, inner, room):
+        """The form of this connection in ``room`` (one of several), its transport's being ``inner``."""
+        form = InRoom(room, inner)
+        return Positioned(form) if self.positioned else form
+
     def on_message(self, message):
         if self.session.is_closed:
+            return
+        if self.memberships:
+            self.session.server.node.rooms.multiplexed_dropped += 1
             return
         if not isinstance(message, str):
             # Only a backend (or the broker: {"audience": N}) speaks in other JSON values.
@@ -124,8 +172,12 @@ class BroadcastConnection(SockJSConnection):
             self.session.close(*close_codes.INVALID_MESSAGE)
 
     def on_close(self):
-        if self.hub is not None:
-            self.hub.unsubscribe(self)
+        memberships, self.memberships = self.memberships, ()
+        for membership in memberships:
+            membership.hub.unsubscribe(membership)
+        if self.hub is not None or memberships:
+            if self.hub is not None:
+                self.hub.unsubscribe(self)
             ages = self.session.server.node.ages
             if ages is not None:
                 ages.discard(self)
@@ -140,12 +192,45 @@ class BroadcastConnection(SockJSConnection):
         """Take the room's batches straight through ``stream`` (a
         :class:`broker.transports.streams.Stream` now serving this session) in
         its form, or through its session again (None)."""
+        inner = None if stream is None else stream.form
+        for membership in self.memberships:
+            old_form = membership.form
+            membership.form = self.wrapped(inner, membership.hub.name)
+            membership.through = self.writer if stream is None else stream
+            membership.hub.move(membership, old_form, membership)
         if self.hub is not None:
             old_form = self.form
             self.form = None if stream is None else stream.form
             if self.positioned:
                 self.form = Positioned(self.form)
             self.hub.move(self, old_form, self.writer if stream is None else stream)
+
+
+class Membership:
+    """A connection in several rooms, in one of them (``hub``), its transport's form
+    ``inner``: the room's :class:`broker.core.seams.Subscriber` for it, and its writer, writing
+    ``through`` the connection's and keeping each conflating key its room's
+    (the same key in two rooms is two keys)."""
+
+    __slots__ = ("connection", "hub", "form", "through", "transport", "_scope")
+
+    def __init__(self, connection, hub, inner):
+        self.connection = connection
+        self.hub = hub
+        self.form = connection.wrapped(inner, hub.name)
+        self.through = connection.writer
+        self.transport = connection.transport
+        self._scope = hub.name + " "
+
+    @property
+    def writer(self):
+        return self
+
+    def write_batch(self, data, key):
+        return self.through.write_batch(data, key if key is None else self._scope + key)
+
+    def disconnect(self, code, reason):
+        self.connection.disconnect(code, reason)
 
 
 class FeedConnection(BroadcastConnection):

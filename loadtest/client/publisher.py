@@ -7,9 +7,13 @@ Rules:
   a backend's publishes would. Over TLS each socket is wrapped as it connects.
 - Every answer is read to its end, so a connection stays usable; anything but ``200``, a
   broken connection or no answer within ``timeout`` raises :class:`PublishFailed`.
+- A connection the broker closed while it was idle (its keep-alive bound, ``--header-timeout``)
+  is opened anew before a request goes on it: an idle connection is readable only once closed,
+  and nothing was sent on it, so nothing is published twice.
 - Blocking sockets: a publish holds its caller until the broker has answered.
 """
 
+import select
 import socket
 
 from loadtest.errors import LoadTestError
@@ -28,16 +32,22 @@ class Publisher:
         if token:
             self._headers += b"Authorization: Bearer %s\r\n" % token.encode()
         self.timeout = timeout
-        self.sockets = [connect(host, port, timeout, ssl_context) for _ in range(connections)]
+        self._address = (host, port, timeout, ssl_context)
+        self.sockets = [connect(*self._address) for _ in range(connections)]
 
     def publish(self, messages, query=b"", headers=b""):
         """Publish ``messages`` (bytes, at most one per connection) to ``/publish`` + ``query``
         (``b"?key=total&op=add"``) with ``headers`` lines, all sent before any answer is read."""
-        sockets = self.sockets[:len(messages)]
-        head = b"POST /publish%s HTTP/1.1\r\n%s%s" % (query, self._headers, headers)
+        return self.publish_each([(query, message) for message in messages], headers)
+
+    def publish_each(self, requests, headers=b""):
+        """Publish each ``(query, message)`` of ``requests`` (at most one per connection) to ``/publish`` +
+        its query (``b"?room=a"``) with ``headers`` lines, all sent before any answer is read."""
         try:
-            for sock, message in zip(sockets, messages):
-                sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(message), message))
+            sockets = [self._open(index) for index in range(min(len(requests), len(self.sockets)))]
+            for sock, (query, message) in zip(sockets, requests):
+                sock.sendall(b"POST /publish%s HTTP/1.1\r\n%s%sContent-Length: %d\r\n\r\n%s" % (
+                    query, self._headers, headers, len(message), message))
             answers = [read_response(sock) for sock in sockets]
         except socket.timeout:
             raise PublishFailed("POST /publish: no answer within %g s" % self.timeout) from None
@@ -47,6 +57,14 @@ class Publisher:
             if status != 200:
                 raise PublishFailed("POST /publish answered %d: %s" % (status, body.decode("utf-8", "replace")))
         return len(sockets)
+
+    def _open(self, index):
+        """The ``index``-th socket, connected anew if the broker closed it while it was idle."""
+        sock = self.sockets[index]
+        if select.select([sock], [], [], 0)[0]:
+            sock.close()
+            sock = self.sockets[index] = connect(*self._address)
+        return sock
 
     def close(self):
         for sock in self.sockets:

@@ -21,6 +21,8 @@ from loadtest.method import rules
 
 STATS_TIMEOUT_S = 2.0
 HEALTH_POLL_S = 0.1
+SETTLE_S = 10.0
+SETTLE_SAMPLE_S = 0.5
 
 
 class ServerProbe:
@@ -48,6 +50,9 @@ class ServerProbe:
     def cpu_seconds(self):
         return sum(self._read(procstat.cpu_seconds).values())
 
+    def cpu_seconds_each(self):
+        return self._read(procstat.cpu_seconds)
+
     def rss_kb(self):
         return sum(self._read(procstat.rss_kb).values())
 
@@ -62,6 +67,19 @@ class ServerProbe:
         shares = {name: round((used[name] - self._cpu_each[name]) / seconds, 4) for name in used if seconds > 0}
         self._cpu_each, self._at = used, now
         return shares, seconds
+
+    async def settled_rss_kb(self):
+        """The RSS once two samples ``SETTLE_SAMPLE_S`` apart differ by 0.2 % at most, or after ``SETTLE_S``."""
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + SETTLE_S
+        rss = self.rss_kb()
+        while loop.time() < deadline:
+            await asyncio.sleep(SETTLE_SAMPLE_S)
+            latest = self.rss_kb()
+            if abs(latest - rss) <= rss * 0.002:
+                break
+            rss = latest
+        return self.rss_kb()
 
     def start(self):
         self._started_cpu = self.cpu_seconds()

@@ -57,6 +57,7 @@ class Results:
         self.rolling_seconds = of(schema.RollingSecond)
         self.broker_restarts = of(schema.BrokerRestart)
         self.rollings = of(schema.Rolling)
+        self.many_rooms = of(schema.ManyRooms)
 
     @property
     def servers(self):
@@ -143,6 +144,18 @@ def rolling_runs(results):
                        [r for r in results.broker_restarts if (r.server, r.drain_s) == (server, drain_s)],
                        next((r for r in results.rollings if (r.server, r.drain_s) == (server, drain_s)), None))
             for server, drain_s in keys]
+
+
+def rooms_series(results):
+    """The ``rooms`` runs (:class:`loadtest.records.ManyRooms`) by load, in the order first measured: ``{label:
+    [runs by number of rooms]}``, a load being its server, transport, viewers, rooms per viewer, skew and rate."""
+    series = collections.OrderedDict()
+    for run in results.many_rooms:
+        label = "%s over %s, %s viewers x %d room%s, %s, %g msgs/s a room" % (
+            run.server, run.transport, "{:,}".format(run.viewers), run.rooms_per_viewer,
+            "" if run.rooms_per_viewer == 1 else "s", run.skew, run.room_rate)
+        series.setdefault(label, []).append(run)
+    return collections.OrderedDict((label, sorted(runs, key=lambda run: run.rooms)) for label, runs in series.items())
 
 
 def subtitle(results):
@@ -316,6 +329,9 @@ def summary_rst(results):
     if results.rollings:
         sections.append("Rolling restarts: every broker of a cluster restarted in turn, with a drain and "
                         "without\n\n" + rolling_table(results.rollings))
+    if results.many_rooms:
+        sections.append("Rooms: viewers spread over rooms, publishes to random rooms; hot: room 0\n\n" +
+                        rooms_table(results.many_rooms))
     return "\n\n".join(sections) + "\n"
 
 
@@ -367,4 +383,18 @@ def rolling_table(rollings):
              "%d at broker %s" % (r.peak_new_sessions, r.peak_broker or "-"),
              _number(r.new_sessions_bound, 0), _number(r.steady_p99_ms), _number(r.restart_p99_ms),
              _number(r.uncut_p99_ms), _number(r.p99_bound_ms), "; ".join(r.failures) or "passed") for r in rollings]
+    return rst_table(headers, rows)
+
+
+def rooms_table(runs):
+    """The :class:`loadtest.records.ManyRooms` records as an RST table: each run's load, its round trips (all,
+    the hot room's and the tail's p99), CPU per delivery, RSS per idle and per joined room, connections, and
+    what went wrong (``foreign``: another room's messages, which must be none)."""
+    headers = ("server", "transport", "rooms", "viewers", "each in", "skew", "deliveries/s", "p50 ms", "p99 ms",
+               "hot p99", "tail p99", "CPU us/delivery", "KiB/idle room", "KiB/joined room", "connections",
+               "foreign", "short", "dropped")
+    rows = [(r.server, r.transport, r.rooms, r.viewers, r.rooms_per_viewer, r.skew, _rate(r.deliveries_per_s),
+             _number(r.rtt_ms["p50"]), _number(r.rtt_ms["p99"]), _number(r.hot_rtt_ms["p99"]),
+             _number(r.tail_rtt_ms["p99"]), _number(r.cpu_us_per_delivery, 2), _number(r.rss_per_idle_room_kb, 2),
+             _number(r.rss_per_joined_room_kb, 2), r.connections, r.foreign, r.short, r.dropped) for r in runs]
     return rst_table(headers, rows)

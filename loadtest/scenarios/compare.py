@@ -11,7 +11,6 @@ What it runs and its options: docs/load-testing.rst, "Comparing servers". Rules:
   trusts, labelled ``<name>+tls``; the floor stays plain."""
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import json
@@ -28,8 +27,6 @@ from loadtest.results import console, files, summary
 
 LEVELS = (25, 100, 500, 1000, 5000, 10000)
 DEFAULT_LOADS = ((1000, 100.0), (10000, 10.0), (19000, 5.0))
-IDLE_SETTLE_S = 10.0
-IDLE_SAMPLE_S = 0.5
 MEASURES = ("sweep", "cpu", "idle")
 # --tls: plain only, over TLS only, or each server plain then over TLS.
 TLS_MODES = ("off", "on", "both")
@@ -299,16 +296,7 @@ async def idle_rss(running, label, spec, procs=1, client_cpu=None):
         opened = sum(group.alive_count() for group in groups)
         if not opened:
             raise ServerGone("no idle connection opened to %s: %s" % (", ".join(running.urls), failures))
-        loop = asyncio.get_event_loop()
-        deadline = loop.time() + IDLE_SETTLE_S
-        rss = probe.rss_kb()
-        while loop.time() < deadline:
-            await asyncio.sleep(IDLE_SAMPLE_S)
-            latest = probe.rss_kb()
-            if abs(latest - rss) <= rss * 0.002:
-                break
-            rss = latest
-        rss = probe.rss_kb()
+        rss = await probe.settled_rss_kb()
     finally:
         for group in groups:
             group.close()

@@ -35,7 +35,7 @@ async function openPage(browser, logs, origin, transport) {
 function report(page) {
   return page.evaluate(() => ({
     log: window.log, gaps: window.gaps, opens: window.opens, closes: window.closes,
-    at: [window.client.epoch, window.client.offset, window.client._joined],
+    at: [window.client.epoch, window.client.offset, window.client._only._joined],
   }));
 }
 

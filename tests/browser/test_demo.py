@@ -35,6 +35,23 @@ def test_demo_page_chats_and_follows_a_counter_added_to_over_http(start_broker, 
     assert seen["errors"] == []
 
 
+def test_demo_page_shows_two_campaigns_side_by_side_each_with_its_rooms_total_audience_and_lines(
+        start_broker, browser_script, tmp_path):
+    demo = start_broker("--publish-token", TOKEN, "--announce-audience", "1")
+    for room, amount in (("spring", b"10"), ("autumn", b"2.5")):
+        status, answer = demo.request("POST", "/publish?room=%s&key=raised&op=add" % room, amount,
+                                      {"Authorization": "Bearer " + TOKEN})
+        assert status == 200, answer
+    seen = browser_script("campaigns.js", demo.origin, TOKEN, str(tmp_path / "campaigns.png"))
+    assert seen["cards"] == [["spring", "autumn"], ["autumn"]]
+    assert seen["chat shown"] is False, "a page of two rooms only listens"
+    assert seen["totals"] == ["10", "2.5", "2.5"]
+    assert seen["audiences"] == ["1 watching", "2 watching", "2 watching"]
+    assert seen["spring added to"] == ["15", "2.5", "2.5"]
+    assert seen["autumn line"] == 0, "autumn's line in spring's card"
+    assert seen["errors"] == []
+
+
 def test_iframe_page_loads_sockjs_client_from_the_broker(start_broker, sockjs_client):
     running = start_broker()
     status, iframe = running.request("GET", "/broadcast/iframe.html")

@@ -5,7 +5,7 @@ import redis
 
 from sockjs_clients import wait_until
 
-from cluster_clients import publish
+from cluster_clients import full_redis, publish
 
 LARGE = 60 * 1024
 
@@ -13,9 +13,7 @@ LARGE = 60 * 1024
 def test_a_full_redis_cuts_the_stream_and_publishing_goes_on(start_redis, start_cluster):
     server = start_redis()
     broker, = start_cluster(server, 1, "--max-message-size", str(LARGE + 16))
-    store = redis.Redis.from_url(server.url)
-    store.config_set("maxmemory-policy", "noeviction")
-    store.config_set("maxmemory", store.info("memory")["used_memory"] + 6 * 1024 * 1024)
+    store = full_redis(server, 6 * 1024 * 1024)
     answers = [publish(broker, "%03d" % n + "x" * LARGE) for n in range(200)]  # 12 MB
     assert [status for status, _ in answers] == [200] * 200, [a for a in answers if a[0] != 200][:2]
     backplane = broker.stats()["backplane"]

@@ -206,6 +206,7 @@ def first_event(client):
     return time.monotonic(), frame
 
 
+@pytest.mark.alone  # its bound is a second above haproxy's: no other test's load beside it
 def test_a_hung_broker_is_taken_out_and_its_connections_shut_within_the_bound(start_cluster):
     """SIGSTOP: a hung process, a blocked event loop, a paused VM. It still accepts connections
     (the kernel does) and answers nothing, so nothing ends its clients' connections but haproxy,

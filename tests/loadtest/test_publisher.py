@@ -1,6 +1,8 @@
 """The load client's backend: POST /publish to a real broker, and to servers that fail it."""
 
+import select
 import socket
+import threading
 import urllib.parse
 
 import pytest
@@ -46,10 +48,33 @@ def test_a_broker_that_does_not_answer_fails_the_publish_in_time(listening):
     publisher.close()
 
 
-def test_a_broker_that_hangs_up_fails_the_publish(listening):
+def test_a_broker_that_hangs_up_on_a_request_fails_the_publish(listening):
     publisher = Publisher(*listening.getsockname(), timeout=5)
     connection, _ = listening.accept()
-    connection.close()
+
+    def hang_up_once_asked():
+        connection.settimeout(10)
+        connection.recv(4096)
+        connection.close()
+
+    hanging_up = threading.Thread(target=hang_up_once_asked)
+    hanging_up.start()
     with pytest.raises(PublishFailed, match="closed the connection"):
         publisher.publish([b"x"])
+    hanging_up.join(10)
+    publisher.close()
+
+
+def test_a_connection_the_broker_closed_while_idle_is_opened_anew_and_the_message_published_once(start_broker):
+    broker = start_broker("--publish-token", "s3cret", "--replay", "0", "--header-timeout", "0.5")
+    publisher = Publisher(*address(broker), "s3cret", connections=2)
+    with WebSocketClient(broker.url) as listener:
+        assert publisher.publish([b"one"]) == 1
+        assert listener.collect(1) == ["one"]
+        # both sockets idle past the header timeout: the broker closes them (readable at EOF)
+        assert all(select.select([sock], [], [], 20)[0] for sock in publisher.sockets)
+        assert publisher.publish([b"two", b"three"]) == 2
+        assert sorted(listener.collect(2)) == ["three", "two"]
+        assert publisher.publish([b"four"]) == 1, "the socket opened anew stays in use"
+        assert listener.collect(1) == ["four"]
     publisher.close()

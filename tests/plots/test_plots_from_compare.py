@@ -34,8 +34,9 @@ def test_command_writes_every_figure_and_the_table(compare_results, tmp_path, ca
     path, _ = compare_results
     assert cli.main([str(path), "-o", str(tmp_path / "figures")]) == 0
     names = sorted(os.listdir(str(tmp_path / "figures")))
-    # a compare run has no soak and no rolling restart; over one transport, no figure by transport
-    compared = [name for name, _ in figures.FIGURES if name not in ("rss_over_time", "by_transport", "rolling_restart")]
+    # a compare run has no soak, no rolling restart and no rooms; over one transport, no figure by transport
+    compared = [name for name, _ in figures.FIGURES
+                if name not in ("rss_over_time", "by_transport", "rolling_restart", "rooms")]
     expected = sorted("%s.%s" % (name, ext) for name in compared for ext in ("png", "svg"))
     assert names == sorted(expected + ["summary.rst"])
     with open(str(tmp_path / "figures" / "rtt_mean.png"), "rb") as png:

@@ -15,15 +15,36 @@
      client.send('hello');
      client.close();
 
+   Named rooms, several over one connection, each with its own callbacks:
+
+     var client = new BrokerClient('https://example.com/broadcast', {
+       rooms: {
+         'spring': function (message, offset) { ... },            // onmessage alone
+         'autumn': { onmessage: ..., oncounter: ..., ongap: ..., onannouncement: ... }
+       },
+       onstatechange: function (state, detail) { ... }
+     });
+     client.rooms.spring.epoch, client.rooms.spring.offset        // where each room stands
+
    Rules it keeps:
-   - It asks for positions (?positions=1) and keeps the room's epoch and the newest offset it
-     delivered; every reconnect asks to resume after them (&epoch=E&since=O). The broker
+   - Without rooms it is in the default room, the room of every URL without ?rooms=. With
+     rooms (names of 1 to 64 of A-Z a-z 0-9 _ - . :) it joins those rooms, and only those, in one
+     SockJS session (?rooms=a,b): each room's messages, counters' totals, gaps and announcements
+     (its own audience) go to that room's callbacks only. A room's callbacks are a function
+     (its onmessage) or an object of onmessage, oncounter, ongap and onannouncement; one it
+     lacks falls back to the client's option of that name, called with the room's name as one
+     more, last, argument. A client of several rooms only listens: send() returns false (the
+     broker would drop it); a client of one named room sends in that room.
+   - It asks for positions (?positions=1) and keeps each room's epoch and the newest offset
+     it delivered; every reconnect asks to resume each room after them (&epoch=E&since=O for
+     the default room, &epoch.NAME=E&since.NAME=O for a named one). The broker
      answers with every message after that offset, or with a gap (the history was lost, or
      is older than the broker keeps): ongap(reason) is called once for each gap, before what
      the broker sends after it: every counter's total and the last --replay messages (none by
      default: then only the counters), or, after a lost history (reason "epoch"), every
      message of the new history when the broker holds them all. What a page must show
      whatever it missed is best published as a counter, or under ?key= with --replay 1.
+     Each room resumes, and is told its gaps, on its own.
    - A message at or before the newest offset delivered in the same epoch is not delivered
      again, what follows a gap included.
    - With oncounter, a counter's total (the broker's {"counter": NAME, "value": "21.50"}, POST
@@ -36,7 +57,9 @@
      ("full jitter"), so that thousands of pages dropped together do not come back together;
      the delay starts again once a connection has opened and been told where it starts.
      Close code 3012 (a broker draining for a deploy, or a connection at its age limit)
-     on a connection that was serving reconnects within 1 s, to any broker.
+     on a connection that was serving reconnects within 1 s, to any broker. 3014 (the
+     broker holds too many rooms) is a broker's state, not the page's: it backs off, as
+     the broker asks, and a proxy may send it to another broker.
    - A connection that brings nothing, not even a heartbeat, for silenceMs is taken as dead:
      it is closed at once, without waiting for the broker, and replaced as after any close
      (a new session, which a proxy may send to another broker, resuming). silenceMs is by
@@ -47,7 +70,9 @@
      nothing, and sockjs-client notices a dead stream on some transports only when the
      browser does, which may be never.
    - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
-     message, 1009 message too big) stop it: state "stopped", and no reconnect.
+     message, 1009 message too big, 3013 rooms refused: a bad name, no name, more rooms than
+     the broker lets a session join, or rooms a cluster does not serve) stop it: state
+     "stopped", with the close (its code and reason) as the detail, and no reconnect.
 */
 (function (root) {
   'use strict';
@@ -56,7 +81,7 @@
   var MAX_DELAY_MS = 30000;
   var RECONNECT_NOW_MS = 1000;
   var RECONNECT_NOW = 3012;
-  var STOP_CODES = [1003, 1007, 1009];
+  var STOP_CODES = [1003, 1007, 1009, 3013];
   // The broker's heartbeat by default (--heartbeat-delay), and how late one may be beyond it.
   var HEARTBEAT_MS = 25000;
   var LATE_HEARTBEAT_MS = 10000;
@@ -78,14 +103,47 @@
       typeof message.value === 'string';
   }
 
+  function own(object, name) {
+    return Object.prototype.hasOwnProperty.call(object, name);
+  }
+
+  /* A room the client is in, and where it stands: name null is the default room. Its
+     callbacks are handlers (for the default room, the client's options). */
+  function Room(name, handlers) {
+    this.name = name;
+    this.handlers = typeof handlers === 'function' ? { onmessage: handlers } : (handlers || {});
+    this.epoch = null;
+    this.offset = null;
+    this._joined = null;
+    this._counters = {};
+  }
+
+  /* The query that resumes this room, '' before it was told where it starts. */
+  Room.prototype.resumeQuery = function () {
+    if (this.epoch === null) return '';
+    // The newest offset delivered, or where the connection joined if the state it was given is older.
+    var since = this.offset === null || after(this._joined, this.offset) ? this._joined : this.offset;
+    var suffix = this.name === null ? '' : '.' + encodeURIComponent(this.name);
+    return '&epoch' + suffix + '=' + encodeURIComponent(this.epoch) +
+      '&since' + suffix + '=' + encodeURIComponent(since);
+  };
+
   function BrokerClient(url, options) {
     this.url = url;
     this.options = options || {};
     this.silenceMs = this.options.silenceMs || (this.options.heartbeatMs || HEARTBEAT_MS) + LATE_HEARTBEAT_MS;
-    this.epoch = null;
-    this.offset = null;
-    this._counters = {};
-    this._joined = null;
+    // Named rooms, by name; none for the default room, which is this._only.
+    this.rooms = {};
+    var named = this.options.rooms;
+    if (named) {
+      for (var name in named) {
+        if (own(named, name)) this.rooms[name] = new Room(name, named[name]);
+      }
+    }
+    var names = Object.keys(this.rooms);
+    this._names = named ? names : null;
+    // The room whose messages come without a room's name: the default room, or a named room alone.
+    this._only = !named ? new Room(null, this.options) : names.length === 1 ? this.rooms[names[0]] : null;
     this.state = 'connecting';
     this._delay = FIRST_DELAY_MS;
     this._timer = null;
@@ -94,22 +152,42 @@
     this._connect();
   }
 
-  BrokerClient.prototype._call = function (name) {
-    var callback = this.options[name];
-    if (typeof callback === 'function') callback.apply(null, Array.prototype.slice.call(arguments, 1));
+  /* The epoch and offset of the client's only room (the default room, or its one named room). */
+  ['epoch', 'offset'].forEach(function (field) {
+    Object.defineProperty(BrokerClient.prototype, field, {
+      get: function () { return this._only ? this._only[field] : null; },
+    });
+  });
+
+  /* Calls room's callback name with the arguments after name; a named room without one calls
+     the client's option of that name, with the room's name last. */
+  BrokerClient.prototype._call = function (room, name) {
+    var args = Array.prototype.slice.call(arguments, 2);
+    var callback = room.handlers[name];
+    if (!callback && room.name !== null) {
+      callback = this.options[name];
+      args.push(room.name);
+    }
+    if (typeof callback === 'function') callback.apply(null, args);
+  };
+
+  BrokerClient.prototype._handles = function (room, name) {
+    return room.handlers[name] || (room.name !== null && this.options[name]);
   };
 
   BrokerClient.prototype._setState = function (state, detail) {
     this.state = state;
-    this._call('onstatechange', state, detail);
+    var callback = this.options.onstatechange;
+    if (typeof callback === 'function') callback.call(null, state, detail);
   };
 
   BrokerClient.prototype._resumeUrl = function () {
     var query = 'positions=1';
-    if (this.epoch !== null) {
-      // The newest offset delivered, or where the connection joined if the state it was given is older.
-      var since = this.offset === null || after(this._joined, this.offset) ? this._joined : this.offset;
-      query += '&epoch=' + encodeURIComponent(this.epoch) + '&since=' + encodeURIComponent(since);
+    if (this._names) {
+      query = 'rooms=' + this._names.map(encodeURIComponent).join(',') + '&' + query;
+      for (var i = 0; i < this._names.length; i++) query += this.rooms[this._names[i]].resumeQuery();
+    } else {
+      query += this._only.resumeQuery();
     }
     return this.url + (this.url.indexOf('?') < 0 ? '?' : '&') + query;
   };
@@ -157,44 +235,50 @@
 
   BrokerClient.prototype._receive = function (envelope) {
     if (envelope === null || typeof envelope !== 'object') return;
+    // A session of several rooms says each message's room, first: {"r": NAME, ...}.
+    var room = this._only;
+    if (!room && typeof envelope.r === 'string' && own(this.rooms, envelope.r)) room = this.rooms[envelope.r];
+    if (!room) return;
     if ('o' in envelope && 'd' in envelope) {
-      if (this.options.oncounter && isCounter(envelope.d)) {
-        this._counter(envelope.d, envelope.o);
+      if (this._handles(room, 'oncounter') && isCounter(envelope.d)) {
+        this._counter(room, envelope.d, envelope.o);
         return;
       }
-      if (this.offset !== null && !after(envelope.o, this.offset)) return;
-      this.offset = envelope.o;
-      this._call('onmessage', envelope.d, envelope.o);
+      if (room.offset !== null && !after(envelope.o, room.offset)) return;
+      room.offset = envelope.o;
+      this._call(room, 'onmessage', envelope.d, envelope.o);
     } else if ('a' in envelope) {
-      this._call('onannouncement', envelope.a);
+      this._call(room, 'onannouncement', envelope.a);
     } else if (envelope.c) {
       this._delay = FIRST_DELAY_MS;
       this._started = true;
       if (envelope.c !== 'resumed') {
-        if (envelope.c === 'gap') this._call('ongap', envelope.reason);
+        if (envelope.c === 'gap') this._call(room, 'ongap', envelope.reason);
         // What the broker sends a start (counters, the replay tail) follows, at or before
         // envelope.o; live messages come after it.
-        // In the same epoch, what it holds at or before this.offset was delivered already.
-        if (envelope.epoch !== this.epoch) {
-          this.offset = null;
-          this._counters = {};
+        // In the same epoch, what it holds at or before room.offset was delivered already.
+        if (envelope.epoch !== room.epoch) {
+          room.offset = null;
+          room._counters = {};
         }
-        this._joined = envelope.o;
+        room._joined = envelope.o;
       }
-      this.epoch = envelope.epoch;
+      room.epoch = envelope.epoch;
     }
   };
 
-  BrokerClient.prototype._counter = function (counter, offset) {
-    var shown = this._counters[counter.counter];
+  BrokerClient.prototype._counter = function (room, counter, offset) {
+    var shown = room._counters[counter.counter];
     if (shown !== undefined && !after(offset, shown)) return;
-    this._counters[counter.counter] = offset;
-    if (this.offset === null || after(offset, this.offset)) this.offset = offset;
-    this._call('oncounter', counter.counter, counter.value);
+    room._counters[counter.counter] = offset;
+    if (room.offset === null || after(offset, room.offset)) room.offset = offset;
+    this._call(room, 'oncounter', counter.counter, counter.value);
   };
 
+  /* Publish message in the client's room (in chat mode): false, sending nothing, while it is not
+     open, or in a client of several rooms, which only listens. */
   BrokerClient.prototype.send = function (message) {
-    if (!this._sock || this._sock.readyState !== SockJS.OPEN) return false;
+    if (!this._only || !this._sock || this._sock.readyState !== SockJS.OPEN) return false;
     this._sock.send(message);
     return true;
   };

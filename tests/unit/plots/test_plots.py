@@ -125,7 +125,7 @@ def test_with_several_transports_the_figures_by_server_show_the_first(by_transpo
 def test_write_all_draws_the_figure_by_transport_when_there_are_several(by_transport_records, tmp_path):
     written, skipped = figures.write_all(results_of(by_transport_records), str(tmp_path))
     assert str(tmp_path / "by_transport.png") in written
-    assert skipped == ["rtt_mean", "rtt_p99", "rss_over_time", "rolling_restart"]
+    assert skipped == ["rtt_mean", "rtt_p99", "rss_over_time", "rolling_restart", "rooms"]
 
 
 def sweep_records(by_transport_records):

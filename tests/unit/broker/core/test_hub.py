@@ -576,6 +576,37 @@ def test_a_confirmed_epoch_resumes_those_that_waited(scheduled):
     assert waiting.messages() == [{"c": "resumed", "epoch": "first", "o": "2-0"}, {"o": "2-0", "d": "2"}]
 
 
+def test_a_room_not_loaded_yet_holds_its_opens_until_its_history_is_loaded(scheduled):
+    hub = Hub(scheduled.append, Keeping(replay=5, history=10), relay=Relay())
+    hub.doubt_epoch(opens=True)  # a named room's first viewer, before its tail is read from Redis
+    opened, plain, resuming = PositionedRecorder(), Recorder(), PositionedRecorder()
+    hub.subscribe(opened)
+    hub.subscribe(plain)
+    hub.subscribe(resuming, ("cluster", "1-0"))
+    assert opened.batches == plain.batches == resuming.batches == [] and len(hub) == 3
+    hub.load("cluster", "0-0", ["1-0", "2-0"], ['"1"', '"2"'])
+    assert opened.messages() == [{"c": "open", "epoch": "cluster", "o": "2-0"}, {"o": "1-0", "d": "1"},
+                                 {"o": "2-0", "d": "2"}], "no open in a local epoch, then a gap"
+    assert plain.batches == [['"1"', '"2"']], "the room's tail, replayed"
+    assert resuming.messages() == [{"c": "resumed", "epoch": "cluster", "o": "2-0"}, {"o": "2-0", "d": "2"}]
+    hub.doubt_epoch()  # Redis is away: opens start at once, as in the default room
+    later = PositionedRecorder()
+    hub.subscribe(later)
+    assert later.messages()[0] == {"c": "open", "epoch": "cluster", "o": "2-0"}
+
+
+def test_an_open_that_waited_for_a_load_too_long_starts_as_an_open(scheduled):
+    clock = Clock()
+    hub = Hub(scheduled.append, Keeping(history=10), clock=clock, relay=Relay())
+    hub.doubt_epoch(opens=True)
+    opened = PositionedRecorder()
+    hub.subscribe(opened)
+    clock.now += 6.0
+    hub.sample()
+    assert opened.messages() == [{"c": "open", "epoch": hub.epoch, "o": "0"}]
+    assert hub.resumes.starts == {"open": 1}
+
+
 def test_after_a_lost_history_a_subscriber_gets_all_of_the_new_epoch_it_holds(scheduled):
     hub = Hub(scheduled.append, Keeping(history=10), relay=Relay())
     hub.load("first", "0-0", ["1-0"], ['"old"'])

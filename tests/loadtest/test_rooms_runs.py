@@ -1,0 +1,79 @@
+"""python -m loadtest rooms against real brokers it starts, briefly: every field of its results, and no
+viewer ever given another room's message, one room a session or several."""
+
+import dataclasses
+import subprocess
+import sys
+
+from loadtest import records
+from checkout import ROOT
+import result_lines
+
+
+def rooms(tmp_path, *argv):
+    """The lines of a run of the command (as its own process), which must exit 0: ``(lines, rooms records)``."""
+    out = tmp_path / "rooms.jsonl"
+    done = subprocess.run([sys.executable, "-m", "loadtest", "rooms", "--out", str(out), "--duration", "2",
+                           "--room-rate", "5", "--idle-rooms", "20", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = result_lines.read(str(out))
+    return lines, [records.parse(line) for line in lines if line["type"] == "rooms"]
+
+
+def assert_isolated_and_whole(run, viewers):
+    """Every viewer connected to the end with every message of its rooms, once, and none of another room's."""
+    assert (run.viewers, run.connections, run.dropped) == (viewers, viewers, 0), run
+    assert (run.foreign, run.short, run.extra) == (0, 0, 0), run
+    # publishing stops at --duration even with a message due: a loaded machine may fall one short
+    assert round(run.rooms * 5 * 2) - 2 <= run.published <= round(run.rooms * 5 * 2), run
+    assert run.received >= run.published, run
+    assert run.end == "completed"
+
+
+def test_a_sweep_of_rooms_records_each_on_a_broker_of_its_own_with_every_field(tmp_path):
+    lines, runs = rooms(tmp_path, "--rooms", "1,3", "--viewers", "9", "--skew", "hot:0.5")
+    assert [line["type"] for line in lines] == ["run", "server", "rooms", "server", "rooms"]
+    assert lines[1]["pid"] != lines[3]["pid"], "each number of rooms on a broker started afresh"
+    assert list(lines[2]) == ["type"] + [field.name for field in dataclasses.fields(records.ManyRooms)]
+    one, three = runs
+    assert (one.rooms, three.rooms, three.skew, three.rooms_per_viewer) == (1, 3, "hot:0.5", 1)
+    assert (one.hot_viewers, three.hot_viewers) == (9, 5), "hot:0.5 of 9 viewers over 3 rooms: 5, 2 and 2"
+    for run in runs:
+        assert_isolated_and_whole(run, 9)
+        assert run.rtt_ms["p99"] > 0 and run.hot_rtt_ms["p99"] > 0
+        assert run.cpu_us_per_delivery > 0 and 0 < run.server_cpu < 1.5 and run.deliveries_per_s > 0
+        assert list(run.cpu_s) == ["broker1"] and run.cpu_s["broker1"] > 0
+        assert list(run.idle_cpu) == ["broker1"] and 0 <= run.idle_cpu["broker1"] < 1.5
+        assert run.cpu_window_s >= run.duration_s, "from the first publish to the last delivery"
+        assert run.idle_rooms == 20 and run.rss_per_idle_room_kb is not None
+        assert 0 < run.rss_start_kb and all(kb > 0 for kb in (run.rss_idle_kb, run.rss_joined_kb, run.rss_end_kb))
+    assert one.tail_rtt_ms["p99"] is None and three.tail_rtt_ms["p99"] > 0, "one room is all hot"
+
+
+def test_viewers_of_several_rooms_over_one_session_get_each_room_s_messages_and_no_other_s(tmp_path):
+    _, (run,) = rooms(tmp_path, "--rooms", "4", "--viewers", "6", "--rooms-per-viewer", "2", "--transport",
+                      "xhr-streaming", "--idle-rooms", "0")
+    assert (run.transport, run.rooms_per_viewer, run.idle_rooms, run.rss_per_idle_room_kb) == (
+        "xhr-streaming", 2, 0, None)
+    assert_isolated_and_whole(run, 6)
+
+
+def test_what_cannot_run_exits_2_before_any_broker_starts(tmp_path):
+    for argv, said in ((["--transport", "raw"], "--transport raw"), (["--rooms", "2", "--rooms-per-viewer", "3"],
+                                                                     "more than the 2 rooms")):
+        done = subprocess.run([sys.executable, "-m", "loadtest", "rooms", "--out", str(tmp_path / "no.jsonl")] + argv,
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert not (tmp_path / "no.jsonl").exists()
+
+
+def test_a_cluster_published_through_its_first_broker_only_gives_every_broker_s_viewers_their_rooms(
+        tmp_path, redis_installed):
+    _, (run,) = rooms(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--publish-at", "first",
+                      "--rooms", "6", "--viewers", "6", "--idle-rooms", "0")
+    assert (run.brokers, run.publish_at) == (3, "first")
+    assert_isolated_and_whole(run, 6)
+    assert set(run.cpu_s) == {"broker1", "broker2", "broker3", "redis"}
+    assert all(run.cpu_s[broker] > 0 for broker in ("broker2", "broker3")), "their viewers' rooms cost them"
+    assert set(run.idle_cpu) == set(run.cpu_s), "each process's idle share, to subtract"
