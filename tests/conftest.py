@@ -25,7 +25,7 @@ raise_open_files_limit()
 # The modules whose bounds assume no other test beside them: they measure latency,
 # CPU, memory or rates (the hostile suite's canaries, load runs that judge their own
 # steps, compare, memory plateaus, a Redis filled to a bound, heartbeats a second, a
-# drain's spread), or install sockjs-node's modules. They are marked ``alone``; tox runs the rest side by side
+# drain's spread, the SockJS suite's one-second reads), or install sockjs-node's modules. They are marked ``alone``; tox runs the rest side by side
 # (``pytest -m "not alone" -n 4``: they mostly wait on brokers' timeouts), then these
 # one at a time (``-m alone``). A test of such a bound among others of its module is marked
 # ``alone`` where it is defined.
@@ -36,7 +36,7 @@ ALONE = tuple("tests/" + path for path in (
     "loadtest/test_abuse_runs.py", "loadtest/test_rolling.py", "loadtest/test_soak_runs.py", "loadtest/test_sweep.py",
     "compare/", "broker/test_churn.py", "broker/test_pypy_environment.py", "broker/test_heartbeats.py",
     "broker/test_shutdown.py", "broker/test_start_cost.py", "plots/test_plots_from_compare.py",
-    "cluster/test_redis_memory.py", "cluster/test_room_memory.py",
+    "cluster/test_redis_memory.py", "cluster/test_room_memory.py", "conformance/test_sockjs_protocol.py",
     "test_without_server_stack.py"))
 # PyPy's memory plateaus, among those: tox runs them under PyPy with the smallest and a large
 # nursery a machine may give it (``pypy3-nursery*``), and so not a third time in ``pypy3``.
