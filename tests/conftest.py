@@ -37,6 +37,7 @@ ALONE = tuple("tests/" + path for path in (
     "compare/", "broker/test_churn.py", "broker/test_pypy_environment.py", "broker/test_heartbeats.py",
     "broker/test_shutdown.py", "broker/test_start_cost.py", "plots/test_plots_from_compare.py",
     "cluster/test_redis_memory.py", "cluster/test_room_memory.py", "conformance/test_sockjs_protocol.py",
+    "deploy/test_rolling_restart.py",
     "test_without_server_stack.py"))
 # PyPy's memory plateaus, among those: tox runs them under PyPy with the smallest and a large
 # nursery a machine may give it (``pypy3-nursery*``), and so not a third time in ``pypy3``.
