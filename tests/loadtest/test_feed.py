@@ -62,5 +62,8 @@ def test_a_keyed_feed_is_timed_as_the_plain_one(tmp_path):
     found = feed(tmp_path, "--servers", "broker-cpython", "--clients", "20", "--rate", "10", "--duration", "1",
                  "--sample", "1", "--publish", "keyed")
     summary, = found["feed"]
-    assert (summary.publish, summary.received, summary.short, summary.counter_totals) == ("keyed", 20 * 10, 0, {})
+    # Publishing stops at --duration, messages still due or not: a loaded machine may publish fewer than 10.
+    assert summary.published > 0
+    assert (summary.publish, summary.received, summary.short, summary.counter_totals) == (
+        "keyed", 20 * summary.published, 0, {})
     assert summary.delivery_ms["p50"] is not None and summary.publish_ms["p50"] is not None
