@@ -33,3 +33,13 @@ def full_redis(server, spare):
     store.config_set("maxmemory-policy", "noeviction")
     store.config_set("maxmemory", store.info("memory")["used_memory"] + spare)
     return store
+
+
+def refusing_redis(server):
+    """A client of ``server``, which another key has filled past its ``maxmemory``: it refuses
+    every write (``noeviction``) until that key is deleted (``someone-else``)."""
+    store = redis.Redis.from_url(server.url)
+    store.set("someone-else", b"x" * (8 * 1024 * 1024))
+    store.config_set("maxmemory-policy", "noeviction")
+    store.config_set("maxmemory", store.info("memory")["used_memory"] - 1024 * 1024)
+    return store

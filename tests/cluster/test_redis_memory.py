@@ -1,11 +1,10 @@
 """Redis at ``maxmemory`` with ``noeviction``: publishing goes on, the stream cut to what fits, and
 while Redis refuses every write ``/healthz`` says so, until space is freed."""
 
-import redis
 
 from sockjs_clients import wait_until
 
-from cluster_clients import full_redis, publish
+from cluster_clients import full_redis, publish, refusing_redis
 
 LARGE = 60 * 1024
 
@@ -26,10 +25,7 @@ def test_a_full_redis_cuts_the_stream_and_publishing_goes_on(start_redis, start_
 def test_a_redis_refusing_every_write_is_unhealthy_until_space_is_freed(start_redis, start_cluster):
     server = start_redis()
     broker, = start_cluster(server, 1)
-    store = redis.Redis.from_url(server.url)
-    store.set("someone-else", b"x" * (8 * 1024 * 1024))
-    store.config_set("maxmemory-policy", "noeviction")
-    store.config_set("maxmemory", store.info("memory")["used_memory"] - 1024 * 1024)
+    store = refusing_redis(server)
     status, answer = publish(broker, "refused")
     assert status == 503 and "maxmemory" in answer["error"]
     status, health = wait_until(lambda: (lambda h: h[0] == 503 and h)(broker.request("GET", "/healthz")))

@@ -9,13 +9,12 @@ import http.client
 import json
 import urllib.parse
 
-import redis
 
 from broker.cluster import named_rooms
 from broker.config import DEFAULTS
 from sockjs_clients import WebSocketClient, wait_until
 
-from cluster_clients import AUTH, full_redis
+from cluster_clients import AUTH, full_redis, refusing_redis
 
 ROOMS = ["a", "b", "c", "d"]
 FLOOD = 3000
@@ -111,10 +110,7 @@ def test_a_busy_room_filling_redis_cuts_its_own_stream_and_a_resume_before_the_c
 def test_a_named_room_with_nothing_to_give_is_refused_at_once_until_space_is_freed(start_redis, start_cluster):
     server = start_redis()
     broker, = start_cluster(server, 1)
-    store = redis.Redis.from_url(server.url)
-    store.set("someone-else", b"x" * (8 * 1024 * 1024))
-    store.config_set("maxmemory-policy", "noeviction")
-    store.config_set("maxmemory", store.info("memory")["used_memory"] - 1024 * 1024)
+    store = refusing_redis(server)
     statuses, _ = flood(broker, "a", 0, 1)
     (status, answer), = statuses
     assert status == 503 and "memory" in answer["error"], answer
