@@ -336,6 +336,24 @@ def test_a_session_sending_no_token_is_closed_after_the_wait_on_every_transport(
             client.close()
 
 
+class PollsOnFreshConnections(XhrPollingClient):
+    """Each poll on a connection of its own: only the sessions count against the address's limit."""
+
+    keep_alive = False
+
+
+def test_a_session_waiting_for_its_token_counts_in_the_limits_as_any(start_broker):
+    broker = start_broker("--token-secret", SECRET, "--private-rooms", "team-*", "--max-connections", "3")
+    waiting = [PollsOnFreshConnections(broker.url, query="rooms=team-a&positions=1").open() for _ in range(3)]
+    # Their requests' connections closed: only this request's is open.
+    wait_until(lambda: broker.stats()["tcp_connections"] == 1)
+    refused = PollsOnFreshConnections(broker.url, query="rooms=lobby").open()
+    assert closed_with(refused)[0] == 3011
+    send_token(waiting[0], token())
+    assert waiting[0].receive()[0]["c"] == "open"
+    assert broker.stats()["refused"]["max_sessions"] == 1
+
+
 def test_feed_mode_takes_the_token_and_publishes_nothing(start_broker):
     broker = start_broker("--token-secret", SECRET, "--private-rooms", "team-*", "--no-client-publish",
                           "--publish-token", "publish-t")
