@@ -342,16 +342,22 @@ class PollsOnFreshConnections(XhrPollingClient):
     keep_alive = False
 
 
-def test_a_session_waiting_for_its_token_counts_in_the_limits_as_any(start_broker):
-    broker = start_broker("--token-secret", SECRET, "--private-rooms", "team-*", "--max-connections", "3")
+def test_a_session_waiting_for_its_token_counts_in_the_limits_and_its_tokens_in_the_client_rate(start_broker):
+    broker = start_broker("--token-secret", SECRET, "--private-rooms", "team-*", "--max-connections", "3",
+                          "--client-rate", "1")
     waiting = [PollsOnFreshConnections(broker.url, query="rooms=team-a&positions=1").open() for _ in range(3)]
     # Their requests' connections closed: only this request's is open.
     wait_until(lambda: broker.stats()["tcp_connections"] == 1)
     refused = PollsOnFreshConnections(broker.url, query="rooms=lobby").open()
     assert closed_with(refused)[0] == 3011
+    assert broker.stats()["refused"]["max_sessions"] == 1
     send_token(waiting[0], token())
     assert waiting[0].receive()[0]["c"] == "open"
-    assert broker.stats()["refused"]["max_sessions"] == 1
+    # Refreshes are messages as any other: a burst of 2 (twice --client-rate), and 4 more
+    # than the seconds since the join could have added.
+    waiting[0].send(*[json.dumps({"token": token()}) for _ in range(6)])
+    assert closed_with(waiting[0])[0] == 3009
+    assert broker.stats()["rate_limited_disconnects"] == 1
 
 
 def test_feed_mode_takes_the_token_and_publishes_nothing(start_broker):
