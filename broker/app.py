@@ -29,6 +29,7 @@ from broker.core.origins import OriginPolicy
 from broker.core.rooms import Rooms
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
+from broker.protocol import tokens
 from broker.protocol.close_codes import RECONNECT
 from broker.protocol.request_heads import MAX_HEAD_BYTES
 from broker.runtime import raise_open_files_limit
@@ -110,8 +111,8 @@ def make_app(config, router):
     and the API, all served by its node's parts (a :class:`broker.core.node.Node`)."""
     node = router.node
     routes = router.urls + demo_page.routes(config.prefix, config.heartbeat_delay) + [
-        (r"/publish", api.PublishHandler,
-         dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
+        (r"/publish", api.PublishHandler, dict(node=node, token=config.publish_token, verifier=token_verifier(config),
+                                               max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(node=node, router=router)),
         (r"/healthz", api.HealthHandler, dict(node=node)),
         (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.admin_token)),
@@ -119,6 +120,22 @@ def make_app(config, router):
          dict(registry=metrics.registry(metrics.BrokerCollector(node, router)))),
     ]
     return Application(routes, **application_settings())
+
+
+def token_verifier(config):
+    """The :class:`tokens.Verifier` of ``--token-secret`` and ``--token-public-key``, or None without
+    either; a key file it cannot read or take stops the broker as a configuration error."""
+    if config.token_secret is None and config.token_public_key is None:
+        return None
+    keys = ()
+    try:
+        if config.token_public_key is not None:
+            with open(config.token_public_key, "rb") as pem:
+                keys = tokens.public_keys(pem.read())
+    except (OSError, ValueError) as error:
+        refuse_at_start("%s %s: %s" % (flag_named("--token-public-key"), config.token_public_key,
+                                       file_error(error) if isinstance(error, OSError) else error))
+    return tokens.Verifier(config.token_secret.split(" ") if config.token_secret else (), keys)
 
 
 def connection_limits(config, open_files):
