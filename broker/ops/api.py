@@ -146,7 +146,7 @@ class PublishHandler(_JSONHandler):
         request = self._request()
         if request is None:
             return
-        out_of_scope = _out_of_scope(grant, room, request)
+        out_of_scope = None if grant is EVERY_RIGHT else _out_of_scope(grant, room, request)
         if out_of_scope:
             self.set_header("WWW-Authenticate", 'Bearer realm="publish", error="insufficient_scope"')
             return self.reply(403, {"error": out_of_scope})
