@@ -113,7 +113,7 @@ class _JSONHandler(RequestHandler):
         try:
             return verifier.verify(offered)
         except tokens.TokenRefused as error:
-            LOG.warning("%s refused a token from %s: %s", realm, self.request.remote_ip, error)
+            LOG.info("%s refused a token from %s: %s", realm, self.request.remote_ip, error)
             self.set_header("WWW-Authenticate", 'Bearer realm="%s", error="invalid_token"' % realm)
             self.reply(401, {"error": "invalid token: %s" % error})
             return None
