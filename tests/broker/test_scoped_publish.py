@@ -242,7 +242,14 @@ def restarted(start_broker, proxy, broker, flags):
     wait_until(lambda: broker.stats()["connections_total"] == 2)
     process = broker.server.process
     process.send_signal(signal.SIGTERM)
-    wait_until(lambda: proxy.server_states()[("brokers", "broker%d" % port)] != "UP", timeout=15)
+
+    def taken_out():
+        try:
+            return proxy.server_states()[("brokers", "broker%d" % port)] != "UP"
+        except OSError:
+            return False
+
+    wait_until(taken_out, timeout=15)
     process.send_signal(signal.SIGTERM)
     assert process.wait(10) == 0, broker.server.output[-4000:]
     for client in held:
