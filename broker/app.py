@@ -114,8 +114,8 @@ def make_app(config, router):
     and the API, all served by its node's parts (a :class:`broker.core.node.Node`)."""
     node = router.node
     routes = router.urls + demo_page.routes(config.prefix, config.heartbeat_delay) + [
-        (r"/publish", api.PublishHandler,
-         dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
+        (r"/publish", api.PublishHandler, dict(node=node, token=config.publish_token, verifier=node.verifier,
+                                               max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(node=node, router=router)),
         (r"/healthz", api.HealthHandler, dict(node=node)),
         (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.admin_token)),
