@@ -1,0 +1,100 @@
+"""broker-client.js in a private room, in Chromium, on every transport at once against one broker
+run with --token-secret and --private-rooms (private_rooms.js): the page's getToken() is backed
+by the driver, which signs tokens with jsonwebtoken as a page's backend would.
+
+* A page whose tokens last 6 s keeps its one session while numbered messages go to its room for
+  longer than two of them: it refreshes in-band, the broker never closes it, and it delivers
+  every message once, in order, and none of its token messages.
+* A page whose getToken() stops giving fresh tokens (the same one again, or one past its exp)
+  is closed with 3017 when its token expires, asks for one more token, and stops: one
+  connection, never a loop, seconds after it stopped.
+* A page with a forged token (another secret) stops on 3016, and one without getToken on 3015.
+"""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from broker.protocol import close_codes
+from test_transports import TRANSPORTS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKEN = "t"
+SECRET = "the test backend's secret, 32 characters or more"
+ROOM = "donors"
+FLAGS = ("--publish-token", TOKEN, "--token-secret", SECRET, "--private-rooms", ROOM)
+# Messages a second, and for how long: more than two of the fresh page's 6 s tokens, and long
+# enough after the stale pages stopped (their tokens last 3 s) for a loop to show.
+RATE = 20
+PUBLISH_S = 14
+MARKER = "end"
+OPEN = ["connecting", "open"]
+EXPIRED = "closed %d %s" % close_codes.TOKEN_EXPIRED
+
+
+def publish(broker, text):
+    status, answer = broker.request("POST", "/publish?room=" + ROOM, text.encode(),
+                                    {"Authorization": "Bearer " + TOKEN})
+    assert status == 200, answer
+
+
+def publish_for(broker, seconds):
+    """Publish "0", "1", ... at RATE a second for ``seconds``; returns how many."""
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() < start + seconds:
+        publish(broker, str(n))
+        n += 1
+        time.sleep(max(0.0, start + n / RATE - time.monotonic()))
+    return n
+
+
+# browser_script: skips, or in CI fails, where Chromium or the node modules are missing.
+def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(start_broker, browser_script):
+    broker = start_broker(*FLAGS)
+    browser = subprocess.Popen(["node", os.path.join(HERE, "private_rooms.js"), broker.origin, ",".join(TRANSPORTS),
+                                ROOM, MARKER], env=dict(os.environ, TOKEN_SECRET=SECRET),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    errors = []
+    # Read stderr as it comes, so that a page's chatter never fills the pipe and blocks the script.
+    reader = threading.Thread(target=lambda: errors.append(browser.stderr.read()), daemon=True)
+    reader.start()
+    lines = iter(browser.stdout)
+
+    def next_report():
+        line = next(lines, None)
+        if line is None:
+            browser.wait(10)
+            reader.join(5)
+            pytest.fail("private_rooms.js ended: %s" % "".join(errors)[:8000], pytrace=False)
+        return json.loads(line)
+
+    try:
+        assert next_report() == {"ready": True}
+        sent = publish_for(broker, PUBLISH_S)
+        publish(broker, MARKER)
+        pages = next_report()["pages"]
+        assert sorted(pages) == sorted(TRANSPORTS)
+        for transport, clients in pages.items():
+            fresh = clients["fresh"]
+            assert fresh["states"] == OPEN, (transport, fresh["states"])
+            assert fresh["tokens"] >= 3, (transport, "refreshed %d times" % (fresh["tokens"] - 1))
+            assert fresh["log"] == [str(n) for n in range(sent)] + [MARKER], (transport, fresh["log"][-5:])
+            for name in ("stale", "expired"):
+                states = clients[name]["states"]
+                assert states[:3] == OPEN + [EXPIRED] and len(states) == 4, (transport, name, states)
+                assert states[3] == "stopped: getToken() gave a token past its exp", (transport, name, states)
+                # The first token, one refresh that brought nothing fresher, one after the 3017.
+                assert clients[name]["tokens"] == 3, (transport, name, clients[name]["tokens"])
+            assert clients["forged"]["states"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REFUSED], transport
+            assert clients["forged"]["tokens"] == 1
+            assert clients["tokenless"]["states"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REQUIRED], transport
+        browser.wait(20)
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+            browser.wait()
