@@ -24,7 +24,7 @@ from test_transports import TRANSPORTS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "t"
-SECRET = "the test backend's secret, 32 characters or more"
+SECRET = "the-test-backends-secret-32-characters-or-more"
 ROOM = "donors"
 FLAGS = ("--publish-token", TOKEN, "--token-secret", SECRET, "--private-rooms", ROOM)
 # Messages a second, and for how long: more than two of the fresh page's 6 s tokens, and long
