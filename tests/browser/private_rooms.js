@@ -4,9 +4,9 @@
 // ROOM. Their getToken() asks this script (page.exposeFunction) for tokens it signs with
 // jsonwebtoken, as a page's backend would, with TOKEN_SECRET, HS256, naming ROOM:
 // - page "fresh": one client whose every token lasts FRESH_S seconds: it refreshes in-band;
-// - page "ends": four clients that must each stop after one connection: "stale" (its first
-//   token lasts SHORT_S seconds, then getToken() gives the same one again), "expired" (the
-//   same, then tokens past their exp), "forged" (a token signed with another secret), and
+// - page "ends": four clients that must each stop after one connection: "stale" (its token
+//   lasts SHORT_S seconds, and once it opened getToken() gives the same one again), "expired"
+//   (the same, then tokens past their exp), "forged" (a token signed with another secret), and
 //   "tokenless" (no getToken at all).
 // Each client logs its states ("connecting", "open", "closed CODE REASON", "stopped CODE
 // REASON" for a close, "stopped: REASON" for the client's own) and how many tokens it asked
@@ -40,22 +40,22 @@ async function openPage(browser, logs, origin, transport, room, name) {
   await tab.evaluate(([url, transport, room, names]) => {
     window.clients = {};
     window.found = {};
-    // Each client's getToken(): the n-th call's token (n from 0).
+    // Each client's getToken(), before its client first opened and after (given the last token):
+    // an attempt that failed before (a cold broker's page may) is as if it had not been.
     const tokens = {
       fresh: () => window.mintToken('fresh'),
-      stale: (n, first) => (n === 0 ? window.mintToken('short') : first),
-      expired: (n) => window.mintToken(n === 0 ? 'short' : 'expired'),
+      stale: (opened, last) => (opened ? last : window.mintToken('short')),
+      expired: (opened) => window.mintToken(opened ? 'expired' : 'short'),
       forged: () => window.mintToken('forged'),
     };
     for (const name of names) {
       const found = { states: [], tokens: 0, log: [] };
       window.found[name] = found;
-      let first = null;
+      let last = null;
       const getToken = tokens[name] && (async () => {
-        const token = await tokens[name](found.tokens, first);
+        last = await tokens[name](found.states.includes('open'), last);
         found.tokens += 1;
-        first = first || token;
-        return token;
+        return last;
       });
       window.clients[name] = new BrokerClient(url, {
         rooms: { [room]: (message) => found.log.push(message) },

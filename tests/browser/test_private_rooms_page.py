@@ -3,8 +3,8 @@ run with --token-secret and --private-rooms (private_rooms.js): the page's getTo
 by the driver, which signs tokens with jsonwebtoken as a page's backend would.
 
 * A page whose tokens last 6 s keeps its one session while numbered messages go to its room for
-  longer than two of them: it refreshes in-band, the broker never closes it, and it delivers
-  every message once, in order, and none of its token messages.
+  longer than one of them: it refreshes in-band (twice at least), the broker never closes it,
+  and it delivers every message once, in order, and none of its token messages.
 * A page whose getToken() stops giving fresh tokens (the same one again, or one past its exp)
   is closed with 3017 when its token expires, asks for one more token, and stops: one
   connection, never a loop, seconds after it stopped.
@@ -27,10 +27,11 @@ TOKEN = "t"
 SECRET = "the-test-backends-secret-32-characters-or-more"
 ROOM = "donors"
 FLAGS = ("--publish-token", TOKEN, "--token-secret", SECRET, "--private-rooms", ROOM)
-# Messages a second, and for how long: more than two of the fresh page's 6 s tokens, and long
-# enough after the stale pages stopped (their tokens last 3 s) for a loop to show.
+# Messages a second, and for how long: more than one of the fresh page's 6 s tokens (refreshed
+# every 3 s or so), and long enough after the stale pages stopped (their tokens last 3 s) for
+# a loop to show.
 RATE = 20
-PUBLISH_S = 14
+PUBLISH_S = 10
 MARKER = "end"
 OPEN = ["connecting", "open"]
 EXPIRED = "closed %d %s" % close_codes.TOKEN_EXPIRED
@@ -80,19 +81,25 @@ def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(
         pages = next_report()["pages"]
         assert sorted(pages) == sorted(TRANSPORTS)
         for transport, clients in pages.items():
+            # Each client's session: from the attempt that opened (one before may have failed
+            # to open while 16 pages load from a cold broker); getToken() was asked once for
+            # each attempt, and more as the rest of the client's life says.
+            sessions = {name: found["states"][found["states"].index("open") - 1:] for name, found in clients.items()}
+            attempts = {name: found["states"].count("connecting") for name, found in clients.items()}
             fresh = clients["fresh"]
-            assert fresh["states"] == OPEN, (transport, fresh["states"])
-            assert fresh["tokens"] >= 3, (transport, "refreshed %d times" % (fresh["tokens"] - 1))
+            assert sessions["fresh"] == OPEN, (transport, fresh["states"])
+            assert fresh["tokens"] >= attempts["fresh"] + 2, (transport, "refreshed %d times" % (fresh["tokens"] - 1))
             assert fresh["log"] == [str(n) for n in range(sent)] + [MARKER], (transport, fresh["log"][-5:])
             for name in ("stale", "expired"):
-                states = clients[name]["states"]
-                assert states[:3] == OPEN + [EXPIRED] and len(states) == 4, (transport, name, states)
-                assert states[3] == "stopped: getToken() gave a token past its exp", (transport, name, states)
-                # The first token, one refresh that brought nothing fresher, one after the 3017.
-                assert clients[name]["tokens"] == 3, (transport, name, clients[name]["tokens"])
-            assert clients["forged"]["states"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REFUSED], transport
-            assert clients["forged"]["tokens"] == 1
-            assert clients["tokenless"]["states"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REQUIRED], transport
+                # Seconds after it stopped: one refresh that brought nothing fresher, one token
+                # after the 3017, and no attempt since.
+                assert sessions[name] == OPEN + [EXPIRED, "stopped: getToken() gave a token past its exp"], (
+                    transport, name, clients[name]["states"])
+                assert clients[name]["tokens"] == attempts[name] + 2, (transport, name, clients[name])
+            assert sessions["forged"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REFUSED], (transport, clients["forged"])
+            assert clients["forged"]["tokens"] == attempts["forged"]
+            assert sessions["tokenless"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REQUIRED], (
+                transport, clients["tokenless"])
         browser.wait(20)
     finally:
         if browser.poll() is None:
