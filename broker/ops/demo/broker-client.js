@@ -316,7 +316,7 @@
       clearTimeout(self._watchdog);
       clearTimeout(self._refresh);
       self._sock = null;
-      var renew = event.code === TOKEN_EXPIRED && self.options.getToken && !self._renewing;
+      var renew = event.code === TOKEN_EXPIRED && Boolean(self.options.getToken) && !self._renewing;
       if (STOP_CODES.indexOf(event.code) >= 0 || event.code === TOKEN_EXPIRED && !renew) {
         self._setState('stopped', event);
         return;
