@@ -9,17 +9,23 @@ by the driver, which signs tokens with jsonwebtoken as a page's backend would.
   is closed with 3017 when its token expires, asks for one more token, and stops: one
   connection, never a loop, seconds after it stopped.
 * A page with a forged token (another secret) stops on 3016, and one without getToken on 3015.
+
+And the getting-started page's private room page, as written, with the token its Node backend
+block prints, receives what a backend publishes in the room (readme_example.js).
 """
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
 
 import pytest
 
+import doc_blocks
 from broker.protocol import close_codes
+from checkout import ROOT
 from test_transports import TRANSPORTS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,6 +41,8 @@ PUBLISH_S = 10
 MARKER = "end"
 OPEN = ["connecting", "open"]
 EXPIRED = "closed %d %s" % close_codes.TOKEN_EXPIRED
+GETTING_STARTED = doc_blocks.page("getting-started")
+EXAMPLE_ORIGIN = "http://127.0.0.1:8083"
 
 
 def publish(broker, text):
@@ -105,3 +113,16 @@ def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(
         if browser.poll() is None:
             browser.kill()
             browser.wait()
+
+
+def test_the_getting_started_pages_private_room_works_as_written(start_broker, browser_script):
+    backend = doc_blocks.named_block(GETTING_STARTED, "token-backend-node")
+    (secret,) = re.findall(r"const SECRET = '([^']+)'", backend)
+    minted = subprocess.run(["node", "-e", backend], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert minted.returncode == 0, minted.stderr
+    page = doc_blocks.block_holding(GETTING_STARTED, "getToken: function")
+    assert page.count(EXAMPLE_ORIGIN) == 3, page
+    broker = start_broker("--publish-token", TOKEN, "--token-secret", secret, "--private-rooms", ROOM)
+    result = browser_script("readme_example.js", broker.origin, TOKEN, page.replace(EXAMPLE_ORIGIN, broker.origin),
+                            ROOM, env={"BROKER_TOKEN": minted.stdout.strip()})
+    assert any(line.startswith("log: received in donors: from a backend") for line in result["console"]), result
