@@ -20,7 +20,7 @@ const jwt = require('jsonwebtoken');
 const { launch, clientPage, run } = require('./chromium');
 
 const WAIT_MS = 60000;
-const FRESH_S = 6;
+const FRESH_S = 10;
 const SHORT_S = 3;
 const SECRET = process.env.TOKEN_SECRET;
 const OTHER_SECRET = 'not the broker secret, though as long as one';

@@ -2,7 +2,7 @@
 run with --token-secret and --private-rooms (private_rooms.js): the page's getToken() is backed
 by the driver, which signs tokens with jsonwebtoken as a page's backend would.
 
-* A page whose tokens last 6 s keeps its one session while numbered messages go to its room for
+* A page whose tokens last 10 s keeps its one session while numbered messages go to its room for
   longer than one of them: it refreshes in-band (twice at least), the broker never closes it,
   and it delivers every message once, in order, and none of its token messages.
 * A page whose getToken() stops giving fresh tokens (the same one again, or one past its exp)
@@ -33,11 +33,11 @@ TOKEN = "t"
 SECRET = "the-test-backends-secret-32-characters-or-more"
 ROOM = "donors"
 FLAGS = ("--publish-token", TOKEN, "--token-secret", SECRET, "--private-rooms", ROOM)
-# Messages a second, and for how long: more than one of the fresh page's 6 s tokens (refreshed
-# every 3 s or so), and long enough after the stale pages stopped (their tokens last 3 s) for
-# a loop to show.
+# Messages a second, and for how long: more than one of the fresh page's 10 s tokens (refreshed
+# every 5 s or so, 5 s before their exp: a loaded machine's page took over 2.5 s once), and long
+# enough after the stale pages stopped (their tokens last 3 s) for a loop to show.
 RATE = 20
-PUBLISH_S = 10
+PUBLISH_S = 12
 MARKER = "end"
 OPEN = ["connecting", "open"]
 EXPIRED = "closed %d %s" % close_codes.TOKEN_EXPIRED
