@@ -89,9 +89,9 @@ class BroadcastConnection(SockJSConnection):
     counted = False
     positioned = False
     memberships = ()
+    bucket = None
     # With a token key: the node's verifier. A session of private rooms: their names, and
     # until its token came, the rooms it asked for (and a stream serving it meanwhile).
-    bucket = None
     verifier = None
     private = ()
     awaiting = None

@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from checkout import ROOT
-from conftest import RunningBroker
 from loadtest.contenders.child_process import launch
+from running_broker import RunningBroker
 from sockjs_clients import ALL, RawWebSocketClient, WebSocketClient, XhrPollingClient, closed_with, wait_until
 from test_start_up_errors import start_up_refusal
 
