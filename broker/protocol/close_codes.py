@@ -56,7 +56,8 @@ code   name                         meaning, and what a client should do
 3016   TOKEN_REFUSED                A token that is malformed, wrongly signed,
                                     of another subject than the session's, or
                                     that does not name every private room of
-                                    the session (:mod:`broker.protocol.tokens`):
+                                    the session (:mod:`broker.protocol.tokens`),
+                                    or sent to a broker with no token key:
                                     do not come back with it.
 3017   TOKEN_EXPIRED                The session's token expired and no fresh
                                     one came in time, or the token it sent

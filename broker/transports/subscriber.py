@@ -34,8 +34,8 @@ module keeps:
   closed for their ``exp``.
 * A token is checked as it comes and never published, whatever the session (in
   feed mode, of several rooms); a message that is no token costs one
-  ``startswith``, and nothing at all on a broker without a token key, where a
-  ``{"token": ...}`` text is a message as any other. Tokens count in ``--client-rate``
+  ``startswith``. A broker without a token key refuses a token
+  (``TOKEN_REFUSED``): it would otherwise relay a page's credential to its room. Tokens count in ``--client-rate``
   as messages do, once the session joined. What a page sends in its one
   private room is published only if its token's ``publish`` names the room;
   otherwise it is dropped, and counted. Refusals are logged (DEBUG) with why,
@@ -233,8 +233,10 @@ class BroadcastConnection(SockJSConnection):
         """Whether ``message`` was this session's business with its token: a token (checked,
         never published), or anything else from a session waiting for its first, which closes
         it (see the module's rules)."""
-        if self.verifier is not None and type(message) is str and message.startswith(tokens.MESSAGE_PREFIX):
-            if not self._over_rate():
+        if type(message) is str and message.startswith(tokens.MESSAGE_PREFIX):
+            if self.verifier is None:
+                self._close_for_token(close_codes.TOKEN_REFUSED, "this broker has no token key")
+            elif not self._over_rate():
                 self._take_token(message)
             return True
         if self.awaiting is not None:

@@ -372,12 +372,18 @@ def test_feed_mode_takes_the_token_and_publishes_nothing(start_broker):
     assert broker.stats()["messages_in"] == 1
 
 
-def test_without_a_token_key_a_token_message_is_a_message(start_broker):
-    broker = start_broker()
+def test_without_a_token_key_a_token_message_is_refused_never_relayed(start_broker):
+    """A page given getToken against a broker without a key: its token must reach no one."""
+    broker = start_broker("--publish-token", "publish-t")
     text = json.dumps({"token": "eyJhbGciOiJIUzI1NiJ9.e30.x"})
-    with WebSocketClient(broker.url, query="rooms=team-a") as client:
-        client.send(text)
-        assert client.receive() == [text]
+    with WebSocketClient(broker.url, query="rooms=team-a") as listener:
+        with WebSocketClient(broker.url, query="rooms=team-a") as client:
+            client.send(text)
+            assert closed_with(client)[0] == 3016
+        # The listener got nothing of it: the next message is the first it receives.
+        publish(broker, "team-a", "after")
+        assert listener.receive() == ["after"]
+    assert broker.stats()["messages_in"] == 1
 
 
 @pytest.mark.parametrize("content, said", [

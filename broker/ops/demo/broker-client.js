@@ -79,9 +79,9 @@
      getToken() returns it, or a Promise of it (the page fetches it from its backend, which
      knows who the user is). Before each connection the client asks getToken() for a token
      and sends it as the connection's first message, {"token": "<JWT>"}: never in the URL,
-     which proxies log and sockjs-client repeats in every request of a polling session. Give
-     getToken only to a client of a broker run with a token key (--token-secret or
-     --token-public-key): a broker without one takes the token message as any other.
+     which proxies log and sockjs-client repeats in every request of a polling session. A
+     broker run without a token key (--token-secret or --token-public-key) refuses it, 3016,
+     rather than relay it to the room: the client stops, saying so.
    - It reads the token's exp (its payload, not verified: the broker verifies) and, on the
      same session, sends a fresh token from getToken() when the later of two moments comes:
      half the token's remaining lifetime, or 60 s before its exp. A short token (seconds) is
