@@ -162,6 +162,8 @@ class Verifier:
                 raise TokenExpired("expired") from None
             except jwt.InvalidTokenError as error:
                 raise TokenRefused(str(error)[:100]) from None
+            except OverflowError:  # a time claim of 1e400 (infinite), which PyJWT before 2.10 lets through
+                raise TokenRefused("a time claim out of range") from None
             return _grant(claims)
         raise TokenRefused("its signature does not verify")
 

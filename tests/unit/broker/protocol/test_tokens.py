@@ -264,3 +264,13 @@ def test_a_pem_without_a_public_key_or_with_a_key_of_no_algorithm_here_is_refuse
             tokens.public_keys(pem_of(private))
     with pytest.raises(ValueError):
         tokens.public_keys(b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf", "iat"])
+def test_a_time_claim_of_infinity_is_refused_not_raised(claim):
+    """1e400 is a JSON number Python reads as infinity: a signed token carrying it is refused,
+    never an OverflowError out of the broker's message handler."""
+    payload = json.dumps(dict(claims(), **{claim: "INFINITE"})).replace('"INFINITE"', "1e400")
+    text = "%s.%s" % (b64(b'{"alg":"HS256","typ":"JWT"}'), b64(payload.encode()))
+    token = text + "." + b64(hmac.new(SECRET.encode(), text.encode(), hashlib.sha256).digest())
+    assert not isinstance(refusal(Verifier([SECRET]), token), TokenExpired)
