@@ -38,8 +38,8 @@ module keeps:
   (``TOKEN_REFUSED``): it would otherwise relay a page's credential to its room. Tokens count in ``--client-rate``
   as messages do, once the session joined. What a page sends in its one
   private room is published only if its token's ``publish`` names the room;
-  otherwise it is dropped, and counted. Refusals are logged (DEBUG) with why,
-  never with the token.
+  otherwise it is dropped, and counted. Refusals are logged (INFO, at a bounded
+  rate as every line) with why, never with the token.
 """
 
 import logging
@@ -276,7 +276,7 @@ class BroadcastConnection(SockJSConnection):
 
     def _close_for_token(self, close, why):
         """Close the session for its token with ``close``, counted; ``why`` is logged, never the token."""
-        LOG.debug("closing %s session: its token: %s", self.transport, why)
+        LOG.info("closed a %s session for its token (%d): %s", self.transport, close.code, why)
         self.session.server.node.tokens.refuse(close)
         self.session.close(*close)
 
