@@ -69,7 +69,7 @@ class Config:
     admin_token: Optional[str] = None
     token_secret: Optional[str] = None
     token_public_key: Optional[str] = None
-    private_rooms: Tuple[str, ...] = ()
+    private_rooms: Optional[Tuple[str, ...]] = None
     replay: int = 0
     history: int = 1000
     history_seconds: float = 0.0
@@ -247,7 +247,7 @@ FLAGS = (
          metavar="PEM"),
     Flag("--private-rooms", "comma-separated patterns of the named rooms a session joins only with a token "
          "naming them (a name, a prefix followed by *, or * for every named room); the room of URLs without ?rooms= is always public",
-         "", _patterns, "PATTERNS", shown="none: every room public"),
+         None, _patterns, "PATTERNS", shown="none: every room public"),
     Flag("--admin-token", "bearer token for POST /admin/drain, which drains the broker as SIGTERM does; "
          "without one the endpoint is disabled and only a signal drains; never the publish token, so that "
          "a backend that may publish may not stop brokers", type=_token, metavar="TOKEN", secret=True),
