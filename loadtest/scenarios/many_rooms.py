@@ -38,9 +38,9 @@ import secrets
 import time
 from typing import Optional, Tuple
 
-from loadtest import arguments, records
 import jwt
 
+from loadtest import arguments, records
 from loadtest.client import connections, room_viewers, server_probe, tls_context, workers
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import Publisher
@@ -141,8 +141,8 @@ class ManyRoomsSettings:
     def broker_flags(self, rooms):
         """The broker's flags for a run of ``rooms`` rooms: room for them and the idle ones, and each viewer's;
         the viewers' rooms private if ``private`` (the secret apart: :meth:`ManyRoomsRun.secret_flags`)."""
-        private = ("--private-rooms", PRIVATE_ROOMS) if self.private else ()
-        return ("--max-rooms", str(rooms + self.idle_rooms), "--max-session-rooms", str(self.rooms_per_viewer)) + private
+        sized = ("--max-rooms", str(rooms + self.idle_rooms), "--max-session-rooms", str(self.rooms_per_viewer))
+        return sized + (("--private-rooms", PRIVATE_ROOMS) if self.private else ())
 
     def viewer_tokens(self, spread, now):
         """Each viewer's JWT (HS256 by ``token_secret``) to join its rooms of ``spread``, minted at ``now``
