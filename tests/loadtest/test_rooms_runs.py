@@ -71,13 +71,14 @@ def test_viewers_of_several_rooms_over_one_session_get_each_room_s_messages_and_
     assert_isolated_and_whole(run, 6)
 
 
-@pytest.mark.parametrize("transport, rooms_per_viewer", [("websocket", 1), ("xhr-streaming", 2), ("xhr-polling", 1)])
+@pytest.mark.parametrize("transport, rooms_per_viewer, procs", [
+    ("websocket", 1, 1), ("xhr-streaming", 2, 1), ("xhr-polling", 1, 2)])
 def test_private_rooms_are_joined_with_each_viewer_s_token_and_every_message_comes(tmp_path, transport,
-                                                                                   rooms_per_viewer):
+                                                                                   rooms_per_viewer, procs):
     """A viewer without the token naming its rooms would be closed (3015, 3016) and given nothing: each has
-    every message of its rooms."""
+    every message of its rooms, in two load processes too (each viewer's token found by its id)."""
     _, (run,) = rooms(tmp_path, "--private", "--rooms", "3", "--viewers", "6", "--rooms-per-viewer",
-                      str(rooms_per_viewer), "--transport", transport, "--idle-rooms", "0")
+                      str(rooms_per_viewer), "--transport", transport, "--idle-rooms", "0", "--procs", str(procs))
     assert (run.transport, run.rooms_per_viewer) == (transport, rooms_per_viewer)
     assert_isolated_and_whole(run, 6)
     assert_joins_measured(run, public=False)
