@@ -174,8 +174,9 @@ class ManyRoomsRun(placement.BrokerRun):
 
     @classmethod
     def secret_flags(cls, settings):
-        """The secret that signs the viewers' tokens, if the rooms are private."""
-        return ("--token-secret", settings.token_secret) if settings.private else ()
+        """The secret that signs the viewers' tokens, if the rooms are private: one argument, for a secret may
+        begin with ``-``, which the broker would read as a flag of its own."""
+        return ("--token-secret=" + settings.token_secret,) if settings.private else ()
 
     async def run(self):
         """The :class:`loadtest.records.ManyRooms` of the run, also written to the results file."""

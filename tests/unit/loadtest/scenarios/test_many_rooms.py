@@ -6,6 +6,7 @@ import time
 import jwt
 import pytest
 
+from broker import config
 from loadtest import command_line
 from loadtest.method import skew
 from loadtest.scenarios import many_rooms
@@ -44,10 +45,17 @@ def test_private_rooms_start_each_broker_with_a_secret_of_the_run_s_own_never_sh
     assert first.token_secret not in repr(first)
     assert many_rooms.ManyRoomsRun.variants(first) == [
         ("--max-rooms", "15", "--max-session-rooms", "1", "--private-rooms", "room-*")]
-    assert many_rooms.ManyRoomsRun.secret_flags(first) == ("--token-secret", first.token_secret)
+    assert many_rooms.ManyRoomsRun.secret_flags(first) == ("--token-secret=" + first.token_secret,)
     public = many_rooms.ManyRoomsSettings.of(parsed(["rooms"]))
     assert (public.private, public.token_secret, many_rooms.ManyRoomsRun.secret_flags(public)) == (False, None, ())
     assert public.viewer_tokens(((0,),), time.time()) is None
+
+
+def test_a_broker_reads_a_secret_that_begins_with_a_dash_as_the_secret(monkeypatch):
+    monkeypatch.setattr(many_rooms.secrets, "token_urlsafe", lambda size: "-" + "s" * 42)
+    settings = many_rooms.ManyRoomsSettings.of(parsed(["rooms", "--private"]))
+    argv = list(many_rooms.ManyRoomsRun.secret_flags(settings) + settings.broker_flags(100))
+    assert config.parse_args(argv, environ={}).token_secret == "-" + "s" * 42
 
 
 def test_each_private_viewer_s_token_names_exactly_its_rooms_for_an_hour():
