@@ -59,7 +59,8 @@ code   name                         meaning, and what a client should do
                                     the session (:mod:`broker.protocol.tokens`):
                                     do not come back with it.
 3017   TOKEN_EXPIRED                The session's token expired and no fresh
-                                    one came in time: come back with a fresh
+                                    one came in time, or the token it sent
+                                    had already: come back with a fresh
                                     token, or stop.
 =====  ===========================  ===========================================
 """

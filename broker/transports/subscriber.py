@@ -35,7 +35,8 @@ module keeps:
 * A token is checked as it comes and never published, whatever the session (in
   feed mode, of several rooms); a message that is no token costs one
   ``startswith``, and nothing at all on a broker without a token key, where a
-  ``{"token": ...}`` text is a message as any other. What a page sends in its one
+  ``{"token": ...}`` text is a message as any other. Tokens count in ``--client-rate``
+  as messages do, once the session joined. What a page sends in its one
   private room is published only if its token's ``publish`` names the room;
   otherwise it is dropped, and counted. Refusals are logged (DEBUG) with why,
   never with the token.
@@ -88,6 +89,7 @@ class BroadcastConnection(SockJSConnection):
     counted = False
     positioned = False
     memberships = ()
+    bucket = None
     # With a token key: the node's verifier. A session of private rooms: their names, and
     # until its token came, the rooms it asked for (and a stream serving it meanwhile).
     verifier = None
@@ -197,12 +199,7 @@ class BroadcastConnection(SockJSConnection):
             LOG.debug("closing %s session: a message that is not a string", self.transport)
             self.session.close(*close_codes.NOT_A_STRING)
             return
-        if self.bucket is not None and not self.bucket.take(time.monotonic()):
-            LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
-            handler = self.session.handler
-            self.hub.drop(self, close_codes.TOO_MANY_MESSAGES)
-            if (self.form.inner if self.positioned else self.form) is not None:
-                handler.cut()  # a websocket or a stream: its socket is the broker's
+        if self._over_rate():
             return
         if in_broker_shape(message):
             LOG.debug("closing %s session: a message in the broker's own shape", self.transport)
@@ -219,12 +216,26 @@ class BroadcastConnection(SockJSConnection):
             LOG.debug("closing %s session: %s", self.transport, error)
             self.session.close(*close_codes.INVALID_MESSAGE)
 
+    def _over_rate(self):
+        """True when this message is over ``client_rate``: the session is then dropped
+        (``TOO_MANY_MESSAGES``), its websocket or stream cut at once."""
+        if self.bucket is None or self.bucket.take(time.monotonic()):
+            return False
+        LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
+        handler = self.session.handler
+        subscriber = self if self.hub is not None else self.memberships[0]
+        subscriber.hub.drop(subscriber, close_codes.TOO_MANY_MESSAGES)
+        if (self.form.inner if self.positioned else self.form) is not None:
+            handler.cut()  # a websocket or a stream: its socket is the broker's
+        return True
+
     def took_token(self, message):
         """Whether ``message`` was this session's business with its token: a token (checked,
         never published), or anything else from a session waiting for its first, which closes
         it (see the module's rules)."""
         if self.verifier is not None and type(message) is str and message.startswith(tokens.MESSAGE_PREFIX):
-            self._take_token(message)
+            if not self._over_rate():
+                self._take_token(message)
             return True
         if self.awaiting is not None:
             self._close_for_token(close_codes.TOKEN_REQUIRED, "its first message is not a token")
