@@ -1,7 +1,7 @@
 """Tokens: what a JWT the operator's backend signed lets its bearer do in the broker.
 
-A backend mints a token for a page (to join private rooms, :mod:`broker.protocol.private_rooms`)
-or for itself (to publish in some rooms only)::
+A backend mints a token for a page, to join private rooms (``--private-rooms``, which
+:mod:`broker.transports.subscriber` keeps), or for itself, to publish in some rooms only::
 
     {"sub": "donor-8812", "exp": 1767225600, "rooms": ["donors", "team-*"]}
     {"sub": "payments", "exp": 1767225600, "publish": ["donors"], "count": ["donors"]}
