@@ -37,10 +37,15 @@ def assert_isolated_and_whole(run, viewers):
 def assert_joins_measured(run, public):
     """The joins' figures: from the first connect to the last join, the brokers' CPU then, over the viewers."""
     assert run.private is not public
-    # join_s is rounded to the millisecond, and a few viewers join in a few of them
-    assert run.join_s > 0 and run.joins_per_s == pytest.approx(run.viewers / run.join_s, rel=0.2), run
+    # The seconds are rounded to the millisecond, the figures made of them are not: a few viewers
+    # join in a few milliseconds, where half of one is a tenth of the time.
+    half_ms = 0.0005
+    assert run.join_s > 0, run
+    fastest = run.viewers / max(run.join_s - half_ms, 1e-6) + 0.05
+    assert run.viewers / (run.join_s + half_ms) - 0.05 <= run.joins_per_s <= fastest, run
     assert list(run.join_cpu_s) == list(run.cpu_s) and all(seconds >= 0 for seconds in run.join_cpu_s.values())
-    assert run.cpu_us_per_join == round(sum(run.join_cpu_s.values()) / run.viewers * 1e6, 1)
+    rounding_us = half_ms * len(run.join_cpu_s) / run.viewers * 1e6 + 0.05
+    assert run.cpu_us_per_join == pytest.approx(sum(run.join_cpu_s.values()) / run.viewers * 1e6, abs=rounding_us)
 
 
 def test_a_sweep_of_rooms_records_each_on_a_broker_of_its_own_with_every_field(tmp_path):
