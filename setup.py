@@ -32,6 +32,12 @@ setup(
         # Tornado's asyncio loop, is pure Python (so PyPy runs it), and has pipelines and blocking
         # XREAD. 6.x is the line that still supports Python 3.9; tested with 6.4.
         "redis>=6.2,<7",
+        # Tokens (JWT) for private rooms and scoped publishing: PyJWT checks signatures and claims
+        # (exp, nbf, alg allow-lists), which must never be written by hand; its crypto extra
+        # (cryptography) checks RS256 and ES256. Pure Python itself; 2.8 is the oldest tested.
+        "PyJWT[crypto]>=2.8,<3",
+        # cryptography 43 is the last with a PyPy 3.9 wheel.
+        "cryptography<44; platform_python_implementation == 'PyPy'",
     ],
     extras_require={
         "test": [
@@ -47,8 +53,6 @@ setup(
             "grimp<3.6; platform_python_implementation == 'PyPy'",
             # trustme makes the TLS tests' certificate authority and certificates, in memory.
             "trustme>=1.1",
-            # trustme's cryptography: 43 is the last with a PyPy 3.9 wheel.
-            "cryptography<44; platform_python_implementation == 'PyPy'",
         ],
         "plots": ["matplotlib>=3.7"],  # a figure legend outside its panels (loc="outside ...")
         # The documentation site (tox -e docs). Tested from Sphinx 7.0 with sphinx-argparse 0.4 and

@@ -7,6 +7,7 @@ import logging
 import signal
 import time
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.netutil import bind_sockets
@@ -21,7 +22,7 @@ from broker.core.drain import Drain
 from broker.core.heartbeats import HeartbeatWheel, PingWheel
 from broker.core.hub import Hub, Keeping
 from broker.core.idempotency import Window
-from broker.core.liveness import TICK_S, Liveness
+from broker.core.liveness import Liveness
 from broker.core.memory_engine import MemoryEngine
 from broker.core.limits import Limits, TrustedProxies, default_max_connections
 from broker.core.node import ClientRules, Node
@@ -29,6 +30,8 @@ from broker.core.origins import OriginPolicy
 from broker.core.rooms import Rooms
 from broker.flags import file_error
 from broker.ops import api, demo_page, gc_policy, log_rate, metrics, pypy_environment, warm_up
+from broker.ops.loop_watch import LoopWatch
+from broker.protocol import tokens
 from broker.protocol.close_codes import RECONNECT
 from broker.protocol.request_heads import MAX_HEAD_BYTES
 from broker.runtime import raise_open_files_limit
@@ -93,7 +96,8 @@ def client_rules(config):
     """The :class:`ClientRules` of ``config``'s flags."""
     return ClientRules(max_message_size=config.max_message_size, max_buffer=config.max_buffer,
                        write_timeout=config.write_timeout, origins=OriginPolicy(config.allowed_origins),
-                       client_rate=config.client_rate, max_session_rooms=config.max_session_rooms)
+                       client_rate=config.client_rate, max_session_rooms=config.max_session_rooms,
+                       private_rooms=config.private_rooms or ())
 
 
 def make_router(config, node):
@@ -110,8 +114,8 @@ def make_app(config, router):
     and the API, all served by its node's parts (a :class:`broker.core.node.Node`)."""
     node = router.node
     routes = router.urls + demo_page.routes(config.prefix, config.heartbeat_delay) + [
-        (r"/publish", api.PublishHandler,
-         dict(node=node, token=config.publish_token, max_message_size=config.max_message_size)),
+        (r"/publish", api.PublishHandler, dict(node=node, token=config.publish_token, verifier=node.verifier,
+                                               max_message_size=config.max_message_size)),
         (r"/stats", api.StatsHandler, dict(node=node, router=router)),
         (r"/healthz", api.HealthHandler, dict(node=node)),
         (r"/admin/drain", api.DrainHandler, dict(node=node, token=config.admin_token)),
@@ -255,12 +259,30 @@ def close_every_session(rooms):
         connection.disconnect(*RECONNECT)
 
 
-def close_aged(node):
-    """Close the connections ``node.ages`` finds old enough, unless the drain is closing everyone."""
-    if node.drain.draining:
-        return
-    for connection in node.ages.due(time.monotonic()):
-        connection.disconnect(*RECONNECT)
+def close_due(node):
+    """Close the sessions whose token ``node.tokens`` finds overdue (none came, or it expired),
+    and, unless the drain is closing everyone, the connections ``node.ages`` finds old enough."""
+    for connection, close in node.tokens.due(time.monotonic(), time.time()):
+        connection.disconnect(*close)
+    if node.ages is not None and not node.drain.draining:
+        for connection in node.ages.due(time.monotonic()):
+            connection.disconnect(*RECONNECT)
+
+
+def token_verifier(config):
+    """The :class:`broker.protocol.tokens.Verifier` of ``--token-secret`` and ``--token-public-key``,
+    or None without either; a key file it cannot read, or without a key it takes, stops the broker."""
+    if config.token_secret is None and config.token_public_key is None:
+        return None
+    keys = []
+    if config.token_public_key is not None:
+        try:
+            with open(config.token_public_key, "rb") as pem:
+                keys = tokens.public_keys(pem.read())
+        except (OSError, ValueError, UnsupportedAlgorithm) as error:
+            refuse_at_start("%s %s: %s" % (flag_named("--token-public-key"), config.token_public_key,
+                                           file_error(error) if isinstance(error, OSError) else error))
+    return tokens.Verifier(config.token_secret.split(" ") if config.token_secret else (), keys)
 
 
 def announce_audience(node):
@@ -284,27 +306,6 @@ def cluster_backplane(config):
         refuse_at_start("%s: %s" % (flag_named("--redis"), error))
     from broker.cluster.backplane import Backplane
     return Backplane(config.redis, config.prefix, max(config.history, config.replay), config.redis_min_replicas)
-
-
-class LoopWatch:
-    """Ticks every :data:`broker.core.liveness.TICK_S` on the running loop, telling
-    ``liveness`` how late each tick ran; started and stopped like the broker's timers."""
-
-    def __init__(self, liveness):
-        self.liveness = liveness
-        self._handle = None
-
-    def start(self):
-        loop = asyncio.get_running_loop()
-        self._handle = loop.call_at(loop.time() + TICK_S, self._tick, loop, loop.time() + TICK_S)
-
-    def _tick(self, loop, due):
-        now = loop.time()
-        self.liveness.ticked(now - due, time.monotonic())
-        self._handle = loop.call_at(now + TICK_S, self._tick, loop, now + TICK_S)
-
-    def stop(self):
-        self._handle.cancel()
 
 
 def keeping(config):
@@ -384,6 +385,7 @@ async def warm_up_sessions(config):
 
 async def run(config, open_files):
     secure = tls_context(config)
+    verifier = token_verifier(config)
     check_address(config.host, config.port)
     if config.warm_up:
         await warm_up_sessions(config)
@@ -395,6 +397,7 @@ async def run(config, open_files):
     limits = connection_limits(config, open_files)
     node = make_node(config, hub, limits, backplane, collection=gc_policy.install(limits),
                      tls_failures=None if secure is None else tls.HandshakeFailures())
+    node.verifier = verifier
     if node.rooms_in_redis is not None:
         node.rooms_in_redis.start()
     if node.tls is not None:
@@ -407,8 +410,7 @@ async def run(config, open_files):
     for wheel in (node.pings, node.heartbeats):
         if wheel is not None:
             timers.append(PeriodicCallback(wheel.tick, 1000 * wheel.tick_seconds))
-    if node.ages is not None:
-        timers.append(PeriodicCallback(functools.partial(close_aged, node), 1000))
+    timers.append(PeriodicCallback(functools.partial(close_due, node), 1000))
     if node.audience.every:
         timers.append(PeriodicCallback(functools.partial(announce_audience, node), 1000))
     if hasattr(node.collection, "audit_if_due"):
@@ -418,6 +420,8 @@ async def run(config, open_files):
     on_stop_signals(node.drain.request)
     listen(listener, config.host, bound_sockets(config.host, config.port), "broker", config.prefix, secure is not None)
     await drain_then_stop(node.drain, node.rooms, listener, node.audience.share)
+    for connection in node.tokens.waiting():  # in no room: a drain closes none of them
+        connection.disconnect(*RECONNECT)
     for timer in timers:
         timer.stop()
     if backplane is not None:

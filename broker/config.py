@@ -35,6 +35,7 @@ from broker.core import origins
 from broker.core.limits import TrustedProxies
 from broker.flags import REFUSED, Environment, Flag, Parser, count, one_line, rate, seconds, size, variable
 from broker.ops import pypy_environment
+from broker.protocol import tokens
 
 HOUR, DAY = 3600, 86400
 # Durations: the shortest a timer of the broker is set to, and the longest.
@@ -66,6 +67,9 @@ class Config:
     prefix: str = "/broadcast"
     publish_token: Optional[str] = None
     admin_token: Optional[str] = None
+    token_secret: Optional[str] = None
+    token_public_key: Optional[str] = None
+    private_rooms: Optional[Tuple[str, ...]] = None
     replay: int = 0
     history: int = 1000
     history_seconds: float = 0.0
@@ -152,6 +156,32 @@ def _token(text):
     return text
 
 
+def _two_tokens(text, least=1):
+    """One token, or two separated by a space (the one in use first, then the one rotated out),
+    each of ``least`` to 4096 visible ASCII characters; or nothing (none)."""
+    if text == "":
+        return None
+    parts = text.split(" ")
+    if len(parts) > 2 or not all(TOKEN_CHARACTERS.fullmatch(part) and len(part) >= least for part in parts):
+        raise argparse.ArgumentTypeError("one token, or two separated by a space, each %d to 4096 visible ASCII "
+                                         "characters" % least)
+    return text
+
+
+def _token_secret(text):
+    return _two_tokens(text, tokens.MIN_SECRET)
+
+
+def _patterns(text):
+    """Comma-separated patterns of rooms (:mod:`broker.protocol.tokens`), or none."""
+    listed = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    bad = [pattern for pattern in listed if not tokens.valid_pattern(pattern)]
+    if bad:
+        raise argparse.ArgumentTypeError("a pattern is a room's name, a prefix of one followed by *, or *; not %r"
+                                         % bad[0][:80])
+    return listed
+
+
 _CONNECTIONS = count(1, CONNECTIONS)
 
 
@@ -205,8 +235,19 @@ FLAGS = (
     Flag("--host", "address to listen on", DEFAULTS.host, listen_address, "ADDRESS"),
     Flag("--port", "port to listen on, 0 for any free port", str(DEFAULTS.port), PORT, "PORT"),
     Flag("--prefix", "URL prefix of the SockJS service", DEFAULTS.prefix, _prefix),
-    Flag("--publish-token", "bearer token for POST /publish; without one the endpoint is disabled; prefer "
-         "the environment, flags show in ps", type=_token, metavar="TOKEN", secret=True),
+    Flag("--publish-token", "bearer token for POST /publish, or two separated by a space while rotating (the "
+         "new first); a JWT signed as --token-secret says publishes in its rooms only; without either the "
+         "endpoint is disabled; prefer the environment, flags show in ps", type=_two_tokens, metavar="TOKEN",
+         secret=True),
+    Flag("--token-secret", "HS256 secret (32 characters or more) that signs tokens (JWT): pages' tokens to join "
+         "--private-rooms, backends' scoped publish tokens; two separated by a space while rotating",
+         type=_token_secret, metavar="SECRET", secret=True),
+    Flag("--token-public-key", "PEM file of the public key(s) that check RS256 (RSA) or ES256 (EC P-256) tokens, "
+         "for backends that keep their signing key to themselves; two keys in the file while rotating",
+         metavar="PEM"),
+    Flag("--private-rooms", "comma-separated patterns of the named rooms a session joins only with a token "
+         "naming them (a name, a prefix followed by *, or * for every named room); the room of URLs without ?rooms= is always public",
+         None, _patterns, "PATTERNS", shown="none: every room public"),
     Flag("--admin-token", "bearer token for POST /admin/drain, which drains the broker as SIGTERM does; "
          "without one the endpoint is disabled and only a signal drains; never the publish token, so that "
          "a backend that may publish may not stop brokers", type=_token, metavar="TOKEN", secret=True),
@@ -346,7 +387,10 @@ def parse_args(argv=None, environ=os.environ):
         parser.error(misread)
     if config.keyfile is not None and config.certfile is None:
         parser.error("%s needs %s" % (flag_named("--keyfile"), flag_named("--certfile")))
-    if config.admin_token is not None and config.admin_token == config.publish_token:
+    if config.private_rooms and config.token_secret is None and config.token_public_key is None:
+        parser.error("%s needs %s or %s: nothing could sign its tokens" % (
+            flag_named("--private-rooms"), flag_named("--token-secret"), flag_named("--token-public-key")))
+    if config.admin_token is not None and config.admin_token in (config.publish_token or "").split(" "):
         parser.error("%s must not be the publish token: a backend that may publish could stop brokers"
                      % flag_named("--admin-token"))
     return config

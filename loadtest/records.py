@@ -420,7 +420,10 @@ class ManyRooms(Record):
     servers' RSS, summed: ``rss_start_kb`` fresh, ``rss_idle_kb`` with ``idle_rooms`` empty
     rooms made (a publish into each; ``rss_per_idle_room_kb``), ``rss_joined_kb`` with the viewers
     connected too (``rss_per_joined_room_kb``: over ``rooms``, their viewers' sessions included),
-    ``rss_end_kb`` at the end."""
+    ``rss_end_kb`` at the end. ``private``: the rooms were private, each viewer joined with a token
+    (``--private``); the joins: ``join_s`` from the first viewer's connect to the brokers' ``/stats``
+    counting every viewer's rooms joined, ``joins_per_s`` the viewers over it, ``join_cpu_s`` each
+    process's CPU seconds then, ``cpu_us_per_join`` their sum over the viewers (an older line: None)."""
 
     TYPE: ClassVar[str] = "rooms"
     server: str
@@ -460,6 +463,11 @@ class ManyRooms(Record):
     rss_per_joined_room_kb: float
     rss_end_kb: int
     end: str
+    private: bool = False
+    join_s: Optional[float] = None
+    joins_per_s: Optional[float] = None
+    join_cpu_s: Optional[Dict[str, float]] = None
+    cpu_us_per_join: Optional[float] = None
 
 
 TYPES = {kind.TYPE: kind for kind in (Run, Server, Step, Level, CpuPerMsg, IdleRss, Floor, SoakSample, Soak,

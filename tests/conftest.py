@@ -1,9 +1,7 @@
-import json
 import os
 import socket
 import sys
 import urllib.parse
-import urllib.request
 
 import pytest
 
@@ -15,6 +13,7 @@ pytest.register_assert_rewrite("sockjs_clients", "deployment", "memory_plateau",
 
 import deployment  # noqa: E402  (after its assertions are set to be rewritten)
 from checkout import ROOT
+from running_broker import RunningBroker, http_request
 
 # The tests hold hundreds of sockets at once, and many machines start a shell
 # with a soft limit of 1024 open files: use the hard limit, as the broker and
@@ -61,38 +60,6 @@ def pytest_sessionfinish(session, exitstatus):
     """A tier with none of the selected tests in it passes (``-m`` deselected them all)."""
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.getoption("markexpr"):
         session.exitstatus = pytest.ExitCode.OK
-
-
-def http_request(url, method="GET", body=None, headers=None, context=None):
-    """(status, parsed JSON or text body) of one HTTP request (``context``: an
-    ``ssl.SSLContext`` for https)."""
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as response:
-            status, data, ctype = response.status, response.read(), response.headers
-    except urllib.error.HTTPError as error:
-        status, data, ctype = error.code, error.read(), error.headers
-    if ctype.get("Content-Type", "").startswith("application/json"):
-        return status, json.loads(data)
-    return status, data.decode()
-
-
-class RunningBroker:
-    """A ``python -m broker`` child process on an ephemeral loopback port;
-    ``tls``: the ``ssl.SSLContext`` its requests use when it serves https."""
-
-    def __init__(self, server):
-        self.server = server
-        self.url = server.url
-        self.origin = server.url.rsplit("/", 1)[0]
-        self.tls = None
-
-    def request(self, method, path, body=None, headers=None):
-        """(status, parsed JSON or text body) of one HTTP request to the broker."""
-        return http_request(self.origin + path, method, body, headers, self.tls)
-
-    def stats(self):
-        return self.request("GET", "/stats")[1]
 
 
 @pytest.fixture

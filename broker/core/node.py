@@ -20,7 +20,7 @@ Rules this module keeps:
 """
 
 import dataclasses
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Tuple
 
 from broker.core.audience import Audience
 from broker.core.engines import Engine
@@ -34,6 +34,8 @@ from broker.core.limits import Limits
 from broker.core.liveness import Liveness
 from broker.core.origins import OriginPolicy
 from broker.core.rooms import Rooms
+from broker.core.session_tokens import SessionTokens
+from broker.protocol.tokens import Verifier
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +47,9 @@ class ClientRules:
     says which pages may use the service; ``client_rate`` is how many
     messages a second one client may publish (0: no limit), in bursts of up
     to twice as many; ``max_session_rooms`` is how many rooms one session may
-    join (:mod:`broker.protocol.room_names`)."""
+    join (:mod:`broker.protocol.room_names`); ``private_rooms``, the patterns of
+    the named rooms a session joins only with a token naming them
+    (``--private-rooms``, :mod:`broker.protocol.tokens`)."""
 
     max_message_size: int = 64 * 1024
     max_buffer: int = 1024 * 1024
@@ -53,6 +57,7 @@ class ClientRules:
     origins: OriginPolicy = dataclasses.field(default_factory=OriginPolicy)
     client_rate: float = 0
     max_session_rooms: int = 16
+    private_rooms: Tuple[str, ...] = ()
 
 
 class LinkState(Protocol):
@@ -101,7 +106,10 @@ class Node:
     ``drain``; the wheels that ping websockets (``pings``) and send sessions
     their heartbeats (``heartbeats``: without it, sockjs-tornado's timer per
     session); the age limit that sends old connections elsewhere (``ages``);
-    the count of who watches (``audience``); what publishes in the room (``engine``: a
+    the count of who watches (``audience``); what checks tokens (``verifier``, a
+    :class:`broker.protocol.tokens.Verifier`: None without ``--token-secret`` or
+    ``--token-public-key``), and the sessions' tokens (``tokens``,
+    :mod:`broker.core.session_tokens`); what publishes in the room (``engine``: a
     :class:`broker.core.engines.Engine`, in memory or through the backplane's Redis) and the
     idempotency keys of ``POST /publish`` (``idempotency``); whether a message would get through
     now (``liveness``, :mod:`broker.core.liveness`);
@@ -127,6 +135,8 @@ class Node:
     engine: Optional[Engine] = None
     tls: Optional[HandshakeCount] = None
     liveness: Optional[Liveness] = None
+    verifier: Optional[Verifier] = None
+    tokens: SessionTokens = dataclasses.field(default_factory=SessionTokens)
 
     @property
     def ping_timeouts(self) -> int:

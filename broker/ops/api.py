@@ -6,10 +6,22 @@ value, otherwise it is published as a UTF-8 string; either in the broker's own
 shape (:mod:`broker.core.broker_shapes`) is refused with 422. A body over
 ``--max-message-size``, or a message whose JSON text as the room keeps it
 (SockJS's escapes included) is over it, answers 413. The answer gives the
-recipients at this broker and the message's position. The token is compared in
-constant time; with no token configured the endpoint answers 404, never open.
+recipients at this broker and the message's position.
+
+Its bearer token (``Authorization: Bearer``) is one of the static publish tokens
+(``--publish-token``: one, or two while rotating), every right, or, with a token key
+(``--token-secret``, ``--token-public-key``), a JWT (:mod:`broker.protocol.tokens`)
+whose ``publish`` scope names the room of a publish, plain or keyed, and whose
+``count`` scope the room of a counter's change (``op=add``, ``op=max``). Each static
+token is compared in constant time, every one of them always; a JWT is verified once
+a request, only when no static token matched. A JWT that does not verify (forged,
+expired, of no key here) answers 401 and one out of its scope 403, each with
+``WWW-Authenticate`` saying so (RFC 6750: ``invalid_token``,
+``insufficient_scope``), its body why, never the token; a room out of scope is
+never made. Without a token key, a wrong token answers 403; with neither a
+publish token nor a token key the endpoint answers 404, never open.
 ``POST /admin/drain`` takes its own token, the admin token, never the publish
-token: a backend that may publish may not stop brokers.
+token nor a JWT: a backend that may publish may not stop brokers.
 A publish is a typed request to the node's Engine (:mod:`broker.core.engines`),
 in memory for a broker alone, through Redis in a cluster: the handler checks
 the request, builds it, and turns the result or the refusal into the answer,
@@ -30,6 +42,8 @@ the default room. A bad name answers 400 with the rule, a new room past
 
 import hmac
 import json
+import logging
+import math
 import time
 
 from tornado.httputil import responses
@@ -40,10 +54,20 @@ from broker.core.engines import CounterChange, Once, PublishRequest
 from broker.core.rooms import RoomRefused, RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.ops import catalogue
-from broker.protocol import frames, room_names
+from broker.protocol import frames, room_names, tokens
+
+LOG = logging.getLogger("broker.ops.api")
 
 # A publish refused because the backplane could not take it: when to try again.
 RETRY_AFTER_S = 1
+# What a static token (--publish-token, --admin-token) lets its bearer do: everything.
+EVERY_RIGHT = tokens.Grant("a static token", math.inf, (tokens.ANY,), (tokens.ANY,), (tokens.ANY,))
+
+
+def static_tokens(text):
+    """The bytes of each token of a token flag's value ``text``: one, or two separated by a
+    space while rotating; none for None."""
+    return tuple(token.encode() for token in text.split(" ")) if text else ()
 
 
 class _JSONHandler(RequestHandler):
@@ -61,22 +85,38 @@ class _JSONHandler(RequestHandler):
         self.set_header("Retry-After", str(RETRY_AFTER_S))
         self.reply(503, {"error": str(error)})
 
-    def refused(self, token, realm, disabled):
-        """Answer and return True unless the request carries ``token`` (bytes)
-        as its bearer token; without a token the endpoint is ``disabled``: a
-        pair, what is disabled and the flag that would enable it (what the 404 says)."""
-        if token is None:
+    def bearer(self, realm, disabled, static, verifier=None):
+        """What the request's bearer token lets it do (a :class:`broker.protocol.tokens.Grant`):
+        every right for one of the ``static`` tokens (bytes; each compared, every time), or,
+        with a ``verifier``, the grant of the JWT it verifies. None once it answered why
+        nothing: 404 without a static token or a verifier (``disabled``: a pair, what is
+        disabled and the flags that would enable it), 401 without a bearer token or for a JWT
+        that does not verify, 403 for a wrong token where no JWT is taken."""
+        if not static and verifier is None:
             self.reply(404, {"error": "%s over HTTP is disabled: start the broker with %s" % disabled})
-            return True
+            return None
         scheme, _, offered = self.request.headers.get("Authorization", "").partition(" ")
+        offered = offered.strip()
         if scheme.lower() != "bearer" or not offered:
             self.set_header("WWW-Authenticate", 'Bearer realm="%s"' % realm)
             self.reply(401, {"error": "missing bearer token"})
-            return True
-        if not hmac.compare_digest(offered.strip().encode(), token):
+            return None
+        given = offered.encode()
+        matched = False
+        for token in static:
+            matched |= hmac.compare_digest(given, token)
+        if matched:
+            return EVERY_RIGHT
+        if verifier is None:
             self.reply(403, {"error": "wrong token"})
-            return True
-        return False
+            return None
+        try:
+            return verifier.verify(offered)
+        except tokens.TokenRefused as error:
+            LOG.info("%s refused a token from %s: %s", realm, self.request.remote_ip, error)
+            self.set_header("WWW-Authenticate", 'Bearer realm="%s", error="invalid_token"' % realm)
+            self.reply(401, {"error": "invalid token: %s" % error})
+            return None
 
     def write_error(self, status_code, **kwargs):
         self.finish(json.dumps({"error": responses.get(status_code, "Unknown")}) + "\n")
@@ -86,15 +126,18 @@ class PublishHandler(_JSONHandler):
     """``POST /publish`` (see the module's rules): the request, checked, published through the
     node's :class:`broker.core.engines.Engine`, whichever it is."""
 
-    def initialize(self, node, token, max_message_size):
+    def initialize(self, node, token, verifier, max_message_size):
         self.hub = node.hub
         self.rooms = node.rooms
         self.engine = node.engine
-        self.token = token.encode() if token else None
+        self.tokens = static_tokens(token)
+        self.verifier = verifier
         self.max_message_size = max_message_size
 
     async def post(self):
-        if self.refused(self.token, "publish", ("publishing", "--publish-token")):
+        grant = self.bearer("publish", ("publishing", "--publish-token, --token-secret or --token-public-key"),
+                            self.tokens, self.verifier)
+        if grant is None:
             return
         try:
             room = room_names.room_of(self.get_query_arguments(room_names.QUERY_ROOM))
@@ -103,6 +146,10 @@ class PublishHandler(_JSONHandler):
         request = self._request()
         if request is None:
             return
+        out_of_scope = None if grant is EVERY_RIGHT else _out_of_scope(grant, room, request)
+        if out_of_scope:
+            self.set_header("WWW-Authenticate", 'Bearer realm="publish", error="insufficient_scope"')
+            return self.reply(403, {"error": out_of_scope})
         try:
             hub = self.rooms.room(room) if room else self.hub
         except RoomsFull as error:
@@ -182,6 +229,19 @@ class PublishHandler(_JSONHandler):
         return Once(idempotency_key, idempotency.fingerprint(self.request.body, is_json, conflating))
 
 
+def _out_of_scope(grant, room, request):
+    """Why ``grant`` does not let its bearer make ``request`` in ``room`` (``""``: the default
+    room), or None when it does: a counter's change needs its ``count`` scope, any other
+    publish its ``publish`` scope."""
+    where = "room %s" % room if room else "the default room"
+    if request.counter is not None:
+        if not grant.may_count(room):
+            return "this token may not change counters in %s: its count scope does not name it" % where
+    elif not grant.may_publish(room):
+        return "this token may not publish in %s: its publish scope does not name it" % where
+    return None
+
+
 class StatsHandler(_JSONHandler):
     """The figures every part of the broker states (:mod:`broker.core.figures`), each at
     its place, in the catalogue's order (:mod:`broker.ops.catalogue`): the hub's counters,
@@ -228,16 +288,16 @@ class HealthHandler(_JSONHandler):
 
 class DrainHandler(_JSONHandler):
     """``POST /admin/drain`` (the admin token, ``--admin-token``; never the publish
-    token): drain as SIGTERM does (see :mod:`broker.core.drain`); asking again
+    token, nor a JWT): drain as SIGTERM does (see :mod:`broker.core.drain`); asking again
     changes nothing. Without an admin token the endpoint answers 404, and a
     broker drains by signal only."""
 
     def initialize(self, node, token):
         self.drain = node.drain
-        self.token = token.encode() if token else None
+        self.tokens = static_tokens(token)
 
     def post(self):
-        if self.refused(self.token, "admin", ("draining", "--admin-token")):
+        if self.bearer("admin", ("draining", "--admin-token"), self.tokens) is None:
             return
         if not self.drain.draining:
             self.drain.request()

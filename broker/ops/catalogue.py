@@ -41,5 +41,6 @@ def parts(node, router):
     every = (("", rooms), ("counters", node.hub.counters), ("", router), ("", node.limits), ("gc", node.collection), ("", PyPyJit),
              ("backplane", node.backplane), ("named_rooms", node.rooms_in_redis), ("liveness", node.liveness),
              ("drain", node.drain), ("max_connection_age", node.ages),
-             ("audience", node.audience), ("idempotency", node.idempotency), ("tls", node.tls), ("", Release))
+             ("audience", node.audience), ("idempotency", node.idempotency), ("session_tokens", node.tokens),
+             ("tls", node.tls), ("", Release))
     return [(place, part) for place, part in every if part is not None]

@@ -48,6 +48,21 @@ code   name                         meaning, and what a client should do
                                     serves no such rooms: do not come back as is.
 3014   TOO_MANY_ROOMS               The broker holds ``--max-rooms`` rooms: come
                                     back later, with backoff.
+3015   TOKEN_REQUIRED               A session in a private room
+                                    (``--private-rooms``) whose first message
+                                    was not a token, or that sent none within
+                                    :data:`TOKEN_WAIT_S`: send
+                                    ``{"token": "<JWT>"}`` first.
+3016   TOKEN_REFUSED                A token that is malformed, wrongly signed,
+                                    of another subject than the session's, or
+                                    that does not name every private room of
+                                    the session (:mod:`broker.protocol.tokens`),
+                                    or sent to a broker with no token key:
+                                    do not come back with it.
+3017   TOKEN_EXPIRED                The session's token expired and no fresh
+                                    one came in time, or the token it sent
+                                    had already: come back with a fresh
+                                    token, or stop.
 =====  ===========================  ===========================================
 """
 
@@ -75,3 +90,9 @@ MAX_SESSIONS = Close(3011, "The server is at its session limit")
 RECONNECT = Close(3012, "Server draining: reconnect")
 ROOM_REFUSED = Close(3013, "Rooms: 1 to 64 of A-Z a-z 0-9 _ - . : each, at most --max-session-rooms")
 TOO_MANY_ROOMS = Close(3014, "The server holds too many rooms")
+TOKEN_REQUIRED = Close(3015, "A private room: send a token first")
+TOKEN_REFUSED = Close(3016, "Token refused")
+TOKEN_EXPIRED = Close(3017, "Token expired")
+
+# Seconds a session in a private room has to send its token (TOKEN_REQUIRED past them).
+TOKEN_WAIT_S = 10

@@ -21,6 +21,25 @@ module keeps:
   keys are its room's. It leaves them all as it closes. A name, or a number of
   names, the rule refuses closes it at open (``ROOM_REFUSED``); so does a room
   the broker cannot make (``TOO_MANY_ROOMS`` past ``--max-rooms``).
+* Private rooms (``--private-rooms``, the rules' ``private_rooms``): a session
+  whose URL names one is opened, and counted in the limits, but joins nothing
+  until its first message, which must be its token (:func:`broker.protocol.tokens.token_in`),
+  valid and naming every private room it asked for: then it joins them all, as
+  any session does (resuming where its URL says); else it is closed
+  (``TOKEN_REQUIRED``, ``TOKEN_REFUSED``, ``TOKEN_EXPIRED``), as is one that sent
+  none within ``TOKEN_WAIT_S`` (:mod:`broker.core.session_tokens`). A later token
+  refreshes it: the same subject, naming every private room it holds; its ``exp``
+  replaces the last. Its ``exp`` passing closes it (``TOKEN_EXPIRED``). A public
+  session may send tokens too, each checked (a bad one closes it), and is never
+  closed for their ``exp``.
+* A token is checked as it comes and never published, whatever the session (in
+  feed mode, of several rooms); a message that is no token costs one
+  ``startswith``. A broker without a token key refuses a token
+  (``TOKEN_REFUSED``): it would otherwise relay a page's credential to its room. Tokens count in ``--client-rate``
+  as messages do, once the session joined. What a page sends in its one
+  private room is published only if its token's ``publish`` names the room;
+  otherwise it is dropped, and counted. Refusals are logged (INFO, at a bounded
+  rate as every line) with why, never with the token.
 """
 
 import logging
@@ -33,7 +52,7 @@ from broker.core.limits import MAX_SESSIONS, SESSIONS_PER_IP
 from broker.core.rooms import RoomRefused, RoomsFull
 from broker.core.seams import RelayUnavailable
 from broker.core.token_bucket import TokenBucket
-from broker.protocol import close_codes, frames, room_names
+from broker.protocol import close_codes, frames, room_names, tokens
 from broker.protocol.batch import InRoom, Positioned
 
 # The name its lines have always been logged under.
@@ -70,6 +89,16 @@ class BroadcastConnection(SockJSConnection):
     counted = False
     positioned = False
     memberships = ()
+    bucket = None
+    # With a token key: the node's verifier. A session of private rooms: their names, and
+    # until its token came, the rooms it asked for (and a stream serving it meanwhile).
+    verifier = None
+    private = ()
+    awaiting = None
+    stream = None
+    grant = None
+    # In its one private room, its token not letting it publish there: what it sends is dropped.
+    listens_only = False
 
     def on_open(self, info):
         session = self.session
@@ -99,24 +128,42 @@ class BroadcastConnection(SockJSConnection):
                 session.close(*SESSION_REFUSALS[refusal])
                 return
             self.counted = True
-        hubs = self._rooms(server.node.rooms, joining.names)
-        if hubs is None:
-            return
         # Its websocket, or its session (see the module's rules). (Keeping a
         # bound method of its own would make a reference cycle, which a frozen
         # heap keeps until an audit: see broker.ops.gc_policy.)
         self.writer = handler if prebuilt is not None else session
+        self.verifier = server.node.verifier
+        patterns = server.rules.private_rooms
+        self.private = tuple(name for name in joining.names if patterns and tokens.matches(patterns, name))
+        if self.private:
+            self.awaiting = joining
+            server.node.tokens.wait(self, time.monotonic())
+            return
+        self._join(joining)
+
+    def _join(self, joining):
+        """Join the rooms of ``joining`` (a :class:`broker.protocol.room_names.Joining`);
+        False once the session is closed for a room refused."""
+        server = self.session.server
+        hubs = self._rooms(server.node.rooms, joining.names)
+        if hubs is None:
+            return False
         rate = server.rules.client_rate
         self.bucket = TokenBucket(rate, 2 * rate, time.monotonic()) if rate else None
         if len(hubs) == 1:
             self.hub = hubs[0]
-            self.hub.subscribe(self, request.since)
+            self.hub.subscribe(self, joining.requests[0].since)
         else:
-            self.memberships = tuple(Membership(self, hub, prebuilt) for hub in hubs)
+            inner = self.form.inner if self.positioned else self.form
+            self.memberships = tuple(Membership(self, hub, inner) for hub in hubs)
             for membership, each in zip(self.memberships, joining.requests):
                 membership.hub.subscribe(membership, each.since)
         if server.node.ages is not None:
             server.node.ages.add(self, time.monotonic())
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            self.deliver_through(stream)
+        return True
 
     def _rooms(self, held, names):
         """The rooms of ``names`` (none: the default room) in ``held`` (a
@@ -139,22 +186,20 @@ class BroadcastConnection(SockJSConnection):
         return Positioned(form) if self.positioned else form
 
     def on_message(self, message):
-        if self.session.is_closed:
+        if self.session.is_closed or self.took_token(message):
             return
         if self.memberships:
             self.session.server.node.rooms.multiplexed_dropped += 1
+            return
+        if self.listens_only:
+            self.session.server.node.tokens.sends_dropped += 1
             return
         if not isinstance(message, str):
             # Only a backend (or the broker: {"audience": N}) speaks in other JSON values.
             LOG.debug("closing %s session: a message that is not a string", self.transport)
             self.session.close(*close_codes.NOT_A_STRING)
             return
-        if self.bucket is not None and not self.bucket.take(time.monotonic()):
-            LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
-            handler = self.session.handler
-            self.hub.drop(self, close_codes.TOO_MANY_MESSAGES)
-            if (self.form.inner if self.positioned else self.form) is not None:
-                handler.cut()  # a websocket or a stream: its socket is the broker's
+        if self._over_rate():
             return
         if in_broker_shape(message):
             LOG.debug("closing %s session: a message in the broker's own shape", self.transport)
@@ -171,7 +216,73 @@ class BroadcastConnection(SockJSConnection):
             LOG.debug("closing %s session: %s", self.transport, error)
             self.session.close(*close_codes.INVALID_MESSAGE)
 
+    def _over_rate(self):
+        """True when this message is over ``client_rate``: the session is then dropped
+        (``TOO_MANY_MESSAGES``), its websocket or stream cut at once."""
+        if self.bucket is None or self.bucket.take(time.monotonic()):
+            return False
+        LOG.debug("closing %s session: over %g messages/s", self.transport, self.bucket.rate)
+        handler = self.session.handler
+        subscriber = self if self.hub is not None else self.memberships[0]
+        subscriber.hub.drop(subscriber, close_codes.TOO_MANY_MESSAGES)
+        if (self.form.inner if self.positioned else self.form) is not None:
+            handler.cut()  # a websocket or a stream: its socket is the broker's
+        return True
+
+    def took_token(self, message):
+        """Whether ``message`` was this session's business with its token: a token (checked,
+        never published), or anything else from a session waiting for its first, which closes
+        it (see the module's rules)."""
+        if type(message) is str and message.startswith(tokens.MESSAGE_PREFIX):
+            if self.verifier is None:
+                self._close_for_token(close_codes.TOKEN_REFUSED, "this broker has no token key")
+            elif not self._over_rate():
+                self._take_token(message)
+            return True
+        if self.awaiting is not None:
+            self._close_for_token(close_codes.TOKEN_REQUIRED, "its first message is not a token")
+            return True
+        return False
+
+    def _take_token(self, message):
+        """Check the token of ``message``: join the rooms awaited, or refresh; or close the session."""
+        try:
+            grant = self.verifier.verify(tokens.token_in(message))
+            if self.grant is not None and grant.subject != self.grant.subject:
+                raise tokens.TokenRefused("another subject than the session's token's")
+            for name in self.private:
+                if not grant.may_join(name):
+                    raise tokens.TokenRefused("it does not name room %s" % name)
+        except tokens.TokenRefused as error:
+            expired = isinstance(error, tokens.TokenExpired)
+            self._close_for_token(close_codes.TOKEN_EXPIRED if expired else close_codes.TOKEN_REFUSED, error)
+            return
+        node = self.session.server.node
+        joining, self.awaiting = self.awaiting, None
+        if joining is not None:
+            if node.drain is not None and node.drain.draining:
+                self.session.close(*close_codes.RECONNECT)
+                return
+            if not self._join(joining):
+                return
+        if self.grant is None:
+            node.tokens.accepted += 1
+        else:
+            node.tokens.refreshed += 1
+        self.grant = grant
+        if self.private:
+            node.tokens.hold(self, grant.expires)
+            self.listens_only = self.hub is not None and not grant.may_publish(self.hub.name)
+
+    def _close_for_token(self, close, why):
+        """Close the session for its token with ``close``, counted; ``why`` is logged, never the token."""
+        LOG.info("closed a %s session for its token (%d): %s", self.transport, close.code, why)
+        self.session.server.node.tokens.refuse(close)
+        self.session.close(*close)
+
     def on_close(self):
+        if self.private:
+            self.session.server.node.tokens.forget(self)
         memberships, self.memberships = self.memberships, ()
         for membership in memberships:
             membership.hub.unsubscribe(membership)
@@ -192,6 +303,9 @@ class BroadcastConnection(SockJSConnection):
         """Take the room's batches straight through ``stream`` (a
         :class:`broker.transports.streams.Stream` now serving this session) in
         its form, or through its session again (None)."""
+        if self.awaiting is not None:
+            self.stream = stream  # it joins through it, if its token comes meanwhile
+            return
         inner = None if stream is None else stream.form
         for membership in self.memberships:
             old_form = membership.form
@@ -234,7 +348,9 @@ class Membership:
 
 
 class FeedConnection(BroadcastConnection):
-    """A listener only (``--no-client-publish``): what the client sends is dropped."""
+    """A listener only (``--no-client-publish``): what the client sends is dropped, but its
+    token, which is taken as in any session."""
 
     def on_message(self, message):
-        pass
+        if not self.session.is_closed:
+            self.took_token(message)

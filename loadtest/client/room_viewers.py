@@ -12,7 +12,10 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
   message of any other room, or one saying another room than its text's, is ``foreign``.
 - A :class:`RoomViewers` group is the viewers of a :class:`loadtest.client.connections.GroupSpec`
   whose ``urls`` hold one URL per viewer, client ``i`` to ``urls[i]``; it may run in a worker.
-  Every wait is bounded."""
+  Every wait is bounded.
+- Given tokens (private rooms), viewer ``i`` sends ``{"token":"<tokens[i]>"}`` as its first
+  message, as the SockJS open frame is read, on every SockJS transport; it sends nothing else. A
+  viewer is joined once the broker has read it: the broker says nothing, its ``/stats`` tells."""
 
 import asyncio
 import collections
@@ -26,7 +29,7 @@ from loadtest.client import tls_context
 from loadtest.client.connections import CONNECTING_AT_ONCE, ClientGroup
 from loadtest.client.deliveries import failure_reason, now_us
 from loadtest.errors import ConnectError
-from loadtest.framing import endpoints
+from loadtest.framing import endpoints, payload
 from loadtest.method import rules
 from loadtest.method.skew import HOT
 
@@ -124,28 +127,31 @@ class RoomViewers:
         self.viewers = [RoomViewer(rooms_of(url), self.hot, self.tail) for url in self.urls]
         self.connections = [None] * spec.count
 
-    async def connect(self):
-        """Open every viewer's connection, ``CONNECTING_AT_ONCE`` at a time: ``{reason: count}`` of the failures."""
+    async def connect(self, tokens=None):
+        """Open every viewer's connection, ``CONNECTING_AT_ONCE`` at a time: ``{reason: count}`` of the failures.
+        ``tokens``: one JWT per client id of the spec's whole (not this group's share), or None (public rooms)."""
         gate = asyncio.Semaphore(CONNECTING_AT_ONCE)
         failures = collections.Counter()
 
         async def one(index):
             async with gate:
-                reason = await self._open(index)
+                reason = await self._open(index, None if tokens is None else tokens[self.spec.first_id + index])
                 if reason is not None:
                     failures[reason] += 1
 
         await asyncio.gather(*(one(i) for i in range(len(self.viewers))))
         return dict(failures)
 
-    async def _open(self, index):
-        """Open viewer ``index``: None, or why it failed."""
+    async def _open(self, index, token):
+        """Open viewer ``index``, handing the broker ``token`` first if not None: None, or why it failed."""
         client_id = self.spec.first_id + index
         url = self.urls[index]
         service = endpoints.target(url)
         connection = self._clients.new_connection(client_id, url)
         connection.protocol.count_messages = self.viewers[index].count_frame
         connection.protocol.marker = None  # the viewer times what it counts
+        if token is not None:
+            connection.protocol.first_message = payload.token_message(token)
         try:
             await connection.open(service.host, service.port, self.spec.source_address(client_id),
                                   CONNECT_TIMEOUT_S, tls_context.context_for(service))

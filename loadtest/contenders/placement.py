@@ -164,6 +164,11 @@ class BrokerRun:
         return ((),)
 
     @classmethod
+    def secret_flags(cls, settings):
+        """Flags the servers also run with that are never shown, a secret's: by default none."""
+        return ()
+
+    @classmethod
     def backplane(cls, settings):
         """What a cluster's brokers join: by default None, one redis-server."""
         return None
@@ -187,7 +192,8 @@ def run_each_broker(runs, scenario, settings, transport, status):
         for flags in variants:
             token = secrets.token_hex(16)
             status.message("%s (%s): %s" % (contender.label, contender.runtime, " ".join(contender.argv + list(flags))))
-            with launched(contender, where.server_cpus, status, runs.brokers, ["--publish-token", token] + list(flags),
+            with launched(contender, where.server_cpus, status, runs.brokers,
+                          ["--publish-token", token] + list(scenario.secret_flags(settings)) + list(flags),
                           out) as running:
                 if running is None:
                     continue

@@ -79,10 +79,14 @@ class HttpSessionProtocol(websocket_protocol.ClientSide):
         """Publish this client's next message, sent at ``sent_us``; returns its sequence number."""
         self.seq += 1
         self.pending[self.seq] = sent_us
-        self._queued.append(payload.message(self.client_id, self.seq, sent_us))
+        self.send_text(payload.message(self.client_id, self.seq, sent_us))
+        return self.seq
+
+    def send_text(self, message):
+        """Send ``message`` (bytes needing no JSON escapes), untimed: now, or with the next send."""
+        self._queued.append(message)
         if self._in_flight is None:
             self._send_queued()
-        return self.seq
 
     def receive_data(self, data):
         """The events of ``data``, read on the receiving connection: most often one Delivered."""

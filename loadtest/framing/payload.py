@@ -4,7 +4,10 @@ A message is the ASCII string ``"<client>:<seq>:<t_us>"``: the sender's id, its 
 number, its send time in microseconds of the monotonic clock. It needs no JSON escaping, so in
 a SockJS frame every message is exactly two ``"``, and a client finds its own by searching for
 ``"<client>:``. A backend's messages carry the sender id :data:`FEED_ID`, which no client has.
+A token message (:func:`token_message`), a private room's key, is the one message sent JSON-escaped.
 """
+
+import json
 
 SOCKJS_OPEN = 0x6F  # o
 SOCKJS_ARRAY = 0x61  # a
@@ -14,6 +17,11 @@ FEED_ID = -1
 
 def message(client_id, seq, t_us):
     return b"%d:%d:%d" % (client_id, seq, t_us)
+
+
+def token_message(token):
+    """The message ``{"token":"<token>"}`` that hands a broker a JWT, escaped to go in a SockJS array as it is."""
+    return json.dumps(json.dumps({"token": token}, separators=(",", ":"))).encode()[1:-1]
 
 
 def sockjs_send_payload(*messages):

@@ -8,7 +8,8 @@ Rules (the sans-I/O shape of python-websockets):
 - Events, in order: :data:`OPENED` (the handshake answered and, over SockJS, the open frame
   in), :class:`Delivered` (one per read: the messages counted, and the client's own still
   pending, as ``(seq, sent_us)``), :class:`Closed`; nothing follows Closed. A listener sends
-  nothing; its "own" messages are the feed's, every one timed.
+  nothing; its "own" messages are the feed's, every one timed. A ``first_message`` (a private
+  room's token) is queued as the SockJS open frame is read, before anything else is sent.
 - Messages are counted, never JSON-decoded: frames are parsed in place by offsets. This is
   the load client's hot path: one read, one pass, one Delivered.
 """
@@ -78,7 +79,8 @@ def tally_sockjs_frame(protocol, frame, count, own, events):
     """Add the SockJS ``frame`` (``buffer[start:end]``) to one read's ``count`` and ``own`` (a list or
     None), returned: an array's messages counted, ``protocol``'s own taken from ``pending`` (none
     for a ``marker`` of None); the first open frame appends :data:`OPENED` to ``events`` (after a
-    Delivered of what came before); a later open frame or a close frame closes ``protocol``."""
+    Delivered of what came before) and queues ``protocol``'s ``first_message`` if it has one; a later
+    open frame or a close frame closes ``protocol``."""
     buffer, start, end = frame
     kind = buffer[start]
     if kind == _SOCKJS_ARRAY:
@@ -92,6 +94,8 @@ def tally_sockjs_frame(protocol, frame, count, own, events):
             protocol.close(LOST_SESSION)
         else:
             protocol.opened = True
+            if protocol.first_message is not None:
+                protocol.send_text(protocol.first_message)
             if count:
                 events.append(_new_delivered(Delivered, (count, own or ())))
                 count, own = 0, None
@@ -117,7 +121,10 @@ class ClientSide:
     """What a load client's protocol is, whatever its transport: ``pending`` maps the sequence
     number of each own message not yet back to its send time in microseconds (None for a
     listener, which times every message of its ``marker``); ``outgoing``, the bytes waiting
-    for :meth:`data_to_send`; ``positions``: messages are counted in position envelopes."""
+    for :meth:`data_to_send`; ``positions``: messages are counted in position envelopes;
+    ``first_message``: a message (needing no JSON escapes, untimed) sent as the session opens, or None."""
+
+    first_message = None
 
     def __init__(self, client_id, marker, positions):
         self.client_id = client_id
@@ -170,12 +177,14 @@ class ClientProtocol(ClientSide):
     def send(self, sent_us):
         """Queue this client's next message, sent at ``sent_us``; returns its sequence number."""
         self.seq += 1
-        message = payload.message(self.client_id, self.seq, sent_us)
-        if self.sockjs:
-            message = payload.sockjs_send_payload(message)
         self.pending[self.seq] = sent_us
-        self.outgoing.append(websocket_frames.client_frame(message))
+        self.send_text(payload.message(self.client_id, self.seq, sent_us))
         return self.seq
+
+    def send_text(self, message):
+        """Queue ``message`` (bytes needing no JSON escapes), untimed: over SockJS, in an array of its own."""
+        self.outgoing.append(websocket_frames.client_frame(payload.sockjs_send_payload(message) if self.sockjs
+                                                           else message))
 
     def receive_data(self, data):
         """The events the bytes ``data`` bring, in order: a sequence, most often of one :class:`Delivered`."""

@@ -19,16 +19,29 @@ Rules (docs/load-testing.rst, "Many rooms: ``rooms``"):
   broker is its CPU less that share. The brokers' CPU from the first publish to the end of that
   wait, over the deliveries, is the CPU per delivery. A viewer that gets a message of a room it
   did not join is ``foreign``: a run is clean when there is none, and nothing short, twice or
-  dropped."""
+  dropped.
+- The joins: from the first viewer's connect until the brokers' ``/stats`` count every viewer's
+  rooms joined (``connections_total``, read every ``JOIN_CHECK_S`` once every viewer is open,
+  ``JOIN_TIMEOUT_S`` at most): a broker says nothing to a viewer joining a private room, and a
+  probe published into the rooms would miss a viewer whose token is still on its way. The
+  brokers' CPU over that time, over the viewers, is the CPU per join.
+- ``--private``: each broker is started with a secret made for the command's run (never shown)
+  and ``--private-rooms room-*``; each viewer gets a JWT (HS256, PyJWT) minted before the first
+  connect, ``sub`` ``viewer-<i>``, ``exp`` an hour ahead, ``rooms`` exactly its rooms' names, and
+  sends it as its first message (:mod:`loadtest.client.room_viewers`). The idle rooms stay public."""
 
 import argparse
 import asyncio
 import dataclasses
 import random
+import secrets
+import time
 from typing import Optional, Tuple
 
+import jwt
+
 from loadtest import arguments, records
-from loadtest.client import connections, room_viewers, tls_context, workers
+from loadtest.client import connections, room_viewers, server_probe, tls_context, workers
 from loadtest.client.deliveries import now_us
 from loadtest.client.publisher import Publisher
 from loadtest.client.server_probe import ServerProbe
@@ -44,6 +57,12 @@ DRAIN_CHECK_S = 0.25
 SEED = 67
 IDLE_PREFIX = "idle-"
 PUBLISH_AT = ("each", "first")  # through each broker in turn, or the first only
+JOIN_CHECK_S = 0.05
+# Longer than a broker waits for a session's token (10 s) before it closes the session.
+JOIN_TIMEOUT_S = 30.0
+PRIVATE_ROOMS = room_viewers.ROOM_PREFIX + "*"
+TOKEN_LIFETIME_S = 3600
+SECRET_BYTES = 32  # token_urlsafe: 43 characters, more than a broker's 32 at least
 
 
 def parse_skew(text):
@@ -85,6 +104,10 @@ def add_arguments(parser):
     arguments.option(parser, "--publish-at", choices=PUBLISH_AT, default=PUBLISH_AT[0],
                      help="the brokers a cluster's backend publishes through: each in turn, or the first only, "
                      "so that the others' CPU is what rooms cost a broker that is not published to (default each)")
+    arguments.option(parser, "--private", action="store_true",
+                     help="private rooms: each broker checks tokens (a secret made for this run, --private-rooms "
+                     "'room-*'), each viewer joins with a JWT naming its rooms, sent as its first message; the "
+                     "record's joins then cost that")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
 
@@ -93,7 +116,8 @@ def add_arguments(parser):
 class ManyRoomsSettings:
     """A rooms run: for each of ``rooms``, ``viewers`` over ``transport`` in ``rooms_per_viewer`` rooms each,
     spread by ``skew``; ``room_rate`` messages a second per room for ``duration`` seconds, after
-    ``idle_rooms`` empty rooms were made, published through the brokers of ``publish_at``."""
+    ``idle_rooms`` empty rooms were made, published through the brokers of ``publish_at``; ``private``: the
+    rooms are private, the brokers' tokens signed by ``token_secret`` (made by :meth:`of`)."""
 
     rooms: Tuple[int, ...]
     viewers: int
@@ -104,16 +128,32 @@ class ManyRoomsSettings:
     idle_rooms: int
     transport: str
     publish_at: str
+    private: bool = False
+    token_secret: Optional[str] = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, args):
-        """The settings of the command's parsed arguments."""
+        """The settings of the command's parsed arguments; with ``--private``, a secret of their own."""
         return cls(tuple(args.rooms), args.viewers, args.rooms_per_viewer, args.skew, args.room_rate, args.duration,
-                   args.idle_rooms, args.transport, args.publish_at)
+                   args.idle_rooms, args.transport, args.publish_at, args.private,
+                   secrets.token_urlsafe(SECRET_BYTES) if args.private else None)
 
     def broker_flags(self, rooms):
-        """The broker's flags for a run of ``rooms`` rooms: room for them and the idle ones, and each viewer's."""
-        return ("--max-rooms", str(rooms + self.idle_rooms), "--max-session-rooms", str(self.rooms_per_viewer))
+        """The broker's flags for a run of ``rooms`` rooms: room for them and the idle ones, and each viewer's;
+        the viewers' rooms private if ``private`` (the secret apart: :meth:`ManyRoomsRun.secret_flags`)."""
+        sized = ("--max-rooms", str(rooms + self.idle_rooms), "--max-session-rooms", str(self.rooms_per_viewer))
+        return sized + (("--private-rooms", PRIVATE_ROOMS) if self.private else ())
+
+    def viewer_tokens(self, spread, now):
+        """Each viewer's JWT (HS256 by ``token_secret``) to join its rooms of ``spread``, minted at ``now``
+        (seconds since the epoch): ``sub`` ``viewer-<i>``, ``exp`` an hour ahead; None unless ``private``."""
+        if not self.private:
+            return None
+        expires = int(now) + TOKEN_LIFETIME_S
+        return tuple(jwt.encode({"sub": "viewer-%d" % i, "exp": expires,
+                                 "rooms": [room_viewers.room_name(room) for room in joined]},
+                                self.token_secret, algorithm="HS256")
+                     for i, joined in enumerate(spread))
 
     def refusal(self):
         """Why these settings cannot run, or None."""
@@ -131,6 +171,12 @@ class ManyRoomsRun(placement.BrokerRun):
     def variants(cls, settings):
         """One broker for each number of rooms."""
         return [settings.broker_flags(rooms) for rooms in settings.rooms]
+
+    @classmethod
+    def secret_flags(cls, settings):
+        """The secret that signs the viewers' tokens, if the rooms are private: one argument, for a secret may
+        begin with ``-``, which the broker would read as a flag of its own."""
+        return ("--token-secret=" + settings.token_secret,) if settings.private else ()
 
     async def run(self):
         """The :class:`loadtest.records.ManyRooms` of the run, also written to the results file."""
@@ -172,8 +218,13 @@ class ManyRoomsRun(placement.BrokerRun):
         groups = ([room_viewers.RoomViewers(spec)] if procs == 1 else
                   workers.in_workers(room_viewers.RoomViewers, spec, procs, self.placement.client_cpus))
         published = [0] * load.rooms
+        tokens = settings.viewer_tokens(load.spread, time.time())
+        loop = asyncio.get_event_loop()
         try:
-            failures = workers.summed(await asyncio.gather(*(group.connect() for group in groups)))
+            started, before = loop.time(), load.probe.cpu_seconds_each()
+            failures = workers.summed(await asyncio.gather(*(group.connect(tokens) for group in groups)))
+            if not failures:
+                failures = await self._until_joined(load, started, before)
             load.rss["joined"] = await load.probe.settled_rss_kb()
             if failures:
                 return await self._record(load, groups, published, End.CONNECTIONS_FAILED.text(
@@ -182,7 +233,6 @@ class ManyRoomsRun(placement.BrokerRun):
                 self.label, settings.viewers, load.rooms, settings.rooms_per_viewer, settings.skew,
                 settings.transport))
             load.idle_cpu = await self._idle_cpu(load.probe)
-            loop = asyncio.get_event_loop()
             started, before = loop.time(), load.probe.cpu_seconds_each()
             load.elapsed = await self._publish(load.publishers, published)
             deadline = loop.time() + rules.LOSS_AFTER_S
@@ -195,6 +245,24 @@ class ManyRoomsRun(placement.BrokerRun):
         finally:
             for group in groups:
                 group.close()
+
+    async def _until_joined(self, load, started, before):
+        """Wait until the brokers' ``/stats`` count every viewer's rooms joined, ``JOIN_TIMEOUT_S`` at most; keep
+        in ``load.join`` the CPU and the seconds from ``started`` (``before``: the CPU then): the failures."""
+        loop = asyncio.get_event_loop()
+        expected = sum(map(len, load.spread))
+        deadline = loop.time() + JOIN_TIMEOUT_S
+        while True:
+            documents = await asyncio.gather(*map(server_probe.server_stats, self.cluster.urls))
+            joined = sum((document or {}).get("connections_total", 0) for document in documents)
+            if joined >= expected or loop.time() >= deadline:
+                break
+            await asyncio.sleep(JOIN_CHECK_S)
+        load.join = ({name: used - before[name] for name, used in load.probe.cpu_seconds_each().items()},
+                     loop.time() - started)
+        if joined >= expected:
+            return {}
+        return {"room joins missing after %g s" % JOIN_TIMEOUT_S: expected - joined}
 
     @staticmethod
     async def _idle_cpu(probe):
@@ -235,6 +303,7 @@ class ManyRoomsRun(placement.BrokerRun):
         cpu_s, seconds = load.cpu or ({}, None)
         cpu = rules.ServerFigures.of(sum(cpu_s.values()), seconds, report.received, rss["end"]) if seconds else \
             rules.ServerFigures()
+        join_cpu_s, join_s = load.join or (None, None)
         record = records.ManyRooms(
             server=self.label, brokers=len(self.cluster.servers), publish_at=settings.publish_at,
             transport=settings.transport, rooms=load.rooms, viewers=settings.viewers,
@@ -253,18 +322,23 @@ class ManyRoomsRun(placement.BrokerRun):
             rss_per_idle_room_kb=round((rss["idle"] - rss["start"]) / settings.idle_rooms, 3)
             if settings.idle_rooms else None,
             rss_joined_kb=rss["joined"], rss_per_joined_room_kb=round((rss["joined"] - rss["idle"]) / load.rooms, 3),
-            rss_end_kb=rss["end"], end=end)
+            rss_end_kb=rss["end"], end=end, private=settings.private,
+            join_s=round(join_s, 3) if join_s else None,
+            joins_per_s=round(settings.viewers / join_s, 1) if join_s else None,
+            join_cpu_s={name: round(used, 3) for name, used in join_cpu_s.items()} if join_s else None,
+            cpu_us_per_join=round(sum(join_cpu_s.values()) / settings.viewers * 1e6, 1) if join_s else None)
         self.out.write(record)
         return record
 
     @staticmethod
     def verdict(record):
         """The line a person reads when a run ends."""
-        return ("%s, %d rooms x %d viewers (%d rooms each, %s; the hot room %d) over %s: %d published, %s "
-                "deliveries/s, p50/p99 %s/%s ms (hot %s, tail %s), %s us of CPU per delivery, %s KiB per idle "
-                "room, %d connections; %d foreign, %d short, %d twice, %d dropped; %s" % (
-                    record.server, record.rooms, record.viewers, record.rooms_per_viewer, record.skew,
-                    record.hot_viewers, record.transport, record.published, "{:,.0f}".format(record.deliveries_per_s),
+        return ("%s, %d %srooms x %d viewers (%d rooms each, %s; the hot room %d) over %s: %s joins/s, %s us of "
+                "CPU per join; %d published, %s deliveries/s, p50/p99 %s/%s ms (hot %s, tail %s), %s us of CPU per "
+                "delivery, %s KiB per idle room, %d connections; %d foreign, %d short, %d twice, %d dropped; %s" % (
+                    record.server, record.rooms, "private " if record.private else "", record.viewers,
+                    record.rooms_per_viewer, record.skew, record.hot_viewers, record.transport, record.joins_per_s,
+                    record.cpu_us_per_join, record.published, "{:,.0f}".format(record.deliveries_per_s),
                     record.rtt_ms["p50"], record.rtt_ms["p99"], record.hot_rtt_ms["p99"], record.tail_rtt_ms["p99"],
                     record.cpu_us_per_delivery, record.rss_per_idle_room_kb, record.connections, record.foreign,
                     record.short, record.extra, record.dropped, record.end))
@@ -279,7 +353,8 @@ class ManyRoomsRun(placement.BrokerRun):
 @dataclasses.dataclass
 class RoomsLoad:
     """One run's state: its number of ``rooms``, each viewer's rooms (``spread``), the brokers' ``probe``,
-    the ``publishers``, the RSS at each stage (``rss``), each server process's CPU idle (``idle_cpu``, a share
+    the ``publishers``, the RSS at each stage (``rss``), ``join``: each server process's CPU seconds and the
+    seconds from the first connect to the last join, each server process's CPU idle (``idle_cpu``, a share
     of one core), then the seconds of publishing and ``cpu``: each server process's CPU seconds and the
     seconds, from the first publish to the last delivery."""
 
@@ -290,6 +365,7 @@ class RoomsLoad:
     rss: dict
     elapsed: float = 0.0
     idle_cpu: dict = dataclasses.field(default_factory=dict)
+    join: Optional[Tuple[dict, float]] = None
     cpu: Optional[Tuple[dict, float]] = None
 
 

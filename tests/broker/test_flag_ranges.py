@@ -55,7 +55,7 @@ def refused_at_start(module, argv, environ=None):
     ("--replay", "99999999999"),
     ("--warm-up", "-1"),
     ("--log-level", "verbose"),
-    ("--publish-token", "two words"),
+    ("--publish-token", "three are many"),  # one, or two while rotating
     ("--redis", "redis://127.0.0.1:99999/0"),
 ])
 def test_a_value_outside_the_range_stops_the_broker_at_start_naming_the_flag(flag, value):

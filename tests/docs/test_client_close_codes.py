@@ -6,9 +6,11 @@
   the private range 4000-4999 it closes a silent connection with, which the broker never sends).
 * What the client does with each close of close_codes.py is said here once (:data:`REACTIONS`),
   from the table at the top of that module: ``reconnect now`` (3012, "reconnect now, to any
-  broker"), ``stop`` (the same client would be refused again), ``back off`` (the rest: come back
-  after a pause, with jitter). A close added to close_codes.py fails here until it has one.
-* The client's reconnect-now code is the ``reconnect now`` close's, and its stop codes are
+  broker"), ``stop`` (the same client would be refused again), ``fresh token`` (3017, "come back
+  with a fresh token, or stop"), ``back off`` (the rest: come back after a pause, with jitter).
+  A close added to close_codes.py fails here until it has one.
+* The client's reconnect-now code is the ``reconnect now`` close's, its token-expired code the
+  ``fresh token`` close's, and its stop codes are
   exactly the ``stop`` closes' codes; no code the client stops on is one the broker also sends
   for a close that should come back (1002 is both a protocol error and SockJS's interrupted
   stream: the client cannot stop on it).
@@ -22,27 +24,31 @@ from checkout import ROOT
 
 CLIENT = os.path.join(ROOT, "broker", "ops", "demo", "broker-client.js")
 CLIENT_OWN = {"SILENT": 4000}
-RECONNECT_NOW, STOP, BACK_OFF = "reconnect now", "stop", "back off"
+RECONNECT_NOW, STOP, FRESH_TOKEN, BACK_OFF = "reconnect now", "stop", "fresh token", "back off"
 REACTIONS = {
     "PING_TIMEOUT": BACK_OFF, "PROTOCOL_ERROR": BACK_OFF, "INTERRUPTED": BACK_OFF,
     "BINARY_FRAME": STOP, "INVALID_UTF8": STOP, "INVALID_MESSAGE": STOP, "NOT_A_STRING": STOP,
     "BROKER_SHAPE": STOP, "MESSAGE_TOO_BIG": STOP,
     "SLOW_CONSUMER": BACK_OFF, "TOO_MANY_MESSAGES": BACK_OFF, "SESSIONS_PER_IP": BACK_OFF,
     "MAX_SESSIONS": BACK_OFF, "RECONNECT": RECONNECT_NOW, "ROOM_REFUSED": STOP, "TOO_MANY_ROOMS": BACK_OFF,
+    "TOKEN_REQUIRED": STOP, "TOKEN_REFUSED": STOP, "TOKEN_EXPIRED": FRESH_TOKEN,
 }
 # The client's constants that hold close codes, each with the reaction it stands for.
-CLIENT_CONSTANTS = {"RECONNECT_NOW": RECONNECT_NOW, "STOP_CODES": STOP}
+CLIENT_CONSTANTS = {"RECONNECT_NOW": RECONNECT_NOW, "STOP_CODES": STOP, "TOKEN_EXPIRED": FRESH_TOKEN}
 CONSTANT = re.compile(r"^\s*var ([A-Z_]+) = (\[[0-9, ]*\]|[0-9]+);", re.MULTILINE)
 # A close code as the client's text may write one: RFC 6455's, or the 3000-4999 ranges.
 CODE = re.compile(r"\b(10(?:0[0-9]|1[0-5])|[34][0-9]{3})\b")
 
 
 def closes():
-    """``{name: code}`` of every close of close_codes.py (``PROTOCOL_ERROR`` is a code alone)."""
+    """``{name: code}`` of every close of close_codes.py (``PROTOCOL_ERROR`` is a code alone; an
+    int out of the close codes' range, as ``TOKEN_WAIT_S``, is no code)."""
     found = {}
     for name, value in vars(close_codes).items():
-        if name.isupper() and isinstance(value, (int, close_codes.Close)):
-            found[name] = value if isinstance(value, int) else value.code
+        if name.isupper() and isinstance(value, close_codes.Close):
+            found[name] = value.code
+        elif name.isupper() and isinstance(value, int) and 1000 <= value <= 4999:
+            found[name] = value
     return found
 
 

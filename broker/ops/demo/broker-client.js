@@ -10,7 +10,8 @@
        onstatechange: function (state, detail) { ... }, // connecting, open, closed, stopped
        transports: ['websocket', 'xhr-streaming'],      // optional, as for SockJS
        heartbeatMs: 25000,                              // optional: the broker's --heartbeat-delay
-       silenceMs: 35000                                 // optional, see below
+       silenceMs: 35000,                                // optional, see below
+       getToken: function () { ... }                    // optional: private rooms, see below
      });
      client.send('hello');
      client.close();
@@ -71,8 +72,32 @@
      browser does, which may be never.
    - Close codes that mean the same client would be refused again (1003 binary, 1007 invalid
      message, 1009 message too big, 3013 rooms refused: a bad name, no name, more rooms than
-     the broker lets a session join, or rooms a cluster does not serve) stop it: state
-     "stopped", with the close (its code and reason) as the detail, and no reconnect.
+     the broker lets a session join, or rooms a cluster does not serve; 3015 token required,
+     3016 token refused) stop it: state "stopped", with the close (its code and reason) as
+     the detail, and no reconnect.
+   - Private rooms (the broker's --private-rooms) take a token, a JWT the page's backend signs:
+     getToken() returns it, or a Promise of it (the page fetches it from its backend, which
+     knows who the user is). Before each connection the client asks getToken() for a token
+     and sends it as the connection's first message, {"token": "<JWT>"}: never in the URL,
+     which proxies log and sockjs-client repeats in every request of a polling session. A
+     broker run without a token key (--token-secret or --token-public-key) refuses it, 3016,
+     rather than relay it to the room: the client stops, saying so.
+   - It reads the token's exp (its payload, not verified: the broker verifies) and, on the
+     same session, sends a fresh token from getToken() when the later of two moments comes:
+     half the token's remaining lifetime, or 60 s before its exp. A short token (seconds) is
+     refreshed halfway, a long one a minute ahead; a hidden tab's timers may run late, and
+     then the broker's 3017 below brings it back without a gap. At a refresh, getToken()
+     failing, or giving no token of a later exp, changes nothing: the session runs until the
+     broker closes it at exp.
+   - 3017 (the session's token expired) asks getToken() once more and reconnects within 1 s,
+     resuming, missing nothing the broker's history still holds. A client stops instead, with
+     state "stopped" and a detail {reason: text}, when getToken() fails (a rejected Promise,
+     or a throw: the page may no longer have a token), or gives a token already past its
+     exp, or, after a 3017, one no later than the token that expired. A 3017 again before
+     the broker started the new session, or on a client without getToken, stops it with that
+     close as the detail. So a page whose tokens stop coming, or whose clock is wrong, stops:
+     it never reconnects in a loop. A connection that fails for another reason (the network)
+     comes back as above, with a fresh token.
 */
 (function (root) {
   'use strict';
@@ -81,7 +106,12 @@
   var MAX_DELAY_MS = 30000;
   var RECONNECT_NOW_MS = 1000;
   var RECONNECT_NOW = 3012;
-  var STOP_CODES = [1003, 1007, 1009, 3013];
+  var STOP_CODES = [1003, 1007, 1009, 3013, 3015, 3016];
+  var TOKEN_EXPIRED = 3017;
+  // A token is refreshed at the later of half its remaining lifetime and this long before its exp.
+  var REFRESH_AHEAD_MS = 60000;
+  // The longest wait setTimeout takes (2^31 - 1 ms, 24.8 days): a longer one fires at once.
+  var MAX_TIMER_MS = 2147483647;
   // The broker's heartbeat by default (--heartbeat-delay), and how late one may be beyond it.
   var HEARTBEAT_MS = 25000;
   var LATE_HEARTBEAT_MS = 10000;
@@ -101,6 +131,16 @@
   function isCounter(message) {
     return message !== null && typeof message === 'object' && typeof message.counter === 'string' &&
       typeof message.value === 'string';
+  }
+
+  /* A JWT's exp in ms since the epoch, read without verifying it, or null if it has none. */
+  function expiresAt(token) {
+    try {
+      var claims = JSON.parse(atob(String(token).split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+      return typeof claims.exp === 'number' ? claims.exp * 1000 : null;
+    } catch (error) {
+      return null;
+    }
   }
 
   function own(object, name) {
@@ -148,7 +188,13 @@
     this._delay = FIRST_DELAY_MS;
     this._timer = null;
     this._watchdog = null;
+    this._refresh = null;
     this._sock = null;
+    // The getToken() call whose answer is awaited (only the last one's counts), the exp of the
+    // session's token, and whether the client came back after a 3017, until the broker starts it.
+    this._asking = null;
+    this._expires = null;
+    this._renewing = false;
     this._connect();
   }
 
@@ -192,9 +238,53 @@
     return this.url + (this.url.indexOf('?') < 0 ? '?' : '&') + query;
   };
 
+  /* Connect, with a token from getToken() when the client has it; stop if it gives none. */
   BrokerClient.prototype._connect = function () {
     var self = this;
     self._timer = null;
+    if (!self.options.getToken) {
+      self._open(null, null);
+      return;
+    }
+    // After a 3017, the token must be later than the one that expired.
+    var expired = self._renewing ? self._expires : null;
+    self._askToken(function (token, expires) {
+      if (expired !== null && (expires === null || expires <= expired)) {
+        self._stop({ reason: 'getToken() gave no token later than the one that expired' });
+      } else {
+        self._open(token, expires);
+      }
+    }, function (reason) { self._stop({ reason: reason }); });
+  };
+
+  /* Call getToken(): then(token, expires), expires its exp in ms (null if it has none), or
+     failed(reason) when it fails or gives a token past its exp. Only the last call answers. */
+  BrokerClient.prototype._askToken = function (then, failed) {
+    var self = this;
+    var asking = {};
+    self._asking = asking;
+    var answer;
+    try {
+      answer = Promise.resolve(self.options.getToken());
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    answer.then(function (token) {
+      if (self._asking !== asking) return;
+      self._asking = null;
+      var expires = expiresAt(token);
+      if (expires !== null && expires <= Date.now()) failed('getToken() gave a token past its exp');
+      else then(String(token), expires);
+    }, function (error) {
+      if (self._asking !== asking) return;
+      self._asking = null;
+      failed('getToken() failed: ' + (error && error.message ? error.message : String(error)));
+    });
+  };
+
+  /* Open a SockJS session; token (or null) is its first message. */
+  BrokerClient.prototype._open = function (token, expires) {
+    var self = this;
     self._setState('connecting');
     self._started = false;
     var sock = new SockJS(self._resumeUrl(), null, self.options.transports ? { transports: self.options.transports } : {});
@@ -210,7 +300,12 @@
     sock.addEventListener('heartbeat', alive);
     sock.onopen = function () {
       alive();
-      if (self._sock === sock) self._setState('open', sock.transport);
+      if (self._sock !== sock) return;
+      if (token !== null) {
+        sock.send(JSON.stringify({ token: token }));
+        self._refreshLater(sock, expires);
+      }
+      self._setState('open', sock.transport);
     };
     sock.onmessage = function (event) {
       alive();
@@ -219,18 +314,36 @@
     sock.onclose = function (event) {
       if (self._sock !== sock) return;
       clearTimeout(self._watchdog);
+      clearTimeout(self._refresh);
       self._sock = null;
-      if (STOP_CODES.indexOf(event.code) >= 0) {
+      var renew = event.code === TOKEN_EXPIRED && Boolean(self.options.getToken) && !self._renewing;
+      if (STOP_CODES.indexOf(event.code) >= 0 || event.code === TOKEN_EXPIRED && !renew) {
         self._setState('stopped', event);
         return;
       }
+      if (renew) self._renewing = true;
       // A broker that turns new sessions away while it drains says 3012 too: only a
       // connection that was serving comes back at once.
-      var wait = event.code === RECONNECT_NOW && self._started ? RECONNECT_NOW_MS : self._delay;
+      var wait = renew || event.code === RECONNECT_NOW && self._started ? RECONNECT_NOW_MS : self._delay;
       self._delay = Math.min(self._delay * 2, MAX_DELAY_MS);
       self._setState('closed', event);
       self._timer = setTimeout(function () { self._connect(); }, Math.random() * wait);
     };
+  };
+
+  /* On the session sock, send a fresh token before the one of exp expires (see the rules). */
+  BrokerClient.prototype._refreshLater = function (sock, expires) {
+    var self = this;
+    self._expires = expires;
+    if (expires === null) return;
+    var lifetime = expires - Date.now();
+    self._refresh = setTimeout(function () {
+      self._askToken(function (token, fresh) {
+        if (self._sock !== sock || fresh === null || fresh <= expires) return;
+        sock.send(JSON.stringify({ token: token }));
+        self._refreshLater(sock, fresh);
+      }, function () {});
+    }, Math.min(Math.max(lifetime / 2, lifetime - REFRESH_AHEAD_MS), MAX_TIMER_MS));
   };
 
   BrokerClient.prototype._receive = function (envelope) {
@@ -252,6 +365,7 @@
     } else if (envelope.c) {
       this._delay = FIRST_DELAY_MS;
       this._started = true;
+      this._renewing = false;
       if (envelope.c !== 'resumed') {
         if (envelope.c === 'gap') this._call(room, 'ongap', envelope.reason);
         // What the broker sends a start (counters, the replay tail) follows, at or before
@@ -284,13 +398,19 @@
   };
 
   BrokerClient.prototype.close = function () {
+    this._stop();
+  };
+
+  BrokerClient.prototype._stop = function (detail) {
     clearTimeout(this._timer);
     clearTimeout(this._watchdog);
+    clearTimeout(this._refresh);
     this._timer = null;
+    this._asking = null;
     var sock = this._sock;
     this._sock = null;
     if (sock) sock.close();
-    this._setState('stopped');
+    this._setState('stopped', detail);
   };
 
   root.BrokerClient = BrokerClient;

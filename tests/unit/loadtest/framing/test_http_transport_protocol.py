@@ -172,6 +172,25 @@ def test_a_listener_times_every_message_of_the_feed():
     assert list(protocol.receive_data(chunk(frame))) == [Delivered(2, [(1, 1000)])]
 
 
+@pytest.mark.parametrize("transport, opening", [
+    ("xhr-streaming", STREAM_HEAD + chunk(b"h" * 2048 + b"\n") + chunk(b"o\n")),
+    ("xhr-polling", poll(b"o\n")),
+    ("jsonp-polling", poll(b'/**/_sockjs_load("o");\r\n')),
+])
+def test_a_first_message_is_sent_as_the_session_opens_and_what_follows_waits_for_its_answer(transport, opening):
+    protocol = HttpSessionProtocol(CLIENT, "h:1", SESSION, transport)
+    protocol.first_message = payload.token_message("a.b.c")
+    protocol.data_to_send()
+    assert protocol.sends_to_send() == b""
+    assert list(protocol.receive_data(opening)) == [OPENED]
+    request = protocol.sends_to_send()
+    body = request.partition(b"\r\n\r\n")[2].decode()
+    sent = json.loads(urllib.parse.parse_qs(body)["d"][0] if transport == "jsonp-polling" else body)
+    assert sent == ['{"token":"a.b.c"}'] and protocol.pending == {}
+    protocol.send(1000)
+    assert protocol.sends_to_send() == b"", "one send in flight: the token's"
+
+
 def test_the_query_goes_on_every_request_and_positions_are_counted_in_envelopes():
     protocol = HttpSessionProtocol(CLIENT, "h:1", SESSION, "xhr-streaming", "positions=1", True)
     assert protocol.data_to_send().startswith(b"POST /broadcast/000/abc/xhr_streaming?positions=1 HTTP/1.1\r\n")

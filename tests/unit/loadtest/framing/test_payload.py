@@ -1,3 +1,5 @@
+import json
+
 from loadtest.framing import payload
 
 
@@ -28,3 +30,8 @@ def test_raw_messages_match_only_at_the_start():
 
 def test_send_payload_is_a_sockjs_json_array():
     assert payload.sockjs_send_payload(b"1:2:3") == b'["1:2:3"]'
+
+
+def test_a_token_message_goes_in_a_send_array_as_the_object_a_broker_reads():
+    sent = json.loads(payload.sockjs_send_payload(payload.token_message("eyJh.eyJz.c2ln-_")))
+    assert sent == ['{"token":"eyJh.eyJz.c2ln-_"}'], "no space: a broker reads a message beginning {\"token\":"

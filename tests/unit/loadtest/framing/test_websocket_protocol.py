@@ -82,6 +82,17 @@ def test_a_listener_times_every_message_of_the_feed_and_sends_nothing():
     assert protocol.data_to_send() == b""
 
 
+def test_a_first_message_goes_right_after_the_open_frame_untimed_before_anything_else():
+    protocol = ClientProtocol.listener("127.0.0.1:8080", "/broadcast/000/abc/websocket")
+    protocol.first_message = payload.token_message("a.b.c")
+    events = protocol.receive_data(handshake_answer(protocol))
+    assert list(events) == [] and protocol.data_to_send() == b"", "nothing before the open frame"
+    events = protocol.receive_data(server_frame(b"o") + array(payload.message(payload.FEED_ID, 1, 1000)))
+    assert list(events) == [OPENED, Delivered(1, [(1, 1000)])]
+    assert unmask(protocol.data_to_send()) == b'["{\\"token\\":\\"a.b.c\\"}"]' and protocol.pending is None
+    assert list(protocol.receive_data(server_frame(b"h"))) == [] and protocol.data_to_send() == b"", "once"
+
+
 def test_raw_messages_are_one_per_frame():
     protocol = opened(sockjs=False)
     protocol.send(1000)
