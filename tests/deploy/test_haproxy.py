@@ -30,6 +30,9 @@ SESSION_TRANSPORTS = [XhrPollingClient, XhrStreamingClient, EventSourceClient, J
 ROUNDS = 4
 
 
+# Alone: haproxy marks a broker that answers no check within its 1 s "timeout check" twice down,
+# which the side-by-side tier's load made both fresh brokers do once (503, no server available).
+@pytest.mark.alone
 @pytest.mark.parametrize("client_class", SESSION_TRANSPORTS, ids=lambda c: c.transport)
 def test_every_request_of_a_session_reaches_the_broker_holding_it(start_cluster, client_class):
     cluster = start_cluster(2)

@@ -26,12 +26,15 @@ def test_every_listener_of_every_broker_gets_every_message_once(tmp_path, redis_
     found = feed(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--clients", "60", "--procs", "2", "--rate", "10", "--duration", "2",
                  "--sample", "1")
     summary, = found["feed"]
-    assert (summary.brokers, summary.connected, summary.published) == (3, 60, 20)
-    assert (summary.received, summary.short, summary.extra, summary.dropped) == (60 * 20, 0, 0, 0)
+    # Publishing stops at --duration: a loaded machine publishes fewer than 20 (16 once, beside the
+    # side-by-side tier); every listener must have every one of them.
+    assert (summary.brokers, summary.connected) == (3, 60) and 10 <= summary.published <= 20
+    assert (summary.received, summary.short, summary.extra, summary.dropped) == (60 * summary.published, 0, 0, 0)
     assert summary.delivery_ms["max"] is not None and summary.delivery_ms["max"] < 5000
     assert summary.end == "completed"
     samples = found["feed_sample"]
-    assert sum(s.published for s in samples) == 20 and sum(s.received for s in samples) == 60 * 20
+    assert sum(s.published for s in samples) == summary.published
+    assert sum(s.received for s in samples) == 60 * summary.published
     assert set(samples[0].rss_kb) == set(samples[0].cpu) == {"broker1", "broker2", "broker3", "redis"}
     assert min(s.client_cpu for s in samples) >= 0 and max(s.client_cpu for s in samples) > 0
     (server,) = found["server"]
