@@ -20,6 +20,11 @@ from loadtest.records import TLS_SUFFIX
 PACKAGE_DIR = os.path.dirname(os.path.abspath(loadtest.__file__))
 # The checkout holding the package: where tox and the documented commands put the interpreters.
 REPO_ROOT = os.path.dirname(PACKAGE_DIR)
+# Where a server's interpreter starts: the checkout, whose broker it then imports whatever it has
+# installed; from an installed package (tox), nowhere chosen: started in site-packages, another
+# interpreter would import that one's packages, and PyPy's compiled ones (cryptography's) are not
+# CPython's.
+SERVER_CWD = None if os.path.basename(REPO_ROOT) in ("site-packages", "dist-packages") else REPO_ROOT
 NODE_DIR = os.path.join(PACKAGE_DIR, "node")
 GO_DIR = os.path.join(PACKAGE_DIR, "go")
 GO_BINARY = os.path.join(GO_DIR, "bin", "sockjs-go")
@@ -58,7 +63,7 @@ class Contender:
 
     backplane = None
 
-    def __init__(self, label, argv, runtime, cwd=REPO_ROOT, joined=False):
+    def __init__(self, label, argv, runtime, cwd=SERVER_CWD, joined=False):
         self.label = label
         self.argv = argv
         self.runtime = runtime
@@ -148,7 +153,7 @@ def pypy():
 def probe(python, module):
     """The runtime (``CPython 3.11.7``) of ``python`` once it has imported ``module``."""
     try:
-        done = subprocess.run([python, "-c", _PROBE, module], cwd=REPO_ROOT, capture_output=True, text=True,
+        done = subprocess.run([python, "-c", _PROBE, module], cwd=SERVER_CWD, capture_output=True, text=True,
                               timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise Unavailable("cannot run %s: %s" % (python, error))
