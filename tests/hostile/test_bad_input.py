@@ -5,11 +5,13 @@ import json
 import os
 import socket
 import struct
+import time
 import urllib.parse
 
 import pytest
 import websocket
 
+from broker.ops import log_rate
 from broker.transports.websocket import CLOSE_TIMEOUT
 from sockjs_clients import (Closed, EventSourceClient, JsonpClient, RawWebSocketClient,
                             WebSocketClient, XhrStreamingClient, read_to_end, session_url, wait_until)
@@ -59,6 +61,7 @@ def test_jsonp_send_answers_bad_payloads(broker, witnesses, body, answer):
 def test_a_client_cannot_flood_the_log(broker, witnesses):
     """Each 500 the protocol requires is a line of the access log, at a bounded rate: 200 bad
     sends and callbacks write at most a burst of lines (broker.ops.log_rate)."""
+    started = time.monotonic()
     with XhrStreamingClient(broker.url) as client:
         for _ in range(100):
             client.post(client.url + "/xhr_send", '["unterminated', expect=500)
@@ -67,8 +70,11 @@ def test_a_client_cannot_flood_the_log(broker, witnesses):
             assert conn.getresponse().status == 500
             conn.close()
     still_served(broker, witnesses, "after bad sends")
+    # A burst at once, then one more every PERIOD / BURST seconds: a loaded PyPy's flood took
+    # over 6 s once, and its eleventh line came in its right.
+    most = log_rate.BURST + int((time.monotonic() - started) * log_rate.BURST / log_rate.PERIOD) + 1
     lines = [line for line in broker.server.output.splitlines() if "tornado.access: 500" in line]
-    assert 0 < len(lines) <= 10, "\n".join(lines[:20])
+    assert 0 < len(lines) <= most, "\n".join(lines[:20])
 
 
 @pytest.mark.parametrize("suffix", ["/xhr_send", "/jsonp_send"])
