@@ -127,8 +127,8 @@ def run_through_failover(group, brokers, fail):
                 "%s: a message missed without a gap: %s" % (client.transport, run))
         assert runs[-1] == list(range(MESSAGES)), "%s: %s (gaps %s)" % (client.transport, runs[-1][:5], gaps)
         assert set(gaps) <= {"epoch"}, gaps
-    for broker in brokers:
-        assert broker.request("GET", "/healthz")[0] == 200
+    for broker in brokers:  # healthy again: a loaded PyPy's loop may still count a lag of the failover
+        wait_until(lambda: broker.request("GET", "/healthz")[0] == 200, 30)
     return new
 
 
