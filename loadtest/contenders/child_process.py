@@ -19,12 +19,29 @@ import urllib.parse
 from loadtest.errors import LoadTestError
 
 _LISTENING = re.compile(r"listening on (https?://\S+)")
+# The broker's flags whose values are secrets (its Flag table's ``secret=True``): a command line is
+# shown with their values hidden, as a failed start shows it on the terminal and in CI logs.
+SECRET_FLAGS = ("--publish-token", "--admin-token", "--token-secret")
+HIDDEN = "<hidden>"
 # Seconds a server may take to exit after one SIGTERM before it is sent a second.
 DRAIN_GRACE = 1.0
 
 
 class ServerError(LoadTestError):
     """The server exited or stayed silent before it was listening."""
+
+
+def shown_command(argv):
+    """``argv`` as one line to show, each of :data:`SECRET_FLAGS`' values (``--flag V`` or ``--flag=V``) hidden."""
+    shown = []
+    for word in argv:
+        name, equals, _ = word.partition("=")
+        if shown and shown[-1] in SECRET_FLAGS:
+            word = HIDDEN
+        elif equals and name in SECRET_FLAGS:
+            word = name + "=" + HIDDEN
+        shown.append(word)
+    return " ".join(shown)
 
 
 class LaunchedServer:
@@ -151,5 +168,5 @@ def launch(argv, cpu=None, env=None, cwd=None, timeout=20.0):
             reader.join(1.0)
             process.stdout.close()
             reason = "exited with code %s" % process.returncode if exited else "timed out after %g s" % timeout
-            raise ServerError("%s %s before listening:\n%s" % (" ".join(argv), reason, "".join(output)))
+            raise ServerError("%s %s before listening:\n%s" % (shown_command(argv), reason, "".join(output)))
     return LaunchedServer(process, url[0], output, reader, given, options)
