@@ -1,3 +1,3 @@
 """A SockJS broadcast broker: one room, every message to every connected client."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

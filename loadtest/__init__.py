@@ -7,4 +7,4 @@ sockjs-tornado only in :mod:`loadtest.contenders.stock_sockjs_tornado`, the stoc
 (``.importlinter`` holds the contract, tests/test_without_server_stack.py the proof).
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

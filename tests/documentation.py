@@ -9,7 +9,8 @@
   inline literal (````...````). Prose is the rest.
 * :func:`reference` is the module that renders the reference pages
   (``docs/_ext/broker_reference.py``): the parsers and the metric catalogue
-  the tests compare the pages with.
+  the tests compare the pages with; :func:`closes`, the close codes of
+  ``broker/protocol/close_codes.py``.
 """
 
 import functools
@@ -138,3 +139,17 @@ def reference():
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def closes():
+    """``{name: code}`` of every close of ``broker/protocol/close_codes.py`` (``PROTOCOL_ERROR``
+    is a code alone; an int out of the close codes' range, as ``TOKEN_WAIT_S``, is no code)."""
+    from broker.protocol import close_codes
+
+    found = {}
+    for name, value in vars(close_codes).items():
+        if name.isupper() and isinstance(value, close_codes.Close):
+            found[name] = value.code
+        elif name.isupper() and isinstance(value, int) and 1000 <= value <= 4999:
+            found[name] = value
+    return found

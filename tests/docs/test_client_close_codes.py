@@ -19,7 +19,7 @@
 import os
 import re
 
-from broker.protocol import close_codes
+import documentation
 from checkout import ROOT
 
 CLIENT = os.path.join(ROOT, "broker", "ops", "demo", "broker-client.js")
@@ -40,18 +40,6 @@ CONSTANT = re.compile(r"^\s*var ([A-Z_]+) = (\[[0-9, ]*\]|[0-9]+);", re.MULTILIN
 CODE = re.compile(r"\b(10(?:0[0-9]|1[0-5])|[34][0-9]{3})\b")
 
 
-def closes():
-    """``{name: code}`` of every close of close_codes.py (``PROTOCOL_ERROR`` is a code alone; an
-    int out of the close codes' range, as ``TOKEN_WAIT_S``, is no code)."""
-    found = {}
-    for name, value in vars(close_codes).items():
-        if name.isupper() and isinstance(value, close_codes.Close):
-            found[name] = value.code
-        elif name.isupper() and isinstance(value, int) and 1000 <= value <= 4999:
-            found[name] = value
-    return found
-
-
 def client_text():
     with open(CLIENT, encoding="utf-8") as f:
         return f.read()
@@ -64,13 +52,13 @@ def client_constants(text):
 
 
 def test_every_close_of_the_broker_has_a_reaction_here():
-    assert set(closes()) == set(REACTIONS), set(closes()) ^ set(REACTIONS)
+    assert set(documentation.closes()) == set(REACTIONS), set(documentation.closes()) ^ set(REACTIONS)
 
 
 def test_the_clients_close_codes_are_the_brokers():
     text = client_text()
     constants = client_constants(text)
-    codes = closes()
+    codes = documentation.closes()
     for constant, reaction in CLIENT_CONSTANTS.items():
         wanted = sorted({codes[name] for name, said in REACTIONS.items() if said == reaction})
         assert sorted(set(constants[constant])) == wanted, (constant, constants[constant], wanted)
@@ -82,7 +70,7 @@ def test_the_clients_close_codes_are_the_brokers():
 
 
 def test_every_close_code_the_client_names_is_the_brokers_or_its_own():
-    known = set(closes().values()) | set(CLIENT_OWN.values())
+    known = set(documentation.closes().values()) | set(CLIENT_OWN.values())
     unknown = ["line %d: %s" % (client_text().count("\n", 0, match.start()) + 1, match.group(0))
                for match in CODE.finditer(client_text()) if int(match.group(0)) not in known]
     assert not unknown, "broker-client.js names close codes close_codes.py does not have:\n" + "\n".join(unknown)
