@@ -2,8 +2,10 @@
 the wheel goes into a fresh venv of this interpreter (its dependencies from PyPI, through pip's
 cache), and its ``sockjs-broker`` command runs with no ``node`` on its PATH, outside the checkout.
 It serves the demo page and the sockjs-client that package-lock.json pins, from its own copy, and
-Chromium's pages reach it on every transport."""
+Chromium's pages reach it on every transport. A wheel is never built with another
+sockjs-client than the pinned one."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,18 +40,43 @@ def run(argv, **options):
     return completed.stdout
 
 
+def pinned_client():
+    with open(PINNED_CLIENT, "rb") as f:
+        return f.read()
+
+
 def built(out):
-    """(sdist, wheel) that ``python -m build`` made from the checkout into ``out``."""
+    """The wheel ``python -m build`` made into ``out`` from the sdist it made of the checkout (as pip
+    builds one from an sdist), both checked."""
     run([sys.executable, "-m", "build", "--outdir", str(out), ROOT], timeout=240)
     (sdist,) = out.glob("*.tar.gz")
     (wheel,) = out.glob("*.whl")
-    return sdist, wheel
+    with tarfile.open(str(sdist)) as archive:
+        members = [name.split("/", 1)[-1] for name in archive.getnames()]
+    assert not [name for name in members if "node_modules" in name]
+    assert {"package.json", "package-lock.json", "pyproject.toml", "setup.py", "LICENSE"} <= set(members)
+    with zipfile.ZipFile(str(wheel)) as archive:
+        names = set(archive.namelist())
+        assert archive.read("broker/ops/sockjs_client/sockjs.min.js") == pinned_client()
+    assert set(WHEEL_DATA) <= names, set(WHEEL_DATA) - names
+    assert [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
+    return wheel
 
 
-def without_node():
-    """This PATH without the directories that hold a ``node``."""
-    directories = os.environ.get("PATH", "").split(os.pathsep)
-    return os.pathsep.join(d for d in directories if d and shutil.which("node", path=d) is None)
+def checkout_copy(destination):
+    """What ``python -m build`` reads from the checkout, copied to ``destination``."""
+    ignored = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("broker", "loadtest", "plots"):
+        shutil.copytree(os.path.join(ROOT, name), str(destination / name), ignore=ignored)
+    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "package.json", "package-lock.json",
+                 "README.rst", "LICENSE"):
+        shutil.copy(os.path.join(ROOT, name), str(destination / name))
+
+
+def without_node(venv):
+    """A PATH of ``venv``'s scripts and this one's directories but those that hold a ``node``."""
+    directories = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    return os.pathsep.join([str(venv / "bin")] + [d for d in directories if shutil.which("node", path=d) is None])
 
 
 @pytest.mark.timeout(600)
@@ -57,47 +84,36 @@ def test_the_installed_wheel_serves_the_pinned_sockjs_client_to_every_transport_
     reason = missing_requirement()
     if reason:
         cannot_run(reason)
-    sdist, wheel = built(tmp_path / "dist")
-    with tarfile.open(str(sdist)) as archive:
-        members = [name.split("/", 1)[-1] for name in archive.getnames()]
-    assert not [name for name in members if "node_modules" in name]
-    assert {"package.json", "package-lock.json", "pyproject.toml", "setup.py", "LICENSE"} <= set(members)
-    with zipfile.ZipFile(str(wheel)) as archive:
-        names = set(archive.namelist())
-        assert archive.read("broker/ops/sockjs_client/sockjs.min.js") == open(PINNED_CLIENT, "rb").read()
-    assert set(WHEEL_DATA) <= names, set(WHEEL_DATA) - names
-    assert [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
-
+    wheel = built(tmp_path / "dist")
     venv = tmp_path / "venv"
-    home = tmp_path / "elsewhere"
-    home.mkdir()
-    path = os.pathsep.join([str(venv / "bin"), without_node()])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = without_node(venv)
     assert shutil.which("node", path=path) is None
     # Nothing of the checkout on the venv's path (its sockjs_broker.egg-info would pass for the install).
-    env = dict(os.environ, PATH=path)
-    env.pop("PYTHONPATH", None)
-    run([sys.executable, "-m", "venv", str(venv)], env=env, timeout=120)
-    run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)], env=env,
-        cwd=str(home), timeout=400)
+    env = {"PATH": path, "PYTHONPATH": None}
+    venv_env = {name: value for name, value in dict(os.environ, **env).items() if value is not None}
+    run([sys.executable, "-m", "venv", str(venv)], env=venv_env, timeout=120)
+    run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)], env=venv_env,
+        cwd=str(elsewhere), timeout=400)
     served_from = run([str(venv / "bin" / "python"), "-c",
                        "from broker.ops import demo_page; print(demo_page.find_sockjs_client())"],
-                      env=env, cwd=str(home), timeout=60)
+                      env=venv_env, cwd=str(elsewhere), timeout=60)
     assert served_from.strip().startswith(str(venv)), served_from
-    assert run([str(venv / "bin" / "sockjs-broker"), "--help"], env=env, cwd=str(home),
+    assert run([str(venv / "bin" / "sockjs-broker"), "--help"], env=venv_env, cwd=str(elsewhere),
                timeout=60).startswith("usage: sockjs-broker ")
 
     server = launch([str(venv / "bin" / "sockjs-broker"), "--host", "127.0.0.1", "--port", "0",
                      "--publish-token", TOKEN, "--heartbeat-delay", "1", "--drain-seconds", "0"],
-                    env={"PATH": path, "PYTHONPATH": None}, cwd=str(home), timeout=60)
+                    env=env, cwd=str(elsewhere), timeout=60)
     try:
         broker = RunningBroker(server)
         status, page = broker.request("GET", "/")
         assert status == 200 and demo_page.SOCKJS_URL in page and "npm ci" not in page
         status, iframe = broker.request("GET", "/broadcast/iframe.html")
         assert status == 200 and '<script src="%s"></script>' % demo_page.SOCKJS_URL in iframe
-        with open(PINNED_CLIENT, "rb") as f, urllib.request.urlopen(broker.origin + demo_page.SOCKJS_URL,
-                                                                    timeout=5) as response:
-            assert response.status == 200 and response.read() == f.read()
+        with urllib.request.urlopen(broker.origin + demo_page.SOCKJS_URL, timeout=5) as response:
+            assert response.status == 200 and response.read() == pinned_client()
 
         with ReportingScript("transport.js", broker.origin, "iframe-htmlfile") as demo:
             assert demo.next_report()["used"] == ["iframe-htmlfile", "iframe-htmlfile"]
@@ -112,3 +128,22 @@ def test_the_installed_wheel_serves_the_pinned_sockjs_client_to_every_transport_
         server.stop()
     assert "sockjs-client is not installed" not in server.output
     assert "Traceback" not in server.output, server.output[-4000:]
+
+
+@pytest.mark.timeout(300)
+def test_no_wheel_is_built_with_a_sockjs_client_other_than_the_pinned_one(tmp_path):
+    source = tmp_path / "checkout"
+    checkout_copy(source)
+    with open(os.path.join(ROOT, "package-lock.json")) as f:
+        pinned = json.load(f)["packages"]["node_modules/sockjs-client"]["version"]
+    other = source / "node_modules" / "sockjs-client"
+    (other / "dist").mkdir(parents=True)
+    (other / "dist" / "sockjs.min.js").write_text("/* another sockjs-client */")
+    (other / "LICENSE").write_text("MIT")
+    (other / "package.json").write_text(json.dumps({"name": "sockjs-client", "version": "1.5.2"}))
+    completed = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"),
+                                str(source)], capture_output=True, text=True, timeout=240)
+    assert completed.returncode != 0
+    assert ("the wheel carries sockjs-client %s (package-lock.json), but node_modules/sockjs-client holds 1.5.2"
+            % pinned) in completed.stdout + completed.stderr, completed.stderr[-3000:]
+    assert not list(tmp_path.glob("dist/*.whl"))
