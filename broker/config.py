@@ -53,6 +53,9 @@ PORT = count(0, 65535)
 # (bursts of at least 1).
 MOST_A_SECOND = 1000000.0
 TOKEN_CHARACTERS = re.compile(r"[\x21-\x7e]{1,4096}")
+# How the broker names itself in its help and its refusals: as it was started, by the command
+# setup.py installs or as a module.
+COMMAND = "sockjs-broker"
 PROGRAM = "python -m broker"
 ENVIRONMENT_PREFIX = "BROKER_"
 
@@ -367,9 +370,14 @@ FLAGS = (
 )
 
 
+def program(argv0=None):
+    """:data:`COMMAND` when ``argv0`` (default ``sys.argv[0]``) is that command, else :data:`PROGRAM`."""
+    return COMMAND if os.path.basename(sys.argv[0] if argv0 is None else argv0) == COMMAND else PROGRAM
+
+
 def build_parser(environ=os.environ):
     parser = Parser(
-        prog=PROGRAM,
+        prog=program(),
         description="SockJS broadcast broker: every message reaches every connected client. "
         "Each flag's default comes from the environment variable named in its help.",
     )
@@ -404,5 +412,5 @@ def flag_named(name):
 def refuse_at_start(reason):
     """Stop the broker as it starts, for a setting that cannot work: ``reason`` on
     one line, as argparse refuses a flag, and :data:`CONFIGURATION_ERROR`."""
-    print("%s: error: %s" % (PROGRAM, one_line(reason)), file=sys.stderr)
+    print("%s: error: %s" % (program(), one_line(reason)), file=sys.stderr)
     raise SystemExit(CONFIGURATION_ERROR)

@@ -1,8 +1,15 @@
 """The demo page, its static files, and sockjs-client served by the broker itself.
 
-sockjs-client comes from npm (``npm ci`` at set-up, pinned in
-``package-lock.json``) and is served from ``node_modules/sockjs-client/dist``,
-looked up in the directory that holds the ``broker`` package and then in the current directory.
+sockjs-client comes from npm, pinned in ``package-lock.json``, and is served from
+the first of these that holds ``sockjs.min.js``:
+
+* ``sockjs_client/`` beside this module: the wheel's copy of sockjs-client's
+  ``dist`` files and license, taken from npm when the wheel was built (setup.py),
+  so an installed broker needs no Node.js;
+* ``node_modules/sockjs-client/dist`` (``npm ci``) in the directory that holds
+  the ``broker`` package (a checkout), then in the current directory.
+
+The repository carries no copy: ``sockjs_client/`` exists only in a built wheel.
 The SockJS router's ``sockjs_url`` points at it, so the iframe transports load
 the same client version as the page, from the broker, with no CDN. When it is
 missing the broker still runs: it warns once at startup, and the demo page
@@ -20,6 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The directory holding the ``broker`` package: a checkout, where ``npm ci`` runs.
 CHECKOUT = os.path.dirname(os.path.dirname(HERE))
 DEMO_DIR = os.path.join(HERE, "demo")
+# Where setup.py's build step puts sockjs-client in the wheel.
+PACKAGED_SOCKJS_CLIENT = os.path.join(HERE, "sockjs_client")
 SOCKJS_CLIENT_PATH = "/vendor/sockjs-client/"
 SOCKJS_URL = SOCKJS_CLIENT_PATH + "sockjs.min.js"
 
@@ -34,11 +43,11 @@ DEMO_PAGE_POLICY = "; ".join([
 
 
 def sockjs_client_candidates():
-    """Where ``npm ci`` may have put sockjs-client, in lookup order."""
+    """Where sockjs-client may be, in lookup order: the wheel's copy, then where ``npm ci`` puts it."""
     roots = [CHECKOUT]
     if os.path.realpath(os.getcwd()) != os.path.realpath(roots[0]):
         roots.append(os.getcwd())
-    return [os.path.join(root, "node_modules", "sockjs-client", "dist") for root in roots]
+    return [PACKAGED_SOCKJS_CLIENT] + [os.path.join(root, "node_modules", "sockjs-client", "dist") for root in roots]
 
 
 def find_sockjs_client():

@@ -8,36 +8,16 @@ are missing; in CI (``CI`` set) they fail instead, since CI installs them.
 
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 
 from broker.ops import demo_page
 from checkout import ROOT
+from chromium_scripts import cannot_run, missing_requirement
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHROMIUM = "/usr/bin/chromium"
 SCRIPT_TIMEOUT = 60
-
-
-def missing_requirement():
-    """What this machine lacks to run the browser tests, with the fix, or None."""
-    if not os.path.exists(CHROMIUM):
-        return "%s is missing: apt-get install chromium" % CHROMIUM
-    if shutil.which("node") is None:
-        return "node is missing: install Node.js 20 or later with npm"
-    for package in ("playwright-core", "sockjs-client"):
-        if not os.path.isdir(os.path.join(ROOT, "node_modules", package)):
-            return "node_modules/%s is missing: run `npm ci` in %s" % (package, ROOT)
-    return None
-
-
-def cannot_run(reason):
-    """Skip the current test for ``reason``; in CI, which installs everything, fail it."""
-    if os.environ.get("CI"):
-        pytest.fail("cannot run: " + reason, pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture

@@ -3,16 +3,7 @@ in plain http and over TLS (``--certfile``: https and wss)."""
 
 import pytest
 
-TRANSPORTS = [
-    "websocket",
-    "xhr-streaming",
-    "eventsource",
-    "iframe-eventsource",
-    "iframe-htmlfile",
-    "xhr-polling",
-    "iframe-xhr-polling",
-    "jsonp-polling",
-]
+from chromium_scripts import TRANSPORTS
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

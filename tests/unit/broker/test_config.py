@@ -88,3 +88,9 @@ def test_sizes_read_with_their_units(text, size):
 
 def dest(flag):
     return flag.dest or flag.name.lstrip("-").replace("-", "_")
+
+
+def test_the_help_names_the_broker_as_it_was_started():
+    assert config.program("/opt/sockjs-broker/.venv/bin/sockjs-broker") == "sockjs-broker"
+    assert config.program("/opt/sockjs-broker/broker/__main__.py") == "python -m broker"
+    assert config.program("-c") == "python -m broker"
