@@ -81,12 +81,12 @@ def start_cluster_behind_nginx(start_cluster):
     return functools.partial(start_cluster, front="nginx")
 
 
-def nginx_config(ports, broker_ports, directory, tls=None):
-    """``deploy/nginx.conf`` on the loopback ``ports`` (``{"80": port, "443": tls port, "8000":
+def nginx_config(ports, broker_ports, directory, tls=None, source=NGINX_CONFIG):
+    """The config at ``source`` (``deploy/nginx.conf``) on the loopback ``ports`` (``{"80": port, "443": tls port, "8000":
     publish port}``), a ``server`` line per broker port in each upstream, its pid, logs and
     temporary files in ``directory``, run as this user; its ``#tls`` lines on with ``tls`` (a
     :class:`tls_files.TLSFiles`), redirecting to the TLS port."""
-    with open(NGINX_CONFIG) as f:
+    with open(source) as f:
         lines = f.read().splitlines()
     files = {"/run/nginx.pid": directory + "/nginx.pid", "/var/log/nginx/": directory + "/",
              "https://$host$request_uri": "https://$host:%s$request_uri" % ports["443"]}
@@ -118,16 +118,16 @@ def nginx_config(ports, broker_ports, directory, tls=None):
 
 
 class Nginx:
-    """``nginx -g 'daemon off;'`` by ``deploy/nginx.conf`` (:func:`nginx_config`) in front of
+    """``nginx -g 'daemon off;'`` by ``source`` (:func:`nginx_config`) in front of
     ``broker_ports``, its files in ``directory``: ``origin`` its public side, ``tls_origin`` its
     TLS side (with ``tls``), ``publish_origin`` its side for backends. One that lost a port to
     another process is started again on fresh ones (``BIND_ATTEMPTS`` in all): its ports are final
     once :meth:`wait_ready` returns."""
 
-    def __init__(self, broker_ports, directory, tls=None):
+    def __init__(self, broker_ports, directory, tls=None, source=NGINX_CONFIG):
         require_nginx()
         self.broker_ports = list(broker_ports)
-        self.directory, self._tls = directory, tls
+        self.directory, self._tls, self._source = directory, tls, source
         self.config = os.path.join(directory, "nginx.conf")
         self.access_log = os.path.join(directory, "access.log")
         self.attempts = 0
@@ -141,7 +141,7 @@ class Nginx:
         self.tls_origin = "https://127.0.0.1:%d" % self.tls_port
         self.publish_origin = "http://127.0.0.1:%d" % self.publish_port
         with open(self.config, "w") as f:
-            f.write(nginx_config(ports, self.broker_ports, self.directory, self._tls))
+            f.write(nginx_config(ports, self.broker_ports, self.directory, self._tls, self._source))
         with open(os.path.join(self.directory, "nginx.out"), "w") as out:
             self.process = subprocess.Popen([NGINX, "-p", self.directory, "-c", self.config, "-g", "daemon off;"],
                                             stdout=out, stderr=subprocess.STDOUT)
