@@ -14,7 +14,7 @@ import pytest
 import deployment
 from deployment import start_cluster_behind_nginx  # noqa: F401  (start_cluster, with nginx in front)
 from broker.config import DEFAULTS
-from sockjs_clients import ALL, XhrStreamingClient
+from sockjs_clients import ALL, STREAMING
 from test_haproxy import connected_from
 from test_haproxy import test_a_mixed_audience_under_load_keeps_every_session_on_its_broker as \
     test_a_mixed_audience_under_load_through_nginx_keeps_every_session_on_its_broker  # noqa: F401
@@ -50,13 +50,15 @@ def test_a_poll_a_stream_and_a_websocket_outlast_the_silence_between_two_heartbe
         (value,) = shipped_settings(name)
         assert seconds(value) >= 2 * DEFAULTS.heartbeat_delay, (name, value)
     assert shipped_settings("proxy_buffering") == ["off"]
+    assert shipped_settings("gzip") == ["off"]
     assert shipped_settings("proxy_http_version") == ["1.1"]
 
 
-def test_a_stream_passes_each_frame_as_the_broker_writes_it(start_cluster):
-    """Buffered, a stream's frames would wait for its buffer to fill or its response to end."""
+@pytest.mark.parametrize("client_class", STREAMING, ids=lambda c: c.transport)
+def test_a_stream_passes_each_frame_as_the_broker_writes_it(start_cluster, client_class):
+    """Each frame reaches the client while its response goes on: none waits for a buffer to fill."""
     cluster = start_cluster(1, "--publish-token", "t")
-    with XhrStreamingClient(cluster.url, timeout=5) as stream:
+    with client_class(cluster.url, timeout=5) as stream:
         for n in range(3):
             assert cluster.backend_side.request("POST", "/publish", b"frame %d" % n,
                                                 {"Authorization": "Bearer t"})[0] == 200
