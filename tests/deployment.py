@@ -82,10 +82,11 @@ def start_cluster_behind_nginx(start_cluster):
 
 
 def nginx_config(ports, broker_ports, directory, tls=None, source=NGINX_CONFIG):
-    """The config at ``source`` (``deploy/nginx.conf``) on the loopback ``ports`` (``{"80": port, "443": tls port, "8000":
-    publish port}``), a ``server`` line per broker port in each upstream, its pid, logs and
-    temporary files in ``directory``, run as this user; its ``#tls`` lines on with ``tls`` (a
-    :class:`tls_files.TLSFiles`), redirecting to the TLS port."""
+    """The config at ``source`` (``deploy/nginx.conf``) on the loopback ``ports`` (by the shipped
+    port: ``{"80": port, "443": TLS port, "8000": publishing port}``), a ``server`` line per
+    broker port in each upstream, its pid, logs and temporary files in ``directory``, run as this
+    user; its ``#tls`` lines on with ``tls`` (a :class:`tls_files.TLSFiles`), redirecting to the
+    TLS port."""
     with open(source) as f:
         lines = f.read().splitlines()
     files = {"/run/nginx.pid": directory + "/nginx.pid", "/var/log/nginx/": directory + "/",
@@ -176,8 +177,13 @@ class Nginx:
             time.sleep(0.05)
 
     def _answering(self):
+        """Whether nginx has bound its ports (it writes its pid file then: until then another
+        process may hold one, nginx retrying it for 2.5 s) and they, and the brokers, answer."""
         listening = [self.port, self.publish_port] + ([self.tls_port] if self._tls else [])
         try:
+            with open(os.path.join(self.directory, "nginx.pid")) as f:
+                if f.read().strip() != str(self.process.pid):
+                    return False
             for port in listening:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
             for port in self.broker_ports:

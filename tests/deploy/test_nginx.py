@@ -8,6 +8,8 @@ import contextlib
 import http.client
 import re
 import subprocess
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -103,3 +105,19 @@ def test_an_address_over_its_burst_and_rate_is_answered_429(start_cluster):
     assert 429 in statuses, "20,000 requests and no 429"
     assert statuses.index(429) >= 1000 and set(statuses[:statuses.index(429)]) == {200}
     assert status("127.0.0.10") == 200, "another address has its own count"
+
+
+def test_nginx_starts_again_on_fresh_ports_when_one_is_taken_before_it_binds(start_broker, tmp_path,
+                                                                               port_taken_first):
+    deployment.require_nginx()
+    broker = start_broker()
+    taken = port_taken_first(deployment)
+    proxy = deployment.Nginx([urllib.parse.urlsplit(broker.url).port], str(tmp_path))
+    try:
+        proxy.wait_ready()
+        assert proxy.attempts == 2
+        assert proxy.port != taken
+        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        proxy.stop()
