@@ -159,7 +159,7 @@ def broker(start_broker):
 
 
 class Origin:
-    """Where HTTP requests go, ``request`` as a broker's: haproxy's side for backends."""
+    """Where HTTP requests go, ``request`` as a broker's: the proxy's side for backends."""
 
     def __init__(self, origin):
         self.origin = origin
@@ -170,8 +170,8 @@ class Origin:
 
 
 class Cluster:
-    """Brokers behind haproxy: ``origin`` and ``url`` (the SockJS prefix) are
-    haproxy's public side, ``backend_side`` its side for backends, where they publish
+    """Brokers behind haproxy or nginx: ``origin`` and ``url`` (the SockJS prefix) are
+    the proxy's public side, ``backend_side`` its side for backends, where they publish
     (an :class:`Origin`), ``brokers`` each :class:`RunningBroker` behind it;
     ``launch(port)`` starts one more broker as they were started, on ``port``."""
 
@@ -205,14 +205,18 @@ class Cluster:
 
 @pytest.fixture
 def start_cluster(start_server, tmp_path):
-    """``start(n, *flags, tls_pem=None)``: n brokers run by ``deploy/sockjs-broker@.service``
-    (with extra flags) and haproxy by ``deploy/haproxy.cfg`` in front of them (its TLS
-    lines on, with ``tls_pem``), every broker UP. Skipped without haproxy, failed in CI
-    (which installs it)."""
+    """``start(n, *flags, tls_pem=None, front="haproxy")``: n brokers run by
+    ``deploy/sockjs-broker@.service`` (with extra flags) and haproxy by ``deploy/haproxy.cfg``
+    in front of them (its TLS lines on, with ``tls_pem``), every broker UP; with
+    ``front="nginx"``, nginx by ``deploy/nginx.conf`` (its TLS lines on with ``tls``, a
+    :class:`tls_files.TLSFiles`). Skipped without the proxy, failed in CI (which installs it)."""
     proxies = []
 
-    def start(n=2, *flags, tls_pem=None):
-        deployment.require_haproxy()
+    def start(n=2, *flags, tls_pem=None, front="haproxy", tls=None):
+        if front == "haproxy":
+            deployment.require_haproxy()
+        else:
+            deployment.require_nginx()
 
         def launch(port):
             argv, environment = deployment.broker_command(sys.executable, port)
@@ -220,9 +224,12 @@ def start_cluster(start_server, tmp_path):
 
         brokers = [launch(0) for _ in range(n)]
         ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
-        directory = tmp_path / ("haproxy%d" % len(proxies))
+        directory = tmp_path / ("%s%d" % (front, len(proxies)))
         directory.mkdir()
-        proxy = haproxy.HAProxy(ports, str(directory), tls_pem, deployment.HAPROXY_CONFIG)
+        if front == "haproxy":
+            proxy = haproxy.HAProxy(ports, str(directory), tls_pem, deployment.HAPROXY_CONFIG)
+        else:
+            proxy = deployment.Nginx(ports, str(directory), tls)
         proxies.append(proxy)
         proxy.wait_ready()
         return Cluster(proxy, brokers, launch)

@@ -17,6 +17,10 @@ haproxy's package would do it:
 
 Then the block's own ``curl`` lines must answer: a broker's health through haproxy, and a
 publish through haproxy's side for backends that reaches clients on every broker.
+
+The page's lines for nginx in place of haproxy (the block named ``nginx-in-front``) run the
+same way: ``nginx -t && systemctl restart nginx`` runs nginx by the config they wrote
+(:class:`deployment.Nginx`), which must name the three brokers in each upstream.
 """
 
 import json
@@ -172,5 +176,51 @@ def test_three_brokers_behind_haproxy_with_redis_as_the_page_says(haproxy_instal
     finally:
         for client in clients:
             client.close()
+        if proxy is not None:
+            proxy.stop()
+
+
+def upstream_ports(config_path):
+    """``{upstream: [port, ...]}`` of the ``server`` lines of an nginx config."""
+    ports, upstream = {}, None
+    with open(config_path) as f:
+        for line in f:
+            words = line.split()
+            if words[:1] == ["upstream"]:
+                upstream = words[1]
+            elif upstream and words[:1] == ["server"]:
+                ports.setdefault(upstream, []).append(int(words[1].rsplit(":", 1)[1]))
+            elif words == ["}"]:
+                upstream = None
+    return ports
+
+
+def test_nginx_in_front_as_the_page_says(start_server, tmp_path):
+    deployment.require_nginx()
+    root = str(tmp_path / "root")
+    os.makedirs(os.path.join(root, "etc", "nginx"))
+    instances = [8081, 8082, 8083]
+    argv, environment = deployment.broker_command(sys.executable, 0)
+    brokers = [start_server(*argv, env=environment) for _ in instances]
+    proxy = None
+    try:
+        for line in doc_blocks.command_lines(doc_blocks.named_block(doc_blocks.page("deployment"), "nginx-in-front")):
+            words = shlex.split(line)
+            if words[:2] == ["apt-get", "install"]:
+                assert "nginx" in words, line
+            elif words[:2] == ["nginx", "-t"]:
+                assert line == "nginx -t && systemctl restart nginx", line
+                config = os.path.join(root, "etc", "nginx", "nginx.conf")
+                assert upstream_ports(config) == {"brokers": instances, "sessions": instances}, \
+                    "nginx's upstreams do not name the brokers started: %s" % upstream_ports(config)
+                (tmp_path / "nginx").mkdir()
+                proxy = deployment.Nginx([port_of(b.url) for b in brokers], str(tmp_path / "nginx"), source=config)
+                proxy.wait_ready()
+            else:
+                doc_blocks.run_shell(doc_blocks.substituted(line, {"/etc/": root + "/etc/"}))
+        assert proxy is not None, "the block starts no nginx"
+        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
+            assert json.load(response) == {"status": "ok"}
+    finally:
         if proxy is not None:
             proxy.stop()

@@ -1,8 +1,10 @@
-"""The deployment page's configuration fragments are the shipped files' own: the two TLS lines
-of ``deploy/haproxy.cfg`` (marked ``#tls`` there) and the Redis settings of ``deploy/redis.md``,
+"""The deployment page's configuration fragments are the shipped files' own: the TLS lines of
+``deploy/haproxy.cfg`` and ``deploy/nginx.conf`` (marked ``#tls`` there) and the Redis settings of ``deploy/redis.md``,
 so what a reader copies from the page is what the tests run."""
 
 import os
+
+import pytest
 
 import doc_blocks
 from checkout import ROOT
@@ -21,11 +23,13 @@ def shipped(name):
         return f.read()
 
 
-def test_the_tls_lines_are_the_shipped_configs_with_their_mark_removed():
-    marked = [line.strip()[len(TLS_LINE):] for line in shipped("haproxy.cfg").splitlines()
+@pytest.mark.parametrize("config, first_line, lines", [("haproxy.cfg", "bind :443", 2),
+                                                      ("nginx.conf", "listen 443 ssl;", 4)])
+def test_the_tls_lines_are_the_shipped_configs_with_their_mark_removed(config, first_line, lines):
+    marked = [line.strip()[len(TLS_LINE):] for line in shipped(config).splitlines()
               if line.strip().startswith(TLS_LINE)]
-    assert len(marked) == 2, marked
-    assert settings(doc_blocks.block_holding(DEPLOYMENT, "bind :443")) == [" ".join(line.split()) for line in marked]
+    assert len(marked) == lines, marked
+    assert settings(doc_blocks.block_holding(DEPLOYMENT, first_line)) == [" ".join(line.split()) for line in marked]
 
 
 def test_the_redis_settings_are_the_ones_deploy_redis_md_adds():
