@@ -50,7 +50,7 @@ SHUTDOWN_GRACE = 0.2
 SHUTDOWN_CHECK = 0.01
 # How often a drain closes its next clients: 10 times a second.
 DRAIN_TICK = 0.1
-# The longest the warm-up may take, however many sessions --warm-up asks for.
+# The longest the warm-up may take, however many sessions --warm-up-sessions asks for.
 WARM_UP_LIMIT = 60.0
 # Connections the kernel completes before the broker accepts them: in a reconnect storm
 # thousands arrive in a second, and past Tornado's default of 128 the kernel drops their

@@ -357,11 +357,11 @@ FLAGS = (
     Flag("--certfile", "serve https and wss with this PEM certificate (its chain after it); "
          "without it, plain http", metavar="PEM"),
     Flag("--keyfile", "the certificate's private key (PEM), when it is not in --certfile", metavar="PEM"),
-    Flag("--warm-up", "before listening, open this many sessions (every transport in turn) on a room and "
+    Flag("--warm-up-sessions", "before listening, open this many sessions (every transport in turn) on a room and "
          "a loopback port of the broker's own, each sending a message unless --no-client-publish (or a "
          "--max-message-size under 15 bytes), so that PyPy has compiled session opening, sends and "
          "broadcasts before the first clients arrive; at most 60 s; 0: none",
-         str(DEFAULTS.warm_up), count(0, 100000), "SESSIONS"),
+         str(DEFAULTS.warm_up), count(0, 100000), "SESSIONS", dest="warm_up", formerly="--warm-up"),
     Flag("--pypy-jit", "on PyPy, the JIT's parameters, as PyPy's --jit option takes them; without it, the "
          "broker sets " + pypy_environment.JIT_PARAMETERS + " (compiling sooner and in shorter traces than "
          "PyPy's defaults), unless the interpreter was given its own --jit; ignored on CPython", None,

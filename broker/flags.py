@@ -31,6 +31,12 @@ Rules this module keeps:
   inf and negatives among it) and whose range the flag's help states; a
   value from ``choices`` is checked against them wherever it comes from (argparse
   itself checks only what is typed, never a default from the environment).
+* A flag renamed keeps its former name, and the variable that name read, for
+  the rest of the major version: hidden from ``--help``, each still sets the
+  flag, and says once, on standard error, that it is deprecated and which
+  name replaces it (``warning: --warm-up is deprecated, use
+  --warm-up-sessions``); the flag's help names it. The new name's variable
+  wins over the former one's.
 * Standard library only: the broker and the load client (which must install
   without a server stack) both build their command lines with it.
 """
@@ -40,9 +46,11 @@ import dataclasses
 import difflib
 import math
 import os
+import functools
 import re
 import ssl
-from typing import Any, Callable, Mapping, Optional, Sequence
+import sys
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 _SIZE = re.compile(r"\s*([0-9]+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*", re.IGNORECASE | re.ASCII)
 _WHOLE = re.compile(r"\s*[-+]?[0-9]+\s*", re.ASCII)
@@ -161,16 +169,45 @@ class Parser(argparse.ArgumentParser):
         self.exit(REFUSED, "%s: error: %s\n" % (self.prog, one_line(message)))
 
 
+# What a former name of a flag says when it is used.
+DEPRECATED = "warning: %s is deprecated, use %s (the former name works until 2.0)\n"
+
+
 class _Variable(str):
-    """A flag's default as the environment gave it: the text, and ``name``, the variable's."""
+    """A flag's default as the environment gave it: the text, ``name``, the variable's, and
+    ``replacement``, the variable that replaces it when ``name`` is a former one's."""
 
     name = ""
+    replacement = ""
+
+
+class Former(NamedTuple):
+    """A renamed flag's former names, and the variable it read then (None: one that the flag
+    did not read, or that another flag reads now)."""
+
+    names: Tuple[str, ...]
+    variable: Optional[str] = None
+
+
+class _Former(argparse.Action):
+    """A flag's former name: it stores as the flag does, after a line on standard error
+    naming the flag's name, ``replacement``."""
+
+    def __init__(self, option_strings, dest, replacement, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stderr.write(DEPRECATED % (option_string, self.replacement))
+        setattr(namespace, self.dest, values)
 
 
 def _naming_variable(read):
     """``read``, and a refusal of a variable's text names the variable."""
 
     def parse(text):
+        if isinstance(text, _Variable) and text.replacement:
+            sys.stderr.write(DEPRECATED % (text.name, text.replacement))
         try:
             return read(str(text))
         except (argparse.ArgumentTypeError, ValueError) as error:
@@ -203,7 +240,8 @@ class Flag:
     """One flag: ``default`` is its value as typed (None: none); ``shown`` is
     what its help says the default is, when that is not ``default`` itself;
     a ``switch`` stores ``not inverted`` into ``dest`` when given; a ``secret``
-    never shows. A :class:`Bounded` type's range ends the help."""
+    never shows; ``formerly`` is the name it had before, deprecated. A
+    :class:`Bounded` type's range ends the help."""
 
     name: str
     help: str
@@ -216,6 +254,7 @@ class Flag:
     inverted: bool = False
     dest: Optional[str] = None
     secret: bool = False
+    formerly: Optional[str] = None
 
     def variable(self, prefix):
         """The environment variable of this flag under ``prefix`` (``BROKER_``)."""
@@ -259,15 +298,22 @@ class Environment:
     prefix: str
     values: Mapping[str, str]
 
-    def add(self, container, *names, help="", default=None, shown=None, secret=False, **kwargs):
+    def add(self, container, *names, help="", default=None, shown=None, secret=False, formerly=Former(()),
+            **kwargs):
         """Add one flag to ``container`` (an argparse parser or group) as
         ``add_argument(*names, **kwargs)`` would, by the rules above: its
         first long name gives its variable; ``default`` is as typed, or a value
         of its own kind; ``shown`` replaces it in the help, and a help that
         says its default itself keeps its own words; a ``secret`` shows no
-        default at all. A ``store_true`` or ``store_false`` action is a switch."""
+        default at all. A ``store_true`` or ``store_false`` action is a switch.
+        A flag that takes a value may have had other names and read another
+        variable, ``formerly`` (:class:`Former`; the rules' deprecation)."""
         name = variable(self.prefix, [name for name in names if name.startswith("--")][0])
-        given = self.values.get(name)
+        given, read_from, replacement = self.values.get(name), name, ""
+        if given is None and formerly.variable and self.values.get(formerly.variable):
+            given, read_from, replacement = self.values[formerly.variable], formerly.variable, name
+        if formerly.names:
+            help = "%s (formerly %s: deprecated)" % (help, ", ".join(formerly.names))
         action = kwargs.get("action")
         if kwargs.get("choices") is not None:
             kwargs["type"] = _chosen(kwargs.get("type", str), kwargs["choices"])
@@ -278,26 +324,33 @@ class Environment:
         else:
             if given:
                 default = _Variable(given)
-                default.name = name
+                default.name, default.replacement = read_from, replacement
             kwargs["type"] = _naming_variable(kwargs.get("type") or str)
             if secret:
                 shown = None
             elif shown is None and default is not None and "default" not in help:
                 shown = "%(default)s"
             suffix = name + (", default " + shown if shown else "")
-        return container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
+        added = container.add_argument(*names, default=default, help=("%s [%s]" % (help, suffix)).lstrip(), **kwargs)
+        if formerly.names:
+            container.add_argument(*formerly.names, dest=added.dest, type=added.type, metavar=added.metavar,
+                                   default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                                   action=functools.partial(_Former, replacement=names[0]))
+        return added
 
     def misread(self, flags):
         """What is wrong with the first variable named ``prefix`` + anything that ``flags``
         would misread, or None: one that no flag reads but is close to a flag's (misspelt,
         its setting not in force), or a switch's that says neither on nor off."""
         known = {flag.variable(self.prefix): flag for flag in flags}
+        current = list(known)
+        known.update((variable(self.prefix, flag.formerly), flag) for flag in flags if flag.formerly)
         for name in sorted(self.values):
             if not name.startswith(self.prefix):
                 continue
             flag = known.get(name)
             if flag is None:
-                close = difflib.get_close_matches(name, list(known), 1, 0.85)
+                close = difflib.get_close_matches(name, current, 1, 0.85)
                 if close:
                     return "%s is no variable of this program; did you mean %s?" % (name, close[0])
                 continue
@@ -314,4 +367,6 @@ class Environment:
             else:
                 kwargs.update(type=flag.type, metavar=flag.metavar, choices=flag.choices, default=flag.default,
                               shown=flag.shown, secret=flag.secret)
+            if flag.formerly:
+                kwargs["formerly"] = Former((flag.formerly,), variable(self.prefix, flag.formerly))
             self.add(parser, flag.name, help=flag.full_help, **kwargs)

@@ -249,7 +249,7 @@ def add_placement_arguments(parser, server_cpu_help, transport=TRANSPORT):
            help="local addresses to spread connections over, e.g. 127.0.0.2-127.0.0.9")
     option(group, "--out", help="results file (default results/<timestamp>.jsonl)")
     option(group, "--broker-flags", type=broker_flags, default="",
-           help="more flags for every broker launched, one string (e.g. \"--warm-up 3000\"); the "
+           help="more flags for every broker launched, one string (e.g. \"--warm-up-sessions 3000\"); the "
            "other servers run as they are")
 
 

@@ -69,7 +69,7 @@ def test_a_sweep_soak_and_figures_run_against_a_broker(without_server_stack, sta
     broker = start_broker()
     out = str(tmp_path / "sweep.jsonl")
     done = run(without_server_stack, "-m", "loadtest", "--url", broker.url, "--clients", "5", "--rate", "10",
-               "--duration", "1", "--pause", "0", "--out", out)
+               "--step-seconds", "1", "--pause", "0", "--out", out)
     assert done.returncode == 0, done.stderr
     (step,) = [r for r in result_lines.read(out) if r["type"] == "step"]
     assert step["sent"] == 10 and step["received"] == 50 and step["lost"] == 0
@@ -77,7 +77,7 @@ def test_a_sweep_soak_and_figures_run_against_a_broker(without_server_stack, sta
     soaked = str(tmp_path / "soak.jsonl")
     done = run(without_server_stack, "-m", "loadtest", "soak", "--url", broker.url, "--server-pid",
                str(broker.server.pid), "--clients", "5", "--rate", "10", "--duration", "2", "--sample", "1",
-               "--warm-up", "1", "--out", soaked)
+               "--warm-up-seconds", "1", "--out", soaked)
     assert done.returncode == 0, done.stderr
     (summary,) = [r for r in result_lines.read(soaked) if r["type"] == "soak"]
     assert (summary["samples"], summary["lost"], summary["end"]) == (2, 0, "completed")

@@ -5,8 +5,8 @@ it several times what it costs later (BENCHMARKS.rst, "Rolling restart"), and so
 client's message: a request of its own on every HTTP transport, then a broadcast, each run
 once a message, not once a delivery, and so compiled only after thousands of messages. A
 freshly (re)started broker meets its first clients, a deploy's thousands of reconnects, in
-exactly that regime. With ``--warm-up N`` the broker first serves N sessions of a room of its
-own (:func:`broker.app.warm_up_sessions`), which this module opens, each sending a message.
+exactly that regime. With ``--warm-up-sessions N`` the broker first serves N sessions of a room
+of its own (:func:`broker.app.warm_up_sessions`), which this module opens, each sending a message.
 
 Rules this module keeps:
 

@@ -4,7 +4,7 @@ A client asks with query parameters on the SockJS base URL, which
 sockjs-client carries to the URL of every transport and of every send::
 
     new SockJS("https://example.com/broadcast?positions=1")
-    new SockJS("https://example.com/broadcast?positions=1&epoch=k3J9x2&since=41")
+    new SockJS("https://example.com/broadcast?positions=1&epoch=k3J9x2Qa&since=41")
 
 Without ``positions`` a client gets exactly the bytes it always got. With
 it, every message of a SockJS ``a[...]`` frame is one JSON object:
@@ -13,14 +13,14 @@ it, every message of a SockJS ``a[...]`` frame is one JSON object:
     A room message and its offset. Offsets are texts: a count for a broker
     alone, the Redis stream id in a cluster; they grow with every message,
     and every broker of a cluster gives a message the same offset.
-``{"c":"open","epoch":"k3J9x2","o":"40"}``
+``{"c":"open","epoch":"k3J9x2Qa","o":"40"}``
     The first message of a connection that did not ask to resume: the
     replay tail follows (``--replay``), then live messages. ``o`` is the
     newest offset when the connection joined.
-``{"c":"resumed","epoch":"k3J9x2","o":"40"}``
+``{"c":"resumed","epoch":"k3J9x2Qa","o":"40"}``
     The first message of a connection that resumed: every message after
     ``since`` follows, then live ones; nothing missed, nothing twice.
-``{"c":"gap","epoch":"Pq81Zt","o":"40","reason":"epoch"}``
+``{"c":"gap","epoch":"Pq81Zt-w","o":"40","reason":"epoch"}``
     The messages after ``since`` cannot be given: the replay tail follows,
     as for a new connection. ``reason`` says why: ``epoch`` (the room's
     history was lost since: a broker alone restarted, or Redis lost its

@@ -23,7 +23,7 @@ from loadtest.framing import endpoints
 from loadtest.results import files
 
 CONNECTIONS_PER_PROC = 10000
-# A broker's --warm-up may take up to 60 s before it listens.
+# A broker's --warm-up-sessions may take up to 60 s before it listens.
 LAUNCH_TIMEOUT_S = 90.0
 
 

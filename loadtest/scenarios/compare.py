@@ -17,6 +17,7 @@ import json
 import subprocess
 from typing import Optional, Tuple
 
+from broker.flags import Former
 from loadtest import affinity, arguments, records, runner
 from loadtest.client import connections, sweep, tls_context, workers
 from loadtest.client.server_probe import ServerProbe
@@ -74,7 +75,9 @@ def add_arguments(parser):
                      "the first (default %s)" % ",".join("%dx%g" % load for load in DEFAULT_LOADS))
     arguments.option(parser, "--cpu-seconds", type=arguments.positive_float, default=10.0,
                      help="how long each fixed load and the floor run (default 10)")
-    arguments.option(parser, "--warm-up", type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
+    # --warm-up until 1.0, when the broker's --warm-up counted sessions.
+    arguments.option(parser, "--warm-up-seconds", dest="warm_up", formerly=Former(("--warm-up",), "LOADTEST_WARM_UP"),
+                     type=arguments.non_negative_float, default=0.0, metavar="SECONDS",
                      help="before the fixed loads, run the first of them this long, unrecorded, so "
                      "that they measure a warm server (PyPy's JIT needs thousands of messages on "
                      "rare paths); a sweep before them warms it too (default 0)")
@@ -207,7 +210,7 @@ class Compare:
                                    procs=self.settings.placement.client_procs(clients))
 
     def _warm_up(self, who, options):
-        """The first fixed load for ``--warm-up`` seconds, not recorded; False if it failed (said why)."""
+        """The first fixed load for ``--warm-up-seconds``, not recorded; False if it failed (said why)."""
         clients, rate = self.settings.cpu_load[0]
         warm = self._run(sweep.sweep(self._fixed_load(options, clients, rate, self.settings.warm_up),
                                      on_progress=self.status.progress), options.transport)

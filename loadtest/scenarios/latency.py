@@ -5,6 +5,7 @@ end, on Ctrl-C or an error, the summary and a results file complete to the last 
 level cut short ends ``interrupted`` or ``server gone``). Without ``--server-pid`` the
 server is what listens where ``--url`` points (:func:`loadtest.client.server_probe.listening_pids`)."""
 
+from broker.flags import Former
 from broker.runtime import raise_open_files_limit
 from loadtest import affinity, arguments, procstat, records, runner
 from loadtest.client import server_probe, sweep, tls_context
@@ -40,9 +41,9 @@ def add_arguments(parser):
                        help="comma-separated levels (default %s)" % ",".join(map(str, rules.DEFAULT_LEVELS)))
     arguments.option(parser, "--rate", type=arguments.positive_float,
                      help="one fixed step at this total rate (msgs/s) instead of the rate sweep")
-    # --duration: the spelling before every command said --step-seconds.
-    arguments.option(parser, "--step-seconds", "--duration", dest="duration", type=arguments.positive_float,
-                     default=STEP_S, help="seconds per step (default %g)" % STEP_S)
+    # --duration: the former name, which in soak, feed and rooms is the whole run's length.
+    arguments.option(parser, "--step-seconds", dest="duration", formerly=Former(("--duration",)),
+                     type=arguments.positive_float, default=STEP_S, help="seconds per step (default %g)" % STEP_S)
     arguments.option(parser, "--pause", type=arguments.non_negative_float, default=PAUSE_S,
                      help="seconds of quiet before each step (default %g)" % PAUSE_S)
     arguments.add_transport_or_mix(parser)

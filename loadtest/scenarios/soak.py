@@ -15,6 +15,7 @@ import dataclasses
 import math
 from typing import Optional, Tuple
 
+from broker.flags import Former
 from loadtest import affinity, arguments, procstat, records, runner
 from loadtest.client import churn, server_probe, sweep, tls_context
 from loadtest.contenders import placement, registry
@@ -56,9 +57,11 @@ def add_arguments(parser):
     arguments.option(parser, "--duration", type=arguments.positive_float, default=600.0,
                      help="seconds of load per server")
     arguments.option(parser, "--sample", type=arguments.positive_float, default=5.0, help="seconds per sample")
-    # --warmup: the spelling before compare and soak shared --warm-up.
-    arguments.option(parser, "--warm-up", "--warmup", dest="warmup", type=arguments.non_negative_float, default=60.0,
-                     metavar="SECONDS", help="seconds before the reference RSS is taken")
+    # --warm-up until 1.0 (the broker's counted sessions); --warmup before compare and soak shared it.
+    arguments.option(parser, "--warm-up-seconds", dest="warmup",
+                     formerly=Former(("--warm-up", "--warmup"), "LOADTEST_WARM_UP"),
+                     type=arguments.non_negative_float, default=60.0, metavar="SECONDS",
+                     help="seconds before the reference RSS is taken")
     arguments.option(parser, "--churn", action="store_true",
                      help="after the load, waves of websocket, xhr-streaming and abandoned xhr-polling sessions")
     arguments.option(parser, "--churn-waves", type=arguments.positive_int, default=5, help="waves")
@@ -263,7 +266,7 @@ def _count(value):
 
 def check_args(parser, args):
     if args.warmup >= args.duration:
-        parser.error("--warm-up (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
+        parser.error("--warm-up-seconds (%g s) must be shorter than --duration (%g s)" % (args.warmup, args.duration))
     if args.sample > args.duration:
         parser.error("--sample (%g s) must not be longer than --duration (%g s)" % (args.sample, args.duration))
     if args.url is not None:

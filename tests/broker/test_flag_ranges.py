@@ -53,7 +53,7 @@ def refused_at_start(module, argv, environ=None):
     ("--max-connections-per-ip", "-3"),
     ("--history", "1e3"),
     ("--replay", "99999999999"),
-    ("--warm-up", "-1"),
+    ("--warm-up-sessions", "-1"),
     ("--log-level", "verbose"),
     ("--publish-token", "three are many"),  # one, or two while rotating
     ("--redis", "redis://127.0.0.1:99999/0"),

@@ -109,5 +109,5 @@ def test_a_taken_port_is_refused_before_the_broker_waits_for_its_redis(taken_por
     """Nothing answers on port 1: a broker that reached for its Redis first would wait there,
     and find its port taken only once Redis came."""
     line = start_up_refusal(["--port", str(taken_port), "--redis", "redis://127.0.0.1:1/0"],
-                            {"BROKER_WARM_UP": "100000"})
+                            {"BROKER_WARM_UP_SESSIONS": "100000"})
     assert "--port (BROKER_PORT)" in line, line

@@ -1,4 +1,4 @@
-"""--warm-up: before it listens, the broker opens sessions of every transport on a room and a
+"""--warm-up-sessions: before it listens, the broker opens sessions of every transport on a room and a
 loopback port of its own (broker.ops.warm_up), each sending a message unless clients may not
 publish, then drops them; its clients find a room without them."""
 
@@ -22,7 +22,7 @@ NODE_PARTS = (BrokerRouter, Hub, SessionContainer, StatsCollector)
 
 
 def test_a_warmed_up_broker_listens_with_a_room_of_its_clients_only(start_broker):
-    broker = start_broker("--warm-up", "60", "--log-level", "info", "--publish-token", "s3cret")
+    broker = start_broker("--warm-up-sessions", "60", "--log-level", "info", "--publish-token", "s3cret")
     assert wait_until(lambda: "warmed up: 60 sessions opened" in broker.server.output), broker.server.output
     stats = broker.stats()
     assert (stats["connections_total"], stats["sessions"], stats["messages_out"]) == (0, 0, 0)
@@ -68,7 +68,7 @@ def test_each_warm_up_session_sends_a_message_on_its_transport_and_reads_it_back
 
 
 def test_where_clients_may_not_publish_the_warm_up_sends_nothing(start_broker):
-    broker = start_broker("--no-client-publish", "--warm-up", "12", "--log-level", "info")
+    broker = start_broker("--no-client-publish", "--warm-up-sessions", "12", "--log-level", "info")
     assert wait_until(lambda: "warmed up: 12 sessions opened" in broker.server.output), broker.server.output
     assert open_sessions(broker, len(warm_up.OPENINGS), publish=False) == len(warm_up.OPENINGS)
     assert broker.stats()["messages_in"] == 0
@@ -77,7 +77,7 @@ def test_where_clients_may_not_publish_the_warm_up_sends_nothing(start_broker):
 def test_where_a_warm_up_message_would_be_over_the_size_limit_the_warm_up_sends_nothing(start_broker):
     """Its send would close its session: no echo would come, and the warm-up would stop."""
     too_small = str(warm_up.LARGEST_SEND - 1)
-    broker = start_broker("--max-message-size", too_small, "--warm-up", "12", "--log-level", "info")
+    broker = start_broker("--max-message-size", too_small, "--warm-up-sessions", "12", "--log-level", "info")
     assert wait_until(lambda: "warmed up: 12 sessions opened" in broker.server.output), broker.server.output
     # The warm-up's room is gone with it: what it sent is decided, not counted, here.
     assert not warm_up.may_send(True, warm_up.LARGEST_SEND - 1)
@@ -85,7 +85,7 @@ def test_where_a_warm_up_message_would_be_over_the_size_limit_the_warm_up_sends_
 
 
 def test_the_warm_up_flag_names_the_size_of_its_send():
-    (flag,) = [flag for flag in FLAGS if flag.name == "--warm-up"]
+    (flag,) = [flag for flag in FLAGS if flag.name == "--warm-up-sessions"]
     assert "--max-message-size under %d bytes" % warm_up.LARGEST_SEND in flag.help
 
 

@@ -15,7 +15,7 @@ def test_the_load_client_spreads_its_clients_over_the_brokers_of_a_cluster(start
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", "--url", ",".join(b.url for b in brokers),
          "--server-pid", ",".join(str(b.server.pid) for b in brokers),
-         "--clients", "10", "--rate", "20", "--duration", "1", "--pause", "0.1", "--out", str(out)],
+         "--clients", "10", "--rate", "20", "--step-seconds", "1", "--pause", "0.1", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     lines = [records.parse(line) for line in result_lines.read(str(out))]

@@ -117,7 +117,7 @@ def test_a_warm_up_runs_the_first_fixed_load_unrecorded(tmp_path):
     out = tmp_path / "fanout.jsonl"
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", "compare", "--servers", "sockjs-node", "--measure", "cpu",
-         "--cpu-load", "8x10,6x5", "--cpu-seconds", "0.5", "--warm-up", "1", "--pause", "0.1", "--out", str(out)],
+         "--cpu-load", "8x10,6x5", "--cpu-seconds", "0.5", "--warm-up-seconds", "1", "--pause", "0.1", "--out", str(out)],
         capture_output=True, text=True, timeout=30,
     )
     assert done.returncode == 0, done.stderr

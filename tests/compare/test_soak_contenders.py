@@ -12,14 +12,14 @@ def test_soak_launches_each_server_in_turn_and_churns_it(tmp_path):
     out = tmp_path / "soak.jsonl"
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", "soak", "--servers", ",".join(SERVERS), "--clients", "5",
-         "--rate", "10", "--duration", "2", "--sample", "1", "--warm-up", "1", "--churn", "--churn-waves", "1",
-         "--churn-size", "3", "--churn-hold", "0.1", "--expiry", "1", "--broker-flags", "--warm-up 6",
+         "--rate", "10", "--duration", "2", "--sample", "1", "--warm-up-seconds", "1", "--churn", "--churn-waves", "1",
+         "--churn-size", "3", "--churn-hold", "0.1", "--expiry", "1", "--broker-flags", "--warm-up-sessions 6",
          "--out", str(out)],
         capture_output=True, text=True, timeout=90,
     )
     assert done.returncode == 0, done.stderr
     (launch,) = [line for line in done.stderr.splitlines() if " -m broker " in line]
-    assert launch.endswith(" --warm-up 6"), launch
+    assert launch.endswith(" --warm-up-sessions 6"), launch
     records = result_lines.read(str(out))
     assert records[0]["type"] == "run" and records[0]["command"][:4] == ["python", "-m", "loadtest", "soak"]
     per_server = [r["type"] for r in records if r.get("server") == SERVERS[0]]

@@ -1,10 +1,8 @@
 """The getting-started page's private room, run as written: its broker, started by its own line,
-takes the token each backend block prints (the Python one with PyJWT on this interpreter, the
-Node one with node and the checkout's jsonwebtoken) as a page's first message and joins the
-page to the room, where the page's ``curl`` line publishes; a session without a token is closed
-with 3015."""
+closes a session without a token with 3015; the tokens its backend blocks print (the Python one
+with PyJWT on this interpreter, the Node one with node and the checkout's jsonwebtoken), which
+test_pages_in_order.py gives pages that join the room, where the page's ``curl`` line publishes."""
 
-import json
 import os
 import subprocess
 import sys
@@ -42,22 +40,6 @@ def private_broker(start_broker):
     """The page's broker, as its line starts it, and the origin its other blocks name."""
     (line,) = doc_blocks.command_lines(doc_blocks.block_holding(GETTING_STARTED, "--private-rooms"))
     return start_as_written(start_broker, line)
-
-
-@pytest.mark.parametrize("backend", [python_token, node_token], ids=["python", "node"])
-def test_a_backends_token_joins_the_private_room_and_receives_what_is_published(start_broker, backend):
-    token = backend()
-    assert token.count(".") == 2, "one JWT, printed alone"
-    broker, origin = private_broker(start_broker)
-    (publish,) = doc_blocks.command_lines(doc_blocks.block_holding(GETTING_STARTED, "room=" + ROOM))
-    with WebSocketClient(broker.url, query="rooms=%s&positions=1" % ROOM) as page:
-        page.send(json.dumps({"token": token}))
-        (start,) = page.receive()
-        assert start["c"] == "open", start
-        answer = json.loads(doc_blocks.run_shell(doc_blocks.substituted(publish, {origin: broker.origin})))
-        assert answer["recipients"] == 1, answer
-        (message,) = page.receive()
-        assert message["d"] == "thank you, donors", message
 
 
 def test_the_private_room_takes_no_page_without_a_token(start_broker):

@@ -99,23 +99,6 @@ def test_the_quick_start_is_the_same_command_on_every_page():
     assert quick_start.endswith(" .venv/bin/python -m broker"), quick_start
 
 
-def test_the_readme_publishing_commands_reach_a_listener_of_the_quick_starts_broker(start_broker):
-    broker, listener, (answer,) = publishing_block(
-        start_broker, doc_blocks.block_holding(doc_blocks.README, "/publish?key=raised"))
-    with closing(listener):
-        assert listener.receive() == [{"counter": "raised", "value": "25"}]
-        shown = json.loads(doc_blocks.block_holding(doc_blocks.README, '{"recipients":'))
-        given = json.loads(answer)
-        assert answer == json.dumps(given, separators=(",", ":")) + "\n", "not the answer's form"
-        assert given["recipients"] == 1 and given.keys() == shown.keys() and given["value"] == shown["value"], (
-            given, shown)
-        assert given["position"].keys() == shown["position"].keys()
-        source = doc_blocks.block_holding(doc_blocks.README, "urllib.request")
-        assert ast.literal_eval(run_python(source, broker))["value"] == "50"
-        assert ast.literal_eval(run_python(source, broker))["value"] == "50", "the retry adds nothing"
-        assert listener.receive() == [{"counter": "raised", "value": "50"}]
-
-
 def test_the_demo_pages_counter_moves_as_the_getting_started_page_says(start_broker):
     block = doc_blocks.block_holding(GETTING_STARTED, "op=add")
     broker, listener, (answer,) = publishing_block(start_broker, block)

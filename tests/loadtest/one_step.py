@@ -19,7 +19,7 @@ def run(url, out, *options):
     """The finished ``python -m loadtest`` process for one step, its records in ``out``."""
     return subprocess.run(
         [sys.executable, "-m", "loadtest", "--url", url, "--clients", str(CLIENTS), "--rate", str(RATE),
-         "--duration", "1", "--pause", "0.1", "--out", str(out), *options],
+         "--step-seconds", "1", "--pause", "0.1", "--out", str(out), *options],
         cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 

@@ -32,8 +32,8 @@ def test_the_brokers_of_a_comparison_run_with_the_flags_given_after_the_usual_on
         def message(self, text):
             raise AssertionError(text)
 
-    (broker,) = placement.resolve_all(["broker-cpython"], Status(), broker_flags=["--warm-up", "10"])
-    assert broker.argv[-4:] == [*registry.BROKER_FLAGS, "--warm-up", "10"]
+    (broker,) = placement.resolve_all(["broker-cpython"], Status(), broker_flags=["--warm-up-sessions", "10"])
+    assert broker.argv[-4:] == [*registry.BROKER_FLAGS, "--warm-up-sessions", "10"]
 
 
 def test_a_failed_start_shows_its_command_with_the_secrets_hidden():

@@ -15,7 +15,7 @@ import result_lines
 
 
 
-SHORT = ["--clients", "10", "--rate", "20", "--sample", "1", "--warm-up", "1"]
+SHORT = ["--clients", "10", "--rate", "20", "--sample", "1", "--warm-up-seconds", "1"]
 
 
 def run_soak(server, out, *extra):

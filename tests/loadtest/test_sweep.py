@@ -124,7 +124,7 @@ def test_a_held_load_goes_on_past_an_overloaded_step(slow_server):
 
 def run_cli(url, out, *extra):
     return subprocess.Popen(
-        [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--duration", "0.5",
+        [sys.executable, "-m", "loadtest", "--url", url, "--clients", "5", "--step-seconds", "0.5",
          "--pause", "0.1", "--out", str(out), *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

@@ -7,6 +7,8 @@
   'use strict';
 
   var LOG_LINES = 200;
+  // The publish hints' first line, so that the curl line after it runs as pasted.
+  var TOKEN_LINE = "TOKEN=s3cret  # the broker's --publish-token (BROKER_PUBLISH_TOKEN): the quick start's\n";
 
   var $ = function (id) { return document.getElementById(id); };
   var prefix = document.querySelector('meta[name="sockjs-prefix"]').content;
@@ -79,7 +81,7 @@
     var card = $('campaign').content.firstElementChild.cloneNode(true);
     card.dataset.room = room;
     card.querySelector('.room').textContent = room;
-    card.querySelector('.publish-line').textContent = 'curl -H "Authorization: Bearer $TOKEN" -d 25.50 \\\n  \'' +
+    card.querySelector('.publish-line').textContent = TOKEN_LINE + 'curl -H "Authorization: Bearer $TOKEN" -d 25.50 \\\n  \'' +
       publishLine(room) + '\'';
     $('main').appendChild(card);
     var log = card.querySelector('.log');

@@ -11,6 +11,7 @@ FLAGS = (
     Flag("--token", "a secret", secret=True),
     Flag("--quiet", "say less", switch=True),
     Flag("--no-echo", "do not echo", switch=True, inverted=True, dest="echo"),
+    Flag("--warm-up-sessions", "sessions first", "0", int, "SESSIONS", dest="warm_up", formerly="--warm-up"),
 )
 
 
@@ -110,3 +111,22 @@ def test_a_file_error_is_told_in_the_systems_words_or_the_tls_librarys():
         assert file_error(error) == "No such file or directory"
     assert file_error(ssl.SSLError(116, "[X509: KEY_VALUES_MISMATCH] key values mismatch")) == \
         "[X509: KEY_VALUES_MISMATCH] key values mismatch"
+
+
+def test_a_former_name_sets_the_flag_hidden_from_help_and_says_it_is_deprecated(capsys):
+    parser, args = parse(["--warm-up", "5"])
+    assert args.warm_up == 5
+    assert capsys.readouterr().err == (
+        "warning: --warm-up is deprecated, use --warm-up-sessions (the former name works until 2.0)\n")
+    text = " ".join(parser.format_help().split())
+    assert "--warm-up SESSIONS" not in text and "(formerly --warm-up: deprecated) [DEMO_WARM_UP_SESSIONS" in text
+    assert parse(["--warm-up-sessions", "6"])[1].warm_up == 6 and capsys.readouterr().err == ""
+
+
+def test_a_former_variable_sets_the_flag_unless_the_new_one_is_set(capsys):
+    assert parse(environ={"DEMO_WARM_UP": "7"})[1].warm_up == 7
+    assert capsys.readouterr().err == (
+        "warning: DEMO_WARM_UP is deprecated, use DEMO_WARM_UP_SESSIONS (the former name works until 2.0)\n")
+    assert parse(environ={"DEMO_WARM_UP": "7", "DEMO_WARM_UP_SESSIONS": "8"})[1].warm_up == 8
+    assert capsys.readouterr().err == ""
+    assert Environment("DEMO_", {"DEMO_WARM_UP": "7"}).misread(FLAGS) is None

@@ -73,7 +73,7 @@ def test_source_addresses_are_loopback_addresses_not_names(text):
 
 
 @pytest.mark.parametrize("flags, allowed", [
-    ("--warm-up 3000", True), ("--host 127.0.0.1", True), ("--host=::1", True),
+    ("--warm-up-sessions 3000", True), ("--host 127.0.0.1", True), ("--host=::1", True),
     ("--redis redis://127.0.0.1:6379/0", True), ("--redis=unix:///run/redis.sock", True),
     ("--host 0.0.0.0", False), ("--host=127.attacker.example", False),
     ("--redis redis://10.0.0.1:6379/0", False), ("--redis=redis://127.attacker.example/0", False),

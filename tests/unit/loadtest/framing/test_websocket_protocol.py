@@ -163,7 +163,7 @@ def test_with_positions_messages_are_counted_in_their_envelopes_and_starts_are_n
     protocol = ClientProtocol(CLIENT, "127.0.0.1:8080", "/broadcast/000/abc/websocket?positions=1", True, True)
     protocol.receive_data(handshake_answer(protocol) + server_frame(b"o"))
     seq = protocol.send(1000)
-    start = b'{"c":"open","epoch":"k3J9x2","o":"40"}'
+    start = b'{"c":"open","epoch":"k3J9x2Qa","o":"40"}'
     theirs = b'{"o":"41","d":"3:1:5"}'
     mine = b'{"o":"42","d":"%d:%d:1000"}' % (CLIENT, seq)
     events = protocol.receive_data(server_frame(b"a[" + b",".join([start, theirs, mine]) + b"]"))

@@ -9,9 +9,9 @@ from loadtest import command_line
     (["--clients", "0"], "argument --clients: must be 1 or more, got 0"),
     (["--levels", "25,0"], "argument --levels: must be 1 or more, got 0"),
     (["--procs", "0"], "argument --procs: must be 1 or more, got 0"),
-    (["--duration", "0"], "argument --step-seconds/--duration: must be a number more than 0, got 0"),
+    (["--duration", "0"], "argument --duration: must be a number more than 0, got 0"),
     (["--rate", "-5"], "argument --rate: must be a number more than 0, got -5"),
-    (["--step-seconds", "inf"], "argument --step-seconds/--duration: must be a number more than 0, got inf"),
+    (["--step-seconds", "inf"], "argument --step-seconds: must be a number more than 0, got inf"),
 ])
 def test_counts_and_durations_must_be_positive(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit:

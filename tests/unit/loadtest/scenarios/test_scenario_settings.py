@@ -30,14 +30,14 @@ def test_every_command_s_settings_are_one_frozen_value_of_tuples(command, settin
 
 
 def test_a_mix_is_compare_s_one_transport_and_the_arguments_stay_as_parsed():
-    args = parsed(["compare", "--mix", "websocket=70,xhr-polling=30", "--procs", "4", "--broker-flags", "--warm-up 9"])
+    args = parsed(["compare", "--mix", "websocket=70,xhr-polling=30", "--procs", "4", "--broker-flags", "--warm-up-sessions 9"])
     settings = compare.CompareSettings.of(args)
     assert settings.transports == ("mix:websocket=70,xhr-polling=30",)
     assert args.transport == ["websocket"]
-    assert settings.broker_flags == ("--warm-up", "9")
+    assert settings.broker_flags == ("--warm-up-sessions", "9")
     assert settings.placement == placement.Placement((args.server_cpu,), (args.client_cpu,), 4)
     assert settings.command == ("python", "-m", "loadtest", "compare", "--mix", "websocket=70,xhr-polling=30",
-                                "--procs", "4", "--broker-flags", "--warm-up 9")
+                                "--procs", "4", "--broker-flags", "--warm-up-sessions 9")
 
 
 def test_a_soak_churns_only_when_asked():

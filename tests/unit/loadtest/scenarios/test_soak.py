@@ -9,16 +9,17 @@ from loadtest.scenarios import soak
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--duration", "60", "--warm-up", "60"], "--warm-up (60 s) must be shorter than --duration (60 s)"),
-    (["--duration", "60", "--warmup", "60"], "--warm-up (60 s) must be shorter than --duration (60 s)"),
-    (["--duration", "5", "--warm-up", "1", "--sample", "10"], "--sample (10 s) must not be longer"),
+    (["--duration", "60", "--warm-up-seconds", "60"], "--warm-up-seconds (60 s) must be shorter than --duration (60 s)"),
+    (["--duration", "60", "--warmup", "60"], "--warm-up-seconds (60 s) must be shorter than --duration (60 s)"),
+    (["--duration", "5", "--warm-up-seconds", "1", "--sample", "10"], "--sample (10 s) must not be longer"),
     (["--url", "http://127.0.0.1:8080/broadcast"], "--url needs --server-pid"),
     (["--url", "http://10.0.0.1:8080/broadcast", "--server-pid", "1"], "only loopback servers"),
     (["--server-pid", "1"], "--server-pid, --label and --tls-ca go with --url"),
-    (["--url", "http://127.0.0.1:8080/broadcast", "--server-pid", str(os.getpid()), "--broker-flags", "--warm-up 9"],
+    (["--url", "http://127.0.0.1:8080/broadcast", "--server-pid", str(os.getpid()), "--broker-flags", "--warm-up-sessions 9"],
      "--broker-flags goes with the servers soak launches, not --url"),
     (["--servers", "sockjs-deno"], "unknown server sockjs-deno"),
     (["--churn-size", "0"], "argument --churn-size: must be 1 or more"),
+    (["--warm-up-seconds", "-1"], "argument --warm-up-seconds: must be a number of 0 or more"),
     (["--warm-up", "-1"], "argument --warm-up/--warmup: must be a number of 0 or more"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(argv, message, capsys, tmp_path):
