@@ -105,8 +105,8 @@ def add_arguments(parser):
                      help="the brokers a cluster's backend publishes through: each in turn, or the first only, "
                      "so that the others' CPU is what rooms cost a broker that is not published to (default each)")
     arguments.option(parser, "--private", action="store_true",
-                     help="private rooms: each broker checks tokens (a secret made for this run, --private-rooms "
-                     "'room-*'), each viewer joins with a JWT naming its rooms, sent as its first message; the "
+                     help="private rooms: each broker checks tokens (a secret made for this run) and makes every "
+                     "room of the run private, each viewer joins with a JWT naming its rooms, sent as its first message; the "
                      "record's joins then cost that")
     arguments.option(parser, "--transport", **arguments.TRANSPORT)
     arguments.add_broker_run_arguments(parser, registry.BROKERS, ["broker-cpython"])
