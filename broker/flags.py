@@ -44,9 +44,9 @@ Rules this module keeps:
 import argparse
 import dataclasses
 import difflib
+import functools
 import math
 import os
-import functools
 import re
 import ssl
 import sys
