@@ -50,10 +50,16 @@ def main(argv=None):
         print("rooms: CPU per delivery and round-trip p99 against the number of rooms (%s), %d load%s" % (
             ",".join(str(rooms) for rooms in sorted({run.rooms for run in results.many_rooms})), len(series),
             "" if len(series) == 1 else "s"), file=sys.stderr)
-    for name in skipped:
-        print("no %s figure: the results hold no such measurements" % name, file=sys.stderr)
-    print("wrote %s" % ", ".join(written + [table_path]), file=sys.stderr)
+    print(drawn_line(written, directory), file=sys.stderr)
     return 0
+
+
+def drawn_line(written, directory):
+    """One line for what was drawn, out of the paths ``written``, and where: the figures the
+    results hold measurements for and the summary table; the others are not named."""
+    names = list(dict.fromkeys(os.path.splitext(os.path.basename(path))[0] for path in written))
+    figures = "%s (PNG and SVG) and " % ", ".join(names) if names else "no figure (nothing to draw) and "
+    return "drew %ssummary.rst in %s" % (figures, directory)
 
 
 if __name__ == "__main__":

@@ -58,8 +58,10 @@ def latency_figure(results, statistic="mean"):
     figure.supylabel("%s round trip (ms, log scale)" % name, fontsize=10)
     realtime = ("realtime: mean <= %.0f ms" if statistic == "mean"
                 else "%.0f ms, the mean's\nrealtime bound") % REALTIME_MS
-    figure.legend(handles=_latency_legend(styles, realtime), title="clients", loc="outside right upper",
-                  fontsize=9, frameon=False)
+    # Beside the first row's last panel, below the figure's title: a figure legend "outside right
+    # upper" takes the figure's top right corner, where a long title runs.
+    grid[0, -1].legend(handles=_latency_legend(styles, realtime), title="clients", loc="upper left",
+                       bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False)
     return figure
 
 

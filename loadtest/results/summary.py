@@ -93,7 +93,8 @@ def realtime_capacity(results):
     within realtime after one past it does not show a rate the server keeps).
 
     ``rate`` is the msgs/s that step offered; ``ratio`` compares its msgs/s with
-    sockjs-node's over the same transport at the same level (None without a reference); ``limit`` says
+    sockjs-node's over the same transport at the same level, only where the server stopped both
+    (None otherwise: a lower bound set against a limit is no ratio of the two); ``limit`` says
     what stopped it: ``SERVER`` or ``CLIENT`` by the first step past realtime
     (:func:`loadtest.method.rules.client_limited`), else the level's end (an
     :class:`End`, None without one): the server's limit then lies above.
@@ -110,17 +111,20 @@ def realtime_capacity(results):
                 broke.setdefault(key, step)
             elif key not in broke and (best[key] is None or step.server_msgs_per_s > best[key].server_msgs_per_s):
                 best[key] = step
+    limits = {}
+    for key in best:
+        if key in broke:
+            limits[key] = CLIENT if rules.client_limited(broke[key].client_bound, broke[key].server_cpu) else SERVER
+        else:
+            limits[key] = End.of(results.level_ends.get(key, ""))
     rows = []
     for (server, transport, level), step in best.items():
         value = step and step.server_msgs_per_s
-        reference = best.get((REFERENCE, transport, level))
-        ratio = value / reference.server_msgs_per_s if value is not None and reference else None
-        if (server, transport, level) in broke:
-            at = broke[(server, transport, level)]
-            limit = CLIENT if rules.client_limited(at.client_bound, at.server_cpu) else SERVER
-        else:
-            limit = End.of(results.level_ends.get((server, transport, level), ""))
-        rows.append(Capacity(server, transport, level, value, step and step.rate, ratio, limit))
+        key, reference_key = (server, transport, level), (REFERENCE, transport, level)
+        reference = best.get(reference_key)
+        both_limits = limits[key] == SERVER and limits.get(reference_key) == SERVER
+        ratio = value / reference.server_msgs_per_s if value is not None and reference and both_limits else None
+        rows.append(Capacity(server, transport, level, value, step and step.rate, ratio, limits[key]))
     return rows
 
 

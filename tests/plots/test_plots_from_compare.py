@@ -1,17 +1,20 @@
 """Figures and tables from the results of a real short ``compare`` run."""
 
+import json
 import os
 
 import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is installed only where it has wheels (CPython)")
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from loadtest import records as schema  # noqa: E402
 from loadtest.results import summary  # noqa: E402
 from plots import __main__ as cli  # noqa: E402
 from plots import figures  # noqa: E402
+import result_lines  # noqa: E402
 
 
 def results_of(lines):
@@ -93,5 +96,39 @@ def test_realtime_capacity_is_the_best_healthy_step_against_sockjs_node(compared
         healthy = [s.server_msgs_per_s for s in steps_of(compared, server, level)
                    if not s.overloaded and s.rtt_ms["mean"] <= summary.REALTIME_MS]
         assert row.msgs_per_s == max(healthy)
-        reference = rows[("sockjs-node", level)].msgs_per_s
-        assert row.ratio == pytest.approx(row.msgs_per_s / reference)
+        reference = rows[("sockjs-node", level)]
+        if row.limit == reference.limit == summary.SERVER:
+            assert row.ratio == pytest.approx(row.msgs_per_s / reference.msgs_per_s)
+        else:  # a lower bound is no ratio to a limit
+            assert row.ratio is None
+
+
+@pytest.fixture
+def one_server_sweep(compare_results, tmp_path):
+    """A results file of one server's latency sweep alone, as a plain ``python -m loadtest`` writes:
+    the compare run's records of sockjs-node but its fixed loads and idle connections."""
+    path = tmp_path / "sweep.jsonl"
+    kept = [line for line in compare_results[1] if line["type"] == "run"
+            or (line["type"] in ("server", "level", "step") and line["server"] == "sockjs-node")]
+    path.write_text("".join(json.dumps(line) + "\n" for line in kept))
+    return path
+
+
+def test_a_sweep_alone_says_in_one_line_what_was_drawn_and_where(one_server_sweep, tmp_path, capsys):
+    directory = str(tmp_path / "figures")
+    assert cli.main([str(one_server_sweep), "-o", directory]) == 0
+    assert sorted(os.listdir(directory)) == ["rtt_mean.png", "rtt_mean.svg", "rtt_p99.png", "rtt_p99.svg", "summary.rst"]
+    assert capsys.readouterr().err.splitlines() == [
+        "drew rtt_mean, rtt_p99 (PNG and SVG) and summary.rst in %s" % directory]
+
+
+@pytest.mark.parametrize("statistic", ["mean", "p99"])
+def test_the_latency_legend_is_clear_of_the_figures_title(compared, one_server_sweep, statistic):
+    for results in (compared, results_of(result_lines.read(str(one_server_sweep)))):
+        figure = figures.latency_figure(results, statistic)
+        renderer = FigureCanvasAgg(figure).get_renderer()
+        figure.draw(renderer)  # the constrained layout places the legend as a saved figure has it
+        (title,) = [text for text in figure.findobj(Text) if text.get_text().startswith("Round trip")]
+        (legend,) = figure.legends + [axes.get_legend() for axes in figure.axes if axes.get_legend() is not None]
+        assert not legend.get_window_extent(renderer).overlaps(title.get_window_extent(renderer))
+        assert legend.get_window_extent(renderer).x1 <= figure.bbox.x1  # and inside the figure

@@ -13,6 +13,8 @@
   with a decimal point is a figure too (``9 us (CPython 9.08, PyPy 9.17)``).
 * Arithmetic on measured figures belongs in a sentence without a citation, so that it reads as
   arithmetic.
+* The report itself is at most ``REPORT_LINES`` lines, and every section names, in its own text
+  (above its first subsection), the machine its figures come from: one of ``MACHINES``.
 """
 
 import re
@@ -22,6 +24,8 @@ import pytest
 import documentation
 
 REPORT = "BENCHMARKS.rst"
+REPORT_LINES = 360
+MACHINES = ("Xeon", "EPYC")  # the report's two machines, which its top describes
 CITATION = re.compile(r'(?:BENCHMARKS\.rst|:doc:`benchmarks`),?\s+((?:"[^"]+"(?:;\s*|,\s*(?=")|\s+and\s+(?="))?)+)')
 TITLE = re.compile(r'"([^"]+)"')
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -34,12 +38,17 @@ _ROW = "row: "
 SENTENCE_END = re.compile(r"\.\s|\n\s*\n")
 
 
+def _heads(lines):
+    """``(index, title, underline character)`` of every title of ``lines``."""
+    return [(number - 1, lines[number - 1], line[0]) for number, line in enumerate(lines)
+            if number and UNDERLINE.match(line) and len(line) >= len(lines[number - 1]) > 0
+            and not TABLE_BORDER.match(lines[number - 1])]
+
+
 def sections(text):
     """``{title: text}`` of the report's sections, a section's text holding its subsections'."""
     lines = text.splitlines()
-    heads = [(number - 1, lines[number - 1], line[0]) for number, line in enumerate(lines)
-             if number and UNDERLINE.match(line) and len(line) >= len(lines[number - 1]) > 0
-             and not TABLE_BORDER.match(lines[number - 1])]
+    heads = _heads(lines)
     found = {}
     for index, (start, title, level) in enumerate(heads):
         end = next((other for other, _, deeper in heads[index + 1:] if deeper == level or deeper == "="),
@@ -148,3 +157,35 @@ def test_a_figure_changed_on_one_side_fails():
     for changed in (page.replace("9.08", "9.18"), page.replace("9.08 us", "9.2 us")):
         (_, covered, _), = covered_texts(changed)
         assert any(unwritten(f.group(0), written) for f in FIGURE.finditer(covered)), changed
+
+
+def own_texts(text):
+    """``{title: text}`` of every section down to its first subsection, or the next section."""
+    lines = text.splitlines()
+    heads = _heads(lines)
+    ends = [start for start, _, _ in heads[1:]] + [len(lines)]
+    return {title.strip(): "\n".join(lines[start + 2:end]) for (start, title, _), end in zip(heads, ends)}
+
+
+def report_text():
+    (text,) = [text for path, text in documentation.pages() if path == REPORT]
+    return text
+
+
+def test_the_report_is_at_most_its_length():
+    lines = len(report_text().splitlines())
+    assert lines <= REPORT_LINES, "%s is %d lines, over %d" % (REPORT, lines, REPORT_LINES)
+
+
+def test_every_section_of_the_report_names_its_machine():
+    texts = own_texts(report_text())
+    assert len(texts) >= 10, "the report's titles are no longer found: %s" % sorted(texts)
+    unnamed = [title for title, own in texts.items() if not any(machine in own for machine in MACHINES)]
+    assert unnamed == [], "sections of %s that name no machine (%s)" % (REPORT, " or ".join(MACHINES))
+
+
+def test_a_section_naming_no_machine_is_found():
+    page = "Top\n====\n\nOn Xeon.\n\nA\n----\n\nEPYC, one run.\n\nB\n----\n\none run, nowhere.\n"
+    texts = own_texts(page)
+    assert sorted(texts) == ["A", "B", "Top"]
+    assert [title for title, own in texts.items() if not any(m in own for m in MACHINES)] == ["B"]

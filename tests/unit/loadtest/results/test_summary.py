@@ -112,12 +112,13 @@ def test_realtime_capacity_names_what_stopped_each_level():
     assert rows["capped"].limit is End.CAP_REACHED
     # Back within realtime after a step past it: not a rate it keeps.
     assert (rows["relapsed"].msgs_per_s, rows["relapsed"].rate, rows["relapsed"].limit) == (1000, 10, summary.SERVER)
-    assert rows["client"].ratio == 1900 / 1500
+    assert rows["knee"].ratio == 1000 / 1500  # two limits: a ratio
+    assert rows["client"].ratio is None and rows["capped"].ratio is None  # a lower bound against a limit: none
     table = summary.summary_rst(results_of(records))
     cells = {line.split()[0]: line.split() for line in table.splitlines() if line.split()[:1] and
              line.split()[0] in rows}
     assert cells["knee"] == ["knee", "100", "1,000", "10", "0.67x", "server"]
-    assert cells["client"] == ["client", "100", "1,900+", "20", "1.27x", "client-bound"]
+    assert cells["client"] == ["client", "100", "1,900+", "20", "-", "client-bound"]
     assert cells["capped"][2] == "1,000+" and cells["capped"][-3:] == ["sweep's", "cap", "reached"]
     assert "``+``: not stopped by the server" in table
 
@@ -250,8 +251,8 @@ def test_the_knee_of_each_transport_is_a_row_beside_sockjs_node_s_over_the_same_
     results = results_of(records)
     knees = {(row.transport, row.server): row for row in summary.realtime_capacity(results)}
     assert {key: (row.msgs_per_s, row.ratio) for key, row in knees.items()} == {
-        ("websocket", "broker-cpython"): (40000, 2.0), ("xhr-polling", "broker-cpython"): (10000, 0.5),
-        ("websocket", "sockjs-node"): (20000, 1.0), ("xhr-polling", "sockjs-node"): (20000, 1.0)}
+        ("websocket", "broker-cpython"): (40000, 2.0), ("xhr-polling", "broker-cpython"): (10000, None),
+        ("websocket", "sockjs-node"): (20000, 1.0), ("xhr-polling", "sockjs-node"): (20000, None)}
     assert knees[("xhr-polling", "sockjs-node")].limit is End.CLIENT_BOUND
     table = summary.summary_rst(results)
     knee_table = table.split("Cost per delivered message")[0]
