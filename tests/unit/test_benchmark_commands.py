@@ -5,7 +5,7 @@ Every ``python -m loadtest ...``, ``python -m plots ...`` and ``python -m broker
 a literal block of README.rst or docs/*.rst (or an inline literal of BENCHMARKS.rst or
 docs/sizing.rst) is split as the shell would split it (``$!``, other shell variables and
 ``$(...)`` read as 1) and handed to that command's own parser, without running it: a flag renamed or removed fails here, naming the document, its line
-and the command. Every section of the report that the code, the tests or the sizing guide name
+and the command, and so does a deprecated name, which still parses. Every section of the report that the code, the tests or the sizing guide name
 (the file or ``:doc:`benchmarks```, a comma, the title in double quotes) must begin one of the
 report's section titles.
 """
@@ -104,6 +104,8 @@ def test_each_command_parses_with_todays_parser(where, command, capsys):
     except SystemExit:  # argparse has printed why
         error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error is None, "%s: %r does not parse: %s" % (where, command, error)
+    deprecated = [line for line in capsys.readouterr().err.splitlines() if "is deprecated" in line]
+    assert not deprecated, "%s: %r uses a deprecated name: %s" % (where, command, deprecated)
 
 
 def section_titles(text):
