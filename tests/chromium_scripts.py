@@ -52,15 +52,17 @@ def cannot_run(reason):
 
 class ReportingScript:
     """``node tests/browser/<script> *args``, started (or the test skipped, as :func:`cannot_run`
-    says), whose reports :meth:`next_report` reads one at a time; a context manager that kills
-    the script if it is still running at the end."""
+    says) with the variables of ``env`` added to the environment, whose reports
+    :meth:`next_report` reads one at a time; a context manager that kills the script if it is
+    still running at the end."""
 
-    def __init__(self, script, *args):
+    def __init__(self, script, *args, env=None):
         reason = missing_requirement()
         if reason:
             cannot_run(reason)
         self.script = script
         self.process = subprocess.Popen(["node", os.path.join(SCRIPTS, script), *args], cwd=ROOT,
+                                        env=dict(os.environ, **(env or {})),
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.errors = []
         self.reader = threading.Thread(target=lambda: self.errors.append(self.process.stderr.read()), daemon=True)
@@ -75,6 +77,10 @@ class ReportingScript:
             self.reader.join(5)
             pytest.fail("%s ended: %s" % (self.script, "".join(self.errors)[-8000:]), pytrace=False)
         return json.loads(line)
+
+    def wait(self, timeout):
+        """Wait up to ``timeout`` seconds for the script to end by itself, its reports done."""
+        self.process.wait(timeout)
 
     def __enter__(self):
         return self

@@ -14,21 +14,16 @@ And the getting-started page's private room page, as written, with the token its
 block prints, receives what a backend publishes in the room (readme_example.js).
 """
 
-import json
-import os
 import re
 import subprocess
-import threading
 import time
-
-import pytest
 
 import doc_blocks
 from broker.protocol import close_codes
 from checkout import ROOT
+from chromium_scripts import ReportingScript
 from test_transports import TRANSPORTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "t"
 SECRET = "the-test-backends-secret-32-characters-or-more"
 ROOM = "donors"
@@ -62,31 +57,14 @@ def publish_for(broker, seconds):
     return n
 
 
-# browser_script: skips, or in CI fails, where Chromium or the node modules are missing.
-def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(start_broker, browser_script):
+def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(start_broker):
     broker = start_broker(*FLAGS)
-    browser = subprocess.Popen(["node", os.path.join(HERE, "private_rooms.js"), broker.origin, ",".join(TRANSPORTS),
-                                ROOM, MARKER], env=dict(os.environ, TOKEN_SECRET=SECRET),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    errors = []
-    # Read stderr as it comes, so that a page's chatter never fills the pipe and blocks the script.
-    reader = threading.Thread(target=lambda: errors.append(browser.stderr.read()), daemon=True)
-    reader.start()
-    lines = iter(browser.stdout)
-
-    def next_report():
-        line = next(lines, None)
-        if line is None:
-            browser.wait(10)
-            reader.join(5)
-            pytest.fail("private_rooms.js ended: %s" % "".join(errors)[:8000], pytrace=False)
-        return json.loads(line)
-
-    try:
-        assert next_report() == {"ready": True}
+    with ReportingScript("private_rooms.js", broker.origin, ",".join(TRANSPORTS), ROOM, MARKER,
+                         env={"TOKEN_SECRET": SECRET}) as browser:
+        assert browser.next_report() == {"ready": True}
         sent = publish_for(broker, PUBLISH_S)
         publish(broker, MARKER)
-        pages = next_report()["pages"]
+        pages = browser.next_report()["pages"]
         assert sorted(pages) == sorted(TRANSPORTS)
         for transport, clients in pages.items():
             # Each client's session: from the attempt that opened (one before may have failed
@@ -109,10 +87,6 @@ def test_a_page_refreshes_its_token_in_band_and_one_without_a_fresh_token_stops(
             assert sessions["tokenless"] == OPEN + ["stopped %d %s" % close_codes.TOKEN_REQUIRED], (
                 transport, clients["tokenless"])
         browser.wait(20)
-    finally:
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()
 
 
 def test_the_getting_started_pages_private_room_works_as_written(start_broker, browser_script):

@@ -9,22 +9,18 @@ Messages go out at 20 a second, not more: every browser here is one client addre
 haproxy, whose per-address limit (1000 requests in 10 s) the polling pages would
 otherwise reach together."""
 
-import json
 import os
 import shutil
 import signal
-import subprocess
 import urllib.parse
 
-import pytest
-
 import deployment
+from chromium_scripts import ReportingScript
 from loadtest.contenders import haproxy
 from live_room import Publisher
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 RATE = 20
 TOKEN = "t"
 # Heartbeats every second: the pages take 3 s of silence as a dead connection.
@@ -38,8 +34,7 @@ def healthy(broker):
         return False
 
 
-def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, start_broker, browser_script,
-                                                                tmp_path):
+def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, start_broker, tmp_path):
     deployment.require_haproxy()
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
@@ -53,60 +48,46 @@ def test_every_page_keeps_the_complete_sequence_through_faults(start_redis, star
     brokers = [start(0) for _ in range(2)]
     ports = [urllib.parse.urlsplit(broker.url).port for broker in brokers]
     proxy = haproxy.HAProxy(ports, str(tmp_path), source=deployment.HAPROXY_CONFIG)
-    browser = None
     try:
         proxy.wait_ready()
-        browser = subprocess.Popen(["node", os.path.join(HERE, "resume.js"), proxy.origin, ",".join(TRANSPORTS),
-                                    "phase-1", "phase-2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = iter(browser.stdout)
+        with ReportingScript("resume.js", proxy.origin, ",".join(TRANSPORTS), "phase-1", "phase-2") as browser:
+            assert browser.next_report() == {"ready": True}
+            publisher = Publisher(brokers, RATE, TOKEN)
+            publisher.start()
+            try:
+                wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)
+                os.kill(brokers[0].server.pid, signal.SIGKILL)
+                brokers[0].server.process.wait(5)
+                brokers[0] = start(ports[0])
+                wait_until(lambda: publisher.sent >= 4 * RATE, timeout=30)
+                redis.kill()
+                redis.start()
+                wait_until(lambda: all(healthy(b) for b in brokers), timeout=15)
+                wait_until(lambda: publisher.sent >= 10 * RATE, timeout=60)
+            finally:
+                publisher.stopping.set()
+                publisher.join(30)
+            publisher.publish("phase-1")
+            first = browser.next_report()
+            expected = [str(n) for n in range(publisher.sent)] + ["phase-1"]
+            for transport, page in first["pages"].items():
+                assert page["gaps"] == [], (transport, page["gaps"])
+                assert page["log"] == expected, (transport, sorted(set(expected) ^ set(page["log"]))[:20],
+                                                 len(page["log"]) - len(set(page["log"])))
+                assert page["opens"] >= 2, (transport, "never cut")
 
-        def next_report():
-            line = next(lines, None)
-            if line is None:
-                browser.wait(10)
-                pytest.fail("resume.js ended: %s" % browser.stderr.read()[:8000], pytrace=False)
-            return json.loads(line)
-
-        assert next_report() == {"ready": True}
-        publisher = Publisher(brokers, RATE, TOKEN)
-        publisher.start()
-        try:
-            wait_until(lambda: publisher.sent >= 2 * RATE, timeout=20)
-            os.kill(brokers[0].server.pid, signal.SIGKILL)
-            brokers[0].server.process.wait(5)
-            brokers[0] = start(ports[0])
-            wait_until(lambda: publisher.sent >= 4 * RATE, timeout=30)
             redis.kill()
+            shutil.rmtree(redis_dir)
+            redis_dir.mkdir()
             redis.start()
             wait_until(lambda: all(healthy(b) for b in brokers), timeout=15)
-            wait_until(lambda: publisher.sent >= 10 * RATE, timeout=60)
-        finally:
-            publisher.stopping.set()
-            publisher.join(30)
-        publisher.publish("phase-1")
-        first = next_report()
-        expected = [str(n) for n in range(publisher.sent)] + ["phase-1"]
-        for transport, page in first["pages"].items():
-            assert page["gaps"] == [], (transport, page["gaps"])
-            assert page["log"] == expected, (transport, sorted(set(expected) ^ set(page["log"]))[:20],
-                                             len(page["log"]) - len(set(page["log"])))
-            assert page["opens"] >= 2, (transport, "never cut")
-
-        redis.kill()
-        shutil.rmtree(redis_dir)
-        redis_dir.mkdir()
-        redis.start()
-        wait_until(lambda: all(healthy(b) for b in brokers), timeout=15)
-        publisher.publish("phase-2")
-        second = next_report()
-        for transport, page in second["pages"].items():
-            assert page["gaps"] == ["epoch"], (transport, page["gaps"])
-            assert page["log"] == expected + ["phase-2"], (transport, page["log"][len(expected) - 2:])
-        browser.wait(20)
+            publisher.publish("phase-2")
+            second = browser.next_report()
+            for transport, page in second["pages"].items():
+                assert page["gaps"] == ["epoch"], (transport, page["gaps"])
+                assert page["log"] == expected + ["phase-2"], (transport, page["log"][len(expected) - 2:])
+            browser.wait(20)
     finally:
-        if browser is not None and browser.poll() is None:
-            browser.kill()
-            browser.wait()
         proxy.stop()
 
 

@@ -8,21 +8,16 @@ and every page reports exactly one gap, ``epoch``, in each room it is in, follow
 message of the room's new history. A client asking for a room of a bad name stops at the
 broker's 3013 and never comes back; a page in both rooms sends nothing."""
 
-import json
 import os
 import signal
-import subprocess
-import threading
 import time
 import urllib.parse
 
-import pytest
-
 from broker.protocol import close_codes
+from chromium_scripts import ReportingScript
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "t"
 ROOMS = ("a", "b")
 # Messages a second in each room, and for how long before a restart: long enough for every
@@ -64,34 +59,16 @@ def messages(room, numbers, marker):
     return ["%s%d" % (room, n) for n in numbers] + [marker]
 
 
-# browser_script: skips, or in CI fails, where Chromium or the node modules are missing.
-def test_pages_in_rooms_get_each_rooms_messages_once_in_order_through_cuts_and_a_restart(start_broker,
-                                                                                        browser_script):
+def test_pages_in_rooms_get_each_rooms_messages_once_in_order_through_cuts_and_a_restart(start_broker):
     broker = start_broker(*FLAGS)
     port = urllib.parse.urlsplit(broker.url).port
-    browser = subprocess.Popen(["node", os.path.join(HERE, "rooms.js"), broker.origin, ",".join(TRANSPORTS),
-                                "end-1", "end-2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    errors = []
-    # Read stderr as it comes, so that a page's chatter never fills the pipe and blocks the script.
-    reader = threading.Thread(target=lambda: errors.append(browser.stderr.read()), daemon=True)
-    reader.start()
-    lines = iter(browser.stdout)
-
-    def next_report():
-        line = next(lines, None)
-        if line is None:
-            browser.wait(10)
-            reader.join(5)
-            pytest.fail("rooms.js ended: %s" % "".join(errors)[:8000], pytrace=False)
-        return json.loads(line)
-
-    try:
-        ready = next_report()
+    with ReportingScript("rooms.js", broker.origin, ",".join(TRANSPORTS), "end-1", "end-2") as browser:
+        ready = browser.next_report()
         assert ready["sends"] == {transport: False for transport in TRANSPORTS}, "a page of two rooms only listens"
         cut = publish_for(broker, PHASE_S, 0)
         for room in ROOMS:
             publish(broker, room, "end-1")
-        first = next_report()
+        first = browser.next_report()
         for transport, pages in first["pages"].items():
             for page in ("a", "b", "ab"):
                 found = pages[page]
@@ -109,7 +86,7 @@ def test_pages_in_rooms_get_each_rooms_messages_once_in_order_through_cuts_and_a
         end = publish_for(broker, PHASE_S / 2, cut)
         for room in ROOMS:
             publish(broker, room, "end-2")
-        second = next_report()
+        second = browser.next_report()
         for transport, pages in second["pages"].items():
             for page in ("a", "b", "ab"):
                 found = pages[page]
@@ -123,7 +100,3 @@ def test_pages_in_rooms_get_each_rooms_messages_once_in_order_through_cuts_and_a
             states = pages["a"]["refused"]
             assert states[-1] == REFUSED and sum("3013" in state for state in states) == 1, (transport, states)
         browser.wait(20)
-    finally:
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()

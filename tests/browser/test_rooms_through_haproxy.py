@@ -15,8 +15,6 @@ message of its rooms: the nine polling pages (the page in both rooms counting tw
 most about 600 in 10 s, the pages' reconnections fitting in what is left. The publisher goes
 through haproxy's side for backends, which has no such limit."""
 
-import json
-import os
 import signal
 import subprocess
 import threading
@@ -26,10 +24,10 @@ import pytest
 
 from broker.core.drain import MAX_STRETCH
 from broker.protocol import close_codes
+from chromium_scripts import ReportingScript
 from sockjs_clients import wait_until
 from test_transports import TRANSPORTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "t"
 ROOMS = ("a", "b")
 BROKERS = 3
@@ -135,68 +133,53 @@ def check(report, published, marker):
     return opens
 
 
-# browser_script: skips, or in CI fails, where Chromium or the node modules are missing.
 def test_pages_in_rooms_through_haproxy_keep_each_rooms_messages_through_a_rolling_restart_and_a_kill(
-        start_redis, start_cluster, browser_script):
+        start_redis, start_cluster):
     cluster = start_cluster(BROKERS, "--redis", start_redis().url, *FLAGS)
-    browser = subprocess.Popen(["node", os.path.join(HERE, "rooms.js"), cluster.origin, ",".join(TRANSPORTS),
-                                *MARKERS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    errors = []
-    # Read stderr as it comes, so that a page's chatter never fills the pipe and blocks the script.
-    reader = threading.Thread(target=lambda: errors.append(browser.stderr.read()), daemon=True)
-    reader.start()
-    lines = iter(browser.stdout)
 
-    def next_report(marker=None):
-        line = next(lines, None)
-        if line is None:
-            browser.wait(10)
-            reader.join(5)
-            pytest.fail("rooms.js ended: %s" % "".join(errors)[:8000], pytrace=False)
-        report = json.loads(line)
-        assert report.get("marker") == marker, line[:2000]
+    def next_report(marker):
+        report = browser.next_report()
+        assert report.get("marker") == marker, str(report)[:2000]
         return report
 
     publisher = RoomsPublisher(cluster.backend_side)
-    try:
-        ready = next_report()
-        assert ready["sends"] == {transport: False for transport in TRANSPORTS}, "a page of two rooms only listens"
-        publisher.start()
-        for n in range(BROKERS):
-            publisher.publish_for(1)
-            drain(cluster, n)
-            cluster.start_again(n)
-            publisher.publish_for(1)
-            publisher.mark(MARKERS[n])
-            check(next_report(MARKERS[n]), publisher.published, MARKERS[n])
+    with ReportingScript("rooms.js", cluster.origin, ",".join(TRANSPORTS), *MARKERS) as browser:
+        try:
+            ready = next_report(None)
+            assert ready["sends"] == {transport: False for transport in TRANSPORTS}, "a page of two rooms only listens"
+            publisher.start()
+            for n in range(BROKERS):
+                publisher.publish_for(1)
+                drain(cluster, n)
+                cluster.start_again(n)
+                publisher.publish_for(1)
+                publisher.mark(MARKERS[n])
+                check(next_report(MARKERS[n]), publisher.published, MARKERS[n])
 
-        publisher.publish_for(1)
-        held = [broker.stats()["connections_total"] for broker in cluster.brokers]
-        victim = held.index(max(held))
-        process = cluster.brokers[victim].server.process
-        process.send_signal(signal.SIGKILL)
-        assert process.wait(5) == -signal.SIGKILL
-        publisher.publish_for(2)
-        cluster.start_again(victim)
-        publisher.publish_for(1)
-        publisher.mark("killed")
-        check(next_report("killed"), publisher.published, "killed")
+            publisher.publish_for(1)
+            held = [broker.stats()["connections_total"] for broker in cluster.brokers]
+            victim = held.index(max(held))
+            process = cluster.brokers[victim].server.process
+            process.send_signal(signal.SIGKILL)
+            assert process.wait(5) == -signal.SIGKILL
+            publisher.publish_for(2)
+            cluster.start_again(victim)
+            publisher.publish_for(1)
+            publisher.mark("killed")
+            check(next_report("killed"), publisher.published, "killed")
 
-        publisher.stop()
-        publisher.mark("end")
-        last = next_report("end")
-        opens = check(last, publisher.published, "end")
-        for transport, pages in last["pages"].items():
-            for page in ("a", "b", "ab"):
-                for room in page:
-                    assert pages[page]["log"][room] == publisher.published[room], (transport, page, room)
-        # Every broker was restarted: every page lost its connection and opened again.
-        assert all(count >= 2 for count in opens.values()), opens
-        assert all(pages["a"]["refused"][-1] == REFUSED for pages in last["pages"].values())
-        assert cluster.proxy.statuses()[429] == 0, "a page went over haproxy's per-address limit"
-        browser.wait(20)
-    finally:
-        publisher.stopping.set()
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()
+            publisher.stop()
+            publisher.mark("end")
+            last = next_report("end")
+            opens = check(last, publisher.published, "end")
+            for transport, pages in last["pages"].items():
+                for page in ("a", "b", "ab"):
+                    for room in page:
+                        assert pages[page]["log"][room] == publisher.published[room], (transport, page, room)
+            # Every broker was restarted: every page lost its connection and opened again.
+            assert all(count >= 2 for count in opens.values()), opens
+            assert all(pages["a"]["refused"][-1] == REFUSED for pages in last["pages"].values())
+            assert cluster.proxy.statuses()[429] == 0, "a page went over haproxy's per-address limit"
+            browser.wait(20)
+        finally:
+            publisher.stopping.set()
