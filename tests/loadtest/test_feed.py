@@ -52,13 +52,15 @@ def test_every_add_to_the_counter_reaches_every_listener_of_every_broker_once(tm
     found = feed(tmp_path, "--servers", "cluster-cpython", "--brokers", "3", "--clients", "30", "--rate", "10",
                  "--duration", "2", "--sample", "1", "--publish", "counter")
     summary, = found["feed"]
-    assert (summary.publish, summary.published, summary.connected) == ("counter", 20, 30)
-    assert (summary.received, summary.short, summary.extra, summary.dropped) == (30 * 20, 0, 0, 0)
-    assert summary.counter_totals == {"broker1": "20", "broker2": "20", "broker3": "20"}
+    # Publishing stops at --duration, adds still due or not: a loaded machine may make fewer than 20.
+    added = summary.published
+    assert added > 0 and (summary.publish, summary.connected) == ("counter", 30)
+    assert (summary.received, summary.short, summary.extra, summary.dropped) == (30 * added, 0, 0, 0)
+    assert summary.counter_totals == {"broker1": str(added), "broker2": str(added), "broker3": str(added)}
     assert summary.delivery_ms["p50"] is None  # a counter's message carries no publish time
     assert 0 < summary.publish_ms["p50"] <= summary.publish_ms["p99"] < 10000
     assert set(summary.cpu_s) == {"broker1", "broker2", "broker3", "redis"} and summary.cpu_s["broker1"] > 0
-    assert sum(s.received for s in found["feed_sample"]) == 30 * 20
+    assert sum(s.received for s in found["feed_sample"]) == 30 * added
 
 
 def test_a_keyed_feed_is_timed_as_the_plain_one(tmp_path):
