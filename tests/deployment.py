@@ -34,14 +34,19 @@ NGINX = "/usr/sbin/nginx"
 _LOGGED_STATUS = re.compile(r'" (\d{3}) ')
 
 
-def require_haproxy():
-    """Skip the calling test where haproxy is missing; fail it in CI, which installs it."""
-    if os.access(HAPROXY, os.X_OK):
+def require_program(path, package):
+    """Skip the calling test where the program at ``path`` is missing; fail it in CI, which
+    installs Debian's ``package``."""
+    if os.access(path, os.X_OK):
         return
-    reason = "%s is missing: apt-get install haproxy" % HAPROXY
+    reason = "%s is missing: apt-get install %s" % (path, package)
     if os.environ.get("CI"):
         pytest.fail("cannot run: " + reason, pytrace=False)
     pytest.skip(reason)
+
+
+def require_haproxy():
+    require_program(HAPROXY, "haproxy")
 
 
 def broker_command(python, port):
@@ -65,13 +70,7 @@ def unit_lines():
 
 
 def require_nginx():
-    """Skip the calling test where nginx is missing; fail it in CI, which installs it."""
-    if os.access(NGINX, os.X_OK):
-        return
-    reason = "%s is missing: apt-get install nginx" % NGINX
-    if os.environ.get("CI"):
-        pytest.fail("cannot run: " + reason, pytrace=False)
-    pytest.skip(reason)
+    require_program(NGINX, "nginx")
 
 
 @pytest.fixture(name="start_cluster")
