@@ -116,6 +116,7 @@ def after(times, moment):
     return [at / 1000 - moment for at in times if at / 1000 > moment]
 
 
+@pytest.mark.alone
 def test_every_transport_notices_its_broker_killed_within_seconds(start_redis, start_cluster):
     redis = start_redis()
     cluster = start_cluster(2, "--redis", redis.url, "--publish-token", TOKEN)

@@ -12,6 +12,8 @@ import threading
 import time
 import urllib.parse
 
+import pytest
+
 from broker.cluster import named_rooms
 from broker.config import DEFAULTS
 from broker.protocol.positions import offset_key
@@ -144,6 +146,7 @@ def stream(node, room):
     return numbers, values
 
 
+@pytest.mark.alone
 def test_a_primary_killed_mid_stream_loses_nothing_acknowledged_in_any_room(sentinel_group, start_cluster):
     brokers = start_cluster(sentinel_group, 3)
     wait_until(lambda: all(b.stats()["backplane"]["state"] == "up" for b in brokers), timeout=20)

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 
+import pytest
 import redis
 
 from broker.protocol.positions import offset_key
@@ -132,6 +133,7 @@ def run_through_failover(group, brokers, fail):
     return new
 
 
+@pytest.mark.alone
 def test_a_primary_killed_mid_stream_loses_nothing_acknowledged(sentinel_group, start_cluster):
     brokers = start_cluster(sentinel_group, 3)
     wait_until(lambda: all(b.stats()["backplane"]["state"] == "up" for b in brokers))
@@ -139,6 +141,7 @@ def test_a_primary_killed_mid_stream_loses_nothing_acknowledged(sentinel_group, 
     run_through_failover(sentinel_group, brokers, lambda primary: primary.kill())
 
 
+@pytest.mark.alone
 def test_a_primary_stopped_past_the_sentinels_patience_loses_nothing_acknowledged(sentinel_group, start_cluster):
     brokers = start_cluster(sentinel_group, 3)
     wait_until(lambda: all(b.stats()["backplane"]["state"] == "up" for b in brokers))
