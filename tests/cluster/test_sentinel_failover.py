@@ -120,7 +120,8 @@ def run_through_failover(group, brokers, fail):
     assert publisher.refusals, "the failover refused nothing: it did not happen while publishing"
     assert {(status, retry_after) for status, retry_after, _ in publisher.refusals} <= {(503, "1"), (None, None)}
     kept = [int(json.loads(fields["m"])[1:]) for _, fields in new.client.xrange(STREAM)]
-    assert kept == list(range(MESSAGES)), "acknowledged, then lost or doubled by the failover"
+    assert kept == list(range(MESSAGES)), "acknowledged, then lost %s or doubled %s by the failover" % (
+        sorted(set(range(MESSAGES)) - set(kept)), sorted({n for n in kept if kept.count(n) > 1}))
     for client, reader in zip(clients, readers):
         runs, gaps = shown(reader.received)
         for run in runs:
