@@ -45,6 +45,19 @@ def require_program(path, package):
     pytest.skip(reason)
 
 
+def assert_started_on_fresh_ports(proxy, taken):
+    """``proxy``, whose first port was ``taken`` before it could bind, is ready on other ports at
+    its second attempt and answers ``/healthz`` there; stopped in any case."""
+    try:
+        proxy.wait_ready()
+        assert proxy.attempts == 2
+        assert proxy.port != taken
+        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        proxy.stop()
+
+
 def require_haproxy():
     require_program(HAPROXY, "haproxy")
 

@@ -354,14 +354,7 @@ def test_haproxy_starts_again_on_fresh_ports_when_one_is_taken_before_it_binds(s
     broker = start_broker()
     taken = port_taken_first(haproxy)
     proxy = haproxy.HAProxy([urllib.parse.urlsplit(broker.url).port], str(tmp_path), source=deployment.HAPROXY_CONFIG)
-    try:
-        proxy.wait_ready()
-        assert proxy.attempts == 2
-        assert proxy.port != taken
-        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
-            assert response.status == 200
-    finally:
-        proxy.stop()
+    deployment.assert_started_on_fresh_ports(proxy, taken)
 
 
 def test_haproxy_accepts_the_shipped_config_as_it_is():

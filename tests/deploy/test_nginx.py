@@ -113,11 +113,4 @@ def test_nginx_starts_again_on_fresh_ports_when_one_is_taken_before_it_binds(sta
     broker = start_broker()
     taken = port_taken_first(deployment)
     proxy = deployment.Nginx([urllib.parse.urlsplit(broker.url).port], str(tmp_path))
-    try:
-        proxy.wait_ready()
-        assert proxy.attempts == 2
-        assert proxy.port != taken
-        with urllib.request.urlopen(proxy.origin + "/healthz", timeout=10) as response:
-            assert response.status == 200
-    finally:
-        proxy.stop()
+    deployment.assert_started_on_fresh_ports(proxy, taken)
